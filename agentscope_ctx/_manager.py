@@ -1,0 +1,358 @@
+"""`ContextManager`: attaches the context management to AgentScope `ReActAgent`s.
+
+`attach(agent)` replaces the agent's memory by a `ContextMemory` (keeping the messages
+already there), installs the truncation middleware and the `read_file` tool on its toolkit,
+and registers the pipeline as bound async methods on the agent's `pre_reply`,
+`pre_reasoning` and `post_acting` hooks. Whatever fails inside a hook is logged; the agent
+goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentscope.formatter import FormatterBase
+from agentscope.memory import InMemoryMemory, MemoryBase
+from agentscope.message import Msg
+from agentscope.model import ChatModelBase
+from agentscope.token import TokenCounterBase
+
+from ._compactor import Compactor
+from ._config import ContextConfig
+from ._dialog import DialogStore
+from ._errors import ContextUsageError
+from ._long_term import ConsolidationScheduler, LongTermMemory
+from ._memory import ContextMemory
+from ._middleware import TruncationMiddleware
+from ._pipeline import ContextPipeline, PipelineReport
+from ._read_file import FileReader
+from ._tokens import TokenCounter
+from ._tool_results import ToolResultPolicy, ToolResultStore
+from ._truncation import parse_notice
+
+__all__ = ["ContextManager", "ContextUsage"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+HOOK_NAME = "agentscope_ctx"
+READ_FILE = "read_file"
+MEMORY_TOOLS = ("remember", "log_today")
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """Where the prompt's tokens go, as `context_usage` reports it."""
+
+    system_prompt: int
+    tool_schemas: int
+    summary: int
+    messages: int
+    """All live messages, tool results included."""
+    tool_results: int
+    """The part of `messages` in messages that carry tool results."""
+    total: int
+    max_input_tokens: int
+    threshold: int
+    message_count: int
+
+    @property
+    def ratio(self) -> float:
+        """Share of `max_input_tokens` in use."""
+        return self.total / self.max_input_tokens
+
+    def share(self, tokens: int) -> float:
+        """Share of `max_input_tokens` taken by `tokens`."""
+        return tokens / self.max_input_tokens
+
+
+@dataclass
+class _Binding:
+    agent: Any
+    memory: ContextMemory
+    pipeline: ContextPipeline
+    previous_memory: MemoryBase
+    previous_compression: Any
+    middleware: TruncationMiddleware
+    added_tools: list[str]
+
+
+class ContextManager:
+    """Keeps the context windows of the agents it is attached to healthy.
+
+    Args:
+        config: all settings.
+        model: the chat model used by the Compactor, the Summarizer and consolidation;
+            `None` means extractive summaries only, no Summarizer.
+        formatter: the formatter matching `model`.
+        token_counter: an AgentScope token counter for your model (e.g. a HuggingFace one
+            for Qwen); default: tiktoken with `config.token_counter`.
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig | None = None,
+        model: ChatModelBase | None = None,
+        formatter: FormatterBase | None = None,
+        *,
+        token_counter: TokenCounterBase | None = None,
+    ) -> None:
+        if model is not None and formatter is None:
+            raise ContextUsageError("a model needs its formatter: pass formatter= as well")
+        self.config = config or ContextConfig()
+        self.model = model
+        self.formatter = formatter
+        self.counter = (
+            token_counter
+            if isinstance(token_counter, TokenCounter)
+            else TokenCounter(self.config.token_counter, counter=token_counter)
+        )
+        working_dir = self.config.working_dir.resolve()
+        self.working_dir = working_dir
+        self.store = ToolResultStore(working_dir, self.config.tool_result.retention_days)
+        self.policy = ToolResultPolicy(self.config.tool_result)
+        self.dialog = DialogStore(working_dir)
+        self.long_term = LongTermMemory(working_dir)
+        roots = self.config.read_roots or [working_dir, Path.cwd()]
+        self.reader = FileReader(roots, self.policy)
+        self.compactor = Compactor(
+            self.config.compactor,
+            model=model,
+            formatter=formatter,
+            counter=self.counter,
+            max_input_tokens=self.config.compactor.max_input_tokens
+            or self.config.max_input_tokens,
+        )
+        self.scheduler: ConsolidationScheduler | None = None
+        self._bindings: dict[str, _Binding] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- attach / detach ---------------------------------------------------------------
+
+    def attach(self, agent: Any) -> ContextMemory:
+        """Attach to a `ReActAgent`; safe to call twice. Returns the agent's new memory."""
+        for name in ("memory", "toolkit", "register_instance_hook"):
+            if not hasattr(agent, name):
+                raise ContextUsageError(
+                    f"attach() needs an AgentScope ReActAgent; {type(agent).__name__} has no "
+                    f"{name!r}"
+                )
+        binding = self._bindings.get(agent.id)
+        if binding is not None and agent.memory is binding.memory:
+            return binding.memory
+        toolkit = agent.toolkit
+        if READ_FILE in toolkit.tools and toolkit.tools[READ_FILE].original_func != (
+            self.reader.read_file
+        ):
+            raise ContextUsageError(
+                f"agent {agent.name!r} already has a tool named {READ_FILE!r}; agentscope_ctx "
+                "adds its own (the continuation tool of truncated output): remove yours first"
+            )
+        memory = ContextMemory(self.working_dir, language=self.config.compactor.language)
+        _copy_messages(agent.memory, memory)
+        pipeline = ContextPipeline(
+            self.config,
+            memory,
+            counter=self.counter,
+            store=self.store,
+            policy=self.policy,
+            dialog=self.dialog,
+            compactor=self.compactor,
+            on_compacted=self._start_summarizer,
+        )
+        middleware = TruncationMiddleware(
+            self.store, self.policy, skip_tools=frozenset({READ_FILE})
+        )
+        added: list[str] = []
+        for func in (self.reader.read_file, self.long_term.remember, self.long_term.log_today):
+            if func.__name__ not in toolkit.tools:
+                toolkit.register_tool_function(func)
+                added.append(func.__name__)
+        toolkit.register_middleware(middleware.handle)
+        compression = getattr(agent, "compression_config", None)
+        if compression is not None and getattr(compression, "enable", False):
+            logger.warning(
+                "agentscope_ctx: turning off the built-in compression of agent %r "
+                "(agentscope_ctx replaces it; detach() turns it back on)",
+                agent.name,
+            )
+            agent.compression_config = None
+        previous = agent.memory
+        agent.memory = memory
+        for hook in ("pre_reply", "pre_reasoning", "post_acting"):
+            agent.register_instance_hook(hook, f"{HOOK_NAME}.{hook}", getattr(self, f"_{hook}"))
+        self._bindings[agent.id] = _Binding(
+            agent, memory, pipeline, previous, compression, middleware, added
+        )
+        self.store.cleanup(self._referenced_files())
+        return memory
+
+    def detach(self, agent: Any) -> None:
+        """Undo `attach`: the agent gets an `InMemoryMemory`-like memory of its own kind back,
+        holding the current messages (the summary as its compressed summary)."""
+        binding = self._bindings.pop(agent.id, None)
+        if binding is None:
+            return
+        for hook in ("pre_reply", "pre_reasoning", "post_acting"):
+            try:
+                agent.remove_instance_hook(hook, f"{HOOK_NAME}.{hook}")
+            except ValueError:
+                pass
+        toolkit = agent.toolkit
+        middlewares = getattr(toolkit, "_middlewares", [])
+        if binding.middleware.handle in middlewares:
+            middlewares.remove(binding.middleware.handle)
+        for name in binding.added_tools:
+            toolkit.remove_tool_function(name)
+        restored = binding.previous_memory
+        if isinstance(restored, InMemoryMemory):
+            restored.content = [(m, list(marks)) for m, marks in binding.memory.content]
+            restored._compressed_summary = binding.memory.compact_summary
+        agent.memory = restored
+        agent.compression_config = binding.previous_compression
+
+    def memory_of(self, agent: Any) -> ContextMemory:
+        """The `ContextMemory` of an attached agent."""
+        return self._binding(agent).memory
+
+    # -- public operations -------------------------------------------------------------
+
+    async def compact(self, agent: Any, extra_instruction: str | None = None) -> PipelineReport:
+        """Compact now, whatever the threshold: all but the newest `keep_recent_ratio` part
+        goes to the summary (and `extra_instruction` to the compactor's prompt)."""
+        binding = self._binding(agent)
+        return await binding.pipeline.run(agent, force=True, extra_instruction=extra_instruction)
+
+    async def context_usage(self, agent: Any) -> ContextUsage:
+        """Tokens by part of the prompt the agent would send now."""
+        binding = self._binding(agent)
+        pipeline = binding.pipeline
+        total_messages = 0
+        tool_results = 0
+        for msg in binding.memory.messages():
+            count = await self.counter.count_msg(msg)
+            total_messages += count
+            if msg.has_content_blocks("tool_result"):
+                tool_results += count
+        system = await self.counter.count_text(str(agent.sys_prompt)) + 4
+        tools = await self.counter.count_tools(agent.toolkit.get_json_schemas())
+        summary_msg = binding.memory.summary_message()
+        summary = 0 if summary_msg is None else await self.counter.count_msg(summary_msg)
+        return ContextUsage(
+            system_prompt=system,
+            tool_schemas=tools,
+            summary=summary,
+            messages=total_messages,
+            tool_results=tool_results,
+            total=system + tools + summary + total_messages,
+            max_input_tokens=self.config.max_input_tokens,
+            threshold=pipeline.threshold,
+            message_count=len(binding.memory.content),
+        )
+
+    async def close(self) -> None:
+        """Stop the consolidation job and wait for background Summarizer runs."""
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+            self.scheduler = None
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    # -- hooks (bound async methods: AgentScope awaits them) ---------------------------
+
+    async def _pre_reply(self, agent: Any, kwargs: dict[str, Any]) -> None:
+        binding = self._bindings.get(agent.id)
+        if binding is None:
+            return
+        try:
+            self._ensure_scheduler()
+            binding.memory.long_term_note = await self.long_term.memory_prompt(
+                self.counter, self.config.memory_max_tokens
+            )
+        except Exception:
+            logger.exception("agentscope_ctx: could not load MEMORY.md")
+        await self._run(agent)
+
+    async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
+        await self._run(agent)
+
+    async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
+        await self._run(agent)
+
+    async def _run(self, agent: Any) -> None:
+        binding = self._bindings.get(agent.id)
+        if binding is None or agent.memory is not binding.memory:
+            return
+        try:
+            await binding.pipeline.run(agent)
+            self.store.maybe_cleanup(self._referenced_files())
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _binding(self, agent: Any) -> _Binding:
+        binding = self._bindings.get(getattr(agent, "id", None) or "")
+        if binding is None:
+            raise ContextUsageError(
+                f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
+            )
+        return binding
+
+    def _referenced_files(self) -> set[str]:
+        """tool_result files that a live message of an attached agent points to."""
+        referenced: set[str] = set()
+        for binding in self._bindings.values():
+            for msg in binding.memory.messages():
+                for block in msg.get_content_blocks("tool_result"):
+                    output = block.get("output")
+                    texts = [output] if isinstance(output, str) else [
+                        b.get("text", "") for b in output or [] if isinstance(b, dict)
+                    ]
+                    for text in texts:
+                        parsed = parse_notice(str(text))
+                        if parsed is not None and self.store.owns(parsed[1].file_path):
+                            referenced.add(parsed[1].file_path)
+        return referenced
+
+    async def _start_summarizer(self, older: list[Msg]) -> None:
+        if not (self.config.summarizer.enabled and self.model is not None and self.formatter):
+            return
+        from ._summarizer import Summarizer  # noqa: PLC0415  (TEMP until the module lands)
+
+        summarizer = Summarizer(
+            model=self.model, formatter=self.formatter, memory_dir=self.long_term.memory_dir
+        )
+        task = asyncio.create_task(summarizer.run(older))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _ensure_scheduler(self) -> None:
+        if self.config.consolidation.enabled and self.scheduler is None:
+            self.scheduler = ConsolidationScheduler(
+                self.config.consolidation,
+                self.working_dir,
+                model=self.model,
+                formatter=self.formatter,
+            )
+            self.scheduler.start()
+
+
+def _copy_messages(source: MemoryBase, target: ContextMemory) -> None:
+    """Move the messages (with marks, for an `InMemoryMemory`) and summary into `target`."""
+    content = getattr(source, "content", None)
+    if isinstance(source, InMemoryMemory) and isinstance(content, list):
+        target.content = [(msg, list(marks)) for msg, marks in content]
+    elif isinstance(source, ContextMemory):
+        target.content = [(msg, list(marks)) for msg, marks in source.content]
+    else:
+        raise ContextUsageError(
+            f"attach() can take over an InMemoryMemory or a ContextMemory; the agent has a "
+            f"{type(source).__name__}: start it with an InMemoryMemory"
+        )
+    target._compressed_summary = getattr(source, "_compressed_summary", "") or ""

@@ -1,0 +1,232 @@
+"""`Summarizer`: a ReAct agent that keeps long-term notes when the context is compacted.
+
+It reads the messages leaving the context and records, in today's ``memory/YYYY-MM-DD.md``,
+personal facts and preferences of the user and try-error lessons (what failed, how it was
+fixed), merging with what the file already holds. Its file tools (`MemoryFiles`) are confined
+to the memory directory: absolute paths elsewhere, ``..`` and symlinks are refused, and so are
+hidden files (the consolidation's lock and state). Started in the background; it logs its
+errors and never raises them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import FormatterBase
+from agentscope.memory import InMemoryMemory
+from agentscope.message import Msg, TextBlock
+from agentscope.model import ChatModelBase
+from agentscope.tool import Toolkit, ToolResponse
+
+from ._extractive import render_msg
+from ._long_term import append_unique_lines
+
+__all__ = ["SILENT", "MemoryFiles", "Summarizer"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+SILENT = "[SILENT]"
+"""The Summarizer's whole answer when nothing was worth keeping."""
+_MAX_READ_CHARS = 50_000
+_MAX_MSG_CHARS = 4_000
+_SYSTEM = """You keep the long-term memory of an AI agent's user. You are given the part of \
+the agent's conversation that is leaving its context window. Record in the daily notes file \
+`{today}.md` only what will still matter in future sessions:
+- facts about the user and their preferences (name, role, environment, tools, style, recurring \
+instructions, likes and dislikes);
+- try-error lessons: what failed, why, and how it was fixed, with the exact commands, error \
+messages and file paths.
+Not the task's ordinary progress, not what is already recorded.
+
+Procedure:
+1. Call `read_memory_file` with file_path="{today}.md" (and "MEMORY.md" to see what is known).
+2. Add each new item as one bullet line starting with "- Fact:", "- Preference:" or \
+"- Lesson:" with `write_memory_file` (mode "append"); use `edit_memory_file` to correct an \
+existing line the conversation contradicts. Never repeat an item the files already hold, even \
+reworded.
+3. Then answer with one short sentence saying what you recorded, or with exactly {silent} \
+when nothing was worth keeping."""
+
+
+def _reply(text: str) -> ToolResponse:
+    return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+
+class MemoryFiles:
+    """Read, write and edit tools for the files of one directory, and nothing outside it."""
+
+    def __init__(self, root: Path) -> None:
+        """Initialize the tools.
+
+        Args:
+            root: The directory the tools are confined to.
+        """
+        self.root = Path(root)
+
+    def _resolve(self, file_path: str) -> Path:
+        """The confined path, or `ValueError` saying why `file_path` is refused."""
+        given = Path(file_path)
+        if not file_path.strip() or "\x00" in file_path or ".." in given.parts:
+            raise ValueError(f"file_path {file_path!r} is refused: give a name inside memory/")
+        root = self.root.resolve()
+        if given.is_absolute():
+            for base in (self.root.absolute(), root):
+                if given.is_relative_to(base):
+                    given = given.relative_to(base)
+                    break
+            else:
+                raise ValueError(f"file_path {file_path!r} is outside {self.root}")
+        path = root
+        for part in given.parts:
+            path = path / part
+            if path.is_symlink():
+                raise ValueError(f"file_path {file_path!r} goes through a symlink; refused")
+        if path == root or any(part.startswith(".") for part in given.parts):
+            raise ValueError(f"file_path {file_path!r} is not a memory file")
+        return path
+
+    def read_memory_file(self, file_path: str) -> ToolResponse:
+        """Read a memory file.
+
+        Args:
+            file_path: The file name inside the memory directory, e.g. "2025-01-31.md".
+        """
+        try:
+            path = self._resolve(file_path)
+            if not path.exists():
+                return _reply(f"{file_path} does not exist yet (write_memory_file creates it).")
+            text = path.read_text(encoding="utf-8")
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            return _reply(f"Error: {exc}")
+        if len(text) > _MAX_READ_CHARS:
+            text = text[:_MAX_READ_CHARS] + f"\n[... cut: {len(text)} characters in total]"
+        return _reply(text or f"{file_path} is empty.")
+
+    def write_memory_file(self, file_path: str, content: str, mode: str = "append") -> ToolResponse:
+        """Write to a memory file. Appending skips lines the file already holds.
+
+        Args:
+            file_path: The file name inside the memory directory, e.g. "2025-01-31.md".
+            content: The text: one "- " bullet line per item.
+            mode: "append" (the default) adds the new lines at the end; "overwrite" replaces
+                the whole file with `content` (read it first and keep what it holds).
+        """
+        try:
+            path = self._resolve(file_path)
+            if mode == "overwrite":
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(content.rstrip() + "\n", encoding="utf-8")
+                return _reply(f"Wrote {file_path}.")
+            if mode != "append":
+                return _reply(f"Error: mode {mode!r} is unknown; use 'append' or 'overwrite'.")
+            header = f"# {path.stem}\n\n"
+            added, skipped = append_unique_lines(path, content, header=header)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            return _reply(f"Error: {exc}")
+        if not added:
+            return _reply(f"Nothing appended: {file_path} already holds every line.")
+        dupes = f"; skipped {skipped} line(s) it already held" if skipped else ""
+        return _reply(f"Appended {added} line(s) to {file_path}{dupes}.")
+
+    def edit_memory_file(self, file_path: str, old_text: str, new_text: str) -> ToolResponse:
+        """Replace one exact occurrence of `old_text` in a memory file by `new_text`.
+
+        Args:
+            file_path: The file name inside the memory directory, e.g. "2025-01-31.md".
+            old_text: Text the file holds exactly once.
+            new_text: Its replacement (empty to delete it).
+        """
+        try:
+            path = self._resolve(file_path)
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            count = text.count(old_text) if old_text else 0
+            if count != 1:
+                found = "is not in" if count == 0 else f"occurs {count} times in"
+                return _reply(f"Error: old_text {found} {file_path}; nothing changed.")
+            path.write_text(text.replace(old_text, new_text, 1), encoding="utf-8")
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            return _reply(f"Error: {exc}")
+        return _reply(f"Edited {file_path}.")
+
+
+class Summarizer:
+    """Writes long-term notes from the messages that leave the context."""
+
+    def __init__(
+        self,
+        *,
+        model: ChatModelBase,
+        formatter: FormatterBase,
+        memory_dir: Path,
+        max_iters: int = 8,
+        max_transcript_chars: int = 60_000,
+    ) -> None:
+        """Initialize the summarizer.
+
+        Args:
+            model: The model of the Summarizer agent.
+            formatter: The formatter of `model`.
+            memory_dir: The `memory/` directory its tools are confined to.
+            max_iters: Reasoning-acting iterations of one run.
+            max_transcript_chars: Longest transcript given to the model; beyond it the oldest
+                messages are left out (and each message is cut to 4,000 characters).
+        """
+        self._model = model
+        self._formatter = formatter
+        self.memory_dir = Path(memory_dir)
+        self.max_iters = max_iters
+        self.max_transcript_chars = max_transcript_chars
+
+    async def run(self, messages: Sequence[Msg], *, today: date | None = None) -> str:
+        """Record what is worth keeping from `messages`. Never raises, except on cancellation.
+
+        Args:
+            messages: The messages leaving the context, oldest first.
+            today: The notes' date; today's local date by default.
+
+        Returns:
+            The agent's final text (`SILENT` when nothing was kept), or "" after an error.
+        """
+        try:
+            day = (today or date.today()).isoformat()
+            toolkit = Toolkit()
+            files = MemoryFiles(self.memory_dir)
+            for tool in (files.read_memory_file, files.write_memory_file, files.edit_memory_file):
+                toolkit.register_tool_function(tool)
+            agent = ReActAgent(
+                name="summarizer",
+                sys_prompt=_SYSTEM.format(today=day, silent=SILENT),
+                model=self._model,
+                formatter=self._formatter,
+                toolkit=toolkit,
+                memory=InMemoryMemory(),
+                max_iters=self.max_iters,
+            )
+            agent.set_console_output_enabled(False)
+            prompt = f"Today is {day}. The conversation:\n\n{self._transcript(messages)}"
+            reply = await agent.reply(Msg("user", prompt, "user"))
+            answer = (reply.get_text_content() or "").strip()
+            logger.info("Summarizer: %s", answer[:200])
+            return answer
+        except Exception:
+            logger.exception("Summarizer failed; no long-term notes were written this time.")
+            return ""
+
+    def _transcript(self, messages: Sequence[Msg]) -> str:
+        """The newest messages' transcript that fits `max_transcript_chars`."""
+        parts: list[str] = []
+        size = 0
+        for msg in reversed(messages):
+            text = render_msg(msg)
+            if len(text) > _MAX_MSG_CHARS:
+                text = text[:_MAX_MSG_CHARS] + f"\n[... cut: {len(text)} characters in total]"
+            if parts and size + len(text) > self.max_transcript_chars:
+                parts.append("[... older messages left out]")
+                break
+            parts.append(text)
+            size += len(text) + 2
+        return "\n\n".join(reversed(parts))

@@ -1,0 +1,141 @@
+"""The `tool_result/` store and the per-tool, per-path truncation policy.
+
+On disk: ``{working_dir}/tool_result/{uuid4 hex}.txt`` holds the full text of one truncated
+tool output, UTF-8, byte for byte as the tool produced it (no newline translation). It is
+written atomically (temporary file, fsync, rename) before any notice points to it, and
+deleted after `retention_days` unless a live message still points to it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._config import ToolResultConfig
+from ._errors import OffloadError
+
+__all__ = ["Limits", "ToolResultPolicy", "ToolResultStore"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+_MARKDOWN_GLOBS = ("*.md", "*.markdown")
+_CLEANUP_EVERY_SECONDS = 3600.0
+
+
+class ToolResultStore:
+    """Saves full tool outputs and removes expired ones."""
+
+    def __init__(self, working_dir: Path, retention_days: float) -> None:
+        self.dir = (working_dir / "tool_result").resolve()
+        self.retention_seconds = retention_days * 86_400
+        self._last_cleanup: float | None = None
+
+    def save(self, text: str) -> Path:
+        """Write `text` to a new file and return its absolute path.
+
+        Raises:
+            OffloadError: the file could not be written (the caller keeps the output whole).
+        """
+        path = self.dir / f"{uuid.uuid4().hex}.txt"
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as file:
+                file.write(text.encode("utf-8"))
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise OffloadError(f"cannot write tool output to {str(path)!r}: {exc}") from exc
+        return path
+
+    def owns(self, path: str | Path) -> bool:
+        """Whether `path` names a file of this store."""
+        return Path(path).parent == self.dir
+
+    def cleanup(self, referenced: Iterable[str | Path], *, now: float | None = None) -> list[Path]:
+        """Delete expired files of this store that no live message points to.
+
+        Only regular files directly inside `tool_result/` whose names this store makes
+        (``*.txt`` and leftover ``.*.tmp``) are considered; never anything outside.
+        """
+        now = time.time() if now is None else now
+        self._last_cleanup = now
+        keep = {Path(p).resolve() for p in referenced}
+        removed: list[Path] = []
+        try:
+            entries = list(os.scandir(self.dir))
+        except FileNotFoundError:
+            return removed
+        except OSError as exc:
+            logger.warning("agentscope_ctx: cannot list %s: %s", self.dir, exc)
+            return removed
+        for entry in entries:
+            name = entry.name
+            if not (name.endswith(".txt") or (name.startswith(".") and name.endswith(".tmp"))):
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            path = self.dir / name
+            try:
+                expired = now - entry.stat(follow_symlinks=False).st_mtime > self.retention_seconds
+                if expired and path not in keep:
+                    path.unlink()
+                    removed.append(path)
+            except OSError as exc:
+                logger.warning("agentscope_ctx: cannot remove %s: %s", path, exc)
+        return removed
+
+    def maybe_cleanup(self, referenced: Iterable[str | Path]) -> list[Path]:
+        """`cleanup`, at most once an hour."""
+        now = time.time()
+        if self._last_cleanup is not None and now - self._last_cleanup < _CLEANUP_EVERY_SECONDS:
+            return []
+        return self.cleanup(referenced, now=now)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Byte limits of one tool's output: when it enters the context, and once it is old."""
+
+    recent: int
+    old: int
+
+
+class ToolResultPolicy:
+    """Which limits apply to a tool's output: Markdown sources and protected tools get the
+    larger Markdown limits (DESIGN.md §4, "Markdown protection")."""
+
+    def __init__(self, config: ToolResultConfig) -> None:
+        self.standard = Limits(config.recent_max_bytes, config.old_max_bytes)
+        self.markdown = Limits(config.markdown_recent_max_bytes, config.markdown_old_max_bytes)
+        self.globs = (*_MARKDOWN_GLOBS, *config.protected_globs)
+        self.tools = frozenset(config.protected_tools)
+
+    def is_protected_path(self, path: str) -> bool:
+        """Whether a file path gets the Markdown limits (matched on the path and its name)."""
+        name = os.path.basename(path)
+        return any(
+            fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(path, glob) for glob in self.globs
+        )
+
+    def limits(self, tool_name: str, tool_input: Mapping[str, object] | None = None) -> Limits:
+        """The limits for a call of `tool_name` with `tool_input` (any path-like string
+        argument counts: `file_path`, `path`, ...)."""
+        if tool_name in self.tools:
+            return self.markdown
+        for value in (tool_input or {}).values():
+            if isinstance(value, str) and "\n" not in value and len(value) < 4096:
+                if self.is_protected_path(value):
+                    return self.markdown
+        return self.standard

@@ -1,0 +1,382 @@
+"""Tests for `DialogStore`: round trips, idempotency, torn lines, concurrent processes, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agentscope_ctx._dialog as dialog_module
+from agentscope_ctx._dialog import DialogStore
+from agentscope_ctx._errors import ContextUsageError, PersistenceError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_msg(msg_id: str, text: str = "hi", day: str = "2026-12-02", **kw: Any) -> Msg:
+    msg = Msg(name=kw.pop("name", "user"), content=text, role=kw.pop("role", "user"), **kw)
+    msg.id = msg_id
+    msg.timestamp = f"{day} 17:01:49.123"
+    return msg
+
+
+def tool_pair(call_id: str, day: str) -> list[Msg]:
+    use = Msg(
+        "assistant",
+        [
+            TextBlock(type="text", text="让我看看 🔍\r\nline two"),
+            ToolUseBlock(
+                type="tool_use", id=call_id, name="read_file", input={"file_path": "a.py"}
+            ),
+        ],
+        "assistant",
+        timestamp=f"{day} 09:00:00.000",
+    )
+    result = Msg(
+        "system",
+        [
+            ToolResultBlock(
+                type="tool_result",
+                id=call_id,
+                name="read_file",
+                output=[TextBlock(type="text", text="def f():\r\n    return '✓'\n")],
+            )
+        ],
+        "system",
+        timestamp=f"{day} 09:00:01.000",
+    )
+    return [use, result]
+
+
+def lines_of(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    return data.split(b"\n")[:-1]
+
+
+# -- round trip -----------------------------------------------------------------------------
+
+DAYS = ["2026-11-30", "2026-12-01", "2026-12-02"]
+texts = st.text(max_size=40)
+text_block = st.builds(lambda t: TextBlock(type="text", text=t), texts)
+tool_use_block = st.builds(
+    lambda i, n, v: ToolUseBlock(type="tool_use", id=i, name=n, input={"arg": v, "n": [1, 2]}),
+    st.text(min_size=1, max_size=8),
+    st.sampled_from(["read_file", "shell", "搜索"]),
+    texts,
+)
+tool_result_block = st.builds(
+    lambda i, out: ToolResultBlock(type="tool_result", id=i, name="shell", output=out),
+    st.text(min_size=1, max_size=8),
+    st.one_of(texts, st.lists(text_block, max_size=2)),
+)
+contents = st.one_of(
+    texts,
+    st.sampled_from(["你好，世界 🌏", "a\r\nb\rc\n", "\u2028sep\u2029", "\x00\x85"]),
+    st.lists(st.one_of(text_block, tool_use_block, tool_result_block), max_size=3),
+)
+
+
+@st.composite
+def message_lists(draw: st.DrawFn) -> list[Msg]:
+    msgs = []
+    for n in range(draw(st.integers(0, 12))):
+        role: Literal["user", "assistant", "system"] = draw(
+            st.sampled_from(["user", "assistant", "system"])
+        )
+        msg = Msg(name=draw(texts), content=draw(contents), role=role)
+        msg.id = f"m{n}"
+        day = draw(st.sampled_from(DAYS))
+        msg.timestamp = (
+            f"{day} {draw(st.integers(0, 23)):02d}:{draw(st.integers(0, 59)):02d}:00.000"
+        )
+        msg.metadata = draw(st.sampled_from([{}, {"k": "v", "n": 1.5, "nested": [None, True]}]))
+        msgs.append(msg)
+    return msgs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(msgs=message_lists())
+def test_round_trip_property(msgs: list[Msg]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = DialogStore(Path(tmp))
+        assert asyncio.run(store.append(msgs)) == len(msgs)
+        read, report = store.read()
+        assert report.bad_lines == []
+        expected = sorted(msgs, key=lambda m: m.timestamp[:10])  # stable: order within a day kept
+        assert [m.to_dict() for m in read] == [m.to_dict() for m in expected]
+        assert store.days() == sorted({m.timestamp[:10] for m in msgs})
+        for day in store.days():
+            day_msgs, _ = store.read(day)
+            assert [m.id for m in day_msgs] == [m.id for m in msgs if m.timestamp.startswith(day)]
+        for path in store.dialog_dir.glob("*.jsonl"):
+            for line in lines_of(path):
+                assert json.loads(line)["v"] == 1
+
+
+async def test_round_trip_tool_blocks_and_text(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    msgs = [make_msg("u1", "修复这个测试 🙏\r\nplease"), *tool_pair("call_1", "2026-12-02")]
+    assert await store.append(msgs) == 3
+    read, report = await store.aread()
+    assert [m.to_dict() for m in read] == [m.to_dict() for m in msgs]
+    assert report.files == ["2026-12-02.jsonl"] and report.messages == 3
+    raw = (store.dialog_dir / "2026-12-02.jsonl").read_text(encoding="utf-8")
+    assert "修复这个测试 🙏" in raw  # written unescaped
+    assert raw.count("\n") == 3  # \r\n inside text is escaped, never a line break
+
+
+async def test_lone_surrogate_round_trips(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    msg = make_msg("s1", "bad \ud800 half")
+    assert await store.append([msg]) == 1
+    read, report = store.read()
+    assert report.bad_lines == [] and read[0].content == "bad \ud800 half"
+
+
+async def test_unparseable_timestamp_goes_to_today(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    msg = make_msg("t1")
+    msg.timestamp = "not a time"
+    await store.append([msg, make_msg("t2", day="2026-13-45")])
+    assert store.days() == [date.today().isoformat()]
+
+
+async def test_not_json_serializable_raises_before_writing(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    bad = make_msg("x1", metadata={"obj": object()})
+    with pytest.raises(PersistenceError, match="'x1'"):
+        await store.append([make_msg("ok"), bad])
+    assert store.ids() == set()
+
+
+def test_read_missing_dir_and_bad_day(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path / "nowhere")
+    msgs, report = store.read()
+    assert msgs == [] and report.files == [] and report.bad_lines == []
+    assert store.days() == [] and store.ids() == set()
+    assert store.read("2026-12-02")[0] == []
+    with pytest.raises(ContextUsageError, match="'12/02/2026'"):
+        store.read("12/02/2026")
+    assert not (tmp_path / "nowhere").exists()
+
+
+# -- idempotency ------------------------------------------------------------------------------
+
+
+async def test_append_is_idempotent_by_id(tmp_path: Path) -> None:
+    msgs = [make_msg("a"), make_msg("b", day="2026-12-03"), make_msg("a")]
+    store = DialogStore(tmp_path)
+    assert await store.append(msgs) == 2
+    assert await store.append(msgs) == 0
+    assert await store.append([make_msg("b", day="2026-12-03"), make_msg("c")]) == 1
+    restarted = DialogStore(tmp_path)
+    assert await restarted.append(msgs) == 0
+    assert restarted.ids() == {"a", "b", "c"}
+    read, _ = restarted.read()
+    assert [m.id for m in read] == ["a", "c", "b"]
+
+
+async def test_sees_appends_from_another_instance(tmp_path: Path) -> None:
+    first, second = DialogStore(tmp_path), DialogStore(tmp_path)
+    assert await first.append([make_msg("a")]) == 1
+    assert await second.append([make_msg("b")]) == 1  # second has now scanned both
+    assert await first.append([make_msg("b"), make_msg("c")]) == 1  # first re-reads the tail
+    assert await second.append([make_msg("c")]) == 0
+
+
+# -- torn lines ---------------------------------------------------------------------------------
+
+
+async def test_torn_last_line_is_reported_and_followed_by_valid_lines(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    await store.append([make_msg("a"), make_msg("b")])
+    path = store.dialog_dir / "2026-12-02.jsonl"
+    with path.open("ab") as file:
+        file.write(b'{"v": 1, "msg": {"id": "torn", "na')
+    read, report = store.read()
+    assert [m.id for m in read] == ["a", "b"]
+    assert len(report.bad_lines) == 1
+    name, number, reason = report.bad_lines[0]
+    assert (name, number) == ("2026-12-02.jsonl", 3) and "torn" in reason
+
+    assert await DialogStore(tmp_path).append([make_msg("c"), make_msg("a")]) == 1
+    read, report = store.read()
+    assert [m.id for m in read] == ["a", "b", "c"]
+    assert [(n, line) for n, line, _ in report.bad_lines] == [("2026-12-02.jsonl", 3)]
+    assert "torn" not in report.bad_lines[0][2]  # now a whole (bad) line
+    assert json.loads(lines_of(path)[3])["msg"]["id"] == "c"
+
+
+async def test_complete_record_without_newline_counts_as_stored(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    await store.append([make_msg("a")])
+    path = store.dialog_dir / "2026-12-02.jsonl"
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))  # crash right before the final newline
+    assert [m.id for m in store.read()[0]] == ["a"]
+    assert await DialogStore(tmp_path).append([make_msg("a"), make_msg("b")]) == 1
+    assert [json.loads(line)["msg"]["id"] for line in lines_of(path)] == ["a", "b"]
+
+
+async def test_corrupt_lines_are_skipped_and_reported(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    store.dialog_dir.mkdir()
+    good = json.dumps({"v": 1, "msg": make_msg("ok").to_dict()}).encode()
+    (store.dialog_dir / "2026-12-01.jsonl").write_bytes(
+        b"\n".join(
+            [
+                b"not json",
+                b'{"v": 2, "msg": {}}',
+                b"[1, 2]",
+                b'{"v": 1, "msg": {"id": "x"}}',
+                b"\xff\xfe",
+                b"",
+                good,
+                b"",
+            ]
+        )
+    )
+    (store.dialog_dir / "notes.txt").write_text("ignored")
+    read, report = store.read()
+    assert [m.id for m in read] == ["ok"]
+    assert [number for _, number, _ in report.bad_lines] == [1, 2, 3, 4, 5]
+    assert "version 2" in report.bad_lines[1][2] and "UTF-8" in report.bad_lines[4][2]
+    assert store.ids() == {"ok"}  # stored means readable: "x" may still be appended
+
+
+# -- two processes --------------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import asyncio, os, sys, time
+    from pathlib import Path
+    from agentscope.message import Msg
+    import agentscope_ctx._dialog as dialog
+    from agentscope_ctx._dialog import DialogStore
+
+    append_file = dialog._append_file
+
+    def slow_append_file(path, data):  # widen the check-then-write window
+        time.sleep(0.002)
+        return append_file(path, data)
+
+    dialog._append_file = slow_append_file
+    work, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    while not go.exists():
+        time.sleep(0.001)
+
+    def msg(i, mid):
+        m = Msg("w", f"{mid} 文本 " + "x" * (i % 50) * 40, "assistant")
+        m.id = mid
+        m.timestamp = f"2026-12-0{1 + i % 2} 10:00:00.000"
+        return m
+
+    async def main():
+        store = DialogStore(work)
+        ids = [f"{tag}-{i}" for i in range(150)] + [f"shared-{i}" for i in range(50)]
+        ids.sort(key=lambda s: int(s.split("-")[1]))
+        for start in range(0, len(ids), 7):
+            await store.append([msg(i, mid) for i, mid in enumerate(ids[start:start + 7], start)])
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_two_processes_append_concurrently(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path / "work"), tag, str(go)],
+            env=env,
+            stderr=subprocess.PIPE,
+        )
+        for tag in ("p1", "p2")
+    ]
+    time.sleep(0.5)
+    go.touch()
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+
+    store = DialogStore(tmp_path / "work")
+    ids: Counter[str] = Counter()
+    for path in sorted(store.dialog_dir.glob("*.jsonl")):
+        for line in lines_of(path):
+            ids[json.loads(line)["msg"]["id"]] += 1
+    assert len(ids) == 350 and set(ids.values()) == {1}
+    read, report = store.read()
+    assert report.bad_lines == [] and len(read) == 350
+
+
+async def test_instances_in_one_process_exclude_each_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append_file = dialog_module._append_file
+
+    def slow_append_file(path: Path, data: bytes) -> tuple[int, int]:
+        time.sleep(0.05)
+        return append_file(path, data)
+
+    monkeypatch.setattr(dialog_module, "_append_file", slow_append_file)
+    shared = DialogStore(tmp_path)
+    stores = [DialogStore(tmp_path), DialogStore(tmp_path), shared, shared]
+    counts = await asyncio.gather(
+        *(s.append([make_msg("same"), make_msg(f"own{i}")]) for i, s in enumerate(stores))
+    )
+    assert sorted(counts) == [1, 1, 1, 2]
+    assert [
+        json.loads(line)["msg"]["id"] for line in lines_of(shared.dialog_dir / "2026-12-02.jsonl")
+    ].count("same") == 1
+
+
+# -- write errors ---------------------------------------------------------------------------------
+
+
+async def test_unwritable_dialog_dir_raises_persistence_error(tmp_path: Path) -> None:
+    (tmp_path / "dialog").write_text("a file where the directory should be")
+    store = DialogStore(tmp_path)
+    with pytest.raises(PersistenceError, match=re.escape(str(tmp_path / "dialog"))) as info:
+        await store.append([make_msg("a")])
+    assert isinstance(info.value.__cause__, OSError)
+    with pytest.raises(PersistenceError, match="dialog"):
+        store.read()
+
+
+async def test_failed_write_raises_and_retry_does_not_duplicate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DialogStore(tmp_path)
+    await store.append([make_msg("a")])
+
+    def disk_full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(PersistenceError, match=r"2026-12-02\.jsonl.*No space left") as info:
+        await store.append([make_msg("a"), make_msg("b"), make_msg("c")])
+    assert isinstance(info.value.__cause__, OSError)
+    monkeypatch.undo()
+    await store.append([make_msg("a"), make_msg("b"), make_msg("c")])  # the caller retries
+    path = store.dialog_dir / "2026-12-02.jsonl"
+    assert [json.loads(line)["msg"]["id"] for line in lines_of(path)] == ["a", "b", "c"]
