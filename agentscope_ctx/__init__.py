@@ -23,8 +23,8 @@ from ._errors import (
     OffloadError,
     PersistenceError,
 )
-from ._memory import ContextMemory
 from ._manager import ContextManager, ContextUsage
+from ._memory import ContextMemory
 from ._pipeline import PipelineReport
 from ._tokens import TokenCounter
 from ._truncation import TRUNCATION_NOTICE_MARKER

@@ -151,9 +151,15 @@ async def run_agent_once(
 
 
 def _clean(answer: str) -> str:
-    """Drop code fences and any preamble before the first heading."""
-    text = re.sub(r"^\s*```[\w-]*\n(.*?)\n```\s*$", r"\1", answer.strip(), flags=re.S)
+    """Drop a preamble before the first heading, and a code fence wrapping the summary."""
+    text = answer.strip()
     first = re.search(r"^#", text, re.M)
+    fence = re.search(r"^```[\w-]*[ \t]*$", text, re.M)
+    if fence and (first is None or fence.start() < first.start()):
+        text = text[fence.end() :]
+        close = text.rfind("\n```")
+        text = text[:close] if close != -1 else text
+        first = re.search(r"^#", text, re.M)
     return (text[first.start() :] if first else text).strip() + "\n"
 
 

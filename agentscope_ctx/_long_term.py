@@ -411,8 +411,12 @@ class ConsolidationScheduler:
         day = (now.astimezone(zone) if zone else now.astimezone()).date()
         for offset in range(3):
             wall = datetime.combine(day + timedelta(days=offset), time(hour, minute))
-            # Aware values compare by UTC instant only when their tzinfo objects differ.
-            candidate = wall.replace(tzinfo=zone).astimezone(zone) if zone else wall.astimezone()
+            # Through UTC: `astimezone` to the same zone would not normalize a gap time.
+            candidate = (
+                wall.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
+                if zone
+                else wall.astimezone()
+            )
             if candidate.astimezone(timezone.utc) > now.astimezone(timezone.utc):
                 return candidate
         raise AssertionError("unreachable: a day always has a next occurrence")

@@ -30,6 +30,7 @@ from ._memory import ContextMemory
 from ._middleware import TruncationMiddleware
 from ._pipeline import ContextPipeline, PipelineReport
 from ._read_file import FileReader
+from ._summarizer import Summarizer
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
 from ._truncation import parse_notice
@@ -323,8 +324,6 @@ class ContextManager:
     async def _start_summarizer(self, older: list[Msg]) -> None:
         if not (self.config.summarizer.enabled and self.model is not None and self.formatter):
             return
-        from ._summarizer import Summarizer  # noqa: PLC0415  (TEMP until the module lands)
-
         summarizer = Summarizer(
             model=self.model, formatter=self.formatter, memory_dir=self.long_term.memory_dir
         )

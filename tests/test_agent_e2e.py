@@ -30,7 +30,9 @@ def make_tools(tmp_path: Path) -> Toolkit:
             url (str): the address.
         """
         n = int(url.rsplit("/", 1)[-1])
-        body = "".join(f"<p id='{n}-{i}'>paragraph {i} of page {n} 中文 😀</p>\n" for i in range(900))
+        body = "".join(
+            f"<p id='{n}-{i}'>paragraph {i} of page {n} 中文 😀</p>\n" for i in range(900)
+        )
         return ToolResponse(content=[TextBlock(type="text", text=f"<html>{body}</html>")])
 
     def run_shell(command: str) -> ToolResponse:

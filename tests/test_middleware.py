@@ -15,10 +15,14 @@ from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 from agentscope_ctx._truncation import parse_notice, utf8_len
 from tests.chain import follow_chain
 
-HTML = "<html><body>\n" + "".join(
-    f"<div class='row'><a href='/item/{i}'>Item {i} — 价格 {i}¥ 🛒</a></div>\r\n"
-    for i in range(2_600)
-) + "</body></html>"
+HTML = (
+    "<html><body>\n"
+    + "".join(
+        f"<div class='row'><a href='/item/{i}'>Item {i} — 价格 {i}¥ 🛒</a></div>\r\n"
+        for i in range(2_600)
+    )
+    + "</body></html>"
+)
 
 
 def setup(tmp_path: Path, **limits: int) -> tuple[Toolkit, ToolResultStore, FileReader]:
@@ -61,7 +65,9 @@ async def test_200kb_html_is_cut_saved_and_chained_back(tmp_path: Path) -> None:
     assert saved.read_bytes() == HTML.encode("utf-8")  # exact bytes, \r\n kept
 
     async def read(path: str, line: int, offset: int) -> str:
-        chunks = await call(toolkit, "read_file", file_path=path, start_line=line, line_offset=offset)
+        chunks = await call(
+            toolkit, "read_file", file_path=path, start_line=line, line_offset=offset
+        )
         return str(chunks[-1].content[0]["text"])
 
     assert await follow_chain(stored, read) == HTML
@@ -97,7 +103,9 @@ async def test_streamed_output_last_chunk_truncated(tmp_path: Path) -> None:
         """
         for k in range(1, 6):
             text = "".join(lines[: k * 1_000])
-            yield ToolResponse(content=[TextBlock(type="text", text=text)], stream=True, is_last=k == 5)
+            yield ToolResponse(
+                content=[TextBlock(type="text", text=text)], stream=True, is_last=k == 5
+            )
 
     toolkit.register_tool_function(tail_log)
     chunks = await call(toolkit, "tail_log", path="x.log")
@@ -157,7 +165,9 @@ async def test_markdown_policy_per_path_and_per_tool(tmp_path: Path) -> None:
     md = (await call(toolkit, "view", path="skills/deploy/SKILL.md"))[-1].content[0]["text"]
     txt = (await call(toolkit, "view", path="notes.txt"))[-1].content[0]["text"]
     assert 4_096 < utf8_len(md) <= 16_384 and utf8_len(txt) <= 4_096
-    assert ToolResultPolicy(ToolResultConfig(protected_tools=["view"])).limits("view").recent == 65_536
+    assert (
+        ToolResultPolicy(ToolResultConfig(protected_tools=["view"])).limits("view").recent == 65_536
+    )
 
 
 async def test_offload_failure_keeps_output_whole(tmp_path: Path) -> None:

@@ -63,7 +63,9 @@ async def test_reading_a_file_through_its_chain(tmp_path: Path, name: str) -> No
     assert await follow_chain(cut, read) == text
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=st.text(st.sampled_from("ab\n\r中😀 "), max_size=6_000))
 async def test_file_chain_property(tmp_path: Path, text: str) -> None:
     path = write(tmp_path / "p.txt", text)

