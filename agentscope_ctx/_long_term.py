@@ -48,15 +48,15 @@ __all__ = [
 
 logger = logging.getLogger("agentscope_ctx")
 
-TITLE = "# Long-term memory"
-CHANGELOG = "## Change log"
+_TITLE = "# Long-term memory"
+_CHANGELOG = "## Change log"
 _DAY_FILE = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 _MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _MAX_MODEL_CHARS = 100_000
 _MERGE_PROMPT = (
     "You maintain MEMORY.md, the long-term memory of an AI agent about its user and its work. "
     "Merge the recent daily notes into the current MEMORY.md and answer with the new MEMORY.md "
-    f"only (Markdown, first line '{TITLE}', one '- ' bullet per item, no change log). Keep every "
+    f"only (Markdown, first line '{_TITLE}', one '- ' bullet per item, no change log). Keep every "
     "durable fact, preference and lesson (what failed and how it was fixed), verbatim where it "
     "names files, commands or errors; merge duplicates and near-duplicates into one bullet; "
     "where a newer note corrects an older item, keep the newer; leave out transient task details."
@@ -86,25 +86,24 @@ def append_unique_lines(path: Path, text: str, *, header: str = "") -> tuple[int
         How many lines were appended, and how many were skipped as duplicates.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    existing = _read(path) or header
-    seen = {_key(line) for line in existing.splitlines() if line.strip()}
+    existing = _read(path)
+    seen = {_key(line) for line in (existing or header).splitlines() if line.strip()}
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     new: list[str] = []
     for line in lines:
         if _key(line) not in seen:
             seen.add(_key(line))
             new.append(line)
-    if new and not path.exists():
-        path.write_text(existing + "\n".join(new) + "\n", encoding="utf-8")
-    elif new:
+    if new:
+        glue = header if not existing else "" if existing.endswith("\n") else "\n"
         with path.open("a", encoding="utf-8") as file:
-            file.write(("" if existing.endswith("\n") else "\n") + "\n".join(new) + "\n")
+            file.write(glue + "\n".join(new) + "\n")
     return len(new), len(lines) - len(new)
 
 
 def _split(text: str) -> tuple[str, list[str]]:
     """MEMORY.md as (body, change-log lines)."""
-    at = re.search(rf"^{re.escape(CHANGELOG)}\s*$", text, re.M)
+    at = re.search(rf"^{re.escape(_CHANGELOG)}\s*$", text, re.M)
     if at is None:
         return text.strip(), []
     log = [line for line in text[at.end() :].splitlines() if line.strip()]
@@ -112,8 +111,8 @@ def _split(text: str) -> tuple[str, list[str]]:
 
 
 def _join(body: str, log: list[str]) -> str:
-    body = body.strip() or TITLE
-    return body + "\n" + (f"\n{CHANGELOG}\n" + "\n".join(log) + "\n" if log else "")
+    body = body.strip() or _TITLE
+    return body + "\n" + (f"\n{_CHANGELOG}\n" + "\n".join(log) + "\n" if log else "")
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -153,7 +152,7 @@ class LongTermMemory:
         body, log = _split(_read(self.memory_path))
         if any(_key(line) == _key(bullet) for line in body.splitlines()):
             return _text("Already in MEMORY.md; nothing was added.")
-        _write_atomic(self.memory_path, _join(f"{body or TITLE}\n- {bullet}", log))
+        _write_atomic(self.memory_path, _join(f"{body or _TITLE}\n- {bullet}", log))
         return _text(f"Saved to {self.memory_path}.")
 
     def log_today(self, note: str) -> ToolResponse:
@@ -183,20 +182,24 @@ class LongTermMemory:
         if max_tokens <= 0 or not self.memory_path.exists():
             return None
         body, _ = _split(await asyncio.to_thread(self.memory_path.read_text, encoding="utf-8"))
-        if not body or body == TITLE:
+        if not body or body == _TITLE:
             return None
         if await counter.count_text(body) <= max_tokens:
             return body
         lines = body.splitlines()
-        for keep in range(len(lines) - 1, -1, -1):
+        low, high, best = 1, len(lines) - 1, None
+        while low <= high:  # the most head lines that fit with the note
+            keep = (low + high) // 2
             note = (
                 f"[... MEMORY.md was cut to fit: {keep} of {len(lines)} lines shown; "
                 f"read {self.memory_path} for the rest]"
             )
             text = "\n".join([*lines[:keep], note])
             if await counter.count_text(text) <= max_tokens:
-                return text if keep else None
-        return None
+                best, low = text, keep + 1
+            else:
+                high = keep - 1
+        return best
 
 
 @dataclass(frozen=True)
@@ -246,7 +249,7 @@ def _recent_notes(memory_dir: Path, today: date, days: int) -> list[tuple[str, s
 def _merge_lines(body: str, texts: list[str]) -> str:
     """`body` with the lines of `texts` it lacks appended as bullets, in order."""
     seen = {_key(line) for line in body.splitlines() if line.strip()}
-    out = [body.strip() or TITLE]
+    out = [body.strip() or _TITLE]
     for text in texts:
         for line in text.splitlines():
             item = " ".join(_MARKER.sub("", line).split())
@@ -303,8 +306,11 @@ async def _consolidate(
     today = (now or datetime.now()).date()
     state_path, memory_path = memory_dir / ".consolidate.json", memory_dir / "MEMORY.md"
     notes = await asyncio.to_thread(_recent_notes, memory_dir, today, days)
-    state_text = _read(state_path)
-    state: dict[str, str] = json.loads(state_text).get("merged", {}) if state_text else {}
+    try:
+        state: dict[str, str] = dict(json.loads(_read(state_path) or "{}").get("merged", {}))
+    except (ValueError, AttributeError, TypeError):
+        logger.warning("Ignoring the unreadable %s: every recent note is merged again.", state_path)
+        state = {}
     digests = {day: hashlib.sha256(text.encode()).hexdigest() for day, text in notes}
     fresh = [(day, text) for day, text in notes if state.get(day) != digests[day]]
     if not fresh:
@@ -346,7 +352,7 @@ async def _model_merge(
     timeout: float,
 ) -> tuple[str | None, str | None]:
     """The model's new MEMORY.md body, or `None` and why not."""
-    parts = [f"Current MEMORY.md:\n{body or TITLE}", "Recent daily notes (oldest first):"]
+    parts = [f"Current MEMORY.md:\n{body or _TITLE}", "Recent daily notes (oldest first):"]
     parts += [f"### {day}\n{text.strip()}" for day, text in notes]
     prompt = "\n\n".join(parts)
     if len(prompt) > _MAX_MODEL_CHARS:
@@ -367,7 +373,7 @@ async def _model_merge(
     new_body = _split(answer)[0]
     if not any(_MARKER.match(line) for line in new_body.splitlines()):
         return None, "the model's answer holds no bullet"
-    return (new_body if new_body.startswith(TITLE) else f"{TITLE}\n\n{new_body}"), None
+    return (new_body if new_body.startswith(_TITLE) else f"{_TITLE}\n\n{new_body}"), None
 
 
 class ConsolidationScheduler:

@@ -124,8 +124,7 @@ class ContextManager:
             model=model,
             formatter=formatter,
             counter=self.counter,
-            max_input_tokens=self.config.compactor.max_input_tokens
-            or self.config.max_input_tokens,
+            max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
         )
         self.scheduler: ConsolidationScheduler | None = None
         self._bindings: dict[str, _Binding] = {}
@@ -141,9 +140,10 @@ class ContextManager:
                     f"attach() needs an AgentScope ReActAgent; {type(agent).__name__} has no "
                     f"{name!r}"
                 )
-        binding = self._bindings.get(agent.id)
+        binding: _Binding | None = self._bindings.get(agent.id)
         if binding is not None and agent.memory is binding.memory:
-            return binding.memory
+            current: ContextMemory = binding.memory
+            return current
         toolkit = agent.toolkit
         if READ_FILE in toolkit.tools and toolkit.tools[READ_FILE].original_func != (
             self.reader.read_file
@@ -265,7 +265,7 @@ class ContextManager:
     # -- hooks (bound async methods: AgentScope awaits them) ---------------------------
 
     async def _pre_reply(self, agent: Any, kwargs: dict[str, Any]) -> None:
-        binding = self._bindings.get(agent.id)
+        binding: _Binding | None = self._bindings.get(agent.id)
         if binding is None:
             return
         try:
@@ -284,7 +284,7 @@ class ContextManager:
         await self._run(agent)
 
     async def _run(self, agent: Any) -> None:
-        binding = self._bindings.get(agent.id)
+        binding: _Binding | None = self._bindings.get(agent.id)
         if binding is None or agent.memory is not binding.memory:
             return
         try:
@@ -312,9 +312,11 @@ class ContextManager:
             for msg in binding.memory.messages():
                 for block in msg.get_content_blocks("tool_result"):
                     output = block.get("output")
-                    texts = [output] if isinstance(output, str) else [
-                        b.get("text", "") for b in output or [] if isinstance(b, dict)
-                    ]
+                    texts = (
+                        [output]
+                        if isinstance(output, str)
+                        else [b.get("text", "") for b in output or [] if isinstance(b, dict)]
+                    )
                     for text in texts:
                         parsed = parse_notice(str(text))
                         if parsed is not None and self.store.owns(parsed[1].file_path):

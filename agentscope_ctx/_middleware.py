@@ -14,7 +14,7 @@ from agentscope.tool import ToolResponse
 
 from ._errors import OffloadError
 from ._tool_results import ToolResultPolicy, ToolResultStore
-from ._truncation import excerpt_with_notice, fits
+from ._truncation import excerpt_with_notice, parse_notice
 
 __all__ = ["TruncationMiddleware", "clean_text", "offload_text"]
 
@@ -44,9 +44,11 @@ async def offload_text(text: str, max_bytes: int, store: ToolResultStore) -> str
     Raises:
         OffloadError: the full text could not be saved; nothing was cut.
     """
-    if fits(text, max_bytes):
+    data = text.encode("utf-8")  # encoded once, for the size check and the file
+    if len(data) <= max_bytes and parse_notice(text) is None:
         return text
-    path = await asyncio.to_thread(store.save, text)
+    path = await asyncio.to_thread(store.save, data)
+    del data  # not held while the excerpt is made: peak memory stays near one encoded copy
     return excerpt_with_notice(text, max_bytes=max_bytes, file_path=str(path))
 
 

@@ -37,9 +37,12 @@ logger = logging.getLogger("agentscope_ctx")
 
 
 class _Compaction(Protocol):
-    summary: str
-    source: str
-    reason: str | None
+    @property
+    def summary(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
 
 
 class CompactorLike(Protocol):

@@ -36,8 +36,8 @@ class ToolResultStore:
         self.retention_seconds = retention_days * 86_400
         self._last_cleanup: float | None = None
 
-    def save(self, text: str) -> Path:
-        """Write `text` to a new file and return its absolute path.
+    def save(self, text: str | bytes) -> Path:
+        """Write `text` (or its UTF-8 bytes) to a new file and return its absolute path.
 
         Raises:
             OffloadError: the file could not be written (the caller keeps the output whole).
@@ -47,7 +47,7 @@ class ToolResultStore:
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as file:
-                file.write(text.encode("utf-8"))
+                file.write(text.encode("utf-8") if isinstance(text, str) else text)
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(tmp, path)

@@ -182,10 +182,10 @@ def excerpt_with_notice(
     """
     if max_bytes < _MIN_EXCERPT_BYTES:
         raise ValueError(f"max_bytes must be at least {_MIN_EXCERPT_BYTES}; got {max_bytes!r}")
-    # A text that ends like a notice would be mistaken for one: it is cut so that it cannot be.
-    if fits(text, max_bytes):
-        return text
     size = utf8_len(text)
+    # A text that ends like a notice would be mistaken for one: it is cut so that it cannot be.
+    if size <= max_bytes and parse_notice(text) is None:
+        return text
     lines = total_lines(text) if source_lines is None else source_lines
     widest = Notice(
         total_lines=lines,

@@ -16,7 +16,7 @@ import statistics
 import time
 from typing import Any
 
-from agentscope.message import Msg
+from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 from agentscope_ctx._tokens import TokenCounter, _encode_len
 
@@ -78,9 +78,9 @@ def build_history(n_messages: int, seed: int = 0) -> list[Msg]:
                 ]
             )
             arguments = {"path": f"src/{rng.choice(CODE_NAMES)}.py", "limit": rng.randint(1, 500)}
-            use = {"type": "tool_use", "id": call_id, "name": tool, "input": arguments}
-            result = {"type": "tool_result", "id": call_id, "name": tool, "output": output}
-            msgs.append(Msg("agent", [{"type": "text", "text": "Checking."}, use], "assistant"))
+            use = ToolUseBlock(type="tool_use", id=call_id, name=tool, input=arguments)
+            result = ToolResultBlock(type="tool_result", id=call_id, name=tool, output=output)
+            msgs.append(Msg("agent", [TextBlock(type="text", text="Checking."), use], "assistant"))
             msgs.append(Msg("system", [result], "system"))
     return msgs[:n_messages]
 
@@ -103,8 +103,9 @@ async def _run() -> dict[str, Any]:
     warm_s, warm_tokens = await _timed(lambda: counter.count_msgs(history), repeat=7)
     assert warm_tokens == tokens
 
-    text, rng = [], random.Random(1)
-    while sum(map(len, text)) < 10_000_000:
+    text: list[str] = []
+    rng = random.Random(1)
+    while sum(len(part) for part in text) < 10_000_000:
         text += [_code(rng, 40), _log(rng, 30), _html(rng, 30), _prose(rng, 200)]
     big = "\n".join(text)
     mb = len(big.encode()) / 1e6

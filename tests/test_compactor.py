@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentscope_ctx._compactor import CompactionResult, Compactor
 from agentscope_ctx._config import CompactorConfig
@@ -61,7 +63,7 @@ def long_history(n: int, words: int = 120) -> list[Msg]:
     """`n` messages of about `words` tokens, each tagged msg-NN."""
     out = []
     for i in range(n):
-        role = "user" if i % 2 == 0 else "assistant"
+        role: Literal["user", "assistant"] = "user" if i % 2 == 0 else "assistant"
         out.append(Msg(role, f"msg-{i:02d} " + " ".join(["context"] * words), role))
     return out
 
@@ -268,3 +270,40 @@ async def test_fallback_summary_fits_a_small_budget(counter: TokenCounter) -> No
     result = await compactor.compact("", history)
     assert await counter.count_text(result.summary) <= max(compactor.max_summary_tokens, 400)
     assert validate_summary(result.summary) is None
+
+
+_COUNTER = TokenCounter("cl100k_base")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.integers(1_000, 4_000),
+    sizes=st.lists(st.integers(1, 3_000), min_size=1, max_size=12),
+    word=st.sampled_from(["context ", "上下文", "{'k': 1} ", "😀"]),
+    previous=st.sampled_from(["", summary("an earlier goal " * 20)]),
+)
+def test_every_compactor_prompt_fits_its_budget(
+    budget: int, sizes: list[int], word: str, previous: str
+) -> None:
+    model = FakeChatModel(default=summary())
+    compactor = make(model, _COUNTER, budget=budget)
+    history = [Msg("user", f"msg-{i:02d} " + word * n, "user") for i, n in enumerate(sizes)]
+
+    result = asyncio.run(compactor.compact(previous, history))
+
+    assert result.source == "model" and result.chunks == len(model.calls)
+    seen = []
+    for call in model.calls:
+        assert asyncio.run(_COUNTER.count(call["messages"])) <= budget
+        seen += re.findall(r"msg-(\d+)", prompt_of(call).split("<messages>")[1])
+    assert [int(tag) for tag in seen] == list(range(len(sizes)))  # each once, oldest first
+
+
+async def test_oversized_previous_summary_is_condensed_first(counter: TokenCounter) -> None:
+    previous = summary("the first goal") + "\n".join(f"- fact {i} " + "y " * 40 for i in range(80))
+    model = FakeChatModel([summary()])
+    result = await make(model, counter, budget=1_000).compact(previous, trajectory())
+
+    assert result.source == "model"
+    assert await counter.count(model.calls[0]["messages"]) <= 1_000
+    assert "- the first goal" in prompt_of(model.calls[0])  # condensed, not dropped

@@ -78,7 +78,7 @@ def trajectory() -> list[Msg]:
 def sections(summary: str) -> dict[str, str]:
     """The text under each `##` heading."""
     parts = re.split(r"^## (.+)$", summary, flags=re.M)
-    return {name.strip(): body for name, body in zip(parts[1::2], parts[2::2])}
+    return {name.strip(): body for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def test_trajectory_keeps_paths_errors_goal_constraints_and_plan() -> None:
@@ -204,7 +204,7 @@ def test_render_msg_is_a_compact_transcript() -> None:
 
 
 _texts = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400
+    alphabet=st.characters(blacklist_categories=["Cs"]), max_size=400
 ) | st.sampled_from(
     [
         "## Goal",

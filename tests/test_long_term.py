@@ -218,8 +218,8 @@ def scheduler(at: str = "00:00", tz: str | None = None, **extra: Any) -> Consoli
     return ConsolidationScheduler(config, Path("/nonexistent"))
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=timezone.utc)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=timezone.utc)
 
 
 @pytest.mark.parametrize(
@@ -292,3 +292,12 @@ async def test_start_does_nothing_when_disabled(tmp_path: Path) -> None:
     job = ConsolidationScheduler(ConsolidationConfig(enabled=False), tmp_path)
     assert job.start() is False
     await job.stop()
+
+
+async def test_unreadable_state_file_merges_again_without_duplicates(tmp_path: Path) -> None:
+    write_note(tmp_path, "2026-03-13", "- Fact: uses uv")
+    await consolidate(tmp_path, now=NOW)
+    (tmp_path / "memory" / ".consolidate.json").write_text("{not json")
+    report = await consolidate(tmp_path, now=NOW)
+    assert report.notes == ("2026-03-13",) and not report.changed
+    assert memory_md(tmp_path).count("- Fact: uses uv") == 1

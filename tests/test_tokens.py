@@ -15,7 +15,7 @@ import tiktoken
 import tiktoken.load
 import tiktoken.registry
 from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg
+from agentscope.message import Msg, ToolResultBlock, ToolUseBlock
 from agentscope.token import TokenCounterBase
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -66,8 +66,8 @@ def block_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 def tool_pair(call_id: str, output: Any, **arguments: Any) -> list[Msg]:
     """An assistant tool call and its result, as a ReActAgent stores them."""
-    use = {"type": "tool_use", "id": call_id, "name": "run", "input": arguments}
-    result = {"type": "tool_result", "id": call_id, "name": "run", "output": output}
+    use = ToolUseBlock(type="tool_use", id=call_id, name="run", input=arguments)
+    result = ToolResultBlock(type="tool_result", id=call_id, name="run", output=output)
     return [Msg("agent", [use], "assistant"), Msg("system", [result], "system")]
 
 
@@ -230,7 +230,7 @@ async def test_cache_is_bounded() -> None:
 
 
 async def test_count_msg_bounds_the_openai_formatted_count(counter: TokenCounter) -> None:
-    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}
+    image: Any = {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}
     msgs = [
         Msg("system", "You are a careful coding agent.", "system"),
         Msg("user", "修复 tests/test_io.py 里失败的测试 🙂", "user"),
@@ -330,7 +330,7 @@ async def test_foreign_counter_is_used_for_everything() -> None:
     await counter.count_msgs([use, result])
     assert '"path": "a.py"' in foreign.calls[-2]["messages"][0]["content"]
     assert "file body" in foreign.calls[-1]["messages"][0]["content"]
-    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    image: Any = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
     assert await counter.count_msg(Msg("user", [image], "user")) == 765
     prompt = [{"role": "user", "content": "hi"}]
     assert await counter.count(prompt, tools=[{"name": "ls"}]) == 2

@@ -166,8 +166,18 @@ def _plan() -> list[list[Step]]:
     def count_quota(obs: Observation) -> Move:
         return call("run_shell", command="grep -c 'Disk quota exceeded' logs/app/worker-03.log")
 
+    def note(obs: Observation) -> Move:
+        seen["count"] = obs.find(r"^(\d+)", "several")
+        return call(
+            "log_today",
+            note="Incident 2026-11-28: checkout failed because worker-03 ledger-sync hit "
+            "`Disk quota exceeded` on cache/ledger (postgres: No space left on device, same "
+            "volume /var/lib/ledger). Lesson: filter out '(transient, retried)' ERROR lines "
+            "first, then follow the trace_id across services.",
+        )
+
     def still(obs: Observation) -> Move:
-        count = obs.find(r"^(\d+)", "several")
+        count = seen["count"]
         return answer(
             f"Yes: worker-03 logged `Disk quota exceeded` {count} times, the last ones near the "
             "end of the file (retries of ledger-sync), so the volume is still full. The earlier "
@@ -179,7 +189,7 @@ def _plan() -> list[list[Step]]:
     return [
         [survey, grep_errors, keep_reading, keep_reading, filter_noise, open_worker, trace,
          tail_db, keep_reading, read_db, conclude],
-        [tail_worker, follow_tail, count_quota, still],
+        [tail_worker, follow_tail, count_quota, note, still],
     ]
 
 

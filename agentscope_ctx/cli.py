@@ -1,0 +1,305 @@
+"""`agentscope-ctx`: run the demos and look after a working directory from the shell.
+
+Commands::
+
+    agentscope-ctx demo [NAME] [--config FILE] [--working-dir DIR]
+    agentscope-ctx inspect [WORKING_DIR]
+    agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
+    agentscope-ctx consolidate [WORKING_DIR] [--days N]
+
+Exit codes: 0 ok, 1 runtime failure (missing or corrupt working dir, I/O error, failed
+demo), 2 usage error (bad arguments, invalid config). Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._config import ContextConfig
+from ._dialog import DialogStore
+from ._errors import ContextError, ContextUsageError
+
+__all__ = ["main"]
+
+DEFAULT_WORKING_DIR = Path("~/.agentscope_ctx")
+DEMO_DIR = Path("agentscope_ctx_demo")
+_STATE_DIRS = ("dialog", "tool_result", "memory")
+
+
+class CliError(Exception):
+    """A failure reported as one line on stderr; `code` is the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86_400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86_400:.1f} days"
+
+
+def _load_config(path: str | None) -> ContextConfig | None:
+    return None if path is None else ContextConfig.from_yaml(path)
+
+
+def _state_dir(arg: str | None, config: ContextConfig | None) -> Path:
+    """The working dir to inspect: it must exist and hold an agentscope_ctx state."""
+    raw = Path(arg) if arg else (config.working_dir if config else DEFAULT_WORKING_DIR)
+    path = raw.expanduser()
+    if not path.exists():
+        raise CliError(f"working dir {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise CliError(f"working dir {str(path)!r} is not a directory")
+    present = [name for name in _STATE_DIRS if (path / name).exists()]
+    if not present:
+        raise CliError(
+            f"working dir {str(path)!r} holds no agentscope_ctx state "
+            "(no dialog/, tool_result/ or memory/)"
+        )
+    for name in present:
+        if not (path / name).is_dir():
+            raise CliError(f"working dir {str(path)!r} is corrupt: {name} is not a directory")
+    return path
+
+
+def _tool_result_files(path: Path) -> list[Path]:
+    folder = path / "tool_result"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
+
+
+# -- commands --------------------------------------------------------------------------
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import DEMOS, run_demo  # noqa: PLC0415  (imports agentscope: only when needed)
+
+    if args.name not in DEMOS:
+        names = ", ".join(DEMOS)
+        raise CliError(f"unknown demo {args.name!r}; expected one of: {names}", code=2)
+    config = _load_config(args.config)
+    if args.working_dir:
+        working_dir = Path(args.working_dir).expanduser()
+    elif not DEMO_DIR.exists() or not any(DEMO_DIR.iterdir()):
+        working_dir = DEMO_DIR
+    else:
+        working_dir = Path(tempfile.mkdtemp(prefix="agentscope_ctx_demo_"))
+    if working_dir.exists() and not working_dir.is_dir():
+        raise CliError(f"working dir {str(working_dir)!r} is not a directory")
+    report = asyncio.run(run_demo(args.name, working_dir, config=config))
+    print(f"\nInspect it with: agentscope-ctx inspect {report.working_dir}")
+    if report.peak > report.budget:
+        raise CliError(f"peak prompt {report.peak} tokens exceeded the budget {report.budget}")
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    config = _load_config(args.config)
+    path = _state_dir(args.working_dir, config)
+    print(f"working dir: {path.resolve()}")
+    try:
+        store = DialogStore(path)
+        msgs, report = store.read()
+    except ContextError as exc:
+        raise CliError(f"working dir {str(path)!r} is corrupt: {exc}") from None
+    days: dict[str, int] = {}
+    for name in report.files:
+        days[name.removesuffix(".jsonl")] = 0
+    for msg in msgs:
+        day = str(msg.timestamp or "")[:10]
+        days[day] = days.get(day, 0) + 1
+    print(f"dialog/: {report.messages} messages in {len(report.files)} day file(s)")
+    for day, count in sorted(days.items()):
+        print(f"  {day}: {count} messages")
+    files = _tool_result_files(path)
+    now = time.time()
+    total = sum(p.stat().st_size for p in files)
+    print(f"tool_result/: {len(files)} file(s), {_size(total)}")
+    if files:
+        ages = [now - p.stat().st_mtime for p in files]
+        print(f"  newest {_age(min(ages))} old, oldest {_age(max(ages))} old")
+    memory_dir = path / "memory"
+    notes = sorted(memory_dir.glob("*.md")) if memory_dir.is_dir() else []
+    print(f"memory/: {len(notes)} file(s)")
+    for note in notes:
+        print(f"  {note.name}: {_size(note.stat().st_size)}")
+    if report.bad_lines:
+        name, line, reason = report.bad_lines[0]
+        raise CliError(
+            f"dialog/ is corrupt: {len(report.bad_lines)} unreadable line(s), first "
+            f"{name}:{line}: {reason}"
+        )
+    return 0
+
+
+def _cmd_gc(args: argparse.Namespace) -> int:
+    from ._tool_results import ToolResultStore  # noqa: PLC0415
+
+    config = _load_config(args.config)
+    path = _state_dir(args.working_dir, config)
+    days = args.retention_days
+    if days is None:
+        days = config.tool_result.retention_days if config else 7.0
+    if days <= 0:
+        raise CliError(f"--retention-days must be > 0, got {days!r}", code=2)
+    store = ToolResultStore(path, days)
+    sizes = {p.resolve(): p.stat().st_size for p in _tool_result_files(path)}
+    removed = store.cleanup(referenced=[])
+    freed = sum(sizes.get(p.resolve(), 0) for p in removed)
+    left = len(_tool_result_files(path))
+    print(
+        f"gc: removed {len(removed)} tool_result file(s) older than {days:g} days "
+        f"({_size(freed)}); {left} kept"
+    )
+    return 0
+
+
+def _cmd_consolidate(args: argparse.Namespace) -> int:
+    from ._long_term import consolidate  # noqa: PLC0415
+
+    config = _load_config(args.config)
+    path = _state_dir(args.working_dir, config)
+    days = args.days or (config.consolidation.days if config else 7)
+    report = asyncio.run(consolidate(path, days=days))
+    if report.skipped:
+        print(f"consolidate: skipped ({report.reason})")
+        return 0
+    if not report.notes:
+        print("consolidate: nothing new to merge")
+        return 0
+    print(
+        f"consolidate: merged {len(report.notes)} daily note(s) ({', '.join(report.notes)}) "
+        f"into {path / 'memory' / 'MEMORY.md'}: {report.added} new bullet(s), by "
+        f"{report.source}" + (f" ({report.reason})" if report.reason else "")
+    )
+    return 0
+
+
+# -- parser ----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `agentscope-ctx`."""
+    parser = argparse.ArgumentParser(
+        prog="agentscope-ctx",
+        description="Context-window management for AgentScope ReAct agents: demos and "
+        "working-dir maintenance.",
+        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser(
+        "demo",
+        help="run an offline demo (scripted model, real agent and tools)",
+        description="Run an offline demo: a real ReActAgent with real tools and files and a "
+        "SCRIPTED model (no LLM, no API key). Demos: logs (log detective, default), web (web "
+        "reader), skills (SKILL.md and Markdown docs). Ends with a report and an SVG chart.",
+    )
+    demo.add_argument("name", nargs="?", default="logs", help="logs (default), web or skills")
+    demo.add_argument(
+        "--config", metavar="FILE", help="context settings (YAML; fields or under context:)"
+    )
+    demo.add_argument(
+        "--working-dir",
+        metavar="DIR",
+        help=f"where the demo writes (default: ./{DEMO_DIR} if absent or empty, else a new "
+        "temporary directory)",
+    )
+    demo.set_defaults(func=_cmd_demo)
+
+    where = "the working dir (default: from --config, else ~/.agentscope_ctx)"
+    inspect = sub.add_parser(
+        "inspect",
+        help="summarise a working dir",
+        description="Summarise a working dir: dialog days and message counts, tool_result "
+        "files (count, size, age), memory files.",
+    )
+    inspect.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    inspect.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
+    inspect.set_defaults(func=_cmd_inspect)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete expired tool_result files",
+        description="Delete tool_result files older than the retention period. Run offline, "
+        "gc cannot see the contexts of running agents: it deletes only expired files (a live "
+        "agent keeps the expired files its messages still point to, and cleans up itself).",
+    )
+    gc.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    gc.add_argument("--config", metavar="FILE", help="config YAML (working_dir, retention_days)")
+    gc.add_argument(
+        "--retention-days",
+        type=float,
+        metavar="DAYS",
+        help="age limit in days (default: tool_result.retention_days of --config, else 7)",
+    )
+    gc.set_defaults(func=_cmd_gc)
+
+    cons = sub.add_parser(
+        "consolidate",
+        help="merge recent daily notes into memory/MEMORY.md (for cron)",
+        description="Merge the recent daily notes memory/YYYY-MM-DD.md into memory/MEMORY.md "
+        "(extractively: new bullets appended, duplicates dropped). Safe to rerun and to run "
+        "from cron.",
+    )
+    cons.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    cons.add_argument("--config", metavar="FILE", help="config YAML (working_dir, days)")
+    cons.add_argument("--days", type=int, metavar="N", help="days of notes to consider (>= 1)")
+    cons.set_defaults(func=_cmd_consolidate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    if getattr(args, "days", None) is not None and args.days < 1:
+        return _fail(f"--days must be >= 1, got {args.days}", 2)
+    try:
+        code: int = args.func(args)
+        return code
+    except CliError as exc:
+        return _fail(str(exc), exc.code)
+    except ContextUsageError as exc:
+        return _fail(str(exc), 2)
+    except (ContextError, OSError) as exc:
+        return _fail(str(exc), 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except Exception as exc:  # no traceback for users; one line says what broke
+        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1)
+
+
+def _fail(message: str, code: int) -> int:
+    line = " ".join(message.split())
+    print(f"agentscope-ctx: error: {line}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""`agentscope-ctx` commands: exit codes, one-line errors, and a demo's working dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentscope_ctx.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "logs", "--working-dir", str(path)]) == 0
+    return path
+
+
+def _one_line_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("agentscope-ctx: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["demo", "--help"], ["inspect", "--help"], ["gc", "--help"],
+     ["consolidate", "--help"]],
+)
+def test_help_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0
+    assert "usage: agentscope-ctx" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["frobnicate"], ["gc", "--retention-days", "soon"], ["inspect", "a", "b"],
+     ["consolidate", "--days", "0"], ["demo", "nope"]],
+)
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_inspect_a_demo_dir(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(demo_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "dialog/:" in out and "messages" in out
+    assert "tool_result/:" in out and "memory/: 1 file(s)" in out
+
+
+def test_gc_deletes_only_expired_files(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = sorted((demo_dir / "tool_result").glob("*.txt"))
+    assert len(files) >= 2
+    old = time.time() - 30 * 86_400
+    os.utime(files[0], (old, old))
+    assert main(["gc", str(demo_dir)]) == 0
+    assert "removed 1 tool_result file(s)" in capsys.readouterr().out
+    assert not files[0].exists() and all(f.exists() for f in files[1:])
+
+
+def test_consolidate_merges_the_demo_notes(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["consolidate", str(demo_dir)]) == 0
+    assert "merged 1 daily note(s)" in capsys.readouterr().out
+    assert "Disk quota exceeded" in (demo_dir / "memory" / "MEMORY.md").read_text()
+    assert main(["consolidate", str(demo_dir)]) == 0
+    assert "nothing new" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["inspect", "gc", "consolidate"])
+def test_missing_working_dir_exits_1(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, str(tmp_path / "absent")]) == 1
+    assert "does not exist" in _one_line_error(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("command", ["inspect", "gc", "consolidate"])
+def test_corrupt_working_dirs_exit_1(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert main([command, str(a_file)]) == 1
+    assert "not a directory" in _one_line_error(capsys.readouterr().err)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([command, str(empty)]) == 1
+    assert "no agentscope_ctx state" in _one_line_error(capsys.readouterr().err)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "dialog").write_text("not a dir")
+    assert main([command, str(broken)]) == 1
+    assert "corrupt" in _one_line_error(capsys.readouterr().err)
+
+
+def test_inspect_reports_corrupt_dialog_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "dialog").mkdir()
+    (tmp_path / "dialog" / "2026-12-01.jsonl").write_text("{not json\n")
+    assert main(["inspect", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "dialog/:" in captured.out
+    assert "corrupt" in _one_line_error(captured.err)
+
+
+def test_bad_config_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("max_input_tokens: 5\n")
+    assert main(["gc", "--config", str(bad)]) == 2
+    assert "max_input_tokens" in _one_line_error(capsys.readouterr().err)
+
+
+def test_console_script_entry_point(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentscope_ctx.cli", "inspect", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    _one_line_error(done.stderr)
