@@ -5,11 +5,13 @@ output off, fresh memory per call) on the configured model, from the previous su
 compact transcript of the older messages. When the transcript does not fit the compactor's own
 input budget, it is summarised in chunks, oldest first, each folding into the running summary.
 
-Every model answer is validated (`validate_summary`, and not longer in tokens than what it
-replaces, nor than a quarter of the budget); an invalid answer is retried once with the error in
-the prompt; a second failure, a model exception or a timeout falls back to the deterministic
+Every model answer is validated (`validate_summary`; in tokens, not longer than the messages
+and previous summary it replaces, with a 256-token floor, nor than a quarter of the budget); an
+invalid answer is retried once with the error in the prompt; a second failure, a model exception
+or a timeout (`timeout_seconds`, per model call) falls back to the deterministic
 `extractive_summary` for the rest. `Compactor.compact` therefore never raises (except
-`asyncio.CancelledError`). Section headings stay English in every language (see `_extractive`).
+`asyncio.CancelledError`). A manual compaction's extra instruction goes into every chunk's
+prompt. Section headings stay English in every language (see `_extractive`).
 """
 
 from __future__ import annotations

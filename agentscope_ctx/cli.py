@@ -2,7 +2,7 @@
 
 Commands::
 
-    agentscope-ctx demo [NAME] [--config FILE] [--working-dir DIR]
+    agentscope-ctx demo [NAME] [--config FILE] [--model-config FILE] [--working-dir DIR]
     agentscope-ctx inspect [WORKING_DIR]
     agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
     agentscope-ctx consolidate [WORKING_DIR] [--days N]
@@ -94,12 +94,19 @@ def _tool_result_files(path: Path) -> list[Path]:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import DEMOS, run_demo  # noqa: PLC0415  (imports agentscope: only when needed)
+    from .demo import DEMOS, run_demo
 
     if args.name not in DEMOS:
         names = ", ".join(DEMOS)
         raise CliError(f"unknown demo {args.name!r}; expected one of: {names}", code=2)
     config = _load_config(args.config)
+    models = None
+    if args.model_config:
+        from ._providers import load_models
+
+        models = load_models(args.model_config)
+        if models is None:
+            raise CliError(f"{args.model_config!r} has no model: section", code=2)
     if args.working_dir:
         working_dir = Path(args.working_dir).expanduser()
     elif not DEMO_DIR.exists() or not any(DEMO_DIR.iterdir()):
@@ -108,7 +115,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         working_dir = Path(tempfile.mkdtemp(prefix="agentscope_ctx_demo_"))
     if working_dir.exists() and not working_dir.is_dir():
         raise CliError(f"working dir {str(working_dir)!r} is not a directory")
-    report = asyncio.run(run_demo(args.name, working_dir, config=config))
+    report = asyncio.run(run_demo(args.name, working_dir, config=config, models=models))
     print(f"\nInspect it with: agentscope-ctx inspect {report.working_dir}")
     if report.peak > report.budget:
         raise CliError(f"peak prompt {report.peak} tokens exceeded the budget {report.budget}")
@@ -155,7 +162,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_gc(args: argparse.Namespace) -> int:
-    from ._tool_results import ToolResultStore  # noqa: PLC0415
+    from ._tool_results import ToolResultStore
 
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config)
@@ -177,7 +184,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
 
 
 def _cmd_consolidate(args: argparse.Namespace) -> int:
-    from ._long_term import consolidate  # noqa: PLC0415
+    from ._long_term import consolidate
 
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config)
@@ -220,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("name", nargs="?", default="logs", help="logs (default), web or skills")
     demo.add_argument(
         "--config", metavar="FILE", help="context settings (YAML; fields or under context:)"
+    )
+    demo.add_argument(
+        "--model-config",
+        metavar="FILE",
+        help="run on a real model instead of the scripted one: a YAML with a model: section "
+        "(and optional compactor_model:), e.g. configs/providers/local_openai.yaml",
     )
     demo.add_argument(
         "--working-dir",

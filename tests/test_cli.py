@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,8 +31,13 @@ def _one_line_error(err: str) -> str:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--help"], ["demo", "--help"], ["inspect", "--help"], ["gc", "--help"],
-     ["consolidate", "--help"]],
+    [
+        ["--help"],
+        ["demo", "--help"],
+        ["inspect", "--help"],
+        ["gc", "--help"],
+        ["consolidate", "--help"],
+    ],
 )
 def test_help_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0
@@ -40,8 +46,14 @@ def test_help_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> No
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["frobnicate"], ["gc", "--retention-days", "soon"], ["inspect", "a", "b"],
-     ["consolidate", "--days", "0"], ["demo", "nope"]],
+    [
+        [],
+        ["frobnicate"],
+        ["gc", "--retention-days", "soon"],
+        ["inspect", "a", "b"],
+        ["consolidate", "--days", "0"],
+        ["demo", "nope"],
+    ],
 )
 def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
@@ -55,9 +67,7 @@ def test_inspect_a_demo_dir(demo_dir: Path, capsys: pytest.CaptureFixture[str]) 
     assert "tool_result/:" in out and "memory/: 1 file(s)" in out
 
 
-def test_gc_deletes_only_expired_files(
-    demo_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_gc_deletes_only_expired_files(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files = sorted((demo_dir / "tool_result").glob("*.txt"))
     assert len(files) >= 2
     old = time.time() - 30 * 86_400
@@ -131,3 +141,17 @@ def test_console_script_entry_point(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     _one_line_error(done.stderr)
+
+
+def test_demo_default_working_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert f"working dir: {tmp_path / 'agentscope_ctx_demo'}" in out
+    assert (tmp_path / "agentscope_ctx_demo" / "report.svg").exists()
+    assert main(["demo", "skills"]) == 0  # the default dir is taken: a fresh temp dir
+    out = capsys.readouterr().out
+    assert "agentscope_ctx_demo_" in out and "=== report: demo 'skills'" in out

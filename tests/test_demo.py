@@ -4,6 +4,7 @@ read_file, and keeps every prompt within the budget."""
 from __future__ import annotations
 
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -62,6 +63,7 @@ def test_chart_marks_budget_and_compactions(tmp_path: Path) -> None:
         compaction_steps=[3],
     )
     svg = render_chart(report)
+    ElementTree.fromstring(svg)  # well-formed
     assert svg.count("<circle") == 4 and "budget 1,000" in svg and "compaction" in svg
     assert "peak prompt" in report.render() and "80%" in report.render()
 
@@ -87,3 +89,36 @@ async def test_shell_tool_is_confined(tmp_path: Path) -> None:
 
 def test_notice_parse_is_what_the_scripted_model_follows() -> None:
     assert parse_notice("no notice here") is None
+
+
+async def test_demo_runs_on_a_real_model_too(tmp_path: Path) -> None:
+    from agentscope.formatter import OpenAIChatFormatter
+
+    from agentscope_ctx._providers import Models
+    from tests.fakes import FakeChatModel, text, tool_call
+
+    fake = FakeChatModel(
+        [tool_call("run_shell", command="grep -rn ERROR logs"), text("it is the disk")],
+        default="ok",
+    )
+    formatter = OpenAIChatFormatter()
+    lines: list[str] = []
+    report = await run_demo(
+        "logs", tmp_path, models=Models(fake, formatter, fake, formatter), out=lines.append
+    )
+    assert lines[0].startswith("NOTE: the model in this demo is REAL")
+    assert report.steps == len(fake.calls) >= 3 and report.first_truncations >= 1
+    assert report.peak <= report.budget
+
+
+def test_cli_demo_with_a_missing_key_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentscope_ctx.cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = tmp_path / "model.yaml"
+    model.write_text("model: {provider: openai, model_name: gpt-4o-mini}\n")
+    code = main(["demo", "--model-config", str(model), "--working-dir", str(tmp_path / "d")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "OPENAI_API_KEY" in err and len(err.splitlines()) == 1

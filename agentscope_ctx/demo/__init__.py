@@ -8,13 +8,15 @@ context manager attached. Each run ends with a report and an SVG chart.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 from .._config import ContextConfig
+from .._providers import Models
 from ._report import DemoReport
-from ._runner import SCRIPTED_NOTE, DemoSetup, run_setup
+from ._runner import DemoSetup, model_note, run_setup
 
 __all__ = ["DEMOS", "DemoReport", "run_demo"]
 
@@ -26,11 +28,18 @@ DEMOS: dict[str, str] = {
 """Demo names and one-line descriptions."""
 
 
+def _prepare(working_dir: Path) -> Path:
+    working_dir = working_dir.resolve()
+    working_dir.mkdir(parents=True, exist_ok=True)
+    return working_dir
+
+
 async def run_demo(
     name: str,
     working_dir: Path,
     *,
     config: ContextConfig | None = None,
+    models: Models | None = None,
     out: Callable[[str], None] = print,
 ) -> DemoReport:
     """Run demo `name` in `working_dir` (created if needed) and return its report.
@@ -40,6 +49,8 @@ async def run_demo(
         working_dir: where the demo's data, `dialog/`, `tool_result/` and the chart go.
         config: context settings to use instead of the demo's (its `working_dir` and
             `read_roots` are replaced by the demo directory).
+        models: a real model (and compactor model) to run instead of the scripted one
+            (see `agentscope_ctx._providers.load_models`).
         out: where progress lines go.
 
     Raises:
@@ -47,13 +58,12 @@ async def run_demo(
     """
     if name not in DEMOS:
         raise KeyError(name)
-    working_dir = Path(working_dir).resolve()
-    working_dir.mkdir(parents=True, exist_ok=True)
+    working_dir = await asyncio.to_thread(_prepare, Path(working_dir))
     module = importlib.import_module(f"{__name__}._{name}")
     setup: DemoSetup = await module.setup(working_dir)
-    out(SCRIPTED_NOTE)
+    out(model_note(models))
     out(f"demo {name!r}: {setup.title}")
     out(f"working dir: {working_dir}")
-    report = await run_setup(name, setup, working_dir, config=config, out=out)
+    report = await run_setup(name, setup, working_dir, config=config, models=models, out=out)
     out(report.render())
     return report

@@ -7,6 +7,7 @@ reads the buried lines in place and tails the database log, well past its token 
 
 from __future__ import annotations
 
+import asyncio
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -187,15 +188,26 @@ def _plan() -> list[list[Step]]:
         )
 
     return [
-        [survey, grep_errors, keep_reading, keep_reading, filter_noise, open_worker, trace,
-         tail_db, keep_reading, read_db, conclude],
+        [
+            survey,
+            grep_errors,
+            keep_reading,
+            keep_reading,
+            filter_noise,
+            open_worker,
+            trace,
+            tail_db,
+            keep_reading,
+            read_db,
+            conclude,
+        ],
         [tail_worker, follow_tail, count_quota, note, still],
     ]
 
 
 async def setup(working_dir: Path) -> DemoSetup:
     """Generate the logs in `working_dir` and return the demo."""
-    facts = generate_logs(working_dir)
+    facts = await asyncio.to_thread(generate_logs, working_dir)
     shell = ShellTool(working_dir)
     total = sum(p.stat().st_size for p in (working_dir / "logs").rglob("*.log"))
     return DemoSetup(

@@ -143,9 +143,7 @@ def render_chart(report: DemoReport) -> str:
             f'<line x1="{cx:.1f}" y1="{top}" x2="{cx:.1f}" y2="{top + plot_h}" '
             'stroke="#8e44ad" stroke-width="1.5"/>'
         )
-        parts.append(
-            f'<text x="{cx + 3:.1f}" y="{top + 12}" fill="#8e44ad">compaction</text>'
-        )
+        parts.append(f'<text x="{cx + 3:.1f}" y="{top + 12}" fill="#8e44ad">compaction</text>')
     points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(values))
     parts.append(f'<polyline points="{points}" fill="none" stroke="#2471a3" stroke-width="2"/>')
     for i, v in enumerate(values):

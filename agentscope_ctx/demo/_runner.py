@@ -3,6 +3,7 @@ model, the `ContextManager` attached, and the report at the end."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -10,17 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
+from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
 from .._config import ContextConfig
 from .._manager import ContextManager
+from .._providers import Models
 from .._tokens import TokenCounter
+from ._recording import RecordingModel
 from ._report import DemoReport, render_chart
-from ._scripted import ScriptedModel, Step
+from ._scripted import PromptStats, ScriptedModel, Step
 
-__all__ = ["DEFAULT_CONTEXT", "DemoSetup", "run_setup"]
+__all__ = ["DEFAULT_CONTEXT", "DemoSetup", "model_note", "run_setup"]
 
 DEFAULT_CONTEXT: dict[str, Any] = {
     "max_input_tokens": 16_000,
@@ -63,17 +66,27 @@ class DemoSetup:
 class _CompactionWatcher(logging.Handler):
     """Notes each "[agentscope_ctx] compacted ..." line the pipeline logs."""
 
-    def __init__(self, model: ScriptedModel, out: Callable[[str], None]) -> None:
+    def __init__(self, stats: PromptStats, out: Callable[[str], None]) -> None:
         super().__init__(logging.INFO)
-        self.model = model
+        self.stats = stats
         self.out = out
         self.steps: list[int] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message.startswith("[agentscope_ctx] compacted"):
-            self.steps.append(len(self.model.prompt_tokens))
+            self.steps.append(len(self.stats.prompt_tokens))
             self.out(f"  {message}")
+
+
+def model_note(models: Models | None) -> str:
+    """The line a demo starts with: which model answers."""
+    if models is None:
+        return SCRIPTED_NOTE
+    return (
+        f"NOTE: the model in this demo is REAL: {type(models.model).__name__} "
+        f"{models.model.model_name!r}; its answers are its own."
+    )
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -108,12 +121,29 @@ async def run_setup(
     working_dir: Path,
     *,
     config: ContextConfig | None = None,
+    models: Models | None = None,
     out: Callable[[str], None] = print,
 ) -> DemoReport:
-    """Run a prepared demo and return its report (the chart is written to the directory)."""
+    """Run a prepared demo and return its report (the chart is written to the directory).
+
+    With `models`, the demo runs on that real model (and its compactor model) instead of
+    the scripted one."""
     cfg = demo_config(working_dir, setup.context, config)
     counter = TokenCounter(cfg.token_counter)
-    model = ScriptedModel(setup.turns, counter=counter, on_step=out)
+    model: ScriptedModel | RecordingModel
+    if models is None:
+        model = ScriptedModel(setup.turns, counter=counter, on_step=out)
+        formatter: FormatterBase = OpenAIChatFormatter()
+        manager = ContextManager(cfg, model=None, token_counter=counter)
+    else:
+        model = RecordingModel(models.model, counter=counter, on_step=out)
+        formatter = models.formatter
+        manager = ContextManager(
+            cfg,
+            model=models.compactor_model,
+            formatter=models.compactor_formatter,
+            token_counter=counter,
+        )
     toolkit = Toolkit()
     for tool in setup.tools:
         toolkit.register_tool_function(tool)
@@ -121,15 +151,14 @@ async def run_setup(
         name="detective" if name == "logs" else name,
         sys_prompt=setup.sys_prompt,
         model=model,
-        formatter=OpenAIChatFormatter(),
+        formatter=formatter,
         toolkit=toolkit,
         max_iters=60,
     )
     agent.set_console_output_enabled(False)
-    manager = ContextManager(cfg, model=None, token_counter=counter)
     manager.attach(agent)
     logger = logging.getLogger("agentscope_ctx")
-    watcher = _CompactionWatcher(model, out)
+    watcher = _CompactionWatcher(model.stats, out)
     old_level = logger.level
     logger.addHandler(watcher)
     if logger.getEffectiveLevel() > logging.INFO:
@@ -138,7 +167,8 @@ async def run_setup(
     try:
         for prompt in setup.prompts:
             out(f"\nuser> {prompt}")
-            model.next_turn()
+            if isinstance(model, ScriptedModel):
+                model.next_turn()
             reply = await agent(Msg("user", prompt, "user"))
             text = reply.get_text_content() or ""
             answers.append(text)
@@ -149,7 +179,9 @@ async def run_setup(
         await manager.close()
         if setup.cleanup is not None:
             await setup.cleanup()
-    report = _report(name, working_dir, cfg, manager, model, watcher.steps, answers)
+    report = await asyncio.to_thread(
+        _report, name, working_dir, cfg, manager, model.stats, watcher.steps, answers
+    )
     return report
 
 
@@ -158,7 +190,7 @@ def _report(
     working_dir: Path,
     cfg: ContextConfig,
     manager: ContextManager,
-    model: ScriptedModel,
+    stats: PromptStats,
     compaction_steps: Sequence[int],
     answers: list[str],
 ) -> DemoReport:
@@ -169,11 +201,11 @@ def _report(
         working_dir=working_dir,
         budget=cfg.max_input_tokens,
         threshold=int(cfg.compact_trigger_ratio * cfg.max_input_tokens),
-        prompt_tokens=list(model.prompt_tokens),
+        prompt_tokens=list(stats.prompt_tokens),
         compaction_steps=list(compaction_steps),
-        continuation_reads=model.continuation_reads,
-        first_truncations=model.first_truncations,
-        second_truncations=model.second_truncations,
+        continuation_reads=stats.continuation_reads,
+        first_truncations=stats.first_truncations,
+        second_truncations=stats.second_truncations,
         bytes_offloaded=offloaded_bytes,
         offloaded_files=offloaded,
         dialog_messages=len(stored),

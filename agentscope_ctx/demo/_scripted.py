@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from agentscope.model import ChatModelBase, ChatResponse
 from .._tokens import TokenCounter
 from .._truncation import Notice, parse_notice
 
-__all__ = ["Observation", "ScriptedModel", "Step"]
+__all__ = ["Move", "Observation", "PromptStats", "ScriptedModel", "Step", "describe"]
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Move:
     arguments: dict[str, Any] = field(default_factory=dict)
     text: str = ""
     continuation: bool = False
-    """This call follows a truncation notice (counted as a continuation read)."""
+    """Set by the model: this call follows a truncation notice's hint."""
 
 
 Step = Callable[[Observation], Move]
@@ -82,16 +82,14 @@ def follow(obs: Observation, fallback: Move) -> Move:
     args: dict[str, Any] = {"file_path": notice.file_path, "start_line": notice.next.line}
     if notice.next.offset:
         args["line_offset"] = notice.next.offset
-    return Move(tool="read_file", arguments=args, continuation=True)
+    return Move(tool="read_file", arguments=args)
 
 
 def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        )
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return ""
 
 
@@ -108,6 +106,62 @@ def _tool_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
                 if isinstance(part, dict) and part.get("type") == "tool_result":
                     texts.append(_content_text(part.get("content")))
     return texts
+
+
+class PromptStats:
+    """What the prompts a model received show: their token counts, the truncation notices
+    seen for the first time and those that came back cut harder (second truncation), and the
+    `read_file` calls that follow a notice's hint (continuation reads)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.prompt_tokens: list[int] = []
+        self.first_truncations = 0
+        self.second_truncations = 0
+        self.continuation_reads = 0
+        self._seen: dict[tuple[str, int, int], int] = {}
+        self._harder: set[tuple[str, int, int]] = set()
+        self._hints: set[tuple[str, int, int]] = set()
+
+    async def observe(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
+    ) -> tuple[int, list[str]]:
+        """Count a prompt and watch its notices; returns its tokens and its tool-result texts."""
+        tokens = await self.counter.count(messages, tools=tools)
+        self.prompt_tokens.append(tokens)
+        texts = _tool_texts(messages)
+        for text in texts:
+            parsed = parse_notice(text)
+            if parsed is None:
+                continue
+            notice = parsed[1]
+            self._hints.add((notice.file_path, notice.next.line, notice.next.offset))
+            key = (notice.file_path, notice.start.line, notice.start.offset)
+            before = self._seen.get(key)
+            if before is None:
+                self.first_truncations += 1
+                self._seen[key] = notice.n_bytes
+            elif notice.n_bytes < before and key not in self._harder:
+                self._harder.add(key)
+                self.second_truncations += 1
+        return tokens, texts
+
+    def note_call(self, tool: str, arguments: Mapping[str, Any]) -> bool:
+        """Record a tool call of the model; True when it is a continuation read."""
+        if tool != "read_file":
+            return False
+        try:
+            key = (
+                str(arguments.get("file_path", "")),
+                int(arguments.get("start_line", 1)),
+                int(arguments.get("line_offset", 0)),
+            )
+        except (TypeError, ValueError):
+            return False
+        if key in self._hints:
+            self.continuation_reads += 1
+            return True
+        return False
 
 
 class ScriptedModel(ChatModelBase):
@@ -129,16 +183,10 @@ class ScriptedModel(ChatModelBase):
     ) -> None:
         super().__init__(model_name="scripted-offline", stream=False)
         self.turns = [list(turn) for turn in turns]
-        self.counter = counter
+        self.stats = PromptStats(counter)
         self.on_step = on_step
-        self.prompt_tokens: list[int] = []
-        self.continuation_reads = 0
-        self.second_truncations = 0
-        self.first_truncations = 0
         self._turn = 0
         self._index = 0
-        self._seen: dict[tuple[str, int, int], int] = {}
-        self._harder: set[tuple[str, int, int]] = set()
 
     def next_turn(self) -> None:
         """Move on to the next turn of the plan (call before each user message)."""
@@ -154,21 +202,19 @@ class ScriptedModel(ChatModelBase):
         structured_model: Any = None,
         **kwargs: Any,
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        tokens = await self.counter.count(messages, tools=tools)
-        self.prompt_tokens.append(tokens)
-        texts = _tool_texts(messages)
-        self._watch_notices(texts)
-        obs = Observation(step=len(self.prompt_tokens), last_tool_text=texts[-1] if texts else "")
+        tokens, texts = await self.stats.observe(messages, tools)
+        step = len(self.stats.prompt_tokens)
+        obs = Observation(step=step, last_tool_text=texts[-1] if texts else "")
         turn = self.turns[self._turn] if self._turn < len(self.turns) else []
         if self._index < len(turn):
             move = turn[self._index](obs)
             self._index += 1
         else:
             move = answer("Done.")
-        if move.continuation:
-            self.continuation_reads += 1
+        if move.tool is not None:
+            move.continuation = self.stats.note_call(move.tool, move.arguments)
         if self.on_step is not None:
-            self.on_step(self._describe(obs.step, tokens, move))
+            self.on_step(describe(obs.step, tokens, move))
         if move.tool is None:
             return ChatResponse(content=[TextBlock(type="text", text=move.text)])
         call_id = f"call_{obs.step:03d}"
@@ -184,30 +230,15 @@ class ScriptedModel(ChatModelBase):
             ]
         )
 
-    def _watch_notices(self, texts: list[str]) -> None:
-        """Count notices seen for the first time, and those that came back cut harder."""
-        for text in texts:
-            parsed = parse_notice(text)
-            if parsed is None:
-                continue
-            notice = parsed[1]
-            key = (notice.file_path, notice.start.line, notice.start.offset)
-            before = self._seen.get(key)
-            if before is None:
-                self.first_truncations += 1
-                self._seen[key] = notice.n_bytes
-            elif notice.n_bytes < before and key not in self._harder:
-                self._harder.add(key)
-                self.second_truncations += 1
 
-    @staticmethod
-    def _describe(step: int, tokens: int, move: Move) -> str:
-        if move.tool is None:
-            first = move.text.strip().splitlines()[0] if move.text.strip() else ""
-            return f"  step {step:2d} | prompt {tokens:6,d} tok | answer: {first[:70]}"
-        args = ", ".join(f"{k}={v!r}" for k, v in move.arguments.items())
-        tag = "  (continuation)" if move.continuation else ""
-        line = f"  step {step:2d} | prompt {tokens:6,d} tok | {move.tool}({args})"
-        if len(line) > 110:
-            line = line[:107] + "..."
-        return line + tag
+def describe(step: int, tokens: int, move: Move) -> str:
+    """One progress line for a model answer."""
+    if move.tool is None:
+        first = move.text.strip().splitlines()[0] if move.text.strip() else ""
+        return f"  step {step:2d} | prompt {tokens:6,d} tok | answer: {first[:70]}"
+    args = ", ".join(f"{k}={v!r}" for k, v in move.arguments.items())
+    tag = "  (continuation)" if move.continuation else ""
+    line = f"  step {step:2d} | prompt {tokens:6,d} tok | {move.tool}({args})"
+    if len(line) > 110:
+        line = line[:107] + "..."
+    return line + tag

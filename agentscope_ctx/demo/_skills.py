@@ -8,6 +8,7 @@ and the agent reads on with `read_file`.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 from typing import Any
@@ -119,16 +120,24 @@ def _plan() -> list[list[Step]]:
         )
 
     return [
-        [find_skills, read_skill("db-migration"), read_skill("incident-review"),
-         read_runbook, read_on, read_skill("data-cleaning"), grep_rollback, open_rollback,
-         conclude],
+        [
+            find_skills,
+            read_skill("db-migration"),
+            read_skill("incident-review"),
+            read_runbook,
+            read_on,
+            read_skill("data-cleaning"),
+            grep_rollback,
+            open_rollback,
+            conclude,
+        ],
         [read_release, reread_runbook_end, follow_tail, done],
     ]
 
 
 async def setup(working_dir: Path) -> DemoSetup:
     """Generate the skills and docs and return the demo."""
-    generate_skills(working_dir)
+    await asyncio.to_thread(generate_skills, working_dir)
     skill = (working_dir / "skills" / "db-migration" / "SKILL.md").stat().st_size
     runbook = (working_dir / "docs" / "runbook.md").stat().st_size
     return DemoSetup(

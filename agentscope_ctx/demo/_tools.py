@@ -20,8 +20,23 @@ from agentscope.tool import ToolResponse
 __all__ = ["ALLOWED_PROGRAMS", "ShellTool", "fetch_url"]
 
 ALLOWED_PROGRAMS = frozenset(
-    {"grep", "egrep", "fgrep", "tail", "head", "wc", "ls", "find", "cat", "sort", "uniq",
-     "cut", "tr", "nl", "du"}
+    {
+        "grep",
+        "egrep",
+        "fgrep",
+        "tail",
+        "head",
+        "wc",
+        "ls",
+        "find",
+        "cat",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "nl",
+        "du",
+    }
 )
 _FORBIDDEN_CHARS = re.compile(r"[;&><$`\n\\(){}]")
 _FORBIDDEN_ARGS = frozenset({"-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint"})

@@ -40,7 +40,7 @@ def _paragraphs(rng: random.Random, n: int, tag: str) -> list[str]:
 def _page(title: str, body: list[str]) -> str:
     nav = "".join(f'<li><a href="/docs/page-{i}.html">Section {i}</a></li>' for i in range(1, 9))
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
         f"<title>{title}</title>\n<style>body{{font-family:sans-serif}}</style></head>\n"
         f"<body>\n<nav><ul>{nav}</ul></nav>\n<main>\n<h1>{title}</h1>\n"
         + "\n".join(body)
@@ -62,18 +62,24 @@ def generate_site(root: Path, *, seed: int = 7) -> dict[str, Any]:
     for i in range(1, 5):
         body = _paragraphs(rng, 1_000, f"s{i}")
         if i == 3:
-            body.insert(700, f'<div class="limits"><h2 id="batch">Limits</h2><p>{_LIMIT}.</p>'
-                        "<p>Exceeding it returns HTTP 429 with a Retry-After header.</p></div>")
+            body.insert(
+                700,
+                f'<div class="limits"><h2 id="batch">Limits</h2><p>{_LIMIT}.</p>'
+                "<p>Exceeding it returns HTTP 429 with a Retry-After header.</p></div>",
+            )
         (docs / f"page-{i}.html").write_text(_page(f"API guide, part {i}", body), "utf-8")
     body = _paragraphs(rng, 900, "c")
-    body.insert(850, "<h2>2026-11-30</h2><p>Batch API limit lowered from 60 to 37 requests "
-                "per minute per tenant.</p>")
+    body.insert(
+        850,
+        "<h2>2026-11-30</h2><p>Batch API limit lowered from 60 to 37 requests "
+        "per minute per tenant.</p>",
+    )
     (docs / "changelog.html").write_text(_page("Changelog", body), encoding="utf-8")
     return {"limit": _LIMIT}
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -127,7 +133,7 @@ def _plan(base: str) -> list[list[Step]]:
 
 async def setup(working_dir: Path) -> DemoSetup:
     """Generate the site, start the server, and return the demo."""
-    generate_site(working_dir)
+    await asyncio.to_thread(generate_site, working_dir)
     handler = partial(_Quiet, directory=str(working_dir / "site"))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
