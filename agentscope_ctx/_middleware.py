@@ -16,7 +16,7 @@ from ._errors import OffloadError
 from ._tool_results import ToolResultPolicy, ToolResultStore
 from ._truncation import excerpt_with_notice, parse_notice
 
-__all__ = ["TruncationMiddleware", "clean_text", "offload_text"]
+__all__ = ["TruncationMiddleware", "block_budget", "clean_text", "offload_text"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -24,6 +24,11 @@ NextHandler = Callable[..., Coroutine[Any, Any, AsyncGenerator[ToolResponse, Non
 
 # Split the budget among the text blocks of one response, but never below this.
 _MIN_BLOCK_BYTES = 1_024
+
+
+def block_budget(limit: int, n_text_blocks: int) -> int:
+    """Byte limit of each text block when one output has `n_text_blocks` of them."""
+    return max(limit // max(n_text_blocks, 1), min(limit, _MIN_BLOCK_BYTES))
 
 
 def clean_text(text: object) -> str:
@@ -95,7 +100,7 @@ class TruncationMiddleware:
         texts = [i for i, block in enumerate(chunk.content) if block.get("type") == "text"]
         if not texts:
             return chunk
-        per_block = max(limit // len(texts), min(limit, _MIN_BLOCK_BYTES))
+        per_block = block_budget(limit, len(texts))
         content = list(chunk.content)
         for i in texts:
             text = clean_text(content[i].get("text"))

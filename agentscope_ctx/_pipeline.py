@@ -26,7 +26,7 @@ from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._errors import OffloadError, PersistenceError
 from ._memory import ContextMemory
-from ._middleware import clean_text, offload_text
+from ._middleware import block_budget, clean_text, offload_text
 from ._tokens import TokenCounter
 from ._tool_results import Limits, ToolResultPolicy, ToolResultStore
 from ._truncation import parse_notice, retruncate
@@ -281,7 +281,7 @@ class ContextPipeline:
         if not isinstance(output, list):
             return output, 0
         texts = [i for i, b in enumerate(output) if isinstance(b, dict) and b.get("type") == "text"]
-        per_block = max(limit // max(len(texts), 1), min(limit, 1_024))
+        per_block = block_budget(limit, len(texts))
         blocks, changed = list(output), 0
         for i in texts:
             text = blocks[i].get("text", "")
