@@ -289,7 +289,7 @@ class ContextManager:
             return
         try:
             await binding.pipeline.run(agent)
-            self.store.maybe_cleanup(self._referenced_files())
+            self.store.maybe_cleanup(self._referenced_files)
         except asyncio.CancelledError:
             raise
         except Exception:

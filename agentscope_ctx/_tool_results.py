@@ -13,7 +13,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,12 +96,13 @@ class ToolResultStore:
                 logger.warning("agentscope_ctx: cannot remove %s: %s", path, exc)
         return removed
 
-    def maybe_cleanup(self, referenced: Iterable[str | Path]) -> list[Path]:
-        """`cleanup`, at most once an hour."""
+    def maybe_cleanup(self, referenced: Callable[[], Iterable[str | Path]]) -> list[Path]:
+        """`cleanup`, at most once an hour. `referenced` is called only when a cleanup is due:
+        collecting the live references walks every message, too much for every step."""
         now = time.time()
         if self._last_cleanup is not None and now - self._last_cleanup < _CLEANUP_EVERY_SECONDS:
             return []
-        return self.cleanup(referenced, now=now)
+        return self.cleanup(referenced(), now=now)
 
 
 @dataclass(frozen=True)

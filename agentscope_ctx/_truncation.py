@@ -24,7 +24,6 @@ __all__ = [
     "Position",
     "advance",
     "excerpt_with_notice",
-    "fits",
     "parse_notice",
     "render_notice",
     "retruncate",
@@ -135,11 +134,6 @@ def parse_notice(text: str) -> tuple[str, Notice] | None:
         and notice.next.line <= notice.total_lines
     )
     return (excerpt, notice) if genuine else None
-
-
-def fits(text: str, max_bytes: int) -> bool:
-    """Whether `excerpt_with_notice` returns `text` unchanged (no file needs to be written)."""
-    return utf8_len(text) <= max_bytes and parse_notice(text) is None
 
 
 def _cut(text: str, budget: int) -> str:

@@ -180,3 +180,16 @@ async def test_offload_failure_keeps_output_whole(tmp_path: Path) -> None:
 
     toolkit.register_tool_function(big)
     assert (await call(toolkit, "big"))[-1].content[0]["text"] == "q\n" * 40_000
+
+
+def test_cleanup_collects_references_only_when_due(tmp_path: Path) -> None:
+    store = ToolResultStore(tmp_path, 7)
+    calls: list[int] = []
+
+    def referenced() -> list[str]:
+        calls.append(1)
+        return []
+
+    store.maybe_cleanup(referenced)
+    store.maybe_cleanup(referenced)  # within the hour: not due, references not collected
+    assert calls == [1]
