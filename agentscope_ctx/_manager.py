@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,11 @@ from ._compactor import Compactor
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._errors import ContextUsageError
+from ._guard import GuardedModel
 from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
 from ._middleware import TruncationMiddleware
-from ._pipeline import ContextPipeline, PipelineReport
+from ._pipeline import CALIBRATION_BOUNDS, ContextPipeline, PipelineReport, say
 from ._read_file import FileReader
 from ._summarizer import Summarizer
 from ._tokens import TokenCounter
@@ -56,14 +58,18 @@ class ContextUsage:
     tool_results: int
     """The part of `messages` in messages that carry tool results."""
     total: int
+    """Our raw estimate of the whole prompt."""
+    calibrated_total: int
+    """`total` corrected by what the provider reported for earlier prompts (with a safety
+    margin); equal to `total` until the provider has reported usage."""
     max_input_tokens: int
     threshold: int
     message_count: int
 
     @property
     def ratio(self) -> float:
-        """Share of `max_input_tokens` in use."""
-        return self.total / self.max_input_tokens
+        """Share of `max_input_tokens` in use (calibrated)."""
+        return self.calibrated_total / self.max_input_tokens
 
     def share(self, tokens: int) -> float:
         """Share of `max_input_tokens` taken by `tokens`."""
@@ -77,6 +83,7 @@ class _Binding:
     pipeline: ContextPipeline
     previous_memory: MemoryBase
     previous_compression: Any
+    guard: GuardedModel
     middleware: TruncationMiddleware
     added_tools: list[str]
 
@@ -163,6 +170,12 @@ class ContextManager:
             dialog=self.dialog,
             compactor=self.compactor,
             on_compacted=self._start_summarizer,
+            calibration_key=str(agent.model.model_name),
+        )
+        guard = GuardedModel(
+            agent.model,
+            on_usage=pipeline.observe_usage,
+            recover=lambda: self._emergency_compaction(agent),
         )
         middleware = TruncationMiddleware(
             self.store, self.policy, skip_tools=frozenset({READ_FILE})
@@ -183,10 +196,11 @@ class ContextManager:
             agent.compression_config = None
         previous = agent.memory
         agent.memory = memory
+        agent.model = guard
         for hook in ("pre_reply", "pre_reasoning", "post_acting"):
             agent.register_instance_hook(hook, f"{HOOK_NAME}.{hook}", getattr(self, f"_{hook}"))
         self._bindings[agent.id] = _Binding(
-            agent, memory, pipeline, previous, compression, middleware, added
+            agent, memory, pipeline, previous, compression, guard, middleware, added
         )
         self.store.cleanup(self._referenced_files())
         return memory
@@ -214,6 +228,8 @@ class ContextManager:
             restored._compressed_summary = binding.memory.compact_summary
         agent.memory = restored
         agent.compression_config = binding.previous_compression
+        if agent.model is binding.guard:
+            agent.model = binding.guard.inner
 
     def memory_of(self, agent: Any) -> ContextMemory:
         """The `ContextMemory` of an attached agent."""
@@ -249,10 +265,44 @@ class ContextManager:
             messages=total_messages,
             tool_results=tool_results,
             total=system + tools + summary + total_messages,
+            calibrated_total=math.ceil(
+                (system + tools + summary + total_messages) * pipeline.scale
+            ),
             max_input_tokens=self.config.max_input_tokens,
             threshold=pipeline.threshold,
             message_count=len(binding.memory.content),
         )
+
+    async def _emergency_compaction(self, agent: Any) -> list[dict[str, Any]] | None:
+        """After a provider's context-length error: compact at once to half the usual kept
+        share, raise the calibration factor (the estimate was evidently low), and return the
+        prompt rebuilt from the compacted memory. `None` when nothing could be done.
+
+        Messages that AgentScope adds to a prompt without putting them in memory (the
+        "summarise now" hint at `max_iters`) are not in the rebuilt prompt."""
+        binding = self._bindings.get(agent.id)
+        if binding is None:
+            return None
+        try:
+            await say(
+                agent,
+                "[agentscope_ctx] the provider says the prompt is too long: "
+                "emergency compaction, then one retry",
+            )
+            key = binding.pipeline.calibration_key
+            factor = max(binding.memory.calibration.get(key, 1.0), 1.0) * 1.2
+            binding.memory.calibration[key] = min(factor, CALIBRATION_BOUNDS[1])
+            report = await binding.pipeline.run(
+                agent, force=True, keep_ratio=self.config.keep_recent_ratio / 2
+            )
+            if not (report.compacted or report.truncated):
+                return None
+            msgs = [Msg("system", agent.sys_prompt, "system"), *await binding.memory.get_memory()]
+            prompt: list[dict[str, Any]] = await agent.formatter.format(msgs)
+            return prompt
+        except Exception:
+            logger.exception("agentscope_ctx: the emergency compaction failed")
+            return None
 
     async def close(self) -> None:
         """Stop the consolidation job and wait for background Summarizer runs."""

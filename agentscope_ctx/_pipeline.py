@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,9 +32,16 @@ from ._tokens import TokenCounter
 from ._tool_results import Limits, ToolResultPolicy, ToolResultStore
 from ._truncation import parse_notice, retruncate
 
-__all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "split_point"]
+__all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "say", "split_point"]
 
 logger = logging.getLogger("agentscope_ctx")
+
+CALIBRATION_MARGIN = 0.03
+"""Safety margin on top of the calibrated estimate."""
+CALIBRATION_SMOOTHING = 0.5
+"""Weight of the newest provider report in the smoothed factor."""
+CALIBRATION_BOUNDS = (0.5, 4.0)
+"""The factor never leaves this range, whatever a provider reports."""
 
 
 class _Compaction(Protocol):
@@ -70,6 +78,8 @@ class PipelineReport:
     """"model", "model_retry" or "extractive" when a summary was written."""
     truncated: int = 0
     """Tool-result blocks cut (first or second truncation) in this run."""
+    scale: float = 1.0
+    """Calibration applied to the estimates (`tokens_*` are already multiplied by it)."""
     note: str | None = None
 
 
@@ -129,6 +139,7 @@ class ContextPipeline:
         dialog: DialogStore,
         compactor: CompactorLike,
         on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
+        calibration_key: str = "default",
     ) -> None:
         self.config = config
         self.memory = memory
@@ -138,6 +149,9 @@ class ContextPipeline:
         self.dialog = dialog
         self.compactor = compactor
         self.on_compacted = on_compacted
+        self.calibration_key = calibration_key
+        self.last_estimate = 0
+        """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
         self._tracked = _Tracked()
         self._fixed_cache: dict[int, int] = {}
@@ -151,20 +165,51 @@ class ContextPipeline:
         *,
         force: bool = False,
         extra_instruction: str | None = None,
+        keep_ratio: float | None = None,
     ) -> PipelineReport:
-        """Run the pipeline once. `force` compacts whatever the threshold (manual compaction)."""
+        """Run the pipeline once. `force` compacts whatever the threshold (manual and
+        emergency compaction); `keep_ratio` overrides `config.keep_recent_ratio` for it."""
         async with self._lock:
-            report = PipelineReport(threshold=self.threshold)
+            report = PipelineReport(threshold=self.threshold, scale=self.scale)
             await self._sync()
             report.truncated = await self._limit_tool_results()
-            report.tokens_before = report.tokens_after = await self.prompt_tokens(agent)
+            report.tokens_before = report.tokens_after = await self._calibrated_tokens(agent)
             over = report.tokens_before > report.threshold
             if force or (over and not self._stalled(report.tokens_before)):
-                await self._compact(agent, report, extra_instruction)
+                await self._compact(agent, report, extra_instruction, keep_ratio)
             if report.tokens_after > self.config.max_input_tokens:
                 report.truncated += await self._fit(agent)
-                report.tokens_after = await self.prompt_tokens(agent)
+                report.tokens_after = await self._calibrated_tokens(agent)
+            self.last_estimate = await self.prompt_tokens(agent)
             return report
+
+    # -- calibration (issue: trust the provider) -------------------------------------------
+
+    @property
+    def scale(self) -> float:
+        """Factor from our estimate to the provider's count, with a safety margin; 1.0 until
+        the provider has reported usage."""
+        factor = self.memory.calibration.get(self.calibration_key)
+        return 1.0 if factor is None else factor * (1 + CALIBRATION_MARGIN)
+
+    def observe_usage(self, reported_input_tokens: int) -> float | None:
+        """Fold the provider's reported prompt size into the calibration factor (a smoothed,
+        bounded ratio to our own estimate of the same prompt). Returns the new factor."""
+        if self.last_estimate <= 0 or reported_input_tokens <= 0:
+            return None
+        ratio = reported_input_tokens / self.last_estimate
+        old = self.memory.calibration.get(self.calibration_key)
+        factor = (
+            ratio
+            if old is None
+            else (1 - CALIBRATION_SMOOTHING) * old + (CALIBRATION_SMOOTHING * ratio)
+        )
+        factor = min(max(factor, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
+        self.memory.calibration[self.calibration_key] = factor
+        return factor
+
+    async def _calibrated_tokens(self, agent: Any) -> int:
+        return math.ceil(await self.prompt_tokens(agent) * self.scale)
 
     @property
     def threshold(self) -> int:
@@ -311,17 +356,22 @@ class ContextPipeline:
         return grown < 0.05 * self.config.max_input_tokens
 
     async def _compact(
-        self, agent: Any, report: PipelineReport, extra_instruction: str | None
+        self,
+        agent: Any,
+        report: PipelineReport,
+        extra_instruction: str | None,
+        keep_ratio: float | None,
     ) -> None:
         msgs = self.memory.messages()
         counts = [self._tracked.counts[m.id] for m in msgs]
-        keep = int(self.config.keep_recent_ratio * self.config.max_input_tokens)
+        ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
+        keep = int(ratio * self.config.max_input_tokens / self.scale)  # in raw estimate units
         cut = split_point(msgs, counts, keep)
         older = msgs[:cut]
         if not older:
             report.note = "nothing to compact: the newest messages form one unit"
             return
-        await _say(
+        await say(
             agent,
             f"[agentscope_ctx] compacting {len(older)} messages "
             f"({report.tokens_before} tokens, threshold {report.threshold})...",
@@ -334,18 +384,18 @@ class ContextPipeline:
         except PersistenceError as exc:
             logger.error("agentscope_ctx: compaction abandoned, messages kept: %s", exc)
             report.note = f"dialog not saved, nothing removed: {exc}"
-            await _say(agent, f"[agentscope_ctx] compaction abandoned: {exc}")
+            await say(agent, f"[agentscope_ctx] compaction abandoned: {exc}")
             return
         await self.memory.delete([m.id for m in older])
         await self.memory.update_compressed_summary(result.summary)
         report.compacted = len(older)
         report.summary_source = result.source
-        report.tokens_after = await self.prompt_tokens(agent)
+        report.tokens_after = await self._calibrated_tokens(agent)
         self._stalled_at = (
             report.tokens_after if report.tokens_after >= report.tokens_before else None
         )
         how = result.source + (f" ({result.reason})" if result.reason else "")
-        await _say(
+        await say(
             agent,
             f"[agentscope_ctx] compacted {len(older)} messages: {report.tokens_before} -> "
             f"{report.tokens_after} tokens; summary by {how}; raw messages saved in "
@@ -363,7 +413,7 @@ class ContextPipeline:
         limit = self.config.tool_result.old_max_bytes
         by_size = sorted(self.memory.messages(), key=lambda m: -self._tracked.counts[m.id])
         for msg in by_size:
-            if await self.prompt_tokens(agent) <= self.config.max_input_tokens:
+            if await self._calibrated_tokens(agent) <= self.config.max_input_tokens:
                 break
             if isinstance(msg.content, str):
                 content: list[Any] = [{"type": "text", "text": msg.content}]
@@ -387,7 +437,7 @@ class ContextPipeline:
         return 0 if summary is None else await self.counter.count_msg(summary)
 
 
-async def _say(agent: Any, text: str) -> None:
+async def say(agent: Any, text: str) -> None:
     """Tell the user through `agent.print` (never fails the pipeline)."""
     logger.info("%s", text)
     printer = getattr(agent, "print", None)

@@ -129,11 +129,15 @@ def test_build_agent_from_the_example(keys: None) -> None:
     from agentscope_ctx._agent_config import build_agent
 
     agent, manager = build_agent(AGENT_YAML)
-    assert agent.name == "assistant" and isinstance(agent.model, OpenAIChatModel)
+    from agentscope_ctx._guard import GuardedModel
+
+    # attach() wraps the model to read usage and recover from context-length errors
+    assert agent.name == "assistant" and isinstance(agent.model, GuardedModel)
+    assert isinstance(agent.model.inner, OpenAIChatModel)
     assert isinstance(agent.memory, ContextMemory)
     assert {"run_shell", "fetch_url", "read_file"} <= set(agent.toolkit.tools)
     assert manager.config.max_input_tokens == 100_000
-    assert manager.model is agent.model
+    assert manager.model is agent.model.inner  # the compactor calls the model itself
 
 
 def test_build_agent_from_a_mapping(tmp_path: Path, keys: None) -> None:
