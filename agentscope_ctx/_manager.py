@@ -139,8 +139,13 @@ class ContextManager:
 
     # -- attach / detach ---------------------------------------------------------------
 
-    def attach(self, agent: Any) -> ContextMemory:
-        """Attach to a `ReActAgent`; safe to call twice. Returns the agent's new memory."""
+    def attach(self, agent: Any, *, backend: MemoryBase | None = None) -> ContextMemory:
+        """Attach to a `ReActAgent`; safe to call twice. Returns the agent's new memory.
+
+        The messages of the agent's `InMemoryMemory` are kept. Any other AgentScope memory
+        the agent has (e.g. `RedisMemory`), or a `backend` given here, becomes the backing
+        store of the `ContextMemory` (see there), reloaded at the start of every reply.
+        """
         for name in ("memory", "toolkit", "register_instance_hook"):
             if not hasattr(agent, name):
                 raise ContextUsageError(
@@ -159,8 +164,7 @@ class ContextManager:
                 f"agent {agent.name!r} already has a tool named {READ_FILE!r}; agentscope_ctx "
                 "adds its own (the continuation tool of truncated output): remove yours first"
             )
-        memory = ContextMemory(self.working_dir, language=self.config.compactor.language)
-        _copy_messages(agent.memory, memory)
+        memory = _take_over(agent.memory, backend, self.working_dir, self.config)
         pipeline = ContextPipeline(
             self.config,
             memory,
@@ -241,11 +245,13 @@ class ContextManager:
         """Compact now, whatever the threshold: all but the newest `keep_recent_ratio` part
         goes to the summary (and `extra_instruction` to the compactor's prompt)."""
         binding = self._binding(agent)
+        await binding.memory.refresh()
         return await binding.pipeline.run(agent, force=True, extra_instruction=extra_instruction)
 
     async def context_usage(self, agent: Any) -> ContextUsage:
         """Tokens by part of the prompt the agent would send now."""
         binding = self._binding(agent)
+        await binding.memory.refresh()
         pipeline = binding.pipeline
         total_messages = 0
         tool_results = 0
@@ -319,6 +325,7 @@ class ContextManager:
         if binding is None:
             return
         try:
+            await binding.memory.refresh()
             self._ensure_scheduler()
             binding.memory.long_term_note = await self.long_term.memory_prompt(
                 self.counter, self.config.memory_max_tokens
@@ -394,16 +401,25 @@ class ContextManager:
             self.scheduler.start()
 
 
-def _copy_messages(source: MemoryBase, target: ContextMemory) -> None:
-    """Move the messages (with marks, for an `InMemoryMemory`) and summary into `target`."""
-    content = getattr(source, "content", None)
-    if isinstance(source, InMemoryMemory) and isinstance(content, list):
-        target.content = [(msg, list(marks)) for msg, marks in content]
-    elif isinstance(source, ContextMemory):
-        target.content = [(msg, list(marks)) for msg, marks in source.content]
-    else:
-        raise ContextUsageError(
-            f"attach() can take over an InMemoryMemory or a ContextMemory; the agent has a "
-            f"{type(source).__name__}: start it with an InMemoryMemory"
-        )
-    target._compressed_summary = getattr(source, "_compressed_summary", "") or ""
+def _take_over(
+    source: MemoryBase, backend: MemoryBase | None, working_dir: Path, config: ContextConfig
+) -> ContextMemory:
+    """The `ContextMemory` replacing `source`: holding its messages (with marks) and summary
+    when it lives in this process, else backed by it (or by `backend`)."""
+    language = config.compactor.language
+    local = isinstance(source, (InMemoryMemory, ContextMemory))
+    if backend is None and not local:
+        backend = source
+    if backend is not None:
+        held = getattr(source, "content", None) if local else None
+        if held:
+            raise ContextUsageError(
+                f"the agent already holds {len(held)} messages in its {type(source).__name__}; "
+                "with a backend, the backend is where messages live: add them to it first"
+            )
+        return ContextMemory(working_dir, language=language, backend=backend)
+    memory = ContextMemory(working_dir, language=language)
+    content = source.content if isinstance(source, (InMemoryMemory, ContextMemory)) else []
+    memory.content = [(msg, list(marks)) for msg, marks in content]
+    memory._compressed_summary = getattr(source, "_compressed_summary", "") or ""
+    return memory

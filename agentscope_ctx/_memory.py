@@ -12,6 +12,9 @@ from agentscope.message import Msg
 __all__ = ["SUMMARY_MSG_NAME", "ContextMemory"]
 
 SUMMARY_MSG_NAME = "compact_summary"
+SUMMARY_MARK = "agentscope_ctx.summary"
+"""Mark of the message that carries the summary in a backend (any AgentScope memory can
+store a message; few store a summary)."""
 
 _GUIDE = {
     "en": (
@@ -35,10 +38,24 @@ class ContextMemory(MemoryBase):
     Besides the `MemoryBase` API it keeps a `revision` number, bumped by every change other
     than an append, so that the pipeline can work incrementally: while the revision stays,
     the first `size` messages it has seen are unchanged.
+
+    With a `backend` (any AgentScope memory, e.g. `RedisMemory`), every add, delete, mark
+    change and summary update is written through to it, and `refresh()` (run by the manager
+    at the start of each reply) reloads the message list from it: replicas that serve the
+    same session one reply at a time share its history. The backend holds each message as it
+    entered the context; the harder cuts of old tool output are made again locally (they are
+    deterministic), so they are not written back.
     """
 
-    def __init__(self, working_dir: Path | str = ".", *, language: str = "en") -> None:
+    def __init__(
+        self,
+        working_dir: Path | str = ".",
+        *,
+        language: str = "en",
+        backend: MemoryBase | None = None,
+    ) -> None:
         super().__init__()
+        self.backend = backend
         self.working_dir = Path(working_dir)
         self.language = language if language in _GUIDE else "en"
         self.content: list[tuple[Msg, list[str]]] = []
@@ -61,6 +78,32 @@ class ContextMemory(MemoryBase):
     async def update_compressed_summary(self, summary: str) -> None:
         self._compressed_summary = summary
         self.revision += 1
+        if self.backend is not None:
+            old = await self.backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
+            if old:
+                await self.backend.delete([msg.id for msg in old])
+            if summary:
+                await self.backend.add(Msg(SUMMARY_MSG_NAME, summary, "user"), marks=SUMMARY_MARK)
+
+    async def refresh(self) -> bool:
+        """Reload the message list (and summary) from the backend; returns whether anything
+        changed. Messages known here keep their local (possibly harder-cut) content and
+        marks; new ones come with no marks; ones the backend no longer has are dropped."""
+        if self.backend is None:
+            return False
+        shared = await self.backend.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
+        summaries = await self.backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
+        local = {msg.id: (msg, marks) for msg, marks in self.content}
+        content = [local.get(msg.id, (msg, [])) for msg in shared]
+        summary = (summaries[-1].get_text_content() or "") if summaries else ""
+        changed = [m.id for m, _ in content] != [m.id for m, _ in self.content] or (
+            summary != self._compressed_summary
+        )
+        if changed:
+            self.content = content
+            self._compressed_summary = summary
+            self.revision += 1
+        return changed
 
     def summary_message(self) -> Msg | None:
         """The first message the model sees, or `None` when there is nothing to present.
@@ -102,6 +145,8 @@ class ContextMemory(MemoryBase):
             msgs = [msg for msg in msgs if msg.id not in known]
         for msg in msgs:
             self.content.append((deepcopy(msg), list(mark_list)))
+        if self.backend is not None and msgs:
+            await self.backend.add(msgs, marks=mark_list or None)
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         doomed = set(msg_ids)
@@ -110,16 +155,16 @@ class ContextMemory(MemoryBase):
         removed = before - len(self.content)
         if removed:
             self.revision += 1
+        if self.backend is not None and doomed:
+            await self.backend.delete(list(doomed))
         return removed
 
     async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
         doomed = set(_marks(mark))
-        before = len(self.content)
-        self.content = [(m, marks) for m, marks in self.content if not doomed & set(marks)]
-        removed = before - len(self.content)
-        if removed:
-            self.revision += 1
-        return removed
+        removed_ids = [m.id for m, marks in self.content if doomed & set(marks)]
+        if removed_ids:
+            await self.delete(removed_ids)
+        return len(removed_ids)
 
     async def size(self) -> int:
         return len(self.content)
@@ -127,6 +172,8 @@ class ContextMemory(MemoryBase):
     async def clear(self) -> None:
         self.content.clear()
         self.revision += 1
+        if self.backend is not None:
+            await self.backend.clear()
 
     async def get_memory(
         self,
@@ -173,6 +220,8 @@ class ContextMemory(MemoryBase):
             if new_mark not in marks:
                 marks.append(new_mark)
                 updated += 1
+        if self.backend is not None and updated:
+            await self.backend.update_messages_mark(new_mark, old_mark=old_mark, msg_ids=msg_ids)
         return updated
 
     # -- used by the pipeline ----------------------------------------------------------

@@ -1,0 +1,126 @@
+"""ContextMemory over a shared AgentScope memory: replicas serving one session in turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import ReActAgent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.memory import AsyncSQLAlchemyMemory, InMemoryMemory
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import Toolkit, ToolResponse
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from agentscope_ctx import ContextConfig, ContextManager, ContextUsageError
+from agentscope_ctx._memory import SUMMARY_MARK
+from tests.fakes import FakeChatModel, text, tool_call
+
+
+def tools() -> Toolkit:
+    kit = Toolkit()
+
+    def scan(n: int) -> ToolResponse:
+        """Scan a shard.
+
+        Args:
+            n (int): the shard.
+        """
+        rows = "".join(f"shard {n} row {i}: fine\n" for i in range(150))
+        return ToolResponse(content=[TextBlock(type="text", text=rows)])
+
+    kit.register_tool_function(scan)
+    return kit
+
+
+def replica(tmp_path: Path, memory: Any) -> tuple[ReActAgent, ContextManager, FakeChatModel]:
+    model = FakeChatModel()
+    agent = ReActAgent(
+        name="worker",
+        sys_prompt="You scan shards.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=tools(),
+        memory=memory,
+        max_iters=30,
+    )
+    agent.set_console_output_enabled(False)
+    config = ContextConfig(
+        working_dir=tmp_path / "ctx",
+        max_input_tokens=6_000,
+        compact_trigger_ratio=0.7,
+        keep_recent_ratio=0.3,
+        token_counter="cl100k_base",
+        tool_result={"recent_n": 2, "recent_max_bytes": 3_000, "old_max_bytes": 1_100},
+    )
+    manager = ContextManager(config)
+    manager.attach(agent)
+    return agent, manager, model
+
+
+async def turn(agent: ReActAgent, model: FakeChatModel, start: int, n: int, answer: str) -> None:
+    for i in range(start, start + n):
+        model.enqueue(tool_call("scan", call_id=f"s{i}", n=i))
+    model.enqueue(text(answer))
+    reply = await agent(Msg("user", f"scan shards {start}..{start + n - 1}", "user"))
+    assert reply.get_text_content() == answer
+
+
+async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+    engine_a, engine_b = create_async_engine(url), create_async_engine(url)
+    try:
+        store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
+        store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
+        a, manager_a, model_a = replica(tmp_path, store_a)
+        b, manager_b, model_b = replica(tmp_path, store_b)
+        memory_a, memory_b = manager_a.memory_of(a), manager_b.memory_of(b)
+        assert memory_a.backend is store_a  # the agent's own memory became the backend
+
+        await turn(a, model_a, 0, 6, "first half done")
+        assert memory_a.compact_summary  # compaction ran and removed messages from the store
+        await turn(b, model_b, 6, 6, "second half done")  # b starts from a's history
+        # b's first prompt carried a's summary and a's recent messages
+        first_prompt = str(model_b.calls[0]["messages"])
+        assert "<compact_summary>" in first_prompt and "first half done" in first_prompt
+        assert memory_b.compact_summary  # (b compacted again since, on top of a's summary)
+
+        stored = await store_a.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
+        shared = [m.id for m in stored]
+        assert [m.id for m in memory_b.messages()] == shared
+        await memory_a.refresh()
+        assert [m.id for m in memory_a.messages()] == shared
+
+        # nothing lost: every message is in the shared store or in dialog/ exactly once
+        dialog = [m.id for m in manager_a.dialog.read()[0]]
+        assert len(set(dialog)) == len(dialog) and not set(dialog) & set(shared)
+        questions = [m for m in manager_a.dialog.read()[0] if m.role == "user"]
+        assert questions  # a's first request was compacted into dialog/, not dropped
+    finally:
+        await store_a.close()
+        await store_b.close()
+        await engine_a.dispose()
+        await engine_b.dispose()
+
+
+async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> None:
+    shared = InMemoryMemory()
+    await shared.add(Msg("user", "earlier question", "user"))
+    agent = ReActAgent(
+        name="w", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
+    )
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(ContextConfig(working_dir=tmp_path))
+    memory = manager.attach(agent, backend=shared)
+    await manager.context_usage(agent)  # reloads from the backend
+    assert [m.get_text_content() for m in memory.messages()] == ["earlier question"]
+    await agent(Msg("user", "new question", "user"))
+    assert await shared.size() == 3  # the question and the answer were written through
+
+    busy = ReActAgent(
+        name="x", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
+    )
+    await busy.memory.add(Msg("user", "held locally", "user"))
+    with pytest.raises(ContextUsageError, match="add them to it first"):
+        ContextManager(ContextConfig(working_dir=tmp_path)).attach(busy, backend=InMemoryMemory())
