@@ -83,7 +83,7 @@ def msg_text(msg: Msg) -> str:
     """The plain text of a message's text blocks (thinking, tools and media left out)."""
     if isinstance(msg.content, str):
         return msg.content
-    return "\n".join(b.get("text", "") for b in msg.content if b.get("type") == "text")
+    return "\n".join(str(b.get("text", "")) for b in msg.content if b.get("type") == "text")
 
 
 def _result_text(output: object) -> str:

@@ -26,6 +26,7 @@ from ._compactor import Compactor
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._errors import ContextUsageError
+from ._failures import FailureLog
 from ._guard import GuardedModel
 from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
@@ -133,6 +134,7 @@ class ContextManager:
             counter=self.counter,
             max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
         )
+        self.failures = FailureLog()
         self.scheduler: ConsolidationScheduler | None = None
         self._bindings: dict[str, _Binding] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -175,6 +177,7 @@ class ContextManager:
             compactor=self.compactor,
             on_compacted=self._start_summarizer,
             calibration_key=str(agent.model.model_name),
+            failures=self.failures,
         )
         guard = GuardedModel(
             agent.model,
@@ -182,7 +185,7 @@ class ContextManager:
             recover=lambda: self._emergency_compaction(agent),
         )
         middleware = TruncationMiddleware(
-            self.store, self.policy, skip_tools=frozenset({READ_FILE})
+            self.store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
         )
         added: list[str] = []
         for func in (self.reader.read_file, self.long_term.remember, self.long_term.log_today):

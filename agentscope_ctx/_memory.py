@@ -6,6 +6,7 @@ from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
+import shortuuid
 from agentscope.memory import MemoryBase
 from agentscope.message import Msg
 
@@ -28,6 +29,14 @@ _GUIDE = {
         "{dialog_dir}/YYYY-MM-DD.jsonl（每行一个 JSON 对象）。如需确切细节，请用 `read_file` "
         "从最新的文件开始向前阅读。"
     ),
+}
+
+
+_UNSAVED = {
+    "en": " ({n} older messages are not shown and not yet in dialog/: they could not be saved;"
+    " they are kept and will be saved when the disk works again.)",
+    "zh": "（另有 {n} 条较早的消息暂未显示，也尚未写入 dialog/：保存失败；"
+    "它们仍被保留，磁盘恢复后会写入。）",
 }
 
 
@@ -64,8 +73,15 @@ class ContextMemory(MemoryBase):
         self.calibration: dict[str, float] = {}
         """Per-model ratio of provider-reported to estimated prompt tokens."""
         self.revision = 0
+        self.views: dict[str, Msg] = {}
+        """What the model is shown instead of a message, by id: a cut copy of an output that
+        could not be saved to disk (the message itself stays whole)."""
+        self.hidden: set[str] = set()
+        """Ids of messages compacted but not yet saved to `dialog/` (the disk failed): kept
+        here, not shown; `pending_summary` stands for them until they can be saved."""
+        self.pending_summary: str | None = None
         self._summary_msg: Msg | None = None
-        self._summary_key: tuple[str, str | None] | None = None
+        self._summary_key: tuple[str, str | None, int] | None = None
         self.register_state("_compressed_summary")
 
     # -- the summary -------------------------------------------------------------------
@@ -77,6 +93,8 @@ class ContextMemory(MemoryBase):
 
     async def update_compressed_summary(self, summary: str) -> None:
         self._compressed_summary = summary
+        self.hidden.clear()
+        self.pending_summary = None
         self.revision += 1
         if self.backend is not None:
             old = await self.backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
@@ -110,17 +128,18 @@ class ContextMemory(MemoryBase):
 
         The same `Msg` object (same id) is returned while the text is unchanged, so that
         token counts are cached."""
-        key = (self._compressed_summary, self.long_term_note)
+        summary = self.pending_summary if self.hidden else self._compressed_summary
+        key = (summary or "", self.long_term_note, len(self.hidden))
         if key == self._summary_key:
             return self._summary_msg
         parts = []
         if self.long_term_note:
             parts.append(f"<long_term_memory>\n{self.long_term_note}\n</long_term_memory>")
-        if self._compressed_summary:
+        if summary:
             guide = _GUIDE[self.language].format(dialog_dir=self.working_dir / "dialog")
-            parts.append(
-                f"<compact_summary>\n{guide}\n\n{self._compressed_summary}\n</compact_summary>"
-            )
+            if self.hidden:
+                guide += _UNSAVED[self.language].format(n=len(self.hidden))
+            parts.append(f"<compact_summary>\n{guide}\n\n{summary}\n</compact_summary>")
         self._summary_key = key
         self._summary_msg = Msg(SUMMARY_MSG_NAME, "\n\n".join(parts), "user") if parts else None
         return self._summary_msg
@@ -140,11 +159,20 @@ class ContextMemory(MemoryBase):
         if not all(isinstance(msg, Msg) for msg in msgs):
             raise TypeError(f"memories must be Msg objects; got {[type(m) for m in msgs]}")
         mark_list = _marks(marks)
+        known = {msg.id for msg, _ in self.content}
         if not allow_duplicates:
-            known = {msg.id for msg, _ in self.content}
             msgs = [msg for msg in msgs if msg.id not in known]
+        stored = []
         for msg in msgs:
-            self.content.append((deepcopy(msg), list(mark_list)))
+            copy = deepcopy(msg)
+            # Every message needs its own id: the dialog store and removal after compaction
+            # go by id, and two messages sharing one would lose one of them.
+            if not isinstance(copy.id, str) or not copy.id or copy.id in known:
+                copy.id = shortuuid.uuid()
+            known.add(copy.id)
+            stored.append(copy)
+            self.content.append((copy, list(mark_list)))
+        msgs = stored
         if self.backend is not None and msgs:
             await self.backend.add(msgs, marks=mark_list or None)
 
@@ -155,6 +183,9 @@ class ContextMemory(MemoryBase):
         removed = before - len(self.content)
         if removed:
             self.revision += 1
+            self.hidden -= doomed
+            for msg_id in doomed:
+                self.views.pop(msg_id, None)
         if self.backend is not None and doomed:
             await self.backend.delete(list(doomed))
         return removed
@@ -171,6 +202,8 @@ class ContextMemory(MemoryBase):
 
     async def clear(self) -> None:
         self.content.clear()
+        self.views.clear()
+        self.hidden.clear()
         self.revision += 1
         if self.backend is not None:
             await self.backend.clear()
@@ -189,10 +222,11 @@ class ContextMemory(MemoryBase):
                 f"exclude_mark must be a string or None; got {type(exclude_mark).__name__}"
             )
         msgs = [
-            msg
+            self.views.get(msg.id, msg)
             for msg, marks in self.content
             if (mark is None or mark in marks)
             and (exclude_mark is None or exclude_mark not in marks)
+            and msg.id not in self.hidden
         ]
         summary = self.summary_message() if prepend_summary else None
         return [summary, *msgs] if summary is not None else msgs
@@ -237,8 +271,27 @@ class ContextMemory(MemoryBase):
         for msg, _ in self.content:
             if msg.id == msg_id:
                 msg.content = content
+                self.views.pop(msg_id, None)
                 return
         raise KeyError(msg_id)
+
+    def show(self, msg: Msg, content: Any) -> Msg:
+        """Show the model `content` instead of `msg`'s own (which stays whole)."""
+        view = deepcopy(msg)
+        view.content = content
+        self.views[msg.id] = view
+        return view
+
+    def shown(self, msg: Msg) -> Msg:
+        """What the model is shown for `msg`."""
+        return self.views.get(msg.id, msg)
+
+    def hide(self, msg_ids: list[str], summary: str) -> None:
+        """Stop showing messages that were compacted but could not be saved; `summary`
+        stands for them until a later compaction saves and removes them."""
+        self.hidden = set(msg_ids)
+        self.pending_summary = summary
+        self.revision += 1
 
     # -- state -------------------------------------------------------------------------
 
@@ -262,6 +315,9 @@ class ContextMemory(MemoryBase):
             else:
                 raise ValueError(f"invalid memory item in state_dict: {item!r:.200}")
         self.content = content
+        self.views.clear()
+        self.hidden.clear()
+        self.pending_summary = None
         self.calibration = {
             str(k): float(v) for k, v in dict(state_dict.get("calibration", {})).items()
         }

@@ -13,6 +13,7 @@ from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
 from ._errors import OffloadError
+from ._failures import FailureLog
 from ._tool_results import ToolResultPolicy, ToolResultStore
 from ._truncation import excerpt_with_notice, parse_notice
 
@@ -71,8 +72,10 @@ class TruncationMiddleware:
         policy: ToolResultPolicy,
         *,
         skip_tools: frozenset[str] = frozenset(),
+        failures: FailureLog | None = None,
     ) -> None:
         self.store = store
+        self.failures = failures or FailureLog()
         self.policy = policy
         self.skip_tools = skip_tools  # tools that cut their own output (read_file)
 
@@ -109,6 +112,6 @@ class TruncationMiddleware:
             except OffloadError as exc:
                 # Nothing is cut that is not saved: the output stays whole, and the pipeline
                 # tries again before the next model call.
-                logger.error("agentscope_ctx: keeping a tool output whole: %s", exc)
+                self.failures.failed("tool_result", f"keeping tool output whole: {exc}")
             content[i] = TextBlock(type="text", text=text)
         return replace(chunk, content=content)

@@ -26,11 +26,12 @@ from agentscope.message import Msg
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._errors import OffloadError, PersistenceError
+from ._failures import FailureLog
 from ._memory import ContextMemory
 from ._middleware import block_budget, clean_text, offload_text
 from ._tokens import TokenCounter
 from ._tool_results import Limits, ToolResultPolicy, ToolResultStore
-from ._truncation import parse_notice, retruncate
+from ._truncation import head, parse_notice, retruncate, utf8_len
 
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "say", "split_point"]
 
@@ -140,6 +141,7 @@ class ContextPipeline:
         compactor: CompactorLike,
         on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
         calibration_key: str = "default",
+        failures: FailureLog | None = None,
     ) -> None:
         self.config = config
         self.memory = memory
@@ -150,6 +152,7 @@ class ContextPipeline:
         self.compactor = compactor
         self.on_compacted = on_compacted
         self.calibration_key = calibration_key
+        self.failures = failures or FailureLog()
         self.last_estimate = 0
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
@@ -254,9 +257,10 @@ class ContextPipeline:
         if not appended_only:
             self._tracked = t = _Tracked(revision=self.memory.revision)
         for msg, _ in content[t.seen :]:
-            count = await self.counter.count_msg(msg)
+            count = await self.counter.count_msg(self.memory.shown(msg))
             t.counts[msg.id] = count
-            t.tokens += count
+            if msg.id not in self.memory.hidden:
+                t.tokens += count
             t.msgs[msg.id] = msg
             has_result = False
             for block in msg.get_content_blocks():
@@ -275,8 +279,9 @@ class ContextPipeline:
 
     async def _recount(self, msg: Msg) -> None:
         t = self._tracked
-        count = await self.counter.count_msg(msg)
-        t.tokens += count - t.counts.get(msg.id, 0)
+        count = await self.counter.count_msg(self.memory.shown(msg))
+        if msg.id not in self.memory.hidden:
+            t.tokens += count - t.counts.get(msg.id, 0)
         t.counts[msg.id] = count
 
     # -- stage 1: tool results -----------------------------------------------------------
@@ -300,8 +305,8 @@ class ContextPipeline:
     async def _limit_msg(self, msg: Msg, *, old: bool) -> int:
         if isinstance(msg.content, str):
             return 0
-        changed = 0
-        content = list(msg.content)
+        changed = unsaved = 0
+        content, shown = list(msg.content), list(msg.content)
         for i, block in enumerate(content):
             if block.get("type") != "tool_result":
                 continue
@@ -309,42 +314,59 @@ class ContextPipeline:
                 str(block.get("id")), (str(block.get("name", "")), {})
             )
             limits = self.policy.limits(name, tool_input)
-            output, n = await self._limit_output(block.get("output"), limits, old)
-            if n:
-                content[i] = {**block, "output": output}  # type: ignore[typeddict-item]
-                changed += n
-        if changed:
-            self.memory.replace_content(msg.id, content)
-            await self._recount(msg)
-        return changed
+            kept, view, n, n_unsaved = await self._limit_output(block.get("output"), limits, old)
+            content[i] = {**block, "output": kept}  # type: ignore[typeddict-item]
+            shown[i] = {**block, "output": view}  # type: ignore[typeddict-item]
+            changed += n
+            unsaved += n_unsaved
+        return await self._update(msg, content if changed else None, shown if unsaved else None)
 
-    async def _limit_output(self, output: Any, limits: Limits, old: bool) -> tuple[Any, int]:
+    async def _update(self, msg: Msg, content: list[Any] | None, shown: list[Any] | None) -> int:
+        """Store a harder cut of `msg` and/or show the model a cut of what could not be saved."""
+        if content is not None:
+            self.memory.replace_content(msg.id, content)
+        if shown is not None:
+            self.memory.show(msg, shown)
+        if content is not None or shown is not None:
+            await self._recount(msg)
+            return 1
+        return 0
+
+    async def _limit_output(
+        self, output: Any, limits: Limits, old: bool
+    ) -> tuple[Any, Any, int, int]:
+        """(output to keep, output to show, blocks cut and saved, blocks cut unsaved)."""
         limit = limits.old if old else limits.recent
         if isinstance(output, str):
-            new = await self._limit_text(output, limit)
-            return new, int(new != output)
+            kept, view = await self._limit_text(output, limit)
+            return kept, view, int(kept != output), int(view != kept)
         if not isinstance(output, list):
-            return output, 0
+            return output, output, 0, 0
         texts = [i for i, b in enumerate(output) if isinstance(b, dict) and b.get("type") == "text"]
         per_block = block_budget(limit, len(texts))
-        blocks, changed = list(output), 0
+        blocks, views, changed, unsaved = list(output), list(output), 0, 0
         for i in texts:
             text = blocks[i].get("text", "")
-            new = await self._limit_text(text, per_block)
-            if new != text:
-                blocks[i] = {**blocks[i], "text": new}
-                changed += 1
-        return blocks, changed
+            kept, view = await self._limit_text(text, per_block)
+            blocks[i], views[i] = {**blocks[i], "text": kept}, {**blocks[i], "text": view}
+            changed += kept != text
+            unsaved += view != kept
+        return blocks, views, changed, unsaved
 
-    async def _limit_text(self, raw: object, limit: int) -> str:
+    async def _limit_text(self, raw: object, limit: int) -> tuple[str, str]:
+        """(text to keep, text to show): the kept text is cut only once the full text is
+        saved; when saving fails it stays whole and the model is shown a marked cut."""
         text = clean_text(raw)
         if parse_notice(text) is not None:
-            return retruncate(text, max_bytes=limit)
+            text = retruncate(text, max_bytes=limit)
+            return text, text
         try:
-            return await offload_text(text, limit, self.store)
+            text = await offload_text(text, limit, self.store)
         except OffloadError as exc:
-            logger.error("agentscope_ctx: keeping a tool output whole: %s", exc)
-            return text
+            self.failures.failed("tool_result", f"keeping tool output whole: {exc}")
+            return text, unsaved_excerpt(text, limit)
+        self.failures.recovered("tool_result")
+        return text, text
 
     # -- compaction --------------------------------------------------------------------
 
@@ -382,10 +404,19 @@ class ContextPipeline:
         try:
             await self.dialog.append(older)  # write-ahead: durable before removal
         except PersistenceError as exc:
-            logger.error("agentscope_ctx: compaction abandoned, messages kept: %s", exc)
+            # Nothing is removed; the older messages are only not shown, the new summary
+            # standing for them, until a later compaction can save them.
+            self.failures.failed("dialog", f"messages kept in memory, not saved: {exc}")
+            self.memory.hide([m.id for m in older], result.summary)
             report.note = f"dialog not saved, nothing removed: {exc}"
-            await say(agent, f"[agentscope_ctx] compaction abandoned: {exc}")
+            report.tokens_after = await self._calibrated_tokens(agent)
+            await say(
+                agent,
+                f"[agentscope_ctx] could not save to {self.dialog.dialog_dir} ({exc}); "
+                f"{len(older)} older messages are kept in memory but not shown",
+            )
             return
+        self.failures.recovered("dialog")
         await self.memory.delete([m.id for m in older])
         await self.memory.update_compressed_summary(result.summary)
         report.compacted = len(older)
@@ -407,34 +438,44 @@ class ContextPipeline:
     async def _fit(self, agent: Any) -> int:
         """Last resort when the prompt is still over budget: the old (smaller) limits for
         every tool result, then offload the largest text blocks of the remaining messages."""
+        shown = [m for m in self.memory.messages() if m.id not in self.memory.hidden]
         changed = 0
-        for msg in self.memory.messages():
+        for msg in shown:
             changed += await self._limit_msg(msg, old=True)
         limit = self.config.tool_result.old_max_bytes
-        by_size = sorted(self.memory.messages(), key=lambda m: -self._tracked.counts[m.id])
-        for msg in by_size:
+        for msg in sorted(shown, key=lambda m: -self._tracked.counts[m.id]):
             if await self._calibrated_tokens(agent) <= self.config.max_input_tokens:
                 break
-            if isinstance(msg.content, str):
-                content: list[Any] = [{"type": "text", "text": msg.content}]
-            else:
-                content = list(msg.content)
-            touched = False
-            for i, block in enumerate(content):
+            blocks: list[Any] = (
+                [{"type": "text", "text": msg.content}]
+                if isinstance(msg.content, str)
+                else list(msg.content)
+            )
+            content, view = list(blocks), list(blocks)
+            cut = unsaved = False
+            for i, block in enumerate(blocks):
                 if block.get("type") == "text":
-                    new = await self._limit_text(block.get("text", ""), limit)
-                    if new != block.get("text"):
-                        content[i] = {**block, "text": new}
-                        touched = True
-            if touched:
-                self.memory.replace_content(msg.id, content)
-                await self._recount(msg)
-                changed += 1
+                    kept, seen = await self._limit_text(block.get("text", ""), limit)
+                    content[i], view[i] = {**block, "text": kept}, {**block, "text": seen}
+                    cut = cut or kept != block.get("text")
+                    unsaved = unsaved or seen != kept
+            changed += await self._update(msg, content if cut else None, view if unsaved else None)
         return changed
 
     async def _summary_tokens(self) -> int:
         summary = self.memory.summary_message()
         return 0 if summary is None else await self.counter.count_msg(summary)
+
+
+def unsaved_excerpt(text: str, max_bytes: int) -> str:
+    """What the model is shown of an output that could not be saved: its head, and a note
+    that the rest is kept in memory (not a notice: there is no file to read on from)."""
+    note = (
+        f"\n[agentscope_ctx: the rest of this output ({utf8_len(text)} bytes in all) is not "
+        "shown: it could not be saved to disk. It is kept in memory, and saved and readable "
+        "with read_file once the disk works again.]"
+    )
+    return head(text, max(max_bytes - utf8_len(note), 4)) + note
 
 
 async def say(agent: Any, text: str) -> None:

@@ -57,15 +57,24 @@ class FileReader:
         """
         if not isinstance(file_path, str) or not file_path.strip():
             raise ReadFileError(f"file_path must be a non-empty string; got {file_path!r}")
-        given = Path(file_path).expanduser()
+        if "\0" in file_path:
+            raise ReadFileError(f"file_path must not contain a NUL character; got {file_path!r}")
+        try:
+            given = Path(file_path).expanduser()
+        except RuntimeError:  # "~user" of an unknown user
+            given = Path(file_path)
         candidates = [given] if given.is_absolute() else [root / given for root in self.roots]
         inside_any = False
         for candidate in candidates:
-            real = candidate.resolve()  # follows symlinks and "..": the check is on the target
-            if any(real.is_relative_to(root) for root in self.roots):
-                inside_any = True
-                if real.exists():
-                    return real
+            try:
+                real = candidate.resolve()  # follows symlinks and "..": the check is on the target
+                if any(real.is_relative_to(root) for root in self.roots):
+                    inside_any = True
+                    if real.exists():
+                        return real
+            except (OSError, ValueError) as exc:  # name too long, symlink loop, ...
+                why = getattr(exc, "strerror", None) or exc
+                raise ReadFileError(f"{file_path[:200]!r} cannot be resolved: {why}") from None
         if not inside_any:
             roots = ", ".join(str(root) for root in self.roots)
             raise ReadFileError(f"{file_path!r} is outside the readable roots ({roots})")

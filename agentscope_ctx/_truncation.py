@@ -24,6 +24,7 @@ __all__ = [
     "Position",
     "advance",
     "excerpt_with_notice",
+    "head",
     "parse_notice",
     "render_notice",
     "retruncate",
@@ -134,6 +135,12 @@ def parse_notice(text: str) -> tuple[str, Notice] | None:
         and notice.next.line <= notice.total_lines
     )
     return (excerpt, notice) if genuine else None
+
+
+def head(text: str, max_bytes: int) -> str:
+    """The longest prefix of whole lines within `max_bytes` (whole characters when the first
+    line alone is longer); never empty for a non-empty text."""
+    return _cut(text, max_bytes)
 
 
 def _cut(text: str, budget: int) -> str:

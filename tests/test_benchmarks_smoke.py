@@ -120,3 +120,27 @@ def test_main_writes_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert saved["machine"]["cpu_count"] == results["machine"]["cpu_count"]
     assert {"platform", "python", "date"} <= set(saved["machine"])
     assert "truncation" in saved["benchmarks"]
+
+
+def test_baseline_bench_tiny(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import bench_baseline
+
+    monkeypatch.setattr(bench_baseline, "TURNS", 1)
+    monkeypatch.setattr(bench_baseline, "STEPS", 6)
+    result = bench_baseline.main()
+    builtin, ours = result["runs"]
+    assert builtin["run"] == "builtin CompressionConfig" and ours["run"] == "agentscope_ctx"
+    for row in result["runs"]:
+        assert row["steps"] == 7  # 6 tool calls and the final answer
+        for key in ("prompt_min", "prompt_median", "prompt_mean", "prompt_max", "peak_prompt",
+                    "total_tokens_sent", "tool_output_bytes"):  # fmt: skip
+            assert _positive(row[key]), (key, row[key])
+        assert row["prompt_min"] <= row["prompt_median"] <= row["prompt_max"] <= row["peak_prompt"]
+        assert 0 <= row["reachable_bytes"] <= row["tool_output_bytes"]
+    assert ours["calls_over_budget"] == 0
+    assert ours["reachable_bytes"] == ours["tool_output_bytes"]  # everything stays reachable
+    out = capsys.readouterr().out
+    assert "builtin CompressionConfig" in out and "agentscope_ctx" in out
+    json.dumps(result)

@@ -1,0 +1,418 @@
+"""Bad input (issue 7, item 4): Hypothesis fuzz of the notice parser, `read_file`'s
+arguments, odd message contents through the pipeline/manager, and config files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from agentscope.agent import ReActAgent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg
+from agentscope.tool import Toolkit, ToolResponse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentscope_ctx import ConfigError, ContextConfig, ContextManager, TokenCounter
+from agentscope_ctx._read_file import FileReader
+from agentscope_ctx._tool_results import ToolResultPolicy
+from agentscope_ctx._truncation import (
+    TRUNCATION_NOTICE_MARKER,
+    Notice,
+    Position,
+    advance,
+    parse_notice,
+    render_notice,
+    utf8_len,
+)
+from tests.fakes import FakeChatModel
+
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+COUNTER = TokenCounter("cl100k_base")
+
+# -- the notice parser ------------------------------------------------------------------
+
+_SAMPLE_NOTICE = render_notice(Notice(3, Position(1, 0), 5, "/p", Position(2, 0)))
+_PIECES = st.characters(blacklist_categories=("Cs",)) | st.sampled_from(
+    ["\n", "\r\n", "é", "中", "😀", "<<<TRUNCATED>>>", " ", "0", "9", "\n" + _SAMPLE_NOTICE,
+     "abcd\n", _SAMPLE_NOTICE[:60], " line_offset=3", " start_line=2"]
+)  # fmt: skip
+
+
+def _texts(max_size: int) -> st.SearchStrategy[str]:
+    return st.lists(_PIECES, max_size=max_size).map("".join)
+
+
+_surrogate_text = st.text(
+    alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.sampled_from("ab\n"),
+    max_size=20,
+)
+
+
+def _assert_genuine(text: str) -> None:
+    parsed = parse_notice(text)
+    if parsed is None:
+        return
+    excerpt, notice = parsed
+    assert text.startswith(excerpt + "\n" + TRUNCATION_NOTICE_MARKER + "\n")
+    assert notice.n_bytes == utf8_len(excerpt) >= 1
+    assert notice.next == advance(notice.start, excerpt)
+    assert notice.start.line >= 1
+    assert notice.next.line <= notice.total_lines
+    assert text == excerpt + "\n" + render_notice(notice)  # the notice is the exact form
+
+
+@FUZZ
+@given(_texts(120) | _surrogate_text)
+def test_parse_notice_never_raises_on_any_text(text: str) -> None:
+    _assert_genuine(text)
+
+
+_lines = st.integers(min_value=0, max_value=10_000)
+_n = st.integers(min_value=0, max_value=5_000)
+
+
+@FUZZ
+@given(
+    excerpt=_texts(60),
+    total=_lines,
+    start=st.builds(Position, _lines, _n),
+    n_bytes=_n,
+    path=st.text(min_size=0, max_size=40),
+    nxt=st.builds(Position, _lines, _n),
+    honest=st.booleans(),
+)
+def test_parse_notice_accepts_only_agreeing_numbers(
+    excerpt: str, total: int, start: Position, n_bytes: int, path: str, nxt: Position, honest: bool
+) -> None:
+    """Notices in the exact form with arbitrary numbers: accepted iff the numbers agree."""
+    if honest:  # numbers that agree (when the excerpt and start allow it)
+        n_bytes = utf8_len(excerpt)
+        nxt = advance(start, excerpt)
+        total = max(total, nxt.line)
+    text = excerpt + "\n" + render_notice(Notice(total, start, n_bytes, path, nxt))
+    _assert_genuine(text)
+    agree = (
+        start.line >= 1
+        and n_bytes >= 1
+        and n_bytes == utf8_len(excerpt)
+        and nxt == advance(start, excerpt)
+        and nxt.line <= total
+        and path.strip() == path
+        and path != ""
+        and "\n" not in path
+        and "\r" not in path
+    )
+    if agree and not any(c in path for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        # a path with odd whitespace may still parse; an agreeing, plain one must
+        assert parse_notice(text) is not None, text
+    # and the rendered notice appended to a tampered excerpt is never accepted
+    if parse_notice(text) is not None:
+        assert (
+            parse_notice(excerpt + "x\n" + render_notice(Notice(total, start, n_bytes, path, nxt)))
+            is None
+        )
+
+
+# -- read_file arguments ----------------------------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+SECRET = "TOP-SECRET-OUTSIDE-THE-ROOTS"
+
+
+def _paths(root: str) -> st.SearchStrategy[Any]:
+    return (
+        st.sampled_from(
+            [
+                "notes.txt",
+                "sub/inner.txt",
+                "../secret.txt",
+                "sub/../../secret.txt",
+                "link_out.txt",
+                "sub",
+                "empty.txt",
+                "bin.dat",
+                "latin1.txt",
+                f"{root}/notes.txt",
+                f"{root}/../secret.txt",
+                "/etc/passwd",
+                "~/secret.txt",
+                "",
+                "   ",
+                "\x00",
+                "notes.txt\x00../secret.txt",
+                "a" * 5000,
+                "😀/中.txt",
+            ]
+        )
+        | _json
+    )
+
+
+def _make_tree(base: Path) -> Path:
+    root = base / "root"
+    (root / "sub").mkdir(parents=True)
+    (base / "secret.txt").write_text(SECRET + "\n")
+    (root / "notes.txt").write_text("".join(f"line {i} 中文 😀\n" for i in range(2_000)))
+    (root / "sub" / "inner.txt").write_text("x" * 100_000)  # one long line
+    (root / "empty.txt").write_text("")
+    (root / "bin.dat").write_bytes(b"\x00\x01\x02" * 10)
+    (root / "latin1.txt").write_bytes("café\n".encode("latin-1"))
+    (root / "link_out.txt").symlink_to(base / "secret.txt")
+    return root
+
+
+@FUZZ
+@given(data=st.data())
+def test_read_file_any_arguments_gives_a_tool_response(data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        root = _make_tree(base)
+        config = ContextConfig(
+            working_dir=root, tool_result={"recent_max_bytes": 2_048, "old_max_bytes": 1_024}
+        )
+        reader = FileReader([root], ToolResultPolicy(config.tool_result))
+        file_path = data.draw(_paths(str(root)), label="file_path")
+        start_line = data.draw(_json | st.integers(-5, 3_000), label="start_line")
+        line_offset = data.draw(_json | st.integers(-5, 200_000), label="line_offset")
+        response = asyncio.run(reader.read_file(file_path, start_line, line_offset))
+        assert isinstance(response, ToolResponse)
+        text = "".join(b.get("text", "") for b in response.content)
+        assert SECRET not in text
+        parsed = parse_notice(text)
+        if parsed is not None:
+            assert Path(parsed[1].file_path).resolve().is_relative_to(root.resolve())
+
+
+# -- odd message contents through the pipeline / manager --------------------------------
+
+_text = st.text(max_size=40) | st.just("x\n" * 3_000) | _surrogate_text
+_odd_value = st.none() | st.integers() | st.floats(allow_nan=True) | st.booleans() | _text
+_ids = st.sampled_from(["t1", "t2", "t3", "", None, 7])
+
+
+def _block() -> st.SearchStrategy[Any]:
+    # non-string text in a *text block*: see test_non_string_text_block_compacts (xfail)
+    text_block = st.fixed_dictionaries({"type": st.just("text"), "text": _text})
+    tool_use = st.fixed_dictionaries(
+        {"type": st.just("tool_use"), "id": _ids, "name": _odd_value},
+        optional={"input": _json, "raw_input": _odd_value},
+    )
+    output = (
+        _odd_value
+        | st.dictionaries(st.text(max_size=5), _odd_value, max_size=3)
+        | st.lists(
+            st.fixed_dictionaries({"type": st.just("text"), "text": _odd_value})
+            | st.fixed_dictionaries({"type": st.sampled_from(["image", "weird", None])}),
+            max_size=3,
+        )
+    )
+    tool_result = st.fixed_dictionaries(
+        {"type": st.just("tool_result"), "id": _ids, "output": output},
+        optional={"name": _odd_value},
+    )
+    # Blocks are dicts with a "type" (AgentScope's own `Msg.get_content_blocks` indexes
+    # `block["type"]`, so a bare value in a content list breaks AgentScope itself).
+    unknown = st.fixed_dictionaries(
+        {"type": st.sampled_from(["weird", "image", "thinking", "", None, 3])},
+        optional={"foo": _odd_value, "text": _odd_value, "source": _json},
+    )
+    return text_block | tool_use | tool_result | unknown
+
+
+_content = _text | st.lists(_block(), max_size=4)
+
+
+@st.composite
+def _messages(draw: st.DrawFn) -> list[Msg]:
+    msgs = []
+    for i in range(draw(st.integers(1, 8))):
+        msg = Msg("someone", "", draw(st.sampled_from(["user", "assistant", "system"])))
+        msg.content = draw(_content)
+        kind = draw(st.sampled_from(["ok", "ok", "ok", "empty", "none", "int", "dup"]))
+        if kind == "empty" and all(m.id != "" for m in msgs):
+            msg.id = ""  # two different messages sharing "": see test_two_messages_without_id
+        elif kind == "none":
+            msg.id = None  # type: ignore[assignment]
+        elif kind == "int":
+            msg.id = i  # type: ignore[assignment]
+        elif kind == "dup" and msgs:
+            msg = deepcopy(msgs[-1])  # the same message added twice (allow_duplicates)
+        msgs.append(msg)
+    return msgs
+
+
+def _content_key(msg: Msg) -> str:
+    # ContextMemory gives a message without a usable id (empty, not a string, or a duplicate
+    # added with allow_duplicates) a fresh one: such messages are known by what else they carry.
+    if isinstance(msg.id, str) and msg.id:
+        return json.dumps([msg.id, msg.role], default=repr)
+    return json.dumps([msg.role, msg.name, msg.timestamp], default=repr)
+
+
+@FUZZ
+@given(msgs=_messages(), force=st.booleans())
+def test_odd_messages_through_the_manager(msgs: list[Msg], force: bool) -> None:
+    async def scenario(tmp: Path) -> None:
+        config = ContextConfig(
+            working_dir=tmp / "ctx",
+            max_input_tokens=1_000,
+            compact_trigger_ratio=0.5,
+            keep_recent_ratio=0.2,
+            tool_result={"recent_n": 1, "recent_max_bytes": 1_024, "old_max_bytes": 1_024},
+            token_counter="cl100k_base",
+        )
+        agent = ReActAgent(
+            name="fuzz",
+            sys_prompt="sys",
+            model=FakeChatModel(),
+            formatter=OpenAIChatFormatter(),
+            toolkit=Toolkit(),
+        )
+        agent.set_console_output_enabled(False)
+        manager = ContextManager(config, token_counter=COUNTER)
+        memory = manager.attach(agent)
+        await agent.memory.add(msgs, allow_duplicates=True)
+        await agent.memory.size()
+        await agent.memory.get_memory()
+        await agent.memory.get_memory(exclude_mark="hint")
+        await manager.context_usage(agent)
+        await manager._run(agent)  # what the hooks do
+        if force:
+            await manager.compact(agent)
+        await manager.compact(agent, extra_instruction="again")
+        await manager.context_usage(agent)
+        json.dumps(memory.state_dict(), default=repr)
+        # nothing lost: every message added is in dialog/ or still in memory
+        stored, _ = manager.dialog.read()
+        live = memory.messages()
+        kept = [_content_key(m) for m in stored] + [_content_key(m) for m in live]
+        kept += [json.dumps([m.role, m.name, m.timestamp], default=repr) for m in stored + live]
+        for msg in msgs:
+            assert _content_key(msg) in kept, msg.to_dict()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(scenario(Path(tmp)))
+
+
+# -- config files -----------------------------------------------------------------------
+
+_FIELDS = [
+    "working_dir", "max_input_tokens", "compact_trigger_ratio", "keep_recent_ratio",
+    "tool_result", "compactor", "summarizer", "consolidation", "token_counter", "read_roots",
+    "memory_max_tokens", "context", "unknown",
+]  # fmt: skip
+_SUB = {
+    "tool_result": ["recent_n", "recent_max_bytes", "old_max_bytes", "markdown_recent_max_bytes",
+                    "markdown_old_max_bytes", "protected_globs", "protected_tools",
+                    "retention_days", "bogus"],
+    "compactor": ["enabled", "language", "timeout_seconds", "max_input_tokens", "bogus"],
+    "summarizer": ["enabled", "bogus"],
+    "consolidation": ["enabled", "at", "timezone", "days", "bogus"],
+}  # fmt: skip
+_yaml_scalar = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20)
+    | st.sampled_from(["00:00", "25:61", "UTC", "Mars/Olympus", "en", "zh", "~", "/tmp/x",
+                       "o200k_base", "", " ", "\x00", "../../etc"])
+)  # fmt: skip
+_yaml_value = st.recursive(
+    _yaml_scalar,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+
+
+@st.composite
+def _config_mapping(draw: st.DrawFn) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for name in draw(st.lists(st.sampled_from(_FIELDS), max_size=6, unique=True)):
+        if name in _SUB and draw(st.booleans()):
+            keys = draw(st.lists(st.sampled_from(_SUB[name]), max_size=4, unique=True))
+            data[name] = {key: draw(_yaml_value) for key in keys}
+        elif name == "context" and draw(st.booleans()):
+            data[name] = draw(_config_mapping())
+        else:
+            data[name] = draw(_yaml_value)
+    return data
+
+
+@FUZZ
+@given(data=_config_mapping())
+def test_random_config_files_give_a_config_or_a_config_error(data: dict[str, Any]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ctx.yaml"
+        path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+        try:
+            config = ContextConfig.from_yaml(path)
+        except ConfigError as exc:
+            assert str(exc)
+        else:
+            assert isinstance(config, ContextConfig)
+
+
+@FUZZ
+@given(raw=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_random_config_bytes_give_a_config_or_a_config_error(raw: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ctx.yaml"
+        path.write_bytes(raw)
+        try:
+            ContextConfig.from_yaml(path)
+        except ConfigError:
+            pass
+
+
+async def test_non_string_text_block_compacts(tmp_path: Path) -> None:
+    """A text block whose text is not a string (None, an int) is compacted like any other."""
+    agent = ReActAgent(
+        name="odd", sys_prompt="sys", model=FakeChatModel(), formatter=OpenAIChatFormatter()
+    )
+    manager = ContextManager(
+        ContextConfig(working_dir=tmp_path, token_counter="cl100k_base"), token_counter=COUNTER
+    )
+    memory = manager.attach(agent)
+    msgs = [Msg("user", [{"type": "text", "text": None}], "user"), Msg("user", "hi", "user")]
+    msgs.append(Msg("assistant", [{"type": "text", "text": 42}], "assistant"))  # type: ignore[typeddict-item]
+    msgs.append(Msg("user", "latest", "user"))
+    await memory.add(msgs)
+    await manager.compact(agent)
+    stored, _ = manager.dialog.read()
+    assert [m.id for m in stored] + [m.id for m in memory.messages()] == [m.id for m in msgs]
+
+
+async def test_two_messages_without_id_are_both_kept(tmp_path: Path) -> None:
+    agent = ReActAgent(
+        name="odd", sys_prompt="sys", model=FakeChatModel(), formatter=OpenAIChatFormatter()
+    )
+    manager = ContextManager(
+        ContextConfig(working_dir=tmp_path, token_counter="cl100k_base"), token_counter=COUNTER
+    )
+    memory = manager.attach(agent)
+    first, second = Msg("user", "first", "user"), Msg("assistant", "second", "assistant")
+    first.id = second.id = ""
+    await memory.add([first, second, Msg("user", "latest", "user")], allow_duplicates=True)
+    await manager.compact(agent)
+    stored, _ = manager.dialog.read()
+    texts = [m.get_text_content() for m in stored + memory.messages()]
+    assert "first" in texts and "second" in texts
