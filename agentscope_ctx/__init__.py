@@ -26,11 +26,13 @@ from ._errors import (
 from ._manager import ContextManager, ContextUsage
 from ._memory import ContextMemory
 from ._pipeline import PipelineReport
+from ._session import AtomicJSONSession
 from ._tokens import TokenCounter
 from ._truncation import TRUNCATION_NOTICE_MARKER
 
 __all__ = [
     "TRUNCATION_NOTICE_MARKER",
+    "AtomicJSONSession",
     "CompactionError",
     "CompactionResult",
     "Compactor",

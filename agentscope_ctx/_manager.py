@@ -209,7 +209,8 @@ class ContextManager:
         self._bindings[agent.id] = _Binding(
             agent, memory, pipeline, previous, compression, guard, middleware, added
         )
-        self.store.cleanup(self._referenced_files())
+        # No cleanup here: a session state loaded after attach() would not be referenced
+        # yet. The first pipeline run cleans up (and then at most once an hour).
         return memory
 
     def detach(self, agent: Any) -> None:

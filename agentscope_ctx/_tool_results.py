@@ -3,7 +3,8 @@
 On disk: ``{working_dir}/tool_result/{uuid4 hex}.txt`` holds the full text of one truncated
 tool output, UTF-8, byte for byte as the tool produced it (no newline translation). It is
 written atomically (temporary file, fsync, rename) before any notice points to it, and
-deleted after `retention_days` unless a live message still points to it.
+deleted `retention_days` after its last use: live managers refresh the time of the files their
+messages point to at each cleanup, and never delete one of those.
 """
 
 from __future__ import annotations
@@ -72,6 +73,14 @@ class ToolResultStore:
         now = time.time() if now is None else now
         self._last_cleanup = now
         keep = {Path(p).resolve() for p in referenced}
+        for path in keep:
+            # Retention counts from the last use by a live context: a manager in another
+            # process cleaning the same directory then spares what this one still uses.
+            if path.parent == self.dir:
+                try:
+                    os.utime(path)
+                except OSError:
+                    pass
         removed: list[Path] = []
         try:
             entries = list(os.scandir(self.dir))

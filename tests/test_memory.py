@@ -144,3 +144,24 @@ async def test_attach_keeps_existing_messages_and_detach_restores(tmp_path: Path
     assert agent.toolkit._middlewares == []
     assert "agentscope_ctx.pre_reasoning" not in agent._instance_pre_reasoning_hooks
     assert len(await agent.memory.get_memory()) == 4
+
+
+async def test_atomic_session_keeps_the_previous_state_when_a_save_fails(tmp_path: Path) -> None:
+    from agentscope_ctx import AtomicJSONSession
+
+    memory = ContextMemory(tmp_path)
+    await memory.add(msgs(2))
+    session = AtomicJSONSession(save_dir=str(tmp_path / "s"))
+    await session.save_session_state("one", memory=memory)
+
+    class Broken(ContextMemory):
+        def state_dict(self) -> dict:
+            return {"content": [[{"id": "x"}, []]], "bad": object()}  # not JSON
+
+    try:
+        await session.save_session_state("one", memory=Broken(tmp_path))
+    except TypeError:
+        pass
+    restored = ContextMemory(tmp_path)
+    await session.load_session_state("one", memory=restored)
+    assert [m.id for m in restored.messages()] == [m.id for m in memory.messages()]

@@ -1,0 +1,38 @@
+"""`AtomicJSONSession`: AgentScope's `JSONSession`, saved crash-safely."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from agentscope.module import StateModule
+from agentscope.session import JSONSession
+
+__all__ = ["AtomicJSONSession"]
+
+
+class AtomicJSONSession(JSONSession):
+    """A `JSONSession` whose save is atomic: temporary file, fsync, rename.
+
+    AgentScope 1.0.21's `JSONSession.save_session_state` truncates the session file and then
+    writes it: a crash in between leaves a file that does not load, and the previous state is
+    gone with it. With this class a crash leaves the previous state or the new one. Loading
+    is AgentScope's own.
+    """
+
+    async def save_session_state(
+        self, session_id: str, user_id: str = "", **state_modules_mapping: StateModule
+    ) -> None:
+        states = {name: module.state_dict() for name, module in state_modules_mapping.items()}
+        path = self._get_save_path(session_id, user_id=user_id)
+        await asyncio.to_thread(_write_atomically, path, json.dumps(states, ensure_ascii=False))
+
+
+def _write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(tmp, path)
