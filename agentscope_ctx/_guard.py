@@ -69,7 +69,10 @@ class GuardedModel(ChatModelBase):
         self.recover = recover
 
     def __getattr__(self, name: str) -> Any:  # other attributes of the wrapped model
-        return getattr(self.__dict__["inner"], name)
+        inner = self.__dict__.get("inner")
+        if inner is None:  # not initialised (copy, pickle): behave like a plain object
+            raise AttributeError(name)
+        return getattr(inner, name)
 
     async def __call__(
         self, messages: list[dict[str, Any]], *args: Any, **kwargs: Any

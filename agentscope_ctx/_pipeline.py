@@ -78,7 +78,7 @@ class PipelineReport:
     summary_source: str | None = None
     """"model", "model_retry" or "extractive" when a summary was written."""
     truncated: int = 0
-    """Tool-result blocks cut (first or second truncation) in this run."""
+    """Messages whose tool output (or, as a last resort, text) was cut in this run."""
     scale: float = 1.0
     """Calibration applied to the estimates (`tokens_*` are already multiplied by it)."""
     note: str | None = None

@@ -237,3 +237,18 @@ async def test_usage_is_read_from_streamed_responses(tmp_path: Path) -> None:
     model.enqueue(text("hello"))
     await agent(Msg("user", "hi", "user"))
     assert manager.memory_of(agent).calibration["fake-model"] > 1.0
+
+
+def test_guarded_model_copies_and_delegates() -> None:
+    import copy
+
+    from agentscope_ctx._guard import GuardedModel
+
+    async def recover() -> None:
+        return None
+
+    inner = FakeChatModel(name="m")
+    inner.extra_setting = 7  # type: ignore[attr-defined]
+    guard = GuardedModel(inner, on_usage=lambda _: None, recover=recover)
+    assert guard.extra_setting == 7 and guard.model_name == "m"
+    assert copy.deepcopy(guard).inner.model_name == "m"
