@@ -36,7 +36,7 @@ from ._read_file import FileReader
 from ._summarizer import Summarizer
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
-from ._truncation import parse_notice
+from ._truncation import notice_paths
 
 __all__ = ["ContextManager", "ContextUsage"]
 
@@ -45,6 +45,8 @@ logger = logging.getLogger("agentscope_ctx")
 HOOK_NAME = "agentscope_ctx"
 READ_FILE = "read_file"
 MEMORY_TOOLS = ("remember", "log_today")
+EMERGENCY_SHRINK = 0.75
+"""After a context-length error, the retried prompt is at most this share of the rejected one."""
 
 
 @dataclass(frozen=True)
@@ -302,8 +304,15 @@ class ContextManager:
             key = binding.pipeline.calibration_key
             factor = max(binding.memory.calibration.get(key, 1.0), 1.0) * 1.2
             binding.memory.calibration[key] = min(factor, CALIBRATION_BOUNDS[1])
-            report = await binding.pipeline.run(
-                agent, force=True, keep_ratio=self.config.keep_recent_ratio / 2
+            # The retry must be clearly smaller than the rejected prompt, whatever part of it
+            # was large: the newest tool output is cut too if the compaction is not enough.
+            pipeline = binding.pipeline
+            rejected = math.ceil(pipeline.last_estimate * pipeline.scale)
+            report = await pipeline.run(
+                agent,
+                force=True,
+                keep_ratio=self.config.keep_recent_ratio / 2,
+                target=int(rejected * EMERGENCY_SHRINK),
             )
             if not (report.compacted or report.truncated):
                 return None
@@ -367,21 +376,16 @@ class ContextManager:
         return binding
 
     def _referenced_files(self) -> set[str]:
-        """tool_result files that a live message of an attached agent points to."""
+        """tool_result files that a notice in a live message of an attached agent points to
+        (in any block of any message: a last-resort cut leaves notices in user text and tool
+        arguments too), including what the model is shown of messages kept whole."""
         referenced: set[str] = set()
         for binding in self._bindings.values():
-            for msg in binding.memory.messages():
-                for block in msg.get_content_blocks("tool_result"):
-                    output = block.get("output")
-                    texts = (
-                        [output]
-                        if isinstance(output, str)
-                        else [b.get("text", "") for b in output or [] if isinstance(b, dict)]
-                    )
-                    for text in texts:
-                        parsed = parse_notice(str(text))
-                        if parsed is not None and self.store.owns(parsed[1].file_path):
-                            referenced.add(parsed[1].file_path)
+            memory = binding.memory
+            for msg in [*memory.messages(), *memory.views.values()]:
+                for path in notice_paths(msg.content):
+                    if self.store.owns(path):
+                        referenced.add(path)
         return referenced
 
     async def _start_summarizer(self, older: list[Msg]) -> None:

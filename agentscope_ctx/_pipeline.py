@@ -24,14 +24,13 @@ from typing import Any, Protocol
 from agentscope.message import Msg
 
 from ._config import ContextConfig
+from ._cuts import Cutter
 from ._dialog import DialogStore
-from ._errors import OffloadError, PersistenceError
+from ._errors import PersistenceError
 from ._failures import FailureLog
 from ._memory import ContextMemory
-from ._middleware import block_budget, clean_text, offload_text
 from ._tokens import TokenCounter
-from ._tool_results import Limits, ToolResultPolicy, ToolResultStore
-from ._truncation import head, parse_notice, retruncate, utf8_len
+from ._tool_results import ToolResultPolicy, ToolResultStore
 
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "say", "split_point"]
 
@@ -93,7 +92,9 @@ class _Tracked:
     counts: dict[str, int] = field(default_factory=dict)
     msgs: dict[str, Msg] = field(default_factory=dict)
     tool_msgs: list[str] = field(default_factory=list)
-    """Ids of the messages holding tool results, oldest first."""
+    """Ids of the messages holding tool calls or results, oldest first."""
+    results: set[str] = field(default_factory=set)
+    """The ids in `tool_msgs` of messages holding tool results."""
     old_upto: int = 0
     """`tool_msgs[:old_upto]` have had the second truncation."""
     recent_upto: int = 0
@@ -153,6 +154,7 @@ class ContextPipeline:
         self.on_compacted = on_compacted
         self.calibration_key = calibration_key
         self.failures = failures or FailureLog()
+        self.cutter = Cutter(store, policy, self.failures)
         self.last_estimate = 0
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
@@ -169,9 +171,12 @@ class ContextPipeline:
         force: bool = False,
         extra_instruction: str | None = None,
         keep_ratio: float | None = None,
+        target: int | None = None,
     ) -> PipelineReport:
         """Run the pipeline once. `force` compacts whatever the threshold (manual and
-        emergency compaction); `keep_ratio` overrides `config.keep_recent_ratio` for it."""
+        emergency compaction); `keep_ratio` overrides `config.keep_recent_ratio` for it;
+        `target` (after a provider rejected a prompt of about that size) is a budget below
+        `max_input_tokens` that the prompt is then fitted to, the newest output included."""
         async with self._lock:
             report = PipelineReport(threshold=self.threshold, scale=self.scale)
             await self._sync()
@@ -180,9 +185,19 @@ class ContextPipeline:
             over = report.tokens_before > report.threshold
             if force or (over and not self._stalled(report.tokens_before)):
                 await self._compact(agent, report, extra_instruction, keep_ratio)
-            if report.tokens_after > self.config.max_input_tokens:
-                report.truncated += await self._fit(agent)
+            budget = self.config.max_input_tokens
+            budget = budget if target is None else min(budget, target)
+            if report.tokens_after > budget:
+                report.truncated += await self._fit(agent, budget)
                 report.tokens_after = await self._calibrated_tokens(agent)
+            if report.compacted:
+                how = str(report.summary_source) + (f" ({report.note})" if report.note else "")
+                await say(
+                    agent,
+                    f"[agentscope_ctx] compacted {report.compacted} messages: "
+                    f"{report.tokens_before} -> {report.tokens_after} tokens; summary by {how}; "
+                    f"raw messages saved in {self.dialog.dialog_dir}",
+                )
             self.last_estimate = await self.prompt_tokens(agent)
             return report
 
@@ -262,18 +277,19 @@ class ContextPipeline:
             if msg.id not in self.memory.hidden:
                 t.tokens += count
             t.msgs[msg.id] = msg
-            has_result = False
+            kinds = set()
             for block in msg.get_content_blocks():
+                kinds.add(block.get("type"))
                 if block.get("type") == "tool_use":
                     tool_input = block.get("input")
                     t.calls[str(block.get("id"))] = (
                         str(block.get("name", "")),
                         dict(tool_input) if isinstance(tool_input, dict) else {},
                     )
-                elif block.get("type") == "tool_result":
-                    has_result = True
-            if has_result:
+            if kinds & {"tool_use", "tool_result"}:
                 t.tool_msgs.append(msg.id)
+            if "tool_result" in kinds:
+                t.results.add(msg.id)
         t.seen = len(content)
         t.last_id = content[-1][0].id if content else None
 
@@ -284,89 +300,50 @@ class ContextPipeline:
             t.tokens += count - t.counts.get(msg.id, 0)
         t.counts[msg.id] = count
 
-    # -- stage 1: tool results -----------------------------------------------------------
+    # -- stage 1: tool results ------------------------------------------------------------
 
     async def _limit_tool_results(self) -> int:
-        """First/second truncation so that each tool result is within its stage's limit.
+        """First/second truncation so that each tool output (and tool call argument) is within
+        its stage's limit.
 
         Each message is looked at when it arrives and once more when it slides out of the
-        newest `recent_n`; both are idempotent."""
+        newest `recent_n` tool-result messages; both are idempotent."""
         t = self._tracked
-        first_recent = max(len(t.tool_msgs) - self.config.tool_result.recent_n, 0)
+        first_recent = self._first_recent()
         changed = 0
         for k in range(t.old_upto, first_recent):
-            changed += await self._limit_msg(t.msgs[t.tool_msgs[k]], old=True)
+            changed += await self._cut(t.msgs[t.tool_msgs[k]], old=True)
         t.old_upto = max(t.old_upto, first_recent)
         for k in range(max(t.recent_upto, first_recent), len(t.tool_msgs)):
-            changed += await self._limit_msg(t.msgs[t.tool_msgs[k]], old=False)
+            changed += await self._cut(t.msgs[t.tool_msgs[k]], old=False)
         t.recent_upto = len(t.tool_msgs)
         return changed
 
-    async def _limit_msg(self, msg: Msg, *, old: bool) -> int:
-        if isinstance(msg.content, str):
-            return 0
-        changed = unsaved = 0
-        content, shown = list(msg.content), list(msg.content)
-        for i, block in enumerate(content):
-            if block.get("type") != "tool_result":
-                continue
-            name, tool_input = self._tracked.calls.get(
-                str(block.get("id")), (str(block.get("name", "")), {})
-            )
-            limits = self.policy.limits(name, tool_input)
-            kept, view, n, n_unsaved = await self._limit_output(block.get("output"), limits, old)
-            content[i] = {**block, "output": kept}  # type: ignore[typeddict-item]
-            shown[i] = {**block, "output": view}  # type: ignore[typeddict-item]
-            changed += n
-            unsaved += n_unsaved
-        return await self._update(msg, content if changed else None, shown if unsaved else None)
-
-    async def _update(self, msg: Msg, content: list[Any] | None, shown: list[Any] | None) -> int:
-        """Store a harder cut of `msg` and/or show the model a cut of what could not be saved."""
-        if content is not None:
-            self.memory.replace_content(msg.id, content)
-        if shown is not None:
-            self.memory.show(msg, shown)
-        if content is not None or shown is not None:
-            await self._recount(msg)
-            return 1
+    def _first_recent(self) -> int:
+        """Index in `tool_msgs` of the oldest message that is still recent: the newest
+        `recent_n` tool-result messages, and the tool calls after the oldest of them."""
+        t = self._tracked
+        results = 0
+        for k in range(len(t.tool_msgs) - 1, -1, -1):
+            if k < t.old_upto:
+                return t.old_upto
+            if t.tool_msgs[k] in t.results:
+                results += 1
+                if results > self.config.tool_result.recent_n:
+                    return k + 1
         return 0
 
-    async def _limit_output(
-        self, output: Any, limits: Limits, old: bool
-    ) -> tuple[Any, Any, int, int]:
-        """(output to keep, output to show, blocks cut and saved, blocks cut unsaved)."""
-        limit = limits.old if old else limits.recent
-        if isinstance(output, str):
-            kept, view = await self._limit_text(output, limit)
-            return kept, view, int(kept != output), int(view != kept)
-        if not isinstance(output, list):
-            return output, output, 0, 0
-        texts = [i for i, b in enumerate(output) if isinstance(b, dict) and b.get("type") == "text"]
-        per_block = block_budget(limit, len(texts))
-        blocks, views, changed, unsaved = list(output), list(output), 0, 0
-        for i in texts:
-            text = blocks[i].get("text", "")
-            kept, view = await self._limit_text(text, per_block)
-            blocks[i], views[i] = {**blocks[i], "text": kept}, {**blocks[i], "text": view}
-            changed += kept != text
-            unsaved += view != kept
-        return blocks, views, changed, unsaved
-
-    async def _limit_text(self, raw: object, limit: int) -> tuple[str, str]:
-        """(text to keep, text to show): the kept text is cut only once the full text is
-        saved; when saving fails it stays whole and the model is shown a marked cut."""
-        text = clean_text(raw)
-        if parse_notice(text) is not None:
-            text = retruncate(text, max_bytes=limit)
-            return text, text
-        try:
-            text = await offload_text(text, limit, self.store)
-        except OffloadError as exc:
-            self.failures.failed("tool_result", f"keeping tool output whole: {exc}")
-            return text, unsaved_excerpt(text, limit)
-        self.failures.recovered("tool_result")
-        return text, text
+    async def _cut(self, msg: Msg, *, old: bool, everything: bool = False) -> int:
+        """Cut `msg` (see `Cutter.cut`); store the harder cut and/or show the model a cut
+        of what could not be saved."""
+        cut = await self.cutter.cut(msg, self._tracked.calls, old=old, everything=everything)
+        if cut.content is not None:
+            self.memory.replace_content(msg.id, cut.content)
+        if cut.view is not None:
+            self.memory.show(msg, cut.view)
+        if cut.changed:
+            await self._recount(msg)
+        return int(cut.changed)
 
     # -- compaction --------------------------------------------------------------------
 
@@ -422,60 +399,30 @@ class ContextPipeline:
         report.compacted = len(older)
         report.summary_source = result.source
         report.tokens_after = await self._calibrated_tokens(agent)
+        report.note = result.reason
         self._stalled_at = (
             report.tokens_after if report.tokens_after >= report.tokens_before else None
-        )
-        how = result.source + (f" ({result.reason})" if result.reason else "")
-        await say(
-            agent,
-            f"[agentscope_ctx] compacted {len(older)} messages: {report.tokens_before} -> "
-            f"{report.tokens_after} tokens; summary by {how}; raw messages saved in "
-            f"{self.dialog.dialog_dir}",
         )
         if self.on_compacted is not None:
             await self.on_compacted(older)
 
-    async def _fit(self, agent: Any) -> int:
-        """Last resort when the prompt is still over budget: the old (smaller) limits for
-        every tool result, then offload the largest text blocks of the remaining messages."""
+    async def _fit(self, agent: Any, target: int) -> int:
+        """Last resort when the prompt is still over `target`: the old (smaller) limits for
+        every tool output and call, newest included, then, largest message first, the text
+        and media of the remaining messages, until the prompt fits."""
         shown = [m for m in self.memory.messages() if m.id not in self.memory.hidden]
         changed = 0
         for msg in shown:
-            changed += await self._limit_msg(msg, old=True)
-        limit = self.config.tool_result.old_max_bytes
+            changed += await self._cut(msg, old=True)
         for msg in sorted(shown, key=lambda m: -self._tracked.counts[m.id]):
-            if await self._calibrated_tokens(agent) <= self.config.max_input_tokens:
+            if await self._calibrated_tokens(agent) <= target:
                 break
-            blocks: list[Any] = (
-                [{"type": "text", "text": msg.content}]
-                if isinstance(msg.content, str)
-                else list(msg.content)
-            )
-            content, view = list(blocks), list(blocks)
-            cut = unsaved = False
-            for i, block in enumerate(blocks):
-                if block.get("type") == "text":
-                    kept, seen = await self._limit_text(block.get("text", ""), limit)
-                    content[i], view[i] = {**block, "text": kept}, {**block, "text": seen}
-                    cut = cut or kept != block.get("text")
-                    unsaved = unsaved or seen != kept
-            changed += await self._update(msg, content if cut else None, view if unsaved else None)
+            changed += await self._cut(msg, old=True, everything=True)
         return changed
 
     async def _summary_tokens(self) -> int:
         summary = self.memory.summary_message()
         return 0 if summary is None else await self.counter.count_msg(summary)
-
-
-def unsaved_excerpt(text: str, max_bytes: int) -> str:
-    """What the model is shown of an output that could not be saved: its head, and a note
-    that the rest is kept in memory (not a notice: there is no file to read on from)."""
-    note = (
-        f"\n[agentscope_ctx: the rest of this output ({utf8_len(text)} bytes in all) is not "
-        "shown: it could not be saved to disk. It is kept in memory, and saved and readable "
-        "with read_file once the disk works again.]"
-    )
-    return head(text, max(max_bytes - utf8_len(note), 4)) + note
 
 
 async def say(agent: Any, text: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -63,6 +64,28 @@ class ToolResultStore:
     def owns(self, path: str | Path) -> bool:
         """Whether `path` names a file of this store."""
         return Path(path).parent == self.dir
+
+    def holds(self, path: str | Path, excerpt: str) -> bool:
+        """Whether `path` is a regular file of this store that begins with `excerpt`: the
+        proof that a notice naming it was written by this package (a notice is trusted only
+        then; a forged one, or one whose file is gone, is plain content)."""
+        if not self.owns(path):
+            return False
+        data = excerpt.encode("utf-8")
+        try:
+            fd = os.open(
+                path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            )
+        except OSError:
+            return False
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            return os.read(fd, len(data)) == data
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def cleanup(self, referenced: Iterable[str | Path], *, now: float | None = None) -> list[Path]:
         """Delete expired files of this store that no live message points to.

@@ -16,6 +16,7 @@ start position and the excerpt). Anything else, a marker inside a log for instan
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "advance",
     "excerpt_with_notice",
     "head",
+    "notice_paths",
     "parse_notice",
     "render_notice",
     "retruncate",
@@ -135,6 +137,21 @@ def parse_notice(text: str) -> tuple[str, Notice] | None:
         and notice.next.line <= notice.total_lines
     )
     return (excerpt, notice) if genuine else None
+
+
+def notice_paths(value: object) -> Iterator[str]:
+    """The `file_path` of every notice ending a string anywhere in `value` (a message's
+    content: strings, blocks, tool outputs and arguments, nested)."""
+    if isinstance(value, str):
+        parsed = parse_notice(value) if TRUNCATION_NOTICE_MARKER in value else None
+        if parsed is not None:
+            yield parsed[1].file_path
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from notice_paths(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from notice_paths(item)
 
 
 def head(text: str, max_bytes: int) -> str:
