@@ -42,6 +42,16 @@ class ToolResultConfig(BaseModel):
     old_max_bytes: int = Field(default=4_096, ge=1_024)
     """UTF-8 size limit of a tool result once it has slid out of the newest `recent_n`."""
 
+    mask_after: int = Field(default=15, ge=0)
+    """Tool results older than the newest `mask_after` tool-result messages are reduced to
+    their notice alone (masking; the notice still points at the full output). Under
+    pressure, all but the newest are. Must be at least `recent_n`."""
+
+    recent_max_share: float = Field(default=0.15, gt=0, le=1)
+    """A fresh output's excerpt is also bounded by this share of `max_input_tokens`
+    (tokens per byte estimated from the output itself), so that one output can never force
+    a compaction alone."""
+
     markdown_recent_max_bytes: int = Field(default=65_536, ge=1_024)
     """`recent_max_bytes` for Markdown sources (`*.md`, `*.markdown`, `protected_globs`,
     `protected_tools`): instructions lose their meaning when cut."""
@@ -67,6 +77,7 @@ class ToolResultConfig(BaseModel):
             ("markdown_recent_max_bytes", "recent_max_bytes", ">="),
             ("markdown_old_max_bytes", "old_max_bytes", ">="),
             ("markdown_old_max_bytes", "markdown_recent_max_bytes", "<="),
+            ("mask_after", "recent_n", ">="),
         ]
         for left, right, op in pairs:
             a, b = getattr(self, left), getattr(self, right)
@@ -162,6 +173,12 @@ class ContextConfig(BaseModel):
     keep_recent_ratio: float = Field(default=0.25, gt=0, lt=1)
     """After compaction the newest messages worth this share of `max_input_tokens` stay
     verbatim. Must be below `compact_trigger_ratio`."""
+
+    clear_at_least: int | None = Field(default=None, ge=0)
+    """Under the trigger, older messages are rewritten (cut harder, masked) only when the
+    batch frees at least this many tokens, all at once: each rewrite breaks a provider's
+    cached prompt prefix. `None` means 10% of `max_input_tokens`. Over the trigger, due cuts
+    are applied whatever they free."""
 
     tool_result: ToolResultConfig = Field(default_factory=ToolResultConfig)
     """Two-stage truncation of tool output."""

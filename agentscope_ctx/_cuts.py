@@ -27,6 +27,7 @@ from agentscope.message import Msg
 from ._errors import OffloadError
 from ._failures import FailureLog
 from ._middleware import block_budget, clean_text, offload_text
+from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
 from ._truncation import Position, head, parse_notice, retruncate, utf8_len
 
@@ -35,8 +36,12 @@ __all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "unsaved_excerp
 READ_FILE = "read_file"
 """The package's continuation tool: its output's notices are its own."""
 MEDIA_KINDS = frozenset({"image", "audio", "video"})
-_MASK_BYTES = 64
-"""Limit of a masked media part: the notice alone, with a few characters of excerpt."""
+_MASK_BYTES = 4
+"""Limit of a masked part: the notice alone, with a character or so of excerpt."""
+_MIN_FRESH_BYTES = 1_024
+"""A fresh excerpt is never cut below this by the token cap."""
+_MASK_MIN_BYTES = 768
+"""Parts this small are left as they are by masking: their notice would be longer."""
 
 Calls = Mapping[str, tuple[str, dict[str, Any]]]
 """Tool calls by id: (tool name, arguments), to find the limits of their results."""
@@ -95,10 +100,31 @@ class Cutter:
         store: ToolResultStore,
         policy: ToolResultPolicy,
         failures: FailureLog | None = None,
+        *,
+        counter: TokenCounter | None = None,
+        token_cap: int | None = None,
     ) -> None:
+        """Args:
+        store: where cut parts are saved.
+        policy: the byte limits per tool and path.
+        failures: where failures to save are reported (once).
+        counter: with `token_cap`, bounds a fresh output's excerpt in tokens too.
+        token_cap: most tokens of a fresh output's excerpt.
+        """
         self.store = store
         self.policy = policy
         self.failures = failures or FailureLog()
+        self.counter = counter
+        self.token_cap = token_cap
+
+    async def fresh_limit(self, text: str, limit: int) -> int:
+        """`limit` for a fresh output, lowered so that the excerpt is worth at most
+        `token_cap` tokens (tokens per byte estimated from the text's head)."""
+        if self.counter is None or self.token_cap is None or utf8_len(text) <= self.token_cap:
+            return limit  # a token is at least a byte: this text is within the cap
+        sample = text[:8_192]
+        per_token = utf8_len(sample) / max(await self.counter.count_text(sample), 1)
+        return max(min(limit, int(self.token_cap * per_token)), _MIN_FRESH_BYTES)
 
     def trusted(self, text: str, *, tool: str = "") -> bool:
         """Whether `text` ends with a notice this package wrote (see the module docstring)."""
@@ -113,8 +139,11 @@ class Cutter:
     async def text(self, raw: object, limit: int, *, tool: str = "") -> tuple[str, str]:
         """(text to keep, text to show) for `raw` within `limit` bytes. The kept text is cut
         only once the full text is saved; when saving fails it stays whole and the model is
-        shown a marked cut of it."""
+        shown a marked cut of it. A `limit` of `_MASK_BYTES` masks: the notice alone, except
+        for texts too short for that to help."""
         text = clean_text(raw)
+        if limit <= _MASK_BYTES and utf8_len(text) <= _MASK_MIN_BYTES:
+            return text, text
         if self.trusted(text, tool=tool):
             text = retruncate(text, max_bytes=limit)
             return text, text
@@ -126,8 +155,17 @@ class Cutter:
         self.failures.recovered("tool_result")
         return text, text
 
-    async def cut(self, msg: Msg, calls: Calls, *, old: bool, everything: bool = False) -> Cut:
-        """Cut the tool outputs and tool arguments of `msg` to their recent (or `old`) limits.
+    async def cut(
+        self,
+        msg: Msg,
+        calls: Calls,
+        *,
+        old: bool,
+        mask: bool = False,
+        everything: bool = False,
+    ) -> Cut:
+        """Cut the tool outputs and tool arguments of `msg` to their recent (or `old`) limits,
+        or with `mask` to their notices alone.
 
         Media in a tool result are reduced to their notice once `old` (a ``data:`` URL
         always). With `everything` (the last resort), the text and media of every block are
@@ -149,14 +187,14 @@ class Cutter:
             if kind == "tool_result":
                 name, tool_input = calls.get(str(block.get("id")), (str(block.get("name")), {}))
                 limits = self.policy.limits(name, tool_input)
-                limit = limits.old if old else limits.recent
+                limit = _MASK_BYTES if mask else limits.old if old else limits.recent
                 out, view = await self._output(block.get("output"), limit, name, old or everything)
                 kept[i], shown[i] = {**block, "output": out}, {**block, "output": view}
             elif kind == "tool_use":
                 arguments = block.get("input")
                 if isinstance(arguments, dict):
                     limits = self.policy.limits(str(block.get("name", "")), arguments)
-                    limit = limits.old if old else limits.recent
+                    limit = _MASK_BYTES if mask else limits.old if old else limits.recent
                     args, view_args = await self._arguments(arguments, limit)
                     kept[i], shown[i] = _with_input(block, args), _with_input(block, view_args)
             elif everything and kind == "text":
@@ -169,18 +207,23 @@ class Cutter:
         return Cut(content=None if kept == blocks else kept, view=None if shown == kept else shown)
 
     async def _output(self, output: Any, limit: int, tool: str, old: bool) -> tuple[Any, Any]:
+        fresh = not old
         if isinstance(output, str):
+            if fresh:
+                limit = await self.fresh_limit(clean_text(output), limit)
             return await self.text(output, limit, tool=tool)
         if not isinstance(output, list):
             return output, output
         texts = [i for i, b in enumerate(output) if isinstance(b, dict) and b.get("type") == "text"]
-        per_block = block_budget(limit, len(texts))
+        per_block = limit if limit <= _MASK_BYTES else block_budget(limit, len(texts))
         kept, shown = list(output), list(output)
         for i, block in enumerate(output):
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text":
-                text, view = await self.text(block.get("text", ""), per_block, tool=tool)
+                raw = block.get("text", "")
+                own = await self.fresh_limit(clean_text(raw), per_block) if fresh else per_block
+                text, view = await self.text(raw, own, tool=tool)
                 kept[i], shown[i] = {**block, "text": text}, {**block, "text": view}
             elif block.get("type") in MEDIA_KINDS and (old or _is_data_url(block)):
                 kept[i], shown[i] = await self._mask(block)
@@ -201,7 +244,7 @@ class Cutter:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Tool arguments with each long string value cut (the call has already run)."""
         long = [k for k, v in tool_input.items() if isinstance(v, str) and utf8_len(v) > 256]
-        per_value = block_budget(limit, len(long))
+        per_value = limit if limit <= _MASK_BYTES else block_budget(limit, len(long))
         kept, shown = dict(tool_input), dict(tool_input)
         for key in long:
             kept[key], shown[key] = await self.text(tool_input[key], per_value)

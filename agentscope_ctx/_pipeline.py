@@ -24,10 +24,11 @@ from typing import Any, Protocol
 from agentscope.message import Msg
 
 from ._config import ContextConfig
-from ._cuts import Cutter
+from ._cuts import Cut, Cutter
 from ._dialog import DialogStore
 from ._errors import PersistenceError
 from ._failures import FailureLog
+from ._ladder import MASKED, OLD, CutPlan
 from ._memory import ContextMemory
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
@@ -81,6 +82,9 @@ class PipelineReport:
     scale: float = 1.0
     """Calibration applied to the estimates (`tokens_*` are already multiplied by it)."""
     note: str | None = None
+    freed: dict[str, int] = field(default_factory=dict)
+    """Tokens freed by each rung of the ladder that ran ("second truncation", "masking",
+    ...; compaction is `tokens_before` - `tokens_after` minus these)."""
 
 
 @dataclass
@@ -96,7 +100,9 @@ class _Tracked:
     results: set[str] = field(default_factory=set)
     """The ids in `tool_msgs` of messages holding tool results."""
     old_upto: int = 0
-    """`tool_msgs[:old_upto]` have had the second truncation."""
+    """`tool_msgs[:old_upto]` have been planned for the second truncation."""
+    mask_upto: int = 0
+    """`tool_msgs[:mask_upto]` have been planned for masking."""
     recent_upto: int = 0
     """`tool_msgs[:recent_upto]` have had the first-truncation check."""
     calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
@@ -154,7 +160,14 @@ class ContextPipeline:
         self.on_compacted = on_compacted
         self.calibration_key = calibration_key
         self.failures = failures or FailureLog()
-        self.cutter = Cutter(store, policy, self.failures)
+        self.cutter = Cutter(
+            store,
+            policy,
+            self.failures,
+            counter=counter,
+            token_cap=int(config.tool_result.recent_max_share * config.max_input_tokens),
+        )
+        self.plan = CutPlan(self.cutter, counter, self._store_cut)
         self.last_estimate = 0
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
@@ -180,10 +193,12 @@ class ContextPipeline:
         async with self._lock:
             report = PipelineReport(threshold=self.threshold, scale=self.scale)
             await self._sync()
-            report.truncated = await self._limit_tool_results()
+            report.truncated = await self._first_cuts()
+            self._mark_due()
             report.tokens_before = report.tokens_after = await self._calibrated_tokens(agent)
-            over = report.tokens_before > report.threshold
-            if force or (over and not self._stalled(report.tokens_before)):
+            await self._relieve(agent, report)
+            over = report.tokens_after > report.threshold
+            if force or (over and not self._stalled(report.tokens_after)):
                 await self._compact(agent, report, extra_instruction, keep_ratio)
             budget = self.config.max_input_tokens
             budget = budget if target is None else min(budget, target)
@@ -271,6 +286,7 @@ class ContextPipeline:
         )
         if not appended_only:
             self._tracked = t = _Tracked(revision=self.memory.revision)
+            self.plan.retain(msg.id for msg, _ in content)
         for msg, _ in content[t.seen :]:
             count = await self.counter.count_msg(self.memory.shown(msg))
             t.counts[msg.id] = count
@@ -300,50 +316,92 @@ class ContextPipeline:
             t.tokens += count - t.counts.get(msg.id, 0)
         t.counts[msg.id] = count
 
-    # -- stage 1: tool results ------------------------------------------------------------
+    # -- the cheap rungs: cuts of tool output -----------------------------------------------
 
-    async def _limit_tool_results(self) -> int:
-        """First/second truncation so that each tool output (and tool call argument) is within
-        its stage's limit.
-
-        Each message is looked at when it arrives and once more when it slides out of the
-        newest `recent_n` tool-result messages; both are idempotent."""
+    async def _first_cuts(self) -> int:
+        """Each new tool message within its recent limits (a fresh output also within its
+        share of the budget). Idempotent."""
         t = self._tracked
-        first_recent = self._first_recent()
         changed = 0
-        for k in range(t.old_upto, first_recent):
-            changed += await self._cut(t.msgs[t.tool_msgs[k]], old=True)
-        t.old_upto = max(t.old_upto, first_recent)
-        for k in range(max(t.recent_upto, first_recent), len(t.tool_msgs)):
+        for k in range(t.recent_upto, len(t.tool_msgs)):
             changed += await self._cut(t.msgs[t.tool_msgs[k]], old=False)
         t.recent_upto = len(t.tool_msgs)
         return changed
 
-    def _first_recent(self) -> int:
-        """Index in `tool_msgs` of the oldest message that is still recent: the newest
-        `recent_n` tool-result messages, and the tool calls after the oldest of them."""
+    def _mark_due(self) -> None:
+        """Plan the second truncation beyond the newest `recent_n` tool-result messages, and
+        masking beyond `mask_after` (looking only at what moved since the last run)."""
+        t = self._tracked
+        upto = self._boundary(self.config.tool_result.recent_n, t.old_upto)
+        for k in range(t.old_upto, upto):
+            self.plan.mark(t.tool_msgs[k], OLD)
+        t.old_upto = upto
+        upto = self._boundary(self.config.tool_result.mask_after, t.mask_upto)
+        for k in range(t.mask_upto, upto):
+            self.plan.mark(t.tool_msgs[k], MASKED)
+        t.mask_upto = upto
+
+    def _boundary(self, n: int, floor: int) -> int:
+        """Index in `tool_msgs` of the oldest message among the newest `n` tool-result
+        messages and the tool calls after the oldest of them (never below `floor`)."""
         t = self._tracked
         results = 0
-        for k in range(len(t.tool_msgs) - 1, -1, -1):
-            if k < t.old_upto:
-                return t.old_upto
+        for k in range(len(t.tool_msgs) - 1, floor - 1, -1):
             if t.tool_msgs[k] in t.results:
                 results += 1
-                if results > self.config.tool_result.recent_n:
+                if results > n:
                     return k + 1
-        return 0
+        return floor
+
+    async def _relieve(self, agent: Any, report: PipelineReport) -> None:
+        """Rungs (a) and (b) of the ladder, without a model call. Under the trigger, the due
+        cuts wait until together they free `clear_at_least` tokens; over it, the second
+        truncation, then masking by age, then masking of all but the newest tool result,
+        stopping as soon as the prompt is under the trigger."""
+        t = self._tracked
+        if report.tokens_after <= report.threshold:
+            if self.plan.due and await self.plan.freed(t.msgs, t.counts, t.calls) >= (
+                self.clear_at_least
+            ):
+                await self._rung(agent, report, "batched cuts", 0)
+            return
+        await self._rung(agent, report, "second truncation", OLD)
+        if report.tokens_after > report.threshold:
+            await self._rung(agent, report, "masking", MASKED)
+        if report.tokens_after > report.threshold:
+            for k in range(self._boundary(1, 0)):
+                self.plan.mark(t.tool_msgs[k], MASKED)
+            await self._rung(agent, report, "masking under pressure", MASKED)
+
+    async def _rung(self, agent: Any, report: PipelineReport, name: str, level: int) -> None:
+        t = self._tracked
+        changed = await self.plan.apply(t.msgs, t.counts, t.calls, level)
+        if not changed:
+            return
+        before = report.tokens_after
+        report.truncated += changed
+        report.tokens_after = await self._calibrated_tokens(agent)
+        report.freed[name] = report.freed.get(name, 0) + before - report.tokens_after
+
+    @property
+    def clear_at_least(self) -> int:
+        value = self.config.clear_at_least
+        return int(0.1 * self.config.max_input_tokens) if value is None else value
 
     async def _cut(self, msg: Msg, *, old: bool, everything: bool = False) -> int:
-        """Cut `msg` (see `Cutter.cut`); store the harder cut and/or show the model a cut
-        of what could not be saved."""
+        """Cut `msg` (see `Cutter.cut`) and store the result."""
         cut = await self.cutter.cut(msg, self._tracked.calls, old=old, everything=everything)
+        await self._store_cut(msg, cut)
+        return int(cut.changed)
+
+    async def _store_cut(self, msg: Msg, cut: Cut) -> None:
+        """Store the harder cut and/or show the model a cut of what could not be saved."""
         if cut.content is not None:
             self.memory.replace_content(msg.id, cut.content)
         if cut.view is not None:
             self.memory.show(msg, cut.view)
         if cut.changed:
             await self._recount(msg)
-        return int(cut.changed)
 
     # -- compaction --------------------------------------------------------------------
 
