@@ -42,15 +42,16 @@ class ToolResultConfig(BaseModel):
     old_max_bytes: int = Field(default=4_096, ge=1_024)
     """UTF-8 size limit of a tool result once it has slid out of the newest `recent_n`."""
 
-    mask_after: int = Field(default=15, ge=0)
+    mask_after: int | None = Field(default=None, ge=0)
     """Tool results older than the newest `mask_after` tool-result messages are reduced to
-    their notice alone (masking; the notice still points at the full output). Under
-    pressure, all but the newest are. Must be at least `recent_n`."""
+    their notice alone (masking; the notice still points at the full output), and under
+    pressure all but the newest are, before any compaction. `None` (for now the default,
+    until the cost benchmark settles a value) masks nothing. At least `recent_n`."""
 
-    recent_max_share: float = Field(default=0.15, gt=0, le=1)
-    """A fresh output's excerpt is also bounded by this share of `max_input_tokens`
-    (tokens per byte estimated from the output itself), so that one output can never force
-    a compaction alone."""
+    recent_max_share: float | None = Field(default=None, gt=0, le=1)
+    """When set, a fresh output's excerpt is also bounded by this share of
+    `max_input_tokens` (tokens per byte estimated from the output itself), so that one
+    output cannot force a compaction alone. `None`: bytes only."""
 
     markdown_recent_max_bytes: int = Field(default=65_536, ge=1_024)
     """`recent_max_bytes` for Markdown sources (`*.md`, `*.markdown`, `protected_globs`,
@@ -81,6 +82,8 @@ class ToolResultConfig(BaseModel):
         ]
         for left, right, op in pairs:
             a, b = getattr(self, left), getattr(self, right)
+            if a is None:
+                continue
             if (op == "<=" and a > b) or (op == ">=" and a < b):
                 raise ValueError(f"[{left}] got {a!r}; expected {op} {right} ({b!r})")
         return self
@@ -174,11 +177,11 @@ class ContextConfig(BaseModel):
     """After compaction the newest messages worth this share of `max_input_tokens` stay
     verbatim. Must be below `compact_trigger_ratio`."""
 
-    clear_at_least: int | None = Field(default=None, ge=0)
+    clear_at_least: int = Field(default=0, ge=0)
     """Under the trigger, older messages are rewritten (cut harder, masked) only when the
-    batch frees at least this many tokens, all at once: each rewrite breaks a provider's
-    cached prompt prefix. `None` means 10% of `max_input_tokens`. Over the trigger, due cuts
-    are applied whatever they free."""
+    due cuts together free at least this many tokens, all at once: each rewrite breaks a
+    provider's cached prompt prefix from that message on. 0 applies each cut when it is
+    due. Over the trigger, due cuts are applied whatever they free."""
 
     tool_result: ToolResultConfig = Field(default_factory=ToolResultConfig)
     """Two-stage truncation of tool output."""

@@ -165,7 +165,11 @@ class ContextPipeline:
             policy,
             self.failures,
             counter=counter,
-            token_cap=int(config.tool_result.recent_max_share * config.max_input_tokens),
+            token_cap=(
+                None
+                if config.tool_result.recent_max_share is None
+                else int(config.tool_result.recent_max_share * config.max_input_tokens)
+            ),
         )
         self.plan = CutPlan(self.cutter, counter, self._store_cut)
         self.last_estimate = 0
@@ -336,7 +340,10 @@ class ContextPipeline:
         for k in range(t.old_upto, upto):
             self.plan.mark(t.tool_msgs[k], OLD)
         t.old_upto = upto
-        upto = self._boundary(self.config.tool_result.mask_after, t.mask_upto)
+        mask_after = self.config.tool_result.mask_after
+        if mask_after is None:
+            return
+        upto = self._boundary(mask_after, t.mask_upto)
         for k in range(t.mask_upto, upto):
             self.plan.mark(t.tool_msgs[k], MASKED)
         t.mask_upto = upto
@@ -361,11 +368,13 @@ class ContextPipeline:
         t = self._tracked
         if report.tokens_after <= report.threshold:
             if self.plan.due and await self.plan.freed(t.msgs, t.counts, t.calls) >= (
-                self.clear_at_least
+                self.config.clear_at_least
             ):
                 await self._rung(agent, report, "batched cuts", 0)
             return
         await self._rung(agent, report, "second truncation", OLD)
+        if self.config.tool_result.mask_after is None:
+            return
         if report.tokens_after > report.threshold:
             await self._rung(agent, report, "masking", MASKED)
         if report.tokens_after > report.threshold:
@@ -382,11 +391,6 @@ class ContextPipeline:
         report.truncated += changed
         report.tokens_after = await self._calibrated_tokens(agent)
         report.freed[name] = report.freed.get(name, 0) + before - report.tokens_after
-
-    @property
-    def clear_at_least(self) -> int:
-        value = self.config.clear_at_least
-        return int(0.1 * self.config.max_input_tokens) if value is None else value
 
     async def _cut(self, msg: Msg, *, old: bool, everything: bool = False) -> int:
         """Cut `msg` (see `Cutter.cut`) and store the result."""
