@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from agentscope.message import Msg
 
+from ._calibration import Calibration, PromptUsage
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._errors import OffloadError, PersistenceError
@@ -36,13 +37,6 @@ from ._truncation import head, parse_notice, retruncate, utf8_len
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "say", "split_point"]
 
 logger = logging.getLogger("agentscope_ctx")
-
-CALIBRATION_MARGIN = 0.03
-"""Safety margin on top of the calibrated estimate."""
-CALIBRATION_SMOOTHING = 0.5
-"""Weight of the newest provider report in the smoothed factor."""
-CALIBRATION_BOUNDS = (0.5, 4.0)
-"""The factor never leaves this range, whatever a provider reports."""
 
 
 class _Compaction(Protocol):
@@ -152,6 +146,7 @@ class ContextPipeline:
         self.compactor = compactor
         self.on_compacted = on_compacted
         self.calibration_key = calibration_key
+        self.calibration = Calibration(memory, calibration_key, config.max_input_tokens)
         self.failures = failures or FailureLog()
         self.last_estimate = 0
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
@@ -180,7 +175,7 @@ class ContextPipeline:
             over = report.tokens_before > report.threshold
             if force or (over and not self._stalled(report.tokens_before)):
                 await self._compact(agent, report, extra_instruction, keep_ratio)
-            if report.tokens_after > self.config.max_input_tokens:
+            if report.tokens_after > self.calibration.budget:
                 report.truncated += await self._fit(agent)
                 report.tokens_after = await self._calibrated_tokens(agent)
             self.last_estimate = await self.prompt_tokens(agent)
@@ -190,33 +185,19 @@ class ContextPipeline:
 
     @property
     def scale(self) -> float:
-        """Factor from our estimate to the provider's count, with a safety margin; 1.0 until
-        the provider has reported usage."""
-        factor = self.memory.calibration.get(self.calibration_key)
-        return 1.0 if factor is None else factor * (1 + CALIBRATION_MARGIN)
+        """Factor from our estimate to the provider's count, with a safety margin."""
+        return self.calibration.scale
 
-    def observe_usage(self, reported_input_tokens: int) -> float | None:
-        """Fold the provider's reported prompt size into the calibration factor (a smoothed,
-        bounded ratio to our own estimate of the same prompt). Returns the new factor."""
-        if self.last_estimate <= 0 or reported_input_tokens <= 0:
-            return None
-        ratio = reported_input_tokens / self.last_estimate
-        old = self.memory.calibration.get(self.calibration_key)
-        factor = (
-            ratio
-            if old is None
-            else (1 - CALIBRATION_SMOOTHING) * old + (CALIBRATION_SMOOTHING * ratio)
-        )
-        factor = min(max(factor, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
-        self.memory.calibration[self.calibration_key] = factor
-        return factor
+    def observe_usage(self, usage: PromptUsage) -> float | None:
+        """Fold the provider's count of the last prompt into the calibration."""
+        return self.calibration.observe(usage.tokens, self.last_estimate, complete=usage.complete)
 
     async def _calibrated_tokens(self, agent: Any) -> int:
         return math.ceil(await self.prompt_tokens(agent) * self.scale)
 
     @property
     def threshold(self) -> int:
-        return int(self.config.compact_trigger_ratio * self.config.max_input_tokens)
+        return int(self.config.compact_trigger_ratio * self.calibration.budget)
 
     async def prompt_tokens(self, agent: Any) -> int:
         """Estimated tokens of the prompt the agent would send now."""
@@ -375,7 +356,7 @@ class ContextPipeline:
         if self._stalled_at is None:
             return False
         grown = tokens - self._stalled_at
-        return grown < 0.05 * self.config.max_input_tokens
+        return grown < 0.05 * self.calibration.budget
 
     async def _compact(
         self,
@@ -387,7 +368,7 @@ class ContextPipeline:
         msgs = self.memory.messages()
         counts = [self._tracked.counts[m.id] for m in msgs]
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
-        keep = int(ratio * self.config.max_input_tokens / self.scale)  # in raw estimate units
+        keep = int(ratio * self.calibration.budget / self.scale)  # in raw estimate units
         cut = split_point(msgs, counts, keep)
         older = msgs[:cut]
         if not older:
@@ -444,7 +425,7 @@ class ContextPipeline:
             changed += await self._limit_msg(msg, old=True)
         limit = self.config.tool_result.old_max_bytes
         for msg in sorted(shown, key=lambda m: -self._tracked.counts[m.id]):
-            if await self._calibrated_tokens(agent) <= self.config.max_input_tokens:
+            if await self._calibrated_tokens(agent) <= self.calibration.budget:
                 break
             blocks: list[Any] = (
                 [{"type": "text", "text": msg.content}]

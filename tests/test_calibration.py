@@ -65,10 +65,12 @@ def toolkit() -> Toolkit:
     return kit
 
 
-def make_agent(tmp_path: Path, model: FakeChatModel) -> tuple[ReActAgent, ContextManager]:
+def make_agent(
+    tmp_path: Path, model: FakeChatModel, budget: int = BUDGET
+) -> tuple[ReActAgent, ContextManager]:
     config = ContextConfig(
         working_dir=tmp_path,
-        max_input_tokens=BUDGET,
+        max_input_tokens=budget,
         compact_trigger_ratio=0.7,
         keep_recent_ratio=0.2,
         token_counter="cl100k_base",
@@ -80,7 +82,7 @@ def make_agent(tmp_path: Path, model: FakeChatModel) -> tuple[ReActAgent, Contex
         model=model,
         formatter=OpenAIChatFormatter(),
         toolkit=toolkit(),
-        max_iters=60,
+        max_iters=100,
     )
     agent.set_console_output_enabled(False)
     manager = ContextManager(config, token_counter=COUNTER)
@@ -252,3 +254,68 @@ def test_guarded_model_copies_and_delegates() -> None:
     guard = GuardedModel(inner, on_usage=lambda _: None, recover=recover)
     assert guard.extra_setting == 7 and guard.model_name == "m"
     assert copy.deepcopy(guard).inner.model_name == "m"
+
+
+# -- issue 11, item 6: calibration from reports that cover only part of the prompt ---------
+
+
+class PartialProvider(FakeChatModel):
+    """A scripted provider with its own count of each prompt (the count it enforces),
+    which it reports only in part, as real providers do through AgentScope.
+
+    `mode`:
+      "uncached": counts `factor` times tiktoken's count of the whole prompt, caches the
+        prompt prefix shared with the previous call and reports only the uncached input
+        tokens, without the cache fields (AgentScope's Anthropic model passes on
+        `input_tokens` alone);
+      "no_schemas": counts `factor` times the messages and does not count the tool schemas.
+    """
+
+    def __init__(self, mode: str, factor: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mode, self.factor = mode, factor
+        self.counts: list[int] = []
+        """The provider's own count of every prompt it received."""
+        self.previous: list[dict[str, Any]] = []
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], tools: Any = None, **kwargs: Any
+    ) -> Any:
+        if self.mode == "no_schemas":
+            full = reported = round(self.factor * await COUNTER.count(messages))
+        else:
+            full = round(self.factor * await COUNTER.count(messages, tools=tools))
+            shared = 0
+            while (
+                shared < min(len(messages), len(self.previous))
+                and messages[shared] == self.previous[shared]
+            ):
+                shared += 1
+            cached = (
+                round(self.factor * await COUNTER.count(messages[:shared], tools=tools))
+                if shared
+                else 0
+            )
+            reported = max(full - cached, 1)
+        self.previous = messages
+        self.counts.append(full)
+        response = await super().__call__(messages, tools=tools, **kwargs)
+        assert isinstance(response, ChatResponse)
+        response.usage = ChatUsage(input_tokens=reported, output_tokens=10, time=0.1)
+        return response
+
+
+@pytest.mark.parametrize(("mode", "factor"), [("uncached", 1.2), ("no_schemas", 1.3)])
+async def test_i11_06_partial_usage_reports_never_let_the_prompt_exceed_the_budget(
+    tmp_path: Path, mode: str, factor: float
+) -> None:
+    model = PartialProvider(mode, factor)
+    agent, manager = make_agent(tmp_path, model)
+    for i in range(62):
+        model.enqueue(tool_call("dump", call_id=f"d{i}", n=i))
+    model.enqueue(text("all dumped"))
+    reply = await agent(Msg("user", "dump everything", "user"))
+    assert reply.get_text_content() == "all dumped"
+    assert len(model.counts) >= 61
+    assert manager.memory_of(agent).compact_summary  # the session did compact
+    assert max(model.counts) <= BUDGET, model.counts
