@@ -1,10 +1,11 @@
 """`GuardedModel`: the agent's model, watched for what the provider says about the prompt.
 
-After each call it reads the provider-reported prompt size (`ChatResponse.usage`) so that
-the pipeline can calibrate its estimate. When a call fails with the provider's
-context-length error, it runs one emergency compaction, rebuilds the prompt from the
-compacted memory and retries once; if that fails too, the original error is raised with a
-one-line explanation. It never loops.
+After each call it reads the provider-reported prompt size (`ChatResponse.usage`, see
+`prompt_usage`) so that the pipeline can calibrate its estimate. When a call fails with the
+provider's context-length error, it runs one emergency compaction (given the error, so that
+a window it states is learned), rebuilds the prompt from the compacted memory and retries
+once; if that fails too, the original error is raised with a one-line explanation. It
+never loops.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
+
+from ._calibration import PromptUsage, prompt_usage
 
 __all__ = ["GuardedModel", "is_context_overflow"]
 
@@ -43,7 +46,7 @@ def is_context_overflow(exc: BaseException) -> bool:
     return any(_OVERFLOW.search(part) for part in parts)
 
 
-Recover = Callable[[], Awaitable[list[dict[str, Any]] | None]]
+Recover = Callable[[Exception], Awaitable[list[dict[str, Any]] | None]]
 
 
 class GuardedModel(ChatModelBase):
@@ -51,16 +54,16 @@ class GuardedModel(ChatModelBase):
 
     Args:
         inner: the agent's model.
-        on_usage: called with the provider-reported prompt tokens after a call.
-        recover: runs the emergency compaction and returns the rebuilt prompt (or `None`
-            when nothing could be done).
+        on_usage: called with the provider's count of the prompt after a call.
+        recover: given the provider's context-length error, runs the emergency compaction
+            and returns the rebuilt prompt (or `None` when nothing could be done).
     """
 
     def __init__(
         self,
         inner: ChatModelBase,
         *,
-        on_usage: Callable[[int], object],
+        on_usage: Callable[[PromptUsage], object],
         recover: Recover,
     ) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
@@ -93,7 +96,7 @@ class GuardedModel(ChatModelBase):
         self, original: Exception, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         logger.warning("agentscope_ctx: the provider says the prompt is too long: %s", original)
-        prompt = await self.recover()
+        prompt = await self.recover(original)
         if prompt is None:
             _explain(original, "agentscope_ctx could not compact the context any further")
             raise original
@@ -142,10 +145,13 @@ class GuardedModel(ChatModelBase):
             self._observe(last)
 
     def _observe(self, response: ChatResponse) -> None:
-        usage = getattr(response, "usage", None)
-        tokens = getattr(usage, "input_tokens", None)
-        if isinstance(tokens, int) and tokens > 0:
-            self.on_usage(tokens)
+        usage = prompt_usage(getattr(response, "usage", None))
+        if usage is None:
+            return
+        try:
+            self.on_usage(usage)
+        except Exception:  # calibration is best effort: never fail the reply for it
+            logger.exception("agentscope_ctx: could not record the reported usage")
 
 
 def _explain(exc: Exception, line: str) -> None:

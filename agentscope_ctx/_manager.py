@@ -31,7 +31,7 @@ from ._guard import GuardedModel
 from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
 from ._middleware import TruncationMiddleware
-from ._pipeline import CALIBRATION_BOUNDS, ContextPipeline, PipelineReport, say
+from ._pipeline import ContextPipeline, PipelineReport, say
 from ._read_file import FileReader
 from ._summarizer import Summarizer
 from ._tokens import TokenCounter
@@ -184,7 +184,7 @@ class ContextManager:
         guard = GuardedModel(
             agent.model,
             on_usage=pipeline.observe_usage,
-            recover=lambda: self._emergency_compaction(agent),
+            recover=lambda error: self._emergency_compaction(agent, error),
         )
         middleware = TruncationMiddleware(
             self.store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
@@ -280,15 +280,18 @@ class ContextManager:
             calibrated_total=math.ceil(
                 (system + tools + summary + total_messages) * pipeline.scale
             ),
-            max_input_tokens=self.config.max_input_tokens,
+            max_input_tokens=pipeline.calibration.budget,
             threshold=pipeline.threshold,
             message_count=len(binding.memory.content),
         )
 
-    async def _emergency_compaction(self, agent: Any) -> list[dict[str, Any]] | None:
-        """After a provider's context-length error: compact at once to half the usual kept
-        share, raise the calibration factor (the estimate was evidently low), and return the
-        prompt rebuilt from the compacted memory. `None` when nothing could be done.
+    async def _emergency_compaction(
+        self, agent: Any, error: Exception
+    ) -> list[dict[str, Any]] | None:
+        """After a provider's context-length error: learn from it (the window it states
+        lowers the budget; see `Calibration.on_overflow`), compact at once to half the usual
+        kept share, and return the prompt rebuilt from the compacted memory. `None` when
+        nothing could be done.
 
         Messages that AgentScope adds to a prompt without putting them in memory (the
         "summarise now" hint at `max_iters`) are not in the rebuilt prompt."""
@@ -301,9 +304,7 @@ class ContextManager:
                 "[agentscope_ctx] the provider says the prompt is too long: "
                 "emergency compaction, then one retry",
             )
-            key = binding.pipeline.calibration_key
-            factor = max(binding.memory.calibration.get(key, 1.0), 1.0) * 1.2
-            binding.memory.calibration[key] = min(factor, CALIBRATION_BOUNDS[1])
+            binding.pipeline.calibration.on_overflow(error, binding.pipeline.last_estimate)
             # The retry must be clearly smaller than the rejected prompt, whatever part of it
             # was large: the newest tool output is cut too if the compaction is not enough.
             pipeline = binding.pipeline

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from agentscope.message import Msg
 
+from ._calibration import Calibration, PromptUsage
 from ._config import ContextConfig
 from ._cuts import Cut, Cutter
 from ._dialog import DialogStore
@@ -36,13 +37,6 @@ from ._tool_results import ToolResultPolicy, ToolResultStore
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "say", "split_point"]
 
 logger = logging.getLogger("agentscope_ctx")
-
-CALIBRATION_MARGIN = 0.03
-"""Safety margin on top of the calibrated estimate."""
-CALIBRATION_SMOOTHING = 0.5
-"""Weight of the newest provider report in the smoothed factor."""
-CALIBRATION_BOUNDS = (0.5, 4.0)
-"""The factor never leaves this range, whatever a provider reports."""
 
 
 class _Compaction(Protocol):
@@ -159,6 +153,7 @@ class ContextPipeline:
         self.compactor = compactor
         self.on_compacted = on_compacted
         self.calibration_key = calibration_key
+        self.calibration = Calibration(memory, calibration_key, config.max_input_tokens)
         self.failures = failures or FailureLog()
         self.cutter = Cutter(
             store,
@@ -204,7 +199,7 @@ class ContextPipeline:
             over = report.tokens_after > report.threshold
             if force or (over and not self._stalled(report.tokens_after)):
                 await self._compact(agent, report, extra_instruction, keep_ratio)
-            budget = self.config.max_input_tokens
+            budget = self.calibration.budget
             budget = budget if target is None else min(budget, target)
             if report.tokens_after > budget:
                 report.truncated += await self._fit(agent, budget)
@@ -224,33 +219,19 @@ class ContextPipeline:
 
     @property
     def scale(self) -> float:
-        """Factor from our estimate to the provider's count, with a safety margin; 1.0 until
-        the provider has reported usage."""
-        factor = self.memory.calibration.get(self.calibration_key)
-        return 1.0 if factor is None else factor * (1 + CALIBRATION_MARGIN)
+        """Factor from our estimate to the provider's count, with a safety margin."""
+        return self.calibration.scale
 
-    def observe_usage(self, reported_input_tokens: int) -> float | None:
-        """Fold the provider's reported prompt size into the calibration factor (a smoothed,
-        bounded ratio to our own estimate of the same prompt). Returns the new factor."""
-        if self.last_estimate <= 0 or reported_input_tokens <= 0:
-            return None
-        ratio = reported_input_tokens / self.last_estimate
-        old = self.memory.calibration.get(self.calibration_key)
-        factor = (
-            ratio
-            if old is None
-            else (1 - CALIBRATION_SMOOTHING) * old + (CALIBRATION_SMOOTHING * ratio)
-        )
-        factor = min(max(factor, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
-        self.memory.calibration[self.calibration_key] = factor
-        return factor
+    def observe_usage(self, usage: PromptUsage) -> float | None:
+        """Fold the provider's count of the last prompt into the calibration."""
+        return self.calibration.observe(usage.tokens, self.last_estimate, complete=usage.complete)
 
     async def _calibrated_tokens(self, agent: Any) -> int:
         return math.ceil(await self.prompt_tokens(agent) * self.scale)
 
     @property
     def threshold(self) -> int:
-        return int(self.config.compact_trigger_ratio * self.config.max_input_tokens)
+        return int(self.config.compact_trigger_ratio * self.calibration.budget)
 
     async def prompt_tokens(self, agent: Any) -> int:
         """Estimated tokens of the prompt the agent would send now."""
@@ -414,7 +395,7 @@ class ContextPipeline:
         if self._stalled_at is None:
             return False
         grown = tokens - self._stalled_at
-        return grown < 0.05 * self.config.max_input_tokens
+        return grown < 0.05 * self.calibration.budget
 
     async def _compact(
         self,
@@ -426,7 +407,7 @@ class ContextPipeline:
         msgs = self.memory.messages()
         counts = [self._tracked.counts[m.id] for m in msgs]
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
-        keep = int(ratio * self.config.max_input_tokens / self.scale)  # in raw estimate units
+        keep = int(ratio * self.calibration.budget / self.scale)  # in raw estimate units
         cut = split_point(msgs, counts, keep)
         older = msgs[:cut]
         if not older:

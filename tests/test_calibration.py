@@ -15,8 +15,17 @@ from agentscope.message import Msg, TextBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
 from agentscope.tool import Toolkit, ToolResponse
+from dashscope.api_entities.dashscope_response import GenerationUsage
+from openai.types.completion_usage import CompletionUsage, PromptTokensDetails
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, TokenCounter
+from agentscope_ctx._calibration import (
+    Calibration,
+    PromptUsage,
+    StatedLimits,
+    prompt_usage,
+    stated_limits,
+)
 from agentscope_ctx._guard import is_context_overflow
 from tests.fakes import FakeChatModel, text, tool_call
 
@@ -65,10 +74,12 @@ def toolkit() -> Toolkit:
     return kit
 
 
-def make_agent(tmp_path: Path, model: FakeChatModel) -> tuple[ReActAgent, ContextManager]:
+def make_agent(
+    tmp_path: Path, model: FakeChatModel, budget: int = BUDGET
+) -> tuple[ReActAgent, ContextManager]:
     config = ContextConfig(
         working_dir=tmp_path,
-        max_input_tokens=BUDGET,
+        max_input_tokens=budget,
         compact_trigger_ratio=0.7,
         keep_recent_ratio=0.2,
         token_counter="cl100k_base",
@@ -80,7 +91,7 @@ def make_agent(tmp_path: Path, model: FakeChatModel) -> tuple[ReActAgent, Contex
         model=model,
         formatter=OpenAIChatFormatter(),
         toolkit=toolkit(),
-        max_iters=60,
+        max_iters=100,
     )
     agent.set_console_output_enabled(False)
     manager = ContextManager(config, token_counter=COUNTER)
@@ -244,7 +255,7 @@ def test_guarded_model_copies_and_delegates() -> None:
 
     from agentscope_ctx._guard import GuardedModel
 
-    async def recover() -> None:
+    async def recover(error: Exception) -> None:
         return None
 
     inner = FakeChatModel(name="m")
@@ -252,3 +263,275 @@ def test_guarded_model_copies_and_delegates() -> None:
     guard = GuardedModel(inner, on_usage=lambda _: None, recover=recover)
     assert guard.extra_setting == 7 and guard.model_name == "m"
     assert copy.deepcopy(guard).inner.model_name == "m"
+
+
+# -- issue 11, item 6: calibration from reports that cover only part of the prompt ---------
+
+
+class PartialProvider(FakeChatModel):
+    """A scripted provider with its own count of each prompt (the count it enforces),
+    reported the way AgentScope's model classes pass it on.
+
+    `mode`:
+      "uncached": counts `factor` times tiktoken's count of the whole prompt, caches the
+        prompt prefix shared with the previous call and reports only the uncached input
+        tokens in `ChatUsage.input_tokens`, without the raw usage (what AgentScope's
+        Anthropic model passes on);
+      "cache_fields": the same, with the raw Anthropic usage in `ChatUsage.metadata`
+        (`cache_read_input_tokens`);
+      "no_schemas": counts `factor` times the messages and not the tool schemas.
+    """
+
+    def __init__(self, mode: str, factor: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mode, self.factor = mode, factor
+        self.counts: list[int] = []
+        """The provider's own count of every prompt it received."""
+        self.previous: list[dict[str, Any]] = []
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], tools: Any = None, **kwargs: Any
+    ) -> Any:
+        metadata: object = None
+        if self.mode == "no_schemas":
+            full = reported = round(self.factor * await COUNTER.count(messages))
+        else:
+            full = round(self.factor * await COUNTER.count(messages, tools=tools))
+            shared = 0
+            while (
+                shared < min(len(messages), len(self.previous))
+                and messages[shared] == self.previous[shared]
+            ):
+                shared += 1
+            cached = (
+                round(self.factor * await COUNTER.count(messages[:shared], tools=tools))
+                if shared
+                else 0
+            )
+            reported = max(full - cached, 1)
+            if self.mode == "cache_fields":
+                metadata = anthropic.types.Usage(
+                    input_tokens=reported,
+                    output_tokens=10,
+                    cache_read_input_tokens=full - reported,
+                    cache_creation_input_tokens=0,
+                )
+        self.previous = messages
+        self.counts.append(full)
+        response = await super().__call__(messages, tools=tools, **kwargs)
+        assert isinstance(response, ChatResponse)
+        response.usage = ChatUsage(
+            input_tokens=reported, output_tokens=10, time=0.1, metadata=metadata
+        )
+        return response
+
+
+async def dump_session(agent: ReActAgent, model: FakeChatModel, calls: int, tag: str) -> None:
+    for i in range(calls):
+        model.enqueue(tool_call("dump", call_id=f"{tag}{i}", n=i))
+    model.enqueue(text("all dumped"))
+    reply = await agent(Msg("user", "dump everything", "user"))
+    assert reply.get_text_content() == "all dumped"
+
+
+@pytest.mark.parametrize(
+    ("mode", "factor"), [("uncached", 1.2), ("cache_fields", 1.2), ("no_schemas", 1.3)]
+)
+async def test_i11_06_partial_usage_reports_never_let_the_prompt_exceed_the_budget(
+    tmp_path: Path, mode: str, factor: float
+) -> None:
+    model = PartialProvider(mode, factor)
+    agent, manager = make_agent(tmp_path, model)
+    await dump_session(agent, model, 62, "d")
+    assert len(model.counts) >= 61
+    memory = manager.memory_of(agent)
+    assert memory.compact_summary  # the session did compact
+    assert max(model.counts) <= BUDGET, model.counts
+    learned = memory.calibration["fake-model"]
+    if mode == "cache_fields":  # complete reports: the provider's factor is learned
+        assert factor * 0.9 < learned < factor * 1.1
+    else:  # lower bounds only: never below 1.0
+        assert learned >= 1.0
+
+
+def test_i11_06_usage_reads_the_cache_fields_agentscope_passes_on() -> None:
+    openai_usage = CompletionUsage(
+        prompt_tokens=900,
+        completion_tokens=5,
+        total_tokens=905,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=800),
+    )
+    anthropic_usage = anthropic.types.Usage(
+        input_tokens=100,
+        output_tokens=5,
+        cache_read_input_tokens=800,
+        cache_creation_input_tokens=50,
+    )
+    dashscope_usage = GenerationUsage(
+        input_tokens=900, output_tokens=5, prompt_tokens_details={"cached_tokens": 800}
+    )
+
+    def usage(tokens: int, metadata: object = None) -> PromptUsage | None:
+        return prompt_usage(
+            ChatUsage(input_tokens=tokens, output_tokens=5, time=0.1, metadata=metadata)
+        )
+
+    assert usage(900, openai_usage) == PromptUsage(900, complete=True)  # cached included
+    assert usage(100, anthropic_usage) == PromptUsage(950, complete=True)  # cached added
+    assert usage(900, dashscope_usage) == PromptUsage(900, complete=True)
+    assert usage(100) == PromptUsage(100, complete=False)  # Anthropic/Ollama via AgentScope
+    assert usage(0) is None and prompt_usage(None) is None
+
+
+def test_i11_06_factor_starts_conservative_and_moves_in_bounded_steps(tmp_path: Path) -> None:
+    memory = ContextMemory(tmp_path)
+    calibration = Calibration(memory, "m", 10_000)
+    assert calibration.factor == 1.0 and calibration.budget == 10_000
+    # a report smaller than our estimate, coverage unknown: a lower bound, ignored
+    assert calibration.observe(300, 5_000) == 1.0
+    # complete but on a small prompt: no evidence to go below 1.0
+    assert calibration.observe(300, 1_000, complete=True) == 1.0
+    # complete reports on big prompts: below 1.0 only from the third, 10% per report
+    factors = [calibration.observe(3_000, 5_000, complete=True) for _ in range(8)]
+    assert factors[:2] == [1.0, 1.0]
+    assert factors[2] == pytest.approx(0.9) and factors[3] == pytest.approx(0.81)
+    assert factors[-1] == pytest.approx(0.6)
+    # upward at most doubling per report
+    assert calibration.observe(15_000, 5_000) == pytest.approx(1.2)
+    assert calibration.observe(15_000, 5_000) == pytest.approx(2.4)
+    assert calibration.observe(15_000, 5_000) == pytest.approx(3.0)
+    assert calibration.observe(50_000, 5_000) == 4.0  # bounded
+    # a factor stored below 1.0 without evidence (an older version's) reads as 1.0
+    memory.calibration = {"m": 0.5}
+    assert calibration.factor == 1.0
+
+
+# -- issue 11, item 7: the window a context-length error states ----------------------------
+
+WINDOW = 8192
+
+
+def window_error(style: str, prompt: int) -> Exception:
+    if style == "openai":
+        message = (
+            f"This model's maximum context length is {WINDOW} tokens. However, your "
+            f"messages resulted in {prompt} tokens. Please reduce the length of the messages."
+        )
+        return openai.BadRequestError(
+            f"Error code: 400 - {message}",
+            response=http_response(),
+            body={"error": {"message": message, "code": "context_length_exceeded"}},
+        )
+    if style == "anthropic":
+        return anthropic.BadRequestError(
+            f"Error code: 400 - prompt is too long: {prompt} tokens > {WINDOW} maximum",
+            response=http_response(),
+            body={"type": "error", "error": {"type": "invalid_request_error"}},
+        )
+    return RuntimeError(
+        '{"status_code": 400, "code": "InvalidParameter", "message": "<400> '
+        f'InternalError.Algo.InvalidParameter: Range of input length should be [1, {WINDOW}]"}}'
+    )
+
+
+class WindowProvider(FakeChatModel):
+    """A provider with a window of `WINDOW` tokens (tiktoken's count here), whatever the
+    config says: it refuses a longer prompt with its own error, and reports usage as
+    AgentScope's model class for it passes it on."""
+
+    def __init__(self, style: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.style = style
+        self.counts: list[int] = []
+        self.overflows = 0
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], tools: Any = None, **kwargs: Any
+    ) -> Any:
+        count = await COUNTER.count(messages, tools=tools)
+        self.counts.append(count)
+        if count > WINDOW:
+            self.overflows += 1
+            raise window_error(self.style, count)
+        response = await super().__call__(messages, tools=tools, **kwargs)
+        assert isinstance(response, ChatResponse)
+        metadata: object = {
+            "openai": CompletionUsage(
+                prompt_tokens=count, completion_tokens=10, total_tokens=count + 10
+            ),
+            "anthropic": None,
+            "dashscope": GenerationUsage(input_tokens=count, output_tokens=10),
+        }[self.style]
+        response.usage = ChatUsage(
+            input_tokens=count, output_tokens=10, time=0.1, metadata=metadata
+        )
+        return response
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic", "dashscope"])
+async def test_i11_07_a_stated_window_lowers_the_budget_for_the_session(
+    tmp_path: Path, style: str
+) -> None:
+    model = WindowProvider(style)
+    agent, manager = make_agent(tmp_path, model, budget=16_000)
+    await dump_session(agent, model, 45, "a")
+    assert model.overflows == 1, model.counts  # the first, then never again
+    memory = manager.memory_of(agent)
+    assert Calibration(memory, "fake-model", 16_000).budget <= WINDOW * 0.95
+    usage = await manager.context_usage(agent)
+    assert usage.max_input_tokens <= WINDOW * 0.95
+
+    # persisted with the calibration: a resumed session does not overflow at all
+    state = memory.state_dict()
+    model2 = WindowProvider(style)
+    agent2, manager2 = make_agent(tmp_path / "resumed", model2, budget=16_000)
+    manager2.memory_of(agent2).load_state_dict(state)
+    await dump_session(agent2, model2, 15, "b")
+    assert model2.overflows == 0, model2.counts
+
+
+@pytest.mark.parametrize(
+    ("message", "window", "prompt"),
+    [
+        (overflow_errors()["openai"], 8192, 9120),
+        (overflow_errors()["anthropic"], 200_000, 210_345),
+        (overflow_errors()["dashscope"], 30_720, None),
+        (overflow_errors()["ollama"], None, None),
+        (
+            RuntimeError(
+                "This model's maximum context length is 8192 tokens. However, you requested "
+                "9120 tokens (5024 in the messages, 4096 in the completion)."
+            ),
+            8192 - 4096,
+            5024,
+        ),
+        (
+            RuntimeError(
+                "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, "
+                "decrease input length or `max_tokens` and try again"
+            ),
+            200_000 - 21_333,
+            188_240,
+        ),
+    ],
+)
+def test_i11_07_the_numbers_in_each_providers_error_are_read(
+    message: Exception, window: int | None, prompt: int | None
+) -> None:
+    assert stated_limits(message) == StatedLimits(window=window, prompt=prompt)
+
+
+async def test_a_failing_usage_callback_does_not_fail_the_call() -> None:
+    from agentscope_ctx._guard import GuardedModel
+
+    async def recover(error: Exception) -> None:
+        return None
+
+    def broken(usage: PromptUsage) -> None:
+        raise ValueError("calibration broke")
+
+    inner = ReportingModel(1.5)
+    inner.enqueue(text("fine"))
+    guard = GuardedModel(inner, on_usage=broken, recover=recover)
+    response = await guard([{"role": "user", "content": "hi"}])
+    assert isinstance(response, ChatResponse) and response.content[0].get("text") == "fine"
