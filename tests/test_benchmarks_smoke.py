@@ -4,6 +4,7 @@ that the benchmark code cannot rot. No timing is asserted."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import sys
@@ -144,3 +145,142 @@ def test_baseline_bench_tiny(
     out = capsys.readouterr().out
     assert "builtin CompressionConfig" in out and "agentscope_ctx" in out
     json.dumps(result)
+
+
+# -- cost benchmark (issue 12, item 7) ---------------------------------------------------------
+
+
+def _tiny_cost_scenarios() -> list[Any]:
+    from benchmarks.cost_session import Scenario
+
+    return [
+        Scenario("stress", 8_000, 2, 3, (20_000, 3_000, 50_000, 8_000, 2_000, 30_000)),
+        Scenario("everyday", 16_000, 2, 3, (2_000, 5_000, 9_000, 3_000, 12_000, 4_000)),
+    ]
+
+
+def test_cost_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import bench_cost
+    from benchmarks.cost_meter import CACHED_PRICE, NEW_PRICE
+
+    result = bench_cost.main(_tiny_cost_scenarios())
+    assert set(result["scenarios"]) == {"stress", "everyday"}
+    for name, scenario in result["scenarios"].items():
+        assert set(scenario["systems"]) == {"agentscope_ctx", "builtin"}
+        for system, row in scenario["systems"].items():
+            agent = row["agent"]
+            assert agent["calls"] == 2 * (3 + 1) == len(row["per_call"]), (name, system)
+            calls = row["per_call"]
+            assert calls[0]["prefix"] == calls[0]["bound"] == 0
+            for before, call in itertools.pairwise(calls):
+                assert call["bound"] == min(before["tokens"], call["tokens"])
+                assert 0 <= call["prefix"] <= call["bound"] <= call["tokens"]
+                assert 0 < call["budget_tokens"]
+            assert agent["tokens_sent"] == sum(c["tokens"] for c in calls)
+            assert 0 < agent["prefix_tokens"] <= agent["bound_tokens"] < agent["tokens_sent"]
+            assert 0 < agent["reuse"] <= agent["bound_reuse"] < 1
+            cost = sum(CACHED_PRICE * c["prefix"] + NEW_PRICE * (c["tokens"] - c["prefix"])
+                       for c in calls) / 1000  # fmt: skip
+            assert agent["cost_units"] == pytest.approx(cost, abs=0.01)
+            assert 0 < agent["cost_units_at_bound"] <= agent["cost_units"]
+            assert agent["peak_budget_tokens"] == max(c["budget_tokens"] for c in calls)
+            assert agent["over_budget"] == sum(
+                c["budget_tokens"] > scenario["budget"] for c in calls
+            )
+            helper = row["helper"]
+            assert helper["calls"] == sum(n for n, _ in helper["by_kind"].values())
+            assert row["helper_share"] == pytest.approx(
+                helper["tokens_sent"] / agent["tokens_sent"], abs=1e-4
+            )
+            assert row["total_cost_units"] >= agent["cost_units"]
+            reach = row["reachable"]
+            assert 0 <= reach["reachable_bytes"] <= reach["output_bytes"]
+            assert isinstance(row["nothing_lost"]["ok"], bool) and isinstance(reach["ok"], bool)
+        builtin = scenario["systems"]["builtin"]
+        assert builtin["nothing_lost"]["ok"]  # its memory keeps every message, marked
+        assert builtin["reachable"]["notices"] == 0
+    stress = result["scenarios"]["stress"]["systems"]
+    assert stress["builtin"]["compactions"] == stress["builtin"]["helper"]["calls"] >= 1
+    assert stress["builtin"]["agent"]["over_budget"] >= 1  # a 50 KB output in an 8k budget
+    assert len(result["targets"]["stress"]) == 6 and len(result["targets"]["everyday"]) == 4
+    out = capsys.readouterr().out
+    for name, targets in result["targets"].items():
+        for label, ok in targets.items():
+            assert f"{'PASS' if ok else 'FAIL'}  {name}: {label}" in out
+    json.dumps(result)
+
+
+def test_cost_meter_prefix_and_budget() -> None:
+    from agentscope.formatter import OpenAIChatFormatter
+    from agentscope.message import Msg
+
+    from agentscope_ctx import TokenCounter
+    from benchmarks.cost_meter import PromptMeter, encoding, serialise
+
+    async def run() -> None:
+        counter, formatter = TokenCounter("cl100k_base"), OpenAIChatFormatter()
+        meter = PromptMeter(counter, encoding())
+        tools = [{"type": "function", "function": {"name": "view", "parameters": {}}}]
+        base = [Msg("system", "You are terse.", "system"), Msg("user", "Read a.py 中文", "user")]
+        long = Msg("assistant", "line of output\n" * 200, "assistant")
+        cut = Msg("assistant", "line of output\n" * 100 + "[cut]", "assistant")
+        prompts = [base, [*base, long], [*base, cut], [Msg("system", "Be kind.", "system")]]
+        calls = []
+        for msgs in prompts:
+            formatted = await formatter.format(msgs)
+            call = await meter.measure(formatted, tools)
+            assert call.budget_tokens == await counter.count(formatted, tools=tools)
+            pieces = serialise(formatted, tools)
+            assert call.tokens == sum(len(meter.encoder.encode_ordinary(p)) for p in pieces)
+            calls.append(call)
+        first, appended, rewritten, other = calls
+        assert first.prefix == 0
+        assert appended.prefix == first.tokens == appended.bound  # append-only: all reused
+        # the changed message shares its first hundred lines, not its tail
+        assert first.tokens + 300 < rewritten.prefix < appended.tokens
+        tools_tokens = len(meter.encoder.encode_ordinary(serialise([], tools)[0]))
+        # the tools piece is shared, and of the changed system message only its JSON opening
+        assert tools_tokens + 1 <= other.prefix <= tools_tokens + 10
+
+    asyncio.run(run())
+
+
+def test_cost_checks_catch_losses(tmp_path: Path) -> None:
+    from agentscope.message import Msg, ToolResultBlock, ToolUseBlock
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from benchmarks.cost_checks import check_messages, check_reachable
+    from benchmarks.cost_session import Step, user_task
+
+    source = tmp_path / "big.txt"
+    original = "".join(f"line {i}: 中文 text\n" for i in range(5_000))
+    source.write_text(original, encoding="utf-8")
+    manager = ContextManager(ContextConfig(working_dir=tmp_path / "ctx", read_roots=[tmp_path]))
+    read = manager.reader.read_file
+
+    async def run() -> None:
+        response = await read(str(source), 1, 0)
+        first = str(response.content[0]["text"])
+        plan = [[Step("c1", str(source))]]
+        msgs = [
+            Msg("user", user_task(0, plan[0]), "user"),
+            Msg("assistant", [ToolUseBlock(type="tool_use", id="c1", name="view", input={})],
+                "assistant"),
+            Msg("system", [ToolResultBlock(type="tool_result", id="c1", name="view",
+                                           output=first)], "system"),
+            Msg("assistant", "done", "assistant"),
+        ]  # fmt: skip
+        assert check_messages(msgs, plan)["ok"]
+        assert check_messages(msgs[:2] + msgs[3:], plan)["missing_tool_results"] == 1
+        assert check_messages([*msgs, msgs[1]], plan)["duplicates"] == 1
+        reach = await check_reachable(msgs, {"c1": original}, read)
+        assert reach["ok"] and reach["notices"] == 1
+        assert reach["reachable_bytes"] == len(original.encode("utf-8"))
+        assert not (await check_reachable(msgs, {"c1": original}, None))["ok"]
+        assert not (await check_reachable(msgs, {"c1": original + "x"}, read))["ok"]
+        source.write_text(original.replace("line 4000:", "line 4000!"), encoding="utf-8")
+        assert (await check_reachable(msgs, {"c1": original}, read))["broken_chains"] == 1
+        source.unlink()
+        assert (await check_reachable(msgs, {"c1": original}, read))["missing_files"] == 1
+
+    asyncio.run(run())
