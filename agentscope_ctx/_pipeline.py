@@ -303,7 +303,7 @@ class ContextPipeline:
         return changed
 
     async def _limit_msg(self, msg: Msg, *, old: bool) -> int:
-        if isinstance(msg.content, str):
+        if not isinstance(msg.content, (list, tuple)):  # a string, or None (no blocks)
             return 0
         changed = unsaved = 0
         content, shown = list(msg.content), list(msg.content)
@@ -449,7 +449,7 @@ class ContextPipeline:
             blocks: list[Any] = (
                 [{"type": "text", "text": msg.content}]
                 if isinstance(msg.content, str)
-                else list(msg.content)
+                else list(msg.content or [])
             )
             content, view = list(blocks), list(blocks)
             cut = unsaved = False
