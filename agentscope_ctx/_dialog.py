@@ -1,31 +1,35 @@
 """`DialogStore`: every message that left the agent's context, kept on disk.
 
 Layout: ``{working_dir}/dialog/YYYY-MM-DD.jsonl``, UTF-8, ``\\n`` line ends, one record per
-line. A message goes to the file of its own date (the date part of ``Msg.timestamp``, today's
-local date when the timestamp is missing or unparseable); within a file, records keep the order
-in which they were appended.
+line (the record format is defined in `agentscope_ctx._dialog_record`).
 
-The record, version 1 (the only place this format is defined)::
-
-    {"v": 1, "msg": <Msg.to_dict()>}
-
-``msg`` holds ``id``, ``name``, ``role``, ``content`` (a string or a list of content blocks),
-``metadata`` and ``timestamp`` exactly as ``Msg.to_dict()`` gives them; ``Msg.from_dict()``
-reads it back. Text is written unescaped (``ensure_ascii=False``); a record whose text cannot be
-encoded as UTF-8 (a lone surrogate) is written with ``\\uXXXX`` escapes instead, which round-trip
-exactly. A line that does not parse (a torn write, a hand edit) is skipped and reported by the
-reader, never fatal; a writer first ends such a fragment with ``\\n`` so new records stay whole.
+Which file: a message goes to the file of its own date (the date part of ``Msg.timestamp``,
+today's local date when the timestamp is missing or unparseable), **but never to a file older
+than the newest one already in the store**. So the files, oldest day first and each from top to
+bottom, hold the messages in the order they were appended, which is the order `read` returns,
+and an agent reading ``dialog/`` from the newest end backwards meets the newest message first,
+even when the clock went back across midnight (message A stamped day 2 00:00:05 is stored, then
+B stamped day 1 23:59:59: B goes to day 2's file, after A; its record keeps its own timestamp).
+The price: after a clock jump into the future, later messages go to that future day's file
+until the clock catches up. Files written before this rule are read as they are.
 
 Guarantees of `DialogStore.append`: the records are written and ``fsync``-ed (with the directory
 when a file is created) before it returns, and a message whose ``id`` is already stored is not
 written again. On POSIX, an exclusive ``flock`` on ``dialog/.lock`` serializes writers across
-processes sharing one ``working_dir``; readers take it shared.
+processes sharing one ``working_dir``; readers take it shared. A line that does not parse (a
+torn write, a hand edit) is skipped and reported by the reader, never fatal; a writer first ends
+such a fragment with ``\\n`` so new records stay whole.
+
+Nothing outside ``dialog/`` is ever written or read through it: the store refuses a ``dialog``
+that is a symbolic link, and opens the day files and ``.lock`` relative to the directory with
+``O_NOFOLLOW`` and only when they are regular files. Appending to a refused file raises a
+`PersistenceError` naming it; a reader skips it and reports it (line 0).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import os
 import re
 import sys
@@ -38,6 +42,8 @@ from pathlib import Path
 
 from agentscope.message import Msg
 
+from ._dialog_dir import DialogDir, refused_reason
+from ._dialog_record import date_prefix, decode_record, encode_record
 from ._errors import ContextUsageError, PersistenceError
 
 if sys.platform != "win32":
@@ -45,12 +51,11 @@ if sys.platform != "win32":
 
 __all__ = ["DialogReadReport", "DialogStore"]
 
-RECORD_VERSION = 1
-"""The ``v`` field of the records this module writes (and the only one it reads)."""
+logger = logging.getLogger("agentscope_ctx")
 
-_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T]|$)")
 _DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")
 _LOCK_NAME = ".lock"
+_APPEND = os.O_RDWR | os.O_APPEND
 
 
 @dataclass
@@ -60,7 +65,8 @@ class DialogReadReport:
     Attributes:
         files: Names of the files read (``"2026-12-02.jsonl"``), oldest day first.
         messages: How many messages were returned.
-        bad_lines: One ``(file name, line number, reason)`` per skipped line; lines count from 1.
+        bad_lines: One ``(file name, line number, reason)`` per skipped line; lines count from 1,
+            and line 0 stands for a whole file that was not read (a symbolic link, a FIFO...).
     """
 
     files: list[str] = field(default_factory=list)
@@ -68,70 +74,15 @@ class DialogReadReport:
     bad_lines: list[tuple[str, int, str]] = field(default_factory=list)
 
 
-def _date_prefix(text: object) -> str | None:
-    """The valid ``YYYY-MM-DD`` that `text` starts with (followed by a space, ``T`` or nothing)."""
-    match = _DAY.match(text) if isinstance(text, str) else None
+def _append_file(folder: DialogDir, name: str, data: bytes) -> tuple[int, int]:
+    """Append `data` to `name` durably; end a torn last line first. Returns (inode, size)."""
+    path = folder.path / name
     try:
-        return date.fromisoformat(match.group(1)).isoformat() if match else None
-    except ValueError:
-        return None
-
-
-def _encode(msg: Msg) -> bytes:
-    """One record line, ``\\n`` included."""
-    if not isinstance(msg.id, str):
-        raise PersistenceError(f"message id must be a str, got {msg.id!r}")
-    record = {"v": RECORD_VERSION, "msg": msg.to_dict()}
-    try:
-        text = json.dumps(record, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise PersistenceError(
-            f"message {msg.id!r} cannot be stored: its to_dict() is not JSON ({exc})"
-        ) from exc
-    try:
-        return (text + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: the escaped form round-trips exactly
-        return (json.dumps(record) + "\n").encode("ascii")
-
-
-def _decode(raw: bytes) -> Msg | str:
-    """The message of a record line, or why the line is not a valid record."""
-    try:
-        record = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return "not valid UTF-8"
-    except json.JSONDecodeError as exc:
-        return f"invalid JSON ({exc.msg} at column {exc.colno})"
-    if not isinstance(record, dict):
-        return f"not a record: a JSON {type(record).__name__}"
-    if record.get("v") != RECORD_VERSION:
-        return f"unsupported record version {record.get('v')!r}"
-    data = record.get("msg")
-    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        return "record without a message id"
-    try:
-        return Msg.from_dict(data)
-    except Exception as exc:  # any malformed field: the caller reports it, never raises
-        return f"not a message ({type(exc).__name__}: {exc})"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _append_file(path: Path, data: bytes) -> tuple[int, int]:
-    """Append `data` durably; end a torn last line first. Returns the file's (inode, size)."""
-    try:
-        flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_BINARY", 0)
         try:
-            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = folder.open(name, _APPEND | os.O_CREAT | os.O_EXCL)
             created = True
         except FileExistsError:
-            fd = os.open(path, flags)
+            fd = folder.open(name, _APPEND)
             created = False
         try:
             size = os.fstat(fd).st_size
@@ -147,7 +98,7 @@ def _append_file(path: Path, data: bytes) -> tuple[int, int]:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(path.parent)
+            folder.fsync()
     except OSError as exc:
         raise PersistenceError(f"cannot append to dialog file {str(path)!r}: {exc}") from exc
     return stat.st_ino, stat.st_size
@@ -182,7 +133,9 @@ class DialogStore:
 
         When this returns, the new records are on disk (fsync-ed), so the caller may drop the
         messages from memory. If it raises, some of them may already be stored; appending the
-        same messages again is safe, as stored ids are skipped. The file I/O runs in a thread.
+        same messages again is safe, as stored ids are skipped. A message with values JSON
+        cannot hold is stored with them rendered as strings (see `_dialog_record`) and logged
+        once, at WARNING. The file I/O runs in a thread.
 
         Args:
             msgs: The messages, in order; a repeated id within the batch is written once.
@@ -191,17 +144,19 @@ class DialogStore:
             How many messages were newly written.
 
         Raises:
-            PersistenceError: A message is not JSON-serializable, or the directory, the lock
-                or a file cannot be created or written (names the path and the cause).
+            PersistenceError: A message id is not a string, or the directory, the lock or a
+                file cannot be created or written, or is a symbolic link or not a regular file
+                (names the path and the cause).
         """
         if not msgs:
             return 0
         return await asyncio.to_thread(self._append_sync, list(msgs))
 
     def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
-        """Read the stored messages, oldest day first, in file order.
+        """Read the stored messages, oldest day first, in file order (the append order).
 
-        Lines that are not valid records (torn, corrupt) are skipped and listed in the report.
+        Lines that are not valid records (torn, corrupt) are skipped and listed in the report,
+        and so are day files that are not regular files (line 0).
 
         Args:
             day: ``"YYYY-MM-DD"`` to read one day only; ``None`` reads every day.
@@ -211,32 +166,32 @@ class DialogStore:
 
         Raises:
             ContextUsageError: `day` is not a ``YYYY-MM-DD`` date.
-            PersistenceError: The directory or a file exists but cannot be read.
+            PersistenceError: The directory or a file exists but cannot be read, or ``dialog``
+                is a symbolic link.
         """
-        if day is not None and _date_prefix(day) != day:
+        if day is not None and date_prefix(day) != day:
             raise ContextUsageError(f"day must be a date 'YYYY-MM-DD', got {day!r}")
         msgs: list[Msg] = []
         report = DialogReadReport()
-        if not self._dialog_dir.exists():
-            return msgs, report
-        with self._flock(exclusive=False):
-            names = [f"{day}.jsonl"] if day is not None else self._day_files()
-            for name in names:
-                path = self._dialog_dir / name
-                if day is not None and not path.exists():
-                    continue
-                report.files.append(name)
-                try:
-                    with path.open("rb") as file:
-                        for number, raw in enumerate(file, start=1):
-                            msg = _decode(raw) if raw.strip() else None  # blank: skip
-                            if isinstance(msg, Msg):
-                                msgs.append(msg)
-                            elif msg is not None:
-                                torn = "" if raw.endswith(b"\n") else "torn last line: "
-                                report.bad_lines.append((name, number, f"{torn}{msg}"[:200]))
-                except OSError as exc:
-                    raise PersistenceError(f"cannot read dialog file {str(path)!r}: {exc}") from exc
+        with self._open(create=False) as folder:
+            if folder is None:
+                return msgs, report
+            with self._flock(folder, exclusive=False):
+                names, refused = self._day_files(folder)
+                for name in sorted({*names, *refused}):
+                    if day is not None and name != f"{day}.jsonl":
+                        continue
+                    if name in refused:
+                        report.bad_lines.append((name, 0, refused[name]))
+                        continue
+                    report.files.append(name)
+                    for number, raw in self._lines(folder, name):
+                        msg = decode_record(raw) if raw.strip() else None  # blank: skip
+                        if isinstance(msg, Msg):
+                            msgs.append(msg)
+                        elif msg is not None:
+                            torn = "" if raw.endswith(b"\n") else "torn last line: "
+                            report.bad_lines.append((name, number, f"{torn}{msg}"[:200]))
         report.messages = len(msgs)
         return msgs, report
 
@@ -245,58 +200,63 @@ class DialogStore:
         return await asyncio.to_thread(self.read, day)
 
     def days(self) -> list[str]:
-        """The days (``"YYYY-MM-DD"``, sorted) that have a dialog file."""
-        if not self._dialog_dir.exists():
-            return []
-        return [name.removesuffix(".jsonl") for name in self._day_files()]
+        """The days (``"YYYY-MM-DD"``, sorted) that have a dialog file (a regular file)."""
+        with self._open(create=False) as folder:
+            if folder is None:
+                return []
+            return [name.removesuffix(".jsonl") for name in self._day_files(folder)[0]]
 
     def ids(self) -> set[str]:
         """The ids of every stored message (a copy)."""
-        with self._lock:
-            if not self._dialog_dir.exists():
+        with self._lock, self._open(create=False) as folder:
+            if folder is None:
                 return set()
-            with self._flock(exclusive=False):
-                self._rescan()
+            with self._flock(folder, exclusive=False):
+                self._rescan(folder)
             return set(self._ids)
 
     # -- internals -------------------------------------------------------------------------
 
     def _append_sync(self, msgs: list[Msg]) -> int:
         today = date.today().isoformat()
-        lines = [(msg.id, _date_prefix(msg.timestamp) or today, _encode(msg)) for msg in msgs]
-        with self._lock:
-            self._make_dir()
-            with self._flock(exclusive=True):
-                self._rescan()
-                by_day: dict[str, tuple[list[str], list[bytes]]] = {}
-                batch: set[str] = set()
-                for msg_id, day, line in lines:
-                    if msg_id in self._ids or msg_id in batch:
-                        continue
-                    batch.add(msg_id)
-                    ids, data = by_day.setdefault(day, ([], []))
-                    ids.append(msg_id)
-                    data.append(line)
-                written = 0
-                for day in sorted(by_day):
-                    ids, data = by_day[day]
-                    name = f"{day}.jsonl"
-                    before = self._scanned.get(name)
-                    inode, size = _append_file(self._dialog_dir / name, b"".join(data))
-                    self._ids.update(ids)
-                    if before is None or before[0] == inode:  # else the next rescan redoes it
-                        self._scanned[name] = (inode, size)
-                    written += len(ids)
+        records = [(msg, date_prefix(msg.timestamp) or today, *encode_record(msg)) for msg in msgs]
+        with self._lock, self._created() as folder, self._flock(folder, exclusive=True):
+            names = self._rescan(folder)
+            newest = names[-1].removesuffix(".jsonl") if names else ""
+            by_day: dict[str, list[tuple[Msg, bytes, list[str]]]] = {}
+            batch: set[str] = set()
+            for msg, own_day, line, lossy in records:
+                if msg.id in self._ids or msg.id in batch:
+                    continue
+                batch.add(msg.id)
+                newest = max(newest, own_day)  # never a file older than the newest
+                by_day.setdefault(newest, []).append((msg, line, lossy))
+            written = 0
+            for day in sorted(by_day):
+                name, entries = f"{day}.jsonl", by_day[day]
+                before = self._scanned.get(name)
+                inode, size = _append_file(folder, name, b"".join(b for _, b, _ in entries))
+                self._ids.update(m.id for m, _, _ in entries)
+                if before is None or before[0] == inode:  # else the next rescan redoes it
+                    self._scanned[name] = (inode, size)
+                written += len(entries)
+                for msg, _, lossy in entries:
+                    if lossy:
+                        logger.warning(
+                            "agentscope_ctx: message %r stored in %s with values changed to "
+                            "make it storable (listed in its record's 'lossy'): %s",
+                            msg.id, name, ", ".join(lossy[:10]),
+                        )  # fmt: skip
         return written
 
-    def _rescan(self) -> None:
+    def _rescan(self, folder: DialogDir) -> list[str]:
         """Bring `_ids` up to date with the files; reads only bytes added since the last scan.
 
-        The caller holds the flock, so no writer is mid-line.
+        The caller holds the flock, so no writer is mid-line. Returns the day files, sorted.
         """
-        names = self._day_files()
+        names = self._day_files(folder)[0]
         try:
-            stats = {name: (self._dialog_dir / name).stat() for name in names}
+            stats = {name: folder.stat(name) for name in names}
             if set(self._scanned) - set(names) or any(
                 name in self._scanned
                 and (stat.st_ino != self._scanned[name][0] or stat.st_size < self._scanned[name][1])
@@ -308,10 +268,10 @@ class DialogStore:
                 offset = self._scanned.get(name, (stat.st_ino, 0))[1]
                 if stat.st_size == offset:
                     continue
-                with (self._dialog_dir / name).open("rb") as file:
+                with os.fdopen(folder.open(name, os.O_RDONLY), "rb") as file:
                     file.seek(offset)
                     for raw in file:
-                        msg = _decode(raw) if raw.strip() else ""
+                        msg = decode_record(raw) if raw.strip() else ""
                         if isinstance(msg, Msg):
                             self._ids.add(msg.id)
                     self._scanned[name] = (stat.st_ino, file.tell())
@@ -319,48 +279,80 @@ class DialogStore:
             raise PersistenceError(
                 f"cannot scan dialog files in {str(self._dialog_dir)!r}: {exc}"
             ) from exc
+        return names
 
-    def _day_files(self) -> list[str]:
+    def _lines(self, folder: DialogDir, name: str) -> Iterator[tuple[int, bytes]]:
         try:
-            return sorted(
-                entry.name
-                for entry in os.scandir(self._dialog_dir)
-                if _DAY_FILE.fullmatch(entry.name)
-            )
+            with os.fdopen(folder.open(name, os.O_RDONLY), "rb") as file:
+                yield from enumerate(file, start=1)
+        except OSError as exc:
+            path = str(self._dialog_dir / name)
+            raise PersistenceError(f"cannot read dialog file {path!r}: {exc}") from exc
+
+    def _day_files(self, folder: DialogDir) -> tuple[list[str], dict[str, str]]:
+        """The regular day files, sorted, and the refused ones with the reason."""
+        try:
+            names, refused = [], {}
+            for entry in folder.scan():
+                if not _DAY_FILE.fullmatch(entry.name):
+                    continue
+                reason = refused_reason(entry)
+                if reason is None:
+                    names.append(entry.name)
+                else:
+                    refused[entry.name] = f"{reason}: not read"
+            return sorted(names), refused
         except OSError as exc:
             raise PersistenceError(
                 f"cannot list dialog directory {str(self._dialog_dir)!r}: {exc}"
             ) from exc
 
-    def _make_dir(self) -> None:
-        if self._dialog_dir.is_dir():
-            return
+    @contextmanager
+    def _open(self, *, create: bool) -> Iterator[DialogDir | None]:
+        """The dialog directory, or None when it does not exist and `create` is false."""
+        if not os.path.lexists(self._dialog_dir):
+            if not create:
+                yield None
+                return
+            try:
+                self._dialog_dir.mkdir(parents=True, exist_ok=True)
+                DialogDir.fsync_path(self._dialog_dir.parent)
+            except OSError as exc:
+                raise PersistenceError(
+                    f"cannot create dialog directory {str(self._dialog_dir)!r}: {exc}"
+                ) from exc
+        folder = DialogDir(self._dialog_dir)
         try:
-            self._dialog_dir.mkdir(parents=True, exist_ok=True)
-            _fsync_dir(self._dialog_dir.parent)
-        except OSError as exc:
-            raise PersistenceError(
-                f"cannot create dialog directory {str(self._dialog_dir)!r}: {exc}"
-            ) from exc
+            yield folder
+        finally:
+            folder.close()
 
     @contextmanager
-    def _flock(self, *, exclusive: bool) -> Iterator[None]:
+    def _created(self) -> Iterator[DialogDir]:
+        """The dialog directory, created when missing."""
+        with self._open(create=True) as folder:
+            if folder is None:  # pragma: no cover - `create` always gives one
+                raise PersistenceError(f"no dialog directory {str(self._dialog_dir)!r}")
+            yield folder
+
+    @contextmanager
+    def _flock(self, folder: DialogDir, *, exclusive: bool) -> Iterator[None]:
         """Hold ``dialog/.lock``. Writers must get it; a reader goes on without it if it can't
-        be opened (read-only directory). No-op on Windows."""
+        be opened (read-only directory, not a regular file). No-op on Windows."""
         if sys.platform == "win32":
             yield
             return
-        path = self._dialog_dir / _LOCK_NAME
         fd: int | None = None
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+            fd = folder.open(_LOCK_NAME, os.O_RDONLY | os.O_CREAT)
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        except OSError as exc:
+        except (OSError, PersistenceError) as exc:
             if fd is not None:
                 os.close(fd)
                 fd = None
             if exclusive:
-                raise PersistenceError(f"cannot lock {str(path)!r}: {exc}") from exc
+                path = str(self._dialog_dir / _LOCK_NAME)
+                raise PersistenceError(f"cannot lock {path!r}: {exc}") from exc
         try:
             yield
         finally:

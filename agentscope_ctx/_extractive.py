@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from agentscope.message import Msg
 
@@ -79,11 +80,26 @@ _PATH = re.compile(
 _SPLIT = re.compile(r"(?<=[.!?。！？;；])\s+|\n")
 
 
+def _blocks(msg: Msg) -> list[Mapping[str, Any]]:
+    """The message's content as blocks, whatever it holds: a string is one text block,
+    ``None`` no block (as AgentScope reads it), and anything else that is not a block its text.
+    So one odd message never stops a summary."""
+    content: object = msg.content
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    items = content if isinstance(content, (list, tuple)) else [content]
+    return [
+        b if isinstance(b, Mapping) else {"type": "text", "text": str(b)}
+        for b in items
+        if b is not None
+    ]
+
+
 def msg_text(msg: Msg) -> str:
     """The plain text of a message's text blocks (thinking, tools and media left out)."""
     if isinstance(msg.content, str):
         return msg.content
-    return "\n".join(str(b.get("text", "")) for b in msg.content if b.get("type") == "text")
+    return "\n".join(str(b.get("text", "")) for b in _blocks(msg) if b.get("type") == "text")
 
 
 def _result_text(output: object) -> str:
@@ -98,16 +114,16 @@ def _result_text(output: object) -> str:
 
 
 def _args(raw: object) -> str:
-    return json.dumps(raw, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(raw, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):  # a cycle, odd keys: its Python text
+        return str(raw)
 
 
 def render_msg(msg: Msg) -> str:
     """A compact transcript entry: role and name, text, tool calls with JSON input, results."""
     lines = [f"[{msg.role} {msg.name}]"]
-    blocks = (
-        [{"type": "text", "text": msg.content}] if isinstance(msg.content, str) else msg.content
-    )
-    for block in blocks:
+    for block in _blocks(msg):
         kind = block.get("type")
         if kind == "text":
             lines.append(str(block.get("text", "")))
@@ -190,7 +206,7 @@ def _extract(messages: Sequence[Msg], lang: str) -> dict[str, list[str]]:
     new: dict[str, list[str]] = {key: [] for key in _CAPS}
     results: dict[str, str] = {}
     for msg in messages:
-        for block in [] if isinstance(msg.content, str) else msg.content:
+        for block in _blocks(msg):
             if block.get("type") == "tool_result":
                 results[str(block.get("id"))] = _result_text(block.get("output"))
     context = new["Critical Context"]
@@ -212,7 +228,7 @@ def _extract(messages: Sequence[Msg], lang: str) -> dict[str, list[str]]:
             plan += [s for s in _sentences(text) if _PLAN.search(s) and not _LIST_ITEM.match(s)]
             last_plan = plan or _sentences(text)[:1]
             note(text, [])
-        for block in [] if isinstance(msg.content, str) else msg.content:
+        for block in _blocks(msg):
             if block.get("type") != "tool_use":
                 continue
             args = _args(block.get("input", {}))

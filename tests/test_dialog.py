@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import logging
 import os
 import re
 import subprocess
@@ -13,7 +14,7 @@ import tempfile
 import textwrap
 import time
 from collections import Counter
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -119,12 +120,15 @@ def test_round_trip_property(msgs: list[Msg]) -> None:
         assert asyncio.run(store.append(msgs)) == len(msgs)
         read, report = store.read()
         assert report.bad_lines == []
-        expected = sorted(msgs, key=lambda m: m.timestamp[:10])  # stable: order within a day kept
-        assert [m.to_dict() for m in read] == [m.to_dict() for m in expected]
-        assert store.days() == sorted({m.timestamp[:10] for m in msgs})
+        assert [m.to_dict() for m in read] == [m.to_dict() for m in msgs]  # append order
+        # each message goes to its own day's file, or to the newest one already written
+        filed = [max(m.timestamp[:10] for m in msgs[: i + 1]) for i in range(len(msgs))]
+        assert store.days() == sorted(set(filed))
         for day in store.days():
             day_msgs, _ = store.read(day)
-            assert [m.id for m in day_msgs] == [m.id for m in msgs if m.timestamp.startswith(day)]
+            assert [m.id for m in day_msgs] == [
+                m.id for m, d in zip(msgs, filed, strict=True) if d == day
+            ]
         for path in store.dialog_dir.glob("*.jsonl"):
             for line in lines_of(path):
                 assert json.loads(line)["v"] == 1
@@ -158,14 +162,6 @@ async def test_unparseable_timestamp_goes_to_today(tmp_path: Path) -> None:
     assert store.days() == [date.today().isoformat()]
 
 
-async def test_not_json_serializable_raises_before_writing(tmp_path: Path) -> None:
-    store = DialogStore(tmp_path)
-    bad = make_msg("x1", metadata={"obj": object()})
-    with pytest.raises(PersistenceError, match="'x1'"):
-        await store.append([make_msg("ok"), bad])
-    assert store.ids() == set()
-
-
 def test_read_missing_dir_and_bad_day(tmp_path: Path) -> None:
     store = DialogStore(tmp_path / "nowhere")
     msgs, report = store.read()
@@ -190,7 +186,8 @@ async def test_append_is_idempotent_by_id(tmp_path: Path) -> None:
     assert await restarted.append(msgs) == 0
     assert restarted.ids() == {"a", "b", "c"}
     read, _ = restarted.read()
-    assert [m.id for m in read] == ["a", "c", "b"]
+    assert [m.id for m in read] == ["a", "b", "c"]  # c (12-02) went to the newest file, 12-03
+    assert [m.id for m in restarted.read("2026-12-03")[0]] == ["b", "c"]
 
 
 async def test_sees_appends_from_another_instance(tmp_path: Path) -> None:
@@ -272,9 +269,9 @@ WRITER = textwrap.dedent(
 
     append_file = dialog._append_file
 
-    def slow_append_file(path, data):  # widen the check-then-write window
+    def slow_append_file(*args):  # widen the check-then-write window
         time.sleep(0.002)
-        return append_file(path, data)
+        return append_file(*args)
 
     dialog._append_file = slow_append_file
     work, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
@@ -334,9 +331,9 @@ async def test_instances_in_one_process_exclude_each_other(
 ) -> None:
     append_file = dialog_module._append_file
 
-    def slow_append_file(path: Path, data: bytes) -> tuple[int, int]:
+    def slow_append_file(*args: Any) -> tuple[int, int]:
         time.sleep(0.05)
-        return append_file(path, data)
+        return append_file(*args)
 
     monkeypatch.setattr(dialog_module, "_append_file", slow_append_file)
     shared = DialogStore(tmp_path)
@@ -380,3 +377,277 @@ async def test_failed_write_raises_and_retry_does_not_duplicate(
     await store.append([make_msg("a"), make_msg("b"), make_msg("c")])  # the caller retries
     path = store.dialog_dir / "2026-12-02.jsonl"
     assert [json.loads(line)["msg"]["id"] for line in lines_of(path)] == ["a", "b", "c"]
+
+
+# -- odd messages (issue 11, item 4) --------------------------------------------------------------
+
+
+class Opaque:
+    """An object that cannot even be printed."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class Labelled:
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+    def __repr__(self) -> str:
+        return "Labelled()"
+
+
+def odd_metadata() -> dict[Any, Any]:
+    loop: dict[str, Any] = {"name": "loop"}
+    loop["self"] = loop
+    return {
+        "when": datetime(2026, 12, 3, 0, 0, 5),
+        "tags": {"b"},
+        "raw": b"\x00",
+        ("a", 1): "tuple key",
+        2: "int key",
+        "nested": [1, {"at": date(2026, 12, 3)}],
+        "loop": loop,
+        "opaque": Opaque(),
+        "labelled": Labelled(),
+        "ok": "kept",
+        "n": 1.5,
+    }
+
+
+async def test_i11_04_odd_metadata_is_stored_as_strings_and_flagged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = DialogStore(tmp_path)
+    odd = make_msg("odd", metadata=odd_metadata())
+    with caplog.at_level(logging.WARNING, logger="agentscope_ctx"):
+        assert await store.append([make_msg("a"), odd, make_msg("b")]) == 3
+        assert await store.append([odd, make_msg("c")]) == 1  # stored once
+    read, report = store.read()
+    assert report.bad_lines == [] and [m.id for m in read] == ["a", "odd", "b", "c"]
+    assert read[1].metadata == {
+        "when": "2026-12-03 00:00:05",
+        "tags": "{'b'}",
+        "raw": "b'\\x00'",
+        "('a', 1)": "tuple key",
+        "2": "int key",
+        "nested": [1, {"at": "2026-12-03"}],
+        "loop": {"name": "loop", "self": "<circular reference>"},
+        "opaque": "<unprintable Opaque>",
+        "labelled": "Labelled()",
+        "ok": "kept",
+        "n": 1.5,
+    }
+    records = [json.loads(line) for line in lines_of(store.dialog_dir / "2026-12-02.jsonl")]
+    assert [r.get("lossy") for r in records] == [
+        None,
+        [
+            "metadata.when",
+            "metadata.tags",
+            "metadata.raw",
+            "metadata.('a', 1)",
+            "metadata.2",
+            "metadata.nested[1].at",
+            "metadata.loop.self",
+            "metadata.opaque",
+            "metadata.labelled",
+        ],
+        None,
+        None,
+    ]
+    warned = [r for r in caplog.records if "'odd'" in r.getMessage()]
+    assert len(warned) == 1 and "metadata.when" in warned[0].getMessage()  # logged once
+
+
+async def test_i11_04_content_none_is_stored_and_read_back(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    empty, single = make_msg("none"), make_msg("single")
+    empty.content = None  # type: ignore[assignment]
+    single.content = {"type": "text", "text": "one block"}  # type: ignore[assignment]
+    assert await store.append([empty, single, make_msg("after")]) == 3
+    read, report = store.read()
+    assert report.bad_lines == []  # readable: Msg.from_dict refuses content None
+    assert [(m.id, m.content) for m in read] == [
+        ("none", []),
+        ("single", [{"type": "text", "text": "one block"}]),
+        ("after", "hi"),
+    ]
+    records = [json.loads(line) for line in lines_of(store.dialog_dir / "2026-12-02.jsonl")]
+    assert [r.get("lossy") for r in records] == [["content"], ["content"], None]
+    assert await DialogStore(tmp_path).append([empty, single]) == 0  # counted as stored
+
+
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)
+)
+odd_leaf = st.one_of(
+    st.datetimes(),
+    st.dates(),
+    st.frozensets(st.integers(), max_size=3),
+    st.binary(max_size=4),
+    st.builds(Labelled),
+    st.builds(Opaque),
+)
+plain_value = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=5,
+)  # fmt: skip
+odd_keys = st.one_of(st.text(max_size=4), st.integers(), st.tuples(st.integers()))
+odd_value = st.recursive(
+    st.one_of(json_leaf, odd_leaf),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(odd_keys, inner, max_size=3),
+    max_leaves=5,
+)  # fmt: skip
+
+
+@st.composite
+def odd_messages(draw: st.DrawFn, n: int) -> Msg:
+    """A message whose metadata (and maybe content) may hold anything."""
+    odd = draw(st.booleans())
+    msg = make_msg(f"m{n}", day=draw(st.sampled_from(DAYS)))
+    if odd:
+        msg.metadata = draw(st.dictionaries(odd_keys, odd_value, max_size=3))
+        if draw(st.booleans()):
+            msg.content = None  # type: ignore[assignment]
+    else:
+        msg.metadata = draw(st.dictionaries(st.text(max_size=4), plain_value, max_size=3))
+    return msg
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), n=st.integers(1, 8))
+def test_i11_04_any_message_is_stored_and_read_back_once_in_append_order(
+    data: st.DataObject, n: int
+) -> None:
+    msgs = [data.draw(odd_messages(i)) for i in range(n)]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = DialogStore(Path(tmp))
+        cut = len(msgs) // 2
+
+        async def append_twice() -> list[int]:  # the first part is re-offered: stored once
+            return [await store.append(msgs[:cut]), await store.append(msgs)]
+
+        assert asyncio.run(append_twice()) == [cut, len(msgs) - cut]
+        read, report = store.read()
+        assert report.bad_lines == []
+        assert [m.id for m in read] == [m.id for m in msgs]
+        lossy = {
+            record["msg"]["id"]: record.get("lossy")
+            for path in store.dialog_dir.glob("*.jsonl")
+            for record in map(json.loads, lines_of(path))
+        }
+        for original, back in zip(msgs, read, strict=True):
+            if lossy[original.id] is None:  # stored exactly
+                assert back.to_dict() == original.to_dict()
+            else:
+                assert back.metadata.keys() <= {str(k) for k in original.metadata}
+                assert isinstance(back.content, (str, list))
+
+
+# -- planted links, FIFOs, a clock going back (issue 11, item 13) ---------------------------------
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="symlinks and FIFOs: POSIX")
+
+
+def record_line(msg: Msg) -> bytes:
+    return json.dumps({"v": 1, "msg": msg.to_dict()}).encode() + b"\n"
+
+
+@posix_only
+@pytest.mark.parametrize("target_exists", [True, False])
+async def test_i11_13_symlinked_day_file_is_refused(tmp_path: Path, target_exists: bool) -> None:
+    outside = tmp_path / "elsewhere.jsonl"
+    if target_exists:
+        outside.write_bytes(record_line(make_msg("planted", day="2026-12-03")))
+    store = DialogStore(tmp_path / "work")
+    await store.append([make_msg("a", day="2026-12-02")])
+    link = store.dialog_dir / "2026-12-03.jsonl"
+    link.symlink_to(outside)
+
+    with pytest.raises(PersistenceError, match=re.escape(repr(str(link)))) as info:
+        await store.append([make_msg("b", day="2026-12-03")])
+    assert "symbolic link" in str(info.value)
+    assert outside.exists() == target_exists  # neither created nor written
+    if target_exists:
+        assert b'"b"' not in outside.read_bytes()
+    read, report = store.read()
+    assert [m.id for m in read] == ["a"]  # what the link points to is not read either
+    assert report.bad_lines == [("2026-12-03.jsonl", 0, "a symbolic link: not read")]
+    assert store.read("2026-12-03")[1].bad_lines == report.bad_lines
+    assert store.days() == ["2026-12-02"] and store.ids() == {"a"}
+    assert await store.append([make_msg("c", day="2026-12-04")]) == 1  # the next day works
+
+
+@posix_only
+async def test_i11_13_symlinked_dialog_dir_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "dialog").symlink_to(outside, target_is_directory=True)
+    store = DialogStore(tmp_path / "work")
+    with pytest.raises(PersistenceError, match=re.escape(repr(str(store.dialog_dir)))):
+        await store.append([make_msg("a")])
+    assert list(outside.iterdir()) == []  # no day file, no .lock
+    for read in (store.read, store.ids, store.days):
+        with pytest.raises(PersistenceError, match="symbolic link"):
+            read()
+
+
+@posix_only
+async def test_i11_13_symlinked_lock_is_refused(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path / "work")
+    await store.append([make_msg("a")])
+    lock = store.dialog_dir / ".lock"
+    lock.unlink()
+    lock.symlink_to(tmp_path / "elsewhere.lock")
+    with pytest.raises(PersistenceError, match=re.escape(repr(str(lock)))):
+        await store.append([make_msg("b")])
+    assert not (tmp_path / "elsewhere.lock").exists()
+    assert [m.id for m in store.read()[0]] == ["a"]  # a reader goes on without the lock
+
+
+@posix_only
+async def test_i11_13_fifo_day_file_or_lock_is_refused_without_blocking(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    await store.append([make_msg("a", day="2026-12-02")])
+    os.mkfifo(store.dialog_dir / "2026-12-03.jsonl")
+    with pytest.raises(PersistenceError, match="not a regular file"):
+        await store.append([make_msg("b", day="2026-12-03")])
+    read, report = store.read()
+    assert [m.id for m in read] == ["a"]
+    assert report.bad_lines == [("2026-12-03.jsonl", 0, "not a regular file: not read")]
+    (store.dialog_dir / ".lock").unlink()
+    os.mkfifo(store.dialog_dir / ".lock")
+    with pytest.raises(PersistenceError, match=r"\.lock"):
+        await store.append([make_msg("c", day="2026-12-04")])
+
+
+async def test_i11_13_clock_back_across_midnight_keeps_append_order(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    a, b = make_msg("A"), make_msg("B")
+    a.timestamp, b.timestamp = "2026-12-02 00:00:05.000", "2026-12-01 23:59:59.000"
+    await store.append([a])
+    await store.append([b])
+    read, _ = store.read()
+    assert [(m.id, m.timestamp) for m in read] == [(a.id, a.timestamp), (b.id, b.timestamp)]
+    assert store.days() == ["2026-12-02"]  # B went to the newest file, after A
+    restarted = DialogStore(tmp_path)  # the rule holds across instances and processes
+    await restarted.append([make_msg("C", day="2026-12-01"), make_msg("D", day="2026-12-03")])
+    assert [m.id for m in restarted.read()[0]] == ["A", "B", "C", "D"]
+    assert restarted.days() == ["2026-12-02", "2026-12-03"]
+
+
+async def test_i11_13_files_written_before_the_rule_stay_readable(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    store.dialog_dir.mkdir()
+    (store.dialog_dir / "2026-12-01.jsonl").write_bytes(
+        record_line(make_msg("old1", day="2026-12-01"))
+    )
+    (store.dialog_dir / "2026-12-02.jsonl").write_bytes(record_line(make_msg("old2")))
+    assert await store.append([make_msg("old1", day="2026-12-01"), make_msg("new")]) == 1
+    read, report = store.read()
+    assert report.bad_lines == [] and [m.id for m in read] == ["old1", "old2", "new"]

@@ -247,3 +247,76 @@ def test_always_valid_and_bounded(
     assert validate_summary(summary) is None
     assert len(summary) <= max(max_chars, MIN_SUMMARY_CHARS)
     assert [line[3:] for line in summary.splitlines() if line.startswith("## ")] == list(SECTIONS)
+
+
+# -- odd messages (issue 11, item 4) ----------------------------------------------------------
+
+
+def odd(content: object) -> Msg:
+    msg = Msg("user", "placeholder", "user")
+    msg.content = content  # type: ignore[assignment]
+    return msg
+
+
+def test_i11_04_odd_messages_do_not_break_the_summary() -> None:
+    loop: dict[str, object] = {}
+    loop["self"] = loop
+    messages = [
+        odd(None),
+        Msg("user", "Fix src/app/parser.py, you must keep the API.", "user"),
+        odd([None, "a bare string", 42, {"type": "text", "text": None}]),
+        odd({"type": "text", "text": "one block, not in a list"}),
+        odd(("a", "tuple")),
+        call("c1", "shell", command={("tuple", "key"): 1}, loop=loop),
+        result("c1", "shell", "ok"),
+    ]
+    summary = extractive_summary("", messages)
+    assert validate_summary(summary) is None
+    body = sections(summary)
+    assert "Fix src/app/parser.py" in body["Goal"] and "one block, not in a list" in body["Goal"]
+    assert "`shell`" in body["Progress"]
+    assert render_msg(messages[0]) == "[user user]"
+    assert render_msg(messages[2]) == "[user user]\na bare string\n42\nNone"
+
+
+_odd_input = st.dictionaries(
+    st.text(max_size=3) | st.integers() | st.tuples(st.integers()),
+    st.sets(st.integers()) | _texts,
+    max_size=2,
+)
+_odd_content = st.one_of(
+    st.none(),
+    _texts,
+    st.integers(),
+    st.builds(lambda t: {"type": "text", "text": t}, _texts),
+    st.lists(
+        st.one_of(
+            st.none(),
+            _texts,
+            st.builds(lambda t: {"type": "text", "text": t}, st.none() | st.integers() | _texts),
+            st.builds(
+                lambda i, arg: ToolUseBlock(type="tool_use", id=i, name="sh", input=arg),
+                st.sampled_from(["c1", "c2"]),
+                _odd_input,
+            ),
+            st.builds(
+                lambda i, out: ToolResultBlock(type="tool_result", id=i, name="sh", output=out),
+                st.sampled_from(["c1", "c2"]),
+                st.none() | _texts | st.lists(st.none() | _texts, max_size=2),
+            ),
+        ),
+        max_size=4,
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(contents=st.lists(_odd_content, max_size=8), language=st.sampled_from(["en", "zh"]))
+def test_i11_04_any_message_content_gives_a_valid_summary(
+    contents: list[object], language: str
+) -> None:
+    messages = [odd(content) for content in contents]
+    summary = extractive_summary("", messages, language=language, max_chars=2_000)
+    assert validate_summary(summary) is None and len(summary) <= 2_000
+    for msg in messages:
+        assert render_msg(msg).startswith("[user user]")
