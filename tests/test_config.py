@@ -13,6 +13,7 @@ from agentscope_ctx._agent_config import build_agent
 from agentscope_ctx._config import ConsolidationConfig, ContextConfig, ToolResultConfig
 from agentscope_ctx._config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES
 from agentscope_ctx._errors import MAX_CONFIG_MESSAGE_CHARS, ConfigError
+from agentscope_ctx._providers import load_models
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -381,3 +382,11 @@ def test_i11_14_build_agent_sections_give_config_errors(
 def test_i11_14_unusable_config_path_is_a_config_error(path: str) -> None:
     with pytest.raises(ConfigError, match="cannot be read"):
         ContextConfig.from_yaml(path)
+
+
+def test_i11_14_yaml_bomb_in_a_model_config_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "model.yaml"
+    path.write_text(BOMB.replace("working_dir:", "model:\n  provider: openai\n  model_name:"))
+    with pytest.raises(ConfigError, match="YAML nodes") as info:
+        load_models(path)
+    assert len(str(info.value)) <= MAX_CONFIG_MESSAGE_CHARS
