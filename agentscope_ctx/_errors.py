@@ -14,6 +14,8 @@ The hierarchy::
 
 from __future__ import annotations
 
+import reprlib
+
 __all__ = [
     "CompactionError",
     "ConfigError",
@@ -41,10 +43,12 @@ class ConfigError(ContextUsageError, ValueError):
 
     `field` is the dotted name of the offending field (``"tool_result.old_max_bytes"``), or
     ``None`` when the file as a whole is at fault (missing, not YAML, not a mapping).
+    The message is at most `MAX_CONFIG_MESSAGE_CHARS` long whatever the input: a longer one
+    keeps its head and its tail (what was expected) around an ellipsis.
     """
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(_bounded(message))
         self.field = field
 
 
@@ -62,3 +66,30 @@ class OffloadError(ContextRuntimeError):
 
 class PersistenceError(ContextRuntimeError):
     """Raised when the dialog store or another durable file cannot be written or read."""
+
+
+MAX_CONFIG_MESSAGE_CHARS = 500
+"""Longest `ConfigError` message."""
+
+_ELLIPSIS = " … "
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 2
+_REPR.maxstring = 80
+_REPR.maxother = 80
+_REPR.maxlong = 40
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 4
+
+
+def _short_repr(value: object) -> str:
+    """`repr(value)` for an error message: at most about 80 characters and two levels deep, so
+    that a huge or deeply nested input never makes a huge message (or a `RecursionError`)."""
+    return _REPR.repr(value)
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_CONFIG_MESSAGE_CHARS:
+        return message
+    keep = MAX_CONFIG_MESSAGE_CHARS - len(_ELLIPSIS)
+    head = keep * 2 // 3
+    return message[:head] + _ELLIPSIS + message[len(message) - (keep - head) :]

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from agentscope.formatter import (
     AnthropicChatFormatter,
     DashScopeChatFormatter,
@@ -46,6 +45,7 @@ from agentscope.model import (
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._config import _config_error
+from ._config_file import read_config_mapping
 from ._errors import ConfigError
 
 __all__ = ["ModelConfig", "Models", "build_model", "load_models", "read_mapping"]
@@ -236,27 +236,12 @@ def build_model(
 
 
 def read_mapping(path: str | Path) -> dict[str, Any]:
-    """Read a YAML file holding a mapping.
+    """Read a YAML file holding a mapping (bounded: see `read_config_mapping`).
 
     Raises:
-        ConfigError: the file is missing, unreadable, not YAML or not a mapping.
+        ConfigError: the file is missing, unreadable, too big, not YAML or not a mapping.
     """
-    path = Path(path).expanduser()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config file {str(path)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config file {str(path)!r} cannot be read: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"config file {str(path)!r} must hold a mapping; got {type(data).__name__}"
-        )
-    return data
+    return read_config_mapping(path)
 
 
 def load_models(source: str | Path | Mapping[str, Any]) -> Models | None:

@@ -15,10 +15,11 @@ from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit, ToolResponse
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ConfigError, ContextConfig, ContextManager, TokenCounter
+from agentscope_ctx._errors import MAX_CONFIG_MESSAGE_CHARS
 from agentscope_ctx._read_file import FileReader
 from agentscope_ctx._tool_results import ToolResultPolicy
 from agentscope_ctx._truncation import (
@@ -334,21 +335,24 @@ _yaml_scalar = (
     | st.sampled_from(["00:00", "25:61", "UTC", "Mars/Olympus", "en", "zh", "~", "/tmp/x",
                        "o200k_base", "", " ", "\x00", "../../etc"])
 )  # fmt: skip
+_odd_key = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats()
+"""Keys YAML allows that are not strings (lists and mappings cannot be keys of a Python dict)."""
 _yaml_value = st.recursive(
     _yaml_scalar,
     lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=6) | _odd_key, inner, max_size=3)
     ),
     max_leaves=5,
 )
 
 
 @st.composite
-def _config_mapping(draw: st.DrawFn) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for name in draw(st.lists(st.sampled_from(_FIELDS), max_size=6, unique=True)):
+def _config_mapping(draw: st.DrawFn) -> dict[object, Any]:
+    data: dict[object, Any] = {}
+    for name in draw(st.lists(st.sampled_from(_FIELDS) | _odd_key, max_size=6, unique=True)):
         if name in _SUB and draw(st.booleans()):
-            keys = draw(st.lists(st.sampled_from(_SUB[name]), max_size=4, unique=True))
+            keys = draw(st.lists(st.sampled_from(_SUB[name]) | _odd_key, max_size=4, unique=True))
             data[name] = {key: draw(_yaml_value) for key in keys}
         elif name == "context" and draw(st.booleans()):
             data[name] = draw(_config_mapping())
@@ -359,14 +363,18 @@ def _config_mapping(draw: st.DrawFn) -> dict[str, Any]:
 
 @FUZZ
 @given(data=_config_mapping())
-def test_random_config_files_give_a_config_or_a_config_error(data: dict[str, Any]) -> None:
+@example(data={1: 2})  # issue 11: a key that is not a string raised TypeError
+@example(data={"tool_result": {1: 2}})
+@example(data={None: 0, "context": {True: 1}})
+def test_random_config_files_give_a_config_or_a_config_error(data: dict[object, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ctx.yaml"
-        path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+        text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+        path.write_text(text, encoding="utf-8")
         try:
             config = ContextConfig.from_yaml(path)
         except ConfigError as exc:
-            assert str(exc)
+            assert str(exc) and len(str(exc)) <= MAX_CONFIG_MESSAGE_CHARS
         else:
             assert isinstance(config, ContextConfig)
 
@@ -379,8 +387,8 @@ def test_random_config_bytes_give_a_config_or_a_config_error(raw: bytes) -> None
         path.write_bytes(raw)
         try:
             ContextConfig.from_yaml(path)
-        except ConfigError:
-            pass
+        except ConfigError as exc:
+            assert len(str(exc)) <= MAX_CONFIG_MESSAGE_CHARS
 
 
 async def test_non_string_text_block_compacts(tmp_path: Path) -> None:
