@@ -324,13 +324,26 @@ class ContextManager:
             logger.exception("agentscope_ctx: the emergency compaction failed")
             return None
 
-    async def close(self) -> None:
-        """Stop the consolidation job and wait for background Summarizer runs."""
+    async def close(self, grace_seconds: float = 10.0) -> None:
+        """Stop the consolidation job, give background Summarizer runs `grace_seconds` to
+        finish, then cancel the ones left (the notes they wrote so far are kept). Returns
+        even if a run ignores its cancellation (it is then left behind, with a warning)."""
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        if not self._background:
+            return
+        _, late = await asyncio.wait(set(self._background), timeout=grace_seconds)
+        for task in late:
+            task.cancel()
+        if late:
+            _, stuck = await asyncio.wait(late, timeout=max(grace_seconds, 1.0))
+            logger.warning(
+                "agentscope_ctx: cancelled %d Summarizer run(s) still busy after %g s%s",
+                len(late),
+                grace_seconds,
+                f"; {len(stuck)} did not stop" if stuck else "",
+            )
 
     # -- hooks (bound async methods: AgentScope awaits them) ---------------------------
 
@@ -392,8 +405,13 @@ class ContextManager:
     async def _start_summarizer(self, older: list[Msg]) -> None:
         if not (self.config.summarizer.enabled and self.model is not None and self.formatter):
             return
+        # The Summarizer's model calls get the compactor's time limit: the same model, the
+        # same patience (no setting of their own).
         summarizer = Summarizer(
-            model=self.model, formatter=self.formatter, memory_dir=self.long_term.memory_dir
+            model=self.model,
+            formatter=self.formatter,
+            memory_dir=self.long_term.memory_dir,
+            timeout_seconds=self.config.compactor.timeout_seconds,
         )
         task = asyncio.create_task(summarizer.run(older))
         self._background.add(task)

@@ -10,12 +10,10 @@ import shortuuid
 from agentscope.memory import MemoryBase
 from agentscope.message import Msg
 
-__all__ = ["SUMMARY_MSG_NAME", "ContextMemory"]
+from ._failures import FailureLog
+from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read, write_summary
 
-SUMMARY_MSG_NAME = "compact_summary"
-SUMMARY_MARK = "agentscope_ctx.summary"
-"""Mark of the message that carries the summary in a backend (any AgentScope memory can
-store a message; few store a summary)."""
+__all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "ContextMemory"]
 
 _GUIDE = {
     "en": (
@@ -53,7 +51,17 @@ class ContextMemory(MemoryBase):
     at the start of each reply) reloads the message list from it: replicas that serve the
     same session one reply at a time share its history. The backend holds each message as it
     entered the context; the harder cuts of old tool output are made again locally (they are
-    deterministic), so they are not written back.
+    deterministic), so they are not written back. The summary is a marked message (see
+    `_memory_backend`). A summary the backend refused (e.g. "database is locked") leaves the
+    old one there, stays the local summary (the messages it replaces are already gone), and
+    is written again at the next update or refresh.
+
+    With a backend, the session state (`state_dict`) holds the summary but not the messages:
+    the backend has them. A loaded state is reconciled with the backend at the next refresh
+    or write: the backend wins, but loses nothing of the state. Its messages (a state saved
+    by an older version, or without a backend) are written to the backend if it holds no
+    others (one that does has moved on: e.g. another replica compacted them into `dialog/`),
+    and its summary if the backend holds none.
     """
 
     def __init__(
@@ -80,6 +88,11 @@ class ContextMemory(MemoryBase):
         """Ids of messages compacted but not yet saved to `dialog/` (the disk failed): kept
         here, not shown; `pending_summary` stands for them until they can be saved."""
         self.pending_summary: str | None = None
+        self.failures = FailureLog()
+        self._unwritten_summary: str | None = None
+        """A summary the backend refused: written again at the next update or refresh."""
+        self._loaded: tuple[list[tuple[Msg, list[str]]], str] | None = None
+        """Messages and summary of a loaded state, to write to the backend (see the class)."""
         self._summary_msg: Msg | None = None
         self._summary_key: tuple[str, str | None, int] | None = None
         self.register_state("_compressed_summary")
@@ -92,28 +105,35 @@ class ContextMemory(MemoryBase):
         return self._compressed_summary
 
     async def update_compressed_summary(self, summary: str) -> None:
+        """Set the summary ("": none). With a backend it is written through; a failed write
+        is logged and retried (see the class), never raised."""
         self._compressed_summary = summary
         self.hidden.clear()
         self.pending_summary = None
         self.revision += 1
         if self.backend is not None:
-            old = await self.backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
-            if old:
-                await self.backend.delete([msg.id for msg in old])
-            if summary:
-                await self.backend.add(Msg(SUMMARY_MSG_NAME, summary, "user"), marks=SUMMARY_MARK)
+            self._unwritten_summary = summary
+            try:
+                await self._sync_backend()
+            except Exception as exc:  # writing a loaded state failed: retried, as the summary
+                self.failures.failed(
+                    "the backend", f"could not write a loaded state to the backend ({exc!r})"
+                )
 
     async def refresh(self) -> bool:
         """Reload the message list (and summary) from the backend; returns whether anything
         changed. Messages known here keep their local (possibly harder-cut) content and
-        marks; new ones come with no marks; ones the backend no longer has are dropped."""
+        marks; new ones come with no marks; ones the backend no longer has are dropped.
+        What the backend still lacks (an unwritten summary, a loaded state) is written first;
+        an unwritten summary that still cannot be written stays the local one."""
         if self.backend is None:
             return False
-        shared = await self.backend.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
-        summaries = await self.backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
+        await self._sync_backend()
+        shared, summary = await read(self.backend)
         local = {msg.id: (msg, marks) for msg, marks in self.content}
         content = [local.get(msg.id, (msg, [])) for msg in shared]
-        summary = (summaries[-1].get_text_content() or "") if summaries else ""
+        if self._unwritten_summary is not None:
+            summary = self._compressed_summary
         changed = [m.id for m, _ in content] != [m.id for m, _ in self.content] or (
             summary != self._compressed_summary
         )
@@ -122,6 +142,30 @@ class ContextMemory(MemoryBase):
             self._compressed_summary = summary
             self.revision += 1
         return changed
+
+    async def _sync_backend(self) -> None:
+        """Write to the backend what it lacks: a loaded state (raises if that fails, kept for
+        a retry), then an unwritten summary (a failure is logged, kept for a retry)."""
+        if self.backend is None:
+            return
+        if self._loaded is not None:
+            wanted = await import_state(self.backend, *self._loaded)
+            if wanted and self._unwritten_summary is None:  # (an update since load wins)
+                self._unwritten_summary = self._loaded[1]
+            self._loaded = None
+        if self._unwritten_summary is None:
+            return
+        try:
+            await write_summary(self.backend, self._unwritten_summary)
+        except Exception as exc:
+            self.failures.failed(
+                "the backend",
+                f"could not write the summary to the backend ({exc!r}); it keeps the previous "
+                "one until the next update or refresh writes this one",
+            )
+            return
+        self._unwritten_summary = None
+        self.failures.recovered("the backend")
 
     def summary_message(self) -> Msg | None:
         """The first message the model sees, or `None` when there is nothing to present.
@@ -159,6 +203,7 @@ class ContextMemory(MemoryBase):
         if not all(isinstance(msg, Msg) for msg in msgs):
             raise TypeError(f"memories must be Msg objects; got {[type(m) for m in msgs]}")
         mark_list = _marks(marks)
+        await self._sync_backend()
         known = {msg.id for msg, _ in self.content}
         if not allow_duplicates:
             msgs = [msg for msg in msgs if msg.id not in known]
@@ -177,6 +222,7 @@ class ContextMemory(MemoryBase):
             await self.backend.add(msgs, marks=mark_list or None)
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        await self._sync_backend()
         doomed = set(msg_ids)
         before = len(self.content)
         self.content = [(msg, marks) for msg, marks in self.content if msg.id not in doomed]
@@ -205,8 +251,12 @@ class ContextMemory(MemoryBase):
         self.views.clear()
         self.hidden.clear()
         self.revision += 1
+        self._loaded = None
         if self.backend is not None:
             await self.backend.clear()
+            if self._compressed_summary:  # as in `InMemoryMemory`, clearing keeps the summary
+                self._unwritten_summary = self._compressed_summary
+                await self._sync_backend()
 
     async def get_memory(
         self,
@@ -237,6 +287,7 @@ class ContextMemory(MemoryBase):
         old_mark: str | None = None,
         msg_ids: list[str] | None = None,
     ) -> int:
+        await self._sync_backend()
         wanted = None if msg_ids is None else set(msg_ids)
         updated = 0
         for msg, marks in self.content:
@@ -296,14 +347,21 @@ class ContextMemory(MemoryBase):
     # -- state -------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            **super().state_dict(),
-            "content": [[msg.to_dict(), list(marks)] for msg, marks in self.content],
-            "calibration": dict(self.calibration),
-        }
+        """The summary, the messages unless a backend holds them, and the calibration
+        unless it is empty: without a backend and calibration, the state of an AgentScope
+        `InMemoryMemory`; with a backend and none, that of an `AsyncSQLAlchemyMemory`."""
+        state: dict[str, Any] = super().state_dict()
+        state.pop("backend", None)  # a store, not state (AgentScope saves sub-modules' state)
+        if self.backend is None:
+            state["content"] = [[msg.to_dict(), list(marks)] for msg, marks in self.content]
+        if self.calibration:
+            state["calibration"] = dict(self.calibration)
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
-        if strict and "content" not in state_dict:
+        """Load a state. Without a backend, `strict` requires its messages (`content`); with
+        one, they are optional, and are written to the backend as the class says."""
+        if strict and self.backend is None and "content" not in state_dict:
             raise KeyError("the state_dict of a ContextMemory needs a 'content' key")
         self._compressed_summary = state_dict.get("_compressed_summary", "")
         content: list[tuple[Msg, list[str]]] = []
@@ -314,7 +372,11 @@ class ContextMemory(MemoryBase):
                 content.append((Msg.from_dict(item[0]), list(item[1])))
             else:
                 raise ValueError(f"invalid memory item in state_dict: {item!r:.200}")
-        self.content = content
+        if self.backend is None or "content" in state_dict:
+            self.content = content
+        self._unwritten_summary = None
+        if self.backend is not None:
+            self._loaded = (content, self._compressed_summary)
         self.views.clear()
         self.hidden.clear()
         self.pending_summary = None

@@ -5,21 +5,24 @@ personal facts and preferences of the user and try-error lessons (what failed, h
 fixed), merging with what the file already holds. Its file tools (`MemoryFiles`) are confined
 to the memory directory: absolute paths elsewhere, ``..`` and symlinks are refused, and so are
 hidden files (the consolidation's lock and state). Started in the background; it logs its
-errors and never raises them.
+errors and never raises them. Each of its model calls has a time limit (a hanging provider
+must not keep it, or `ContextManager.close`, waiting forever).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import FormatterBase
 from agentscope.memory import InMemoryMemory
 from agentscope.message import Msg, TextBlock
-from agentscope.model import ChatModelBase
+from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
 
 from ._extractive import render_msg
@@ -153,6 +156,37 @@ class MemoryFiles:
         return _reply(f"Edited {file_path}.")
 
 
+class _TimedModel(ChatModelBase):
+    """`inner`, with every call abandoned (`TimeoutError`) after `timeout` seconds; for a
+    streamed answer, the whole stream counts."""
+
+    def __init__(self, inner: ChatModelBase, timeout: float) -> None:
+        super().__init__(model_name=inner.model_name, stream=inner.stream)
+        self.inner = inner
+        self.timeout = timeout
+
+    async def __call__(
+        self, *args: Any, **kwargs: Any
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        result = await asyncio.wait_for(self.inner(*args, **kwargs), self.timeout)
+        if isinstance(result, ChatResponse):
+            return result
+        return self._stream(result, deadline)
+
+    @staticmethod
+    async def _stream(
+        chunks: AsyncGenerator[ChatResponse, None], deadline: float
+    ) -> AsyncGenerator[ChatResponse, None]:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(chunks), max(deadline - loop.time(), 0))
+            except StopAsyncIteration:
+                return
+            yield chunk
+
+
 class Summarizer:
     """Writes long-term notes from the messages that leave the context."""
 
@@ -164,6 +198,7 @@ class Summarizer:
         memory_dir: Path,
         max_iters: int = 8,
         max_transcript_chars: int = 60_000,
+        timeout_seconds: float = 120.0,
     ) -> None:
         """Initialize the summarizer.
 
@@ -174,12 +209,15 @@ class Summarizer:
             max_iters: Reasoning-acting iterations of one run.
             max_transcript_chars: Longest transcript given to the model; beyond it the oldest
                 messages are left out (and each message is cut to 4,000 characters).
+            timeout_seconds: Longest wait for one model call (a streamed answer: for all of
+                it); a call that takes longer ends the run, its notes written so far kept.
         """
         self._model = model
         self._formatter = formatter
         self.memory_dir = Path(memory_dir)
         self.max_iters = max_iters
         self.max_transcript_chars = max_transcript_chars
+        self.timeout_seconds = timeout_seconds
 
     async def run(self, messages: Sequence[Msg], *, today: date | None = None) -> str:
         """Record what is worth keeping from `messages`. Never raises, except on cancellation.
@@ -200,7 +238,7 @@ class Summarizer:
             agent = ReActAgent(
                 name="summarizer",
                 sys_prompt=_SYSTEM.format(today=day, silent=SILENT),
-                model=self._model,
+                model=_TimedModel(self._model, self.timeout_seconds),
                 formatter=self._formatter,
                 toolkit=toolkit,
                 memory=InMemoryMemory(),
@@ -212,6 +250,13 @@ class Summarizer:
             answer = (reply.get_text_content() or "").strip()
             logger.info("Summarizer: %s", answer[:200])
             return answer
+        except TimeoutError:
+            logger.warning(
+                "Summarizer: a model call took over %g s; the run was abandoned (notes written "
+                "before it are kept).",
+                self.timeout_seconds,
+            )
+            return ""
         except Exception:
             logger.exception("Summarizer failed; no long-term notes were written this time.")
             return ""

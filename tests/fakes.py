@@ -6,14 +6,18 @@ responses and records every prompt it received. Everything else in the tests is 
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 
-Script = ChatResponse | str | Exception | Callable[[list[dict[str, Any]]], "ChatResponse | str"]
+Reply = ChatResponse | str
+Script = (
+    ChatResponse | str | Exception | Callable[[list[dict[str, Any]]], "Reply | Awaitable[Reply]"]
+)
 
 
 def text(reply: str) -> ChatResponse:
@@ -42,7 +46,8 @@ class FakeChatModel(ChatModelBase):
 
     Each call pops the next item of the queue: a `ChatResponse` or a string (returned as a
     text answer), an exception (raised), or a callable that receives the prompt and returns
-    one of those. When the queue is empty, `default` answers (a text by default).
+    one of those, or a coroutine that does (e.g. one that never finishes: a hanging
+    provider). When the queue is empty, `default` answers (a text by default).
     """
 
     def __init__(
@@ -77,6 +82,8 @@ class FakeChatModel(ChatModelBase):
             raise AssertionError("FakeChatModel: script exhausted and no default")
         if callable(item) and not isinstance(item, ChatResponse):
             item = item(messages)
+            if inspect.isawaitable(item):
+                item = await item
         if isinstance(item, Exception):
             raise item
         response = text(item) if isinstance(item, str) else item

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,10 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.memory import AsyncSQLAlchemyMemory, InMemoryMemory
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from agentscope_ctx import ContextConfig, ContextManager, ContextUsageError
+from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, ContextUsageError
 from agentscope_ctx._memory import SUMMARY_MARK
 from tests.fakes import FakeChatModel, text, tool_call
 
@@ -124,3 +126,100 @@ async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> 
     await busy.memory.add(Msg("user", "held locally", "user"))
     with pytest.raises(ContextUsageError, match="add them to it first"):
         ContextManager(ContextConfig(working_dir=tmp_path)).attach(busy, backend=InMemoryMemory())
+
+
+# -- the summary in a backend (issue 11, item 3) ---------------------------------------------
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL: nothing after it runs."""
+
+
+class FaultySQLMemory(AsyncSQLAlchemyMemory):
+    """The real SQLAlchemy memory; `lock_next_add` makes the next add fail once as SQLite
+    does when another process holds the database, `kill_at_write=n` kills the process at the
+    n-th write (add or delete) from now."""
+
+    lock_next_add = False
+    kill_at_write: int | None = None
+
+    async def _fault(self) -> None:
+        if self.kill_at_write is not None:
+            self.kill_at_write -= 1
+            if self.kill_at_write == 0:
+                raise Killed
+
+    async def add(self, *args: Any, **kwargs: Any) -> None:
+        await self._fault()
+        if self.lock_next_add:
+            self.lock_next_add = False
+            raise OperationalError("INSERT", {}, sqlite3.OperationalError("database is locked"))
+        await super().add(*args, **kwargs)
+
+    async def delete(self, *args: Any, **kwargs: Any) -> int:
+        await self._fault()
+        removed: int = await super().delete(*args, **kwargs)
+        return removed
+
+
+async def summaries(store: AsyncSQLAlchemyMemory) -> list[str]:
+    found = await store.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
+    return [msg.get_text_content() or "" for msg in found]
+
+
+async def test_i11_03_a_failed_summary_write_keeps_the_old_one_and_is_retried(
+    tmp_path: Path,
+) -> None:
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}")
+    store = FaultySQLMemory(engine, session_id="s1", user_id="u1")
+    try:
+        memory = ContextMemory(tmp_path, backend=store)
+        await memory.add(Msg("user", "recent question", "user"))
+        await memory.update_compressed_summary("old summary")
+
+        store.lock_next_add = True
+        await memory.update_compressed_summary("new summary")  # logged, not raised
+        assert await summaries(store) == ["old summary"]  # the backend keeps the old one
+        # locally the new one stands for the messages already removed
+        assert memory.compact_summary == "new summary"
+
+        assert await memory.refresh() is False  # retried: nothing changes here...
+        assert await summaries(store) == ["new summary"]  # ...and the backend has it now
+        assert memory.compact_summary == "new summary"
+        assert [m.get_text_content() for m in memory.messages()] == ["recent question"]
+
+        store.lock_next_add = True
+        await memory.update_compressed_summary("third summary")
+        await memory.update_compressed_summary("fourth summary")  # the next update writes it
+        assert await summaries(store) == ["fourth summary"]
+    finally:
+        await store.close()
+        await engine.dispose()
+
+
+async def test_i11_03_a_kill_between_the_two_summary_writes_leaves_a_summary(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+    engine = create_async_engine(url)
+    store = FaultySQLMemory(engine, session_id="s1", user_id="u1")
+    memory = ContextMemory(tmp_path, backend=store)
+    await memory.update_compressed_summary("old summary")
+    store.kill_at_write = 2  # the update writes twice (new summary, old one): die between
+    with pytest.raises(Killed):
+        await memory.update_compressed_summary("new summary")
+    await store.close()
+    await engine.dispose()
+
+    # The next process finds the new summary (the newest of the two it may find).
+    engine = create_async_engine(url)
+    store = FaultySQLMemory(engine, session_id="s1", user_id="u1")
+    try:
+        restarted = ContextMemory(tmp_path, backend=store)
+        await restarted.refresh()
+        assert restarted.compact_summary == "new summary"
+        await restarted.update_compressed_summary("third summary")
+        assert await summaries(store) == ["third summary"]  # the leftover is gone too
+    finally:
+        await store.close()
+        await engine.dispose()

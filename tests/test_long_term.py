@@ -25,7 +25,7 @@ from agentscope_ctx._long_term import (
 from agentscope_ctx._tokens import TokenCounter
 from tests.fakes import FakeChatModel
 from tests.test_compactor import prompt_of
-from tests.test_summarizer import reply_text
+from tests.test_summarizer import hang, reply_text
 
 NOW = datetime(2026, 3, 14, 0, 0, 5)
 
@@ -301,3 +301,37 @@ async def test_unreadable_state_file_merges_again_without_duplicates(tmp_path: P
     report = await consolidate(tmp_path, now=NOW)
     assert report.notes == ("2026-03-13",) and not report.changed
     assert memory_md(tmp_path).count("- Fact: uses uv") == 1
+
+
+async def test_consolidation_gives_up_on_a_hanging_model(tmp_path: Path) -> None:
+    write_note(tmp_path, "2026-03-13", "- Fact: uses uv")
+    model = FakeChatModel(default=hang)
+    report = await asyncio.wait_for(  # (the outer limit only turns a hang into a failure)
+        consolidate(
+            tmp_path,
+            model=model,
+            formatter=OpenAIChatFormatter(),
+            now=NOW,
+            timeout_seconds=0.05,
+        ),
+        10,
+    )
+    assert (report.source, report.reason) == ("extractive", "model timed out after 0.05 s")
+    assert model.calls and "- Fact: uses uv" in memory_md(tmp_path)
+
+
+async def test_stop_cancels_a_run_waiting_on_a_hanging_model(tmp_path: Path) -> None:
+    write_note(tmp_path, date.today().isoformat(), "- Fact: scheduled")
+    model = FakeChatModel(default=hang)
+    job = ConsolidationScheduler(
+        ConsolidationConfig(enabled=True), tmp_path, model=model, formatter=OpenAIChatFormatter()
+    )
+    job.next_run = lambda now: now + timedelta(milliseconds=10)  # type: ignore[method-assign]
+    job.start()
+    for _ in range(200):
+        if model.calls:
+            break
+        await asyncio.sleep(0.01)
+    assert model.calls  # the run waits on the model
+    await asyncio.wait_for(job.stop(), 10)
+    assert job.last_report is None and not (tmp_path / "memory" / "MEMORY.md").exists()

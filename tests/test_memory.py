@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
+from agentscope.memory import AsyncSQLAlchemyMemory, InMemoryMemory
 from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope.session import JSONSession
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory
+from agentscope_ctx._memory import SUMMARY_MARK
 from tests.fakes import FakeChatModel
 
 
@@ -165,3 +170,143 @@ async def test_atomic_session_keeps_the_previous_state_when_a_save_fails(tmp_pat
     restored = ContextMemory(tmp_path)
     await session.load_session_state("one", memory=restored)
     assert [m.id for m in restored.messages()] == [m.id for m in memory.messages()]
+
+
+# -- saved state (issue 11, item 18) ---------------------------------------------------------
+# Ported from AgentScope 1.0.21's tests/memory_test.py: `InMemoryMemoryTest.test_serialization`
+# (no backend) and `ShortTermMemoryTest._test_serialization`, the check that its
+# `AsyncSQLAlchemyMemory` and `RedisMemory` pass (with a backend: the state holds the summary
+# only, the backend holding the messages).
+
+
+def in_memory_state(summary: str, msg: Msg | None) -> dict[str, Any]:
+    """The state of AgentScope's `InMemoryMemory` holding `msg`, as its test spells it out."""
+    content = (
+        [
+            [
+                {
+                    "id": msg.id,
+                    "name": msg.name,
+                    "role": msg.role,
+                    "content": msg.content,
+                    "metadata": msg.metadata,
+                    "timestamp": msg.timestamp,
+                },
+                [],
+            ]
+        ]
+        if msg is not None
+        else []
+    )
+    return {"_compressed_summary": summary, "content": content}
+
+
+async def test_i11_18_state_dict_as_agentscope_in_memory_memory(tmp_path: Path) -> None:
+    memory = ContextMemory(tmp_path)
+    msg = Msg("user", "1", "user")
+    await memory.add(msg)
+    assert memory.state_dict() == in_memory_state("", msg)  # no empty "calibration"
+
+    await memory.update_compressed_summary("Hello World!")
+    state_dict = memory.state_dict()
+    assert state_dict == in_memory_state("Hello World!", msg)
+
+    await memory.update_compressed_summary("")
+    await memory.clear()
+    assert memory.state_dict() == in_memory_state("", None)
+
+    memory.load_state_dict(state_dict)
+    assert memory.state_dict() == in_memory_state("Hello World!", msg)
+
+    memory.calibration["m"] = 1.25  # once there is one, it is saved
+    assert memory.state_dict() == {
+        **in_memory_state("Hello World!", msg),
+        "calibration": {"m": 1.25},
+    }
+
+
+async def test_i11_18_state_dict_with_a_backend_as_agentscope_sqlalchemy_memory() -> None:
+    engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+    backend = AsyncSQLAlchemyMemory(engine, session_id="session_1", user_id="user_1")
+    try:
+        memory = ContextMemory(backend=backend)
+        await memory.add(msgs(3))  # held by the backend, not repeated in the state
+        assert memory.state_dict() == {"_compressed_summary": ""}
+
+        await memory.update_compressed_summary("Hi there!")
+        state_dict = memory.state_dict()
+        assert state_dict == {"_compressed_summary": "Hi there!"}
+
+        await memory.update_compressed_summary("")
+        assert memory.state_dict() == {"_compressed_summary": ""}
+
+        memory.load_state_dict(state_dict)
+        assert memory.state_dict() == {"_compressed_summary": "Hi there!"}
+        assert len(memory.messages()) == 3  # the messages are still those of the backend
+        await memory.refresh()  # the loaded summary is not undone by the backend's lack of one
+        assert memory.state_dict() == {"_compressed_summary": "Hi there!"}
+        assert len(memory.messages()) == 3
+    finally:
+        await backend.close()
+        await engine.dispose()
+
+
+async def test_i11_18_older_state_with_messages_loads_into_a_backend(tmp_path: Path) -> None:
+    first = ContextMemory(tmp_path)
+    await first.add(msgs(2))
+    await first.add(msgs(1), marks="hint")
+    await first.update_compressed_summary("## Goal\nkeep me")
+    older = {**first.state_dict(), "calibration": {}}  # as a version before this one saved it
+    expected = [(m.id, marks) for m, marks in first.content]
+
+    # A backend that holds nothing (e.g. a fresh InMemoryMemory): the state's messages and
+    # summary go to it, and survive the reload from it.
+    backend = InMemoryMemory()
+    memory = ContextMemory(tmp_path, backend=backend)
+    memory.load_state_dict(older)
+    await memory.refresh()
+    assert [(m.id, marks) for m, marks in memory.content] == expected
+    assert memory.compact_summary == "## Goal\nkeep me"
+    held = await backend.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
+    assert [m.id for m in held] == [m_id for m_id, _ in expected]
+    assert [m.id for m in await backend.get_memory(mark="hint")] == [expected[2][0]]
+
+    # Loaded again over the backend that now holds them: nothing doubles.
+    again = ContextMemory(tmp_path, backend=backend)
+    again.load_state_dict(older)
+    await again.refresh()
+    assert [(m.id, marks) for m, marks in again.content] == expected
+    assert await backend.size() == 4  # three messages and one summary
+
+    # A backend that holds other messages and a summary has moved on (another replica
+    # compacted the state's messages into dialog/): it wins.
+    moved_on = InMemoryMemory()
+    await moved_on.add(msgs(1))
+    await moved_on.add(Msg("compact_summary", "newer", "user"), marks=SUMMARY_MARK)
+    late = ContextMemory(tmp_path, backend=moved_on)
+    late.load_state_dict(older)
+    await late.refresh()
+    assert [m.id for m in late.messages()] == [(await moved_on.get_memory())[0].id]
+    assert late.compact_summary == "newer" and await moved_on.size() == 2
+
+
+async def test_i11_18_session_with_a_backend_saves_no_messages(tmp_path: Path) -> None:
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
+    backend = AsyncSQLAlchemyMemory(engine, session_id="s1", user_id="u1")
+    try:
+        agent = ReActAgent(
+            name="a", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
+        )
+        agent.set_console_output_enabled(False)
+        memory = ContextManager(ContextConfig(working_dir=tmp_path / "ctx")).attach(
+            agent, backend=backend
+        )
+        await agent(Msg("user", "hello", "user"))
+        session = JSONSession(save_dir=str(tmp_path / "sessions"))
+        await session.save_session_state("s1", agent=agent)
+        saved = json.loads((tmp_path / "sessions" / "s1.json").read_text())
+        assert saved["agent"]["memory"] == {"_compressed_summary": ""}
+        assert len(memory.messages()) == 2
+    finally:
+        await backend.close()
+        await engine.dispose()

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+from collections.abc import AsyncGenerator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
+from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
+from agentscope.model import ChatResponse
 from agentscope.tool import ToolResponse
 
+from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._summarizer import SILENT, MemoryFiles, Summarizer
 from tests.fakes import FakeChatModel, text, tool_call
 from tests.test_compactor import prompt_of
@@ -148,3 +154,72 @@ def test_absolute_path_inside_is_accepted(tmp_path: Path) -> None:
     reply = reply_text(files.write_memory_file(str(tmp_path / "n.md"), "- a"))
     assert reply.startswith("Appended 1 line(s)")
     assert (tmp_path / "n.md").exists()
+
+
+# -- time limits (issue 11, item 12) ---------------------------------------------------------
+
+
+async def hang(messages: list[dict[str, Any]]) -> str:
+    """A provider that never answers."""
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
+
+
+class StallingStream(FakeChatModel):
+    """Streams the first chunk of its answer, then nothing ever again."""
+
+    @staticmethod
+    async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
+        yield response
+        await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        FakeChatModel(default=hang),
+        FakeChatModel(default=hang, stream=True),
+        StallingStream(default=tool_call("read_memory_file", file_path="x.md"), stream=True),
+    ],
+    ids=["call", "stream-start", "mid-stream"],
+)
+async def test_i11_12_a_hanging_model_call_ends_the_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, model: FakeChatModel
+) -> None:
+    summarizer = Summarizer(
+        model=model, formatter=OpenAIChatFormatter(), memory_dir=tmp_path, timeout_seconds=0.05
+    )
+    with caplog.at_level(logging.WARNING, logger="agentscope_ctx"):
+        # (the outer limit only turns a hang of the test into a failure)
+        answer = await asyncio.wait_for(summarizer.run(trajectory(), today=TODAY), 10)
+    assert answer == ""
+    assert "a model call took over 0.05 s" in caplog.text
+    assert len(model.calls) == 1
+
+
+async def test_i11_12_close_returns_while_a_summarizer_waits_on_a_hanging_model(
+    tmp_path: Path,
+) -> None:
+    agent = ReActAgent(
+        name="a", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
+    )
+    agent.set_console_output_enabled(False)
+    config = ContextConfig(
+        working_dir=tmp_path, max_input_tokens=1_000, compactor={"enabled": False}
+    )
+    model = FakeChatModel(default=hang)  # the Compactor's and Summarizer's model
+    manager = ContextManager(config, model=model, formatter=OpenAIChatFormatter())
+    memory = manager.attach(agent)
+    await memory.add(trajectory())
+    report = await manager.compact(agent)
+    assert report.compacted  # and the Summarizer started in the background:
+    (task,) = manager._background
+    for _ in range(100):
+        if model.calls:
+            break
+        await asyncio.sleep(0.01)
+    assert model.calls  # it is waiting on the model (its own limit is 120 s)
+
+    await asyncio.wait_for(manager.close(grace_seconds=0.05), 10)
+
+    assert task.cancelled() and not manager._background

@@ -1,0 +1,79 @@
+"""How a `ContextMemory` keeps its summary, and a loaded state, in a backend.
+
+A backend is any AgentScope memory (`RedisMemory`, `AsyncSQLAlchemyMemory`, ...). Each can
+store messages with marks; few store a summary. So the summary is kept as one message named
+`SUMMARY_MSG_NAME` and marked `SUMMARY_MARK`, and readers take the newest such message: a new
+summary is written before the old one is removed, and a crash in between leaves two, never
+none.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+from agentscope.memory import MemoryBase
+from agentscope.message import Msg
+
+__all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "import_state", "read", "write_summary"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+SUMMARY_MSG_NAME = "compact_summary"
+SUMMARY_MARK = "agentscope_ctx.summary"
+"""Mark of the message that carries the summary in a backend."""
+
+
+async def read(backend: MemoryBase) -> tuple[list[Msg], str]:
+    """The backend's messages (the summary left out) and its summary ("" if none)."""
+    messages = await backend.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
+    summaries = await backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
+    return messages, (summaries[-1].get_text_content() or "") if summaries else ""
+
+
+async def write_summary(backend: MemoryBase, summary: str) -> None:
+    """Make `summary` the backend's summary ("": none): the new one first, then the old ones
+    removed.
+
+    Raises:
+        Exception: whatever the backend raises while writing the new summary (the old one
+            is then untouched). A failure to remove the old ones is only logged: the newest
+            is the one read, and the next write removes them.
+    """
+    old = await backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
+    if summary:
+        await backend.add(Msg(SUMMARY_MSG_NAME, summary, "user"), marks=SUMMARY_MARK)
+    if not old:
+        return
+    try:
+        await backend.delete([msg.id for msg in old])
+    except Exception as exc:
+        logger.warning(
+            "agentscope_ctx: an older summary stays in the backend (%r); the newest is the "
+            "one read, and the next update removes it",
+            exc,
+        )
+
+
+async def import_state(
+    backend: MemoryBase, content: list[tuple[Msg, list[str]]], summary: str
+) -> bool:
+    """Write a loaded state's messages (with their marks) to `backend` if it holds no others.
+
+    A backend holding other messages has moved on (e.g. another replica compacted the
+    state's messages into `dialog/`) and wins; one holding a part of them saw an earlier
+    import cut short, and gets the rest, in order.
+
+    Returns:
+        Whether the state's summary should be written too: it has one and the backend none.
+    """
+    held = await backend.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
+    mine = {msg.id for msg, _ in content}
+    if content and all(msg.id in mine for msg in held):
+        have = {msg.id for msg in held}
+        missing = [(msg, marks) for msg, marks in content if msg.id not in have]
+        for marks, group in itertools.groupby(missing, key=lambda item: item[1]):
+            await backend.add([msg for msg, _ in group], marks=marks or None)
+    if not summary:
+        return False
+    return not await backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
