@@ -46,16 +46,16 @@ class ToolResultConfig(_Section):
     old_max_bytes: int = Field(default=4_096, ge=1_024)
     """UTF-8 size limit of a tool result once it has slid out of the newest `recent_n`."""
 
-    mask_after: int | None = Field(default=None, ge=0)
+    mask_after: int | None = Field(default=10, ge=0)
     """Tool results older than the newest `mask_after` tool-result messages are reduced to
-    their notice alone (masking; the notice still points at the full output), and under
-    pressure all but the newest are, before any compaction. `None` (for now the default,
-    until the cost benchmark settles a value) masks nothing. At least `recent_n`."""
+    their notice alone (masking; the notice still points at the full output) when the prompt
+    passes the trigger, and under pressure all but the newest are, before any model
+    compaction. `None` masks nothing. At least `recent_n`."""
 
-    recent_max_share: float | None = Field(default=None, gt=0, le=1)
-    """When set, a fresh output's excerpt is also bounded by this share of
-    `max_input_tokens` (tokens per byte estimated from the output itself), so that one
-    output cannot force a compaction alone. `None`: bytes only."""
+    recent_max_share: float | None = Field(default=0.15, gt=0, le=1)
+    """A fresh output's excerpt is also bounded by this share of `max_input_tokens` (tokens
+    per byte estimated from the output itself), so that one output cannot force a
+    compaction alone. `None`: bytes only."""
 
     markdown_recent_max_bytes: int = Field(default=65_536, ge=1_024)
     """`recent_max_bytes` for Markdown sources (`*.md`, `*.markdown`, `protected_globs`,
@@ -175,11 +175,12 @@ class ContextConfig(_Section):
     """After compaction the newest messages worth this share of `max_input_tokens` stay
     verbatim. Must be below `compact_trigger_ratio`."""
 
-    clear_at_least: int = Field(default=0, ge=0)
+    clear_at_least: int | None = None
     """Under the trigger, older messages are rewritten (cut harder, masked) only when the
     due cuts together free at least this many tokens, all at once: each rewrite breaks a
-    provider's cached prompt prefix from that message on. 0 applies each cut when it is
-    due. Over the trigger, due cuts are applied whatever they free."""
+    provider's cached prompt prefix from that message on. `None` (the default) rewrites
+    nothing under the trigger; 0 applies each cut as soon as it is due (the behaviour
+    before the ladder). Over the trigger, every due cut is applied."""
 
     tool_result: ToolResultConfig = Field(default_factory=ToolResultConfig)
     """Two-stage truncation of tool output."""

@@ -342,22 +342,26 @@ class ContextPipeline:
         return floor
 
     async def _relieve(self, agent: Any, report: PipelineReport) -> None:
-        """Rungs (a) and (b) of the ladder, without a model call. Under the trigger, the due
-        cuts wait until together they free `clear_at_least` tokens; over it, the second
-        truncation, then masking by age, then masking of all but the newest tool result,
-        stopping as soon as the prompt is under the trigger."""
+        """Rungs (a) and (b) of the ladder, without a model call.
+
+        Under the trigger, due cuts wait (`clear_at_least`). Over it, every due cut is applied
+        in one batch: the second truncation, then masking by age (a batch breaks the cached
+        prefix once, whatever it holds, and the more it frees the longer until the next);
+        then, only if the prompt is still over, masking of all but the newest tool result."""
         t = self._tracked
         if report.tokens_after <= report.threshold:
-            if self.plan.due and await self.plan.freed(t.msgs, t.counts, t.calls) >= (
-                self.config.clear_at_least
+            clear_at_least = self.config.clear_at_least
+            if (
+                clear_at_least is not None
+                and self.plan.due
+                and await self.plan.freed(t.msgs, t.counts, t.calls) >= clear_at_least
             ):
                 await self._rung(agent, report, "batched cuts", 0)
             return
         await self._rung(agent, report, "second truncation", OLD)
         if self.config.tool_result.mask_after is None:
             return
-        if report.tokens_after > report.threshold:
-            await self._rung(agent, report, "masking", MASKED)
+        await self._rung(agent, report, "masking", MASKED)
         if report.tokens_after > report.threshold:
             for k in range(self._boundary(1, 0)):
                 self.plan.mark(t.tool_msgs[k], MASKED)

@@ -97,6 +97,7 @@ async def test_without_clear_at_least_every_slide_rewrites(tmp_path: Path) -> No
     pipe, memory, _ = pipeline(
         tmp_path,
         max_input_tokens=1_000_000,
+        clear_at_least=0,
         tool_result={"recent_n": 1, "recent_max_bytes": 3_000, "old_max_bytes": 1_100},
     )
     agent = Agent()
