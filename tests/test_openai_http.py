@@ -1,0 +1,230 @@
+"""AgentScope's real `OpenAIChatModel` against a local OpenAI-compatible HTTP server.
+
+The server (stdlib `http.server` on 127.0.0.1, in a thread) speaks the chat-completions
+wire format: JSON for plain calls, server-sent events for streamed ones (text and tool-call
+deltas in pieces, then a usage chunk with no choices, then ``[DONE]``). Only the replies are
+scripted; the openai SDK, AgentScope's model, formatter and `ReActAgent`, the toolkit and
+the context manager are all real. This is what a fresh install talks to a provider with:
+it fails when pip resolves an openai SDK whose stream deltas AgentScope cannot parse.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import ReActAgent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg, TextBlock
+from agentscope.model import OpenAIChatModel
+from agentscope.tool import Toolkit, ToolResponse
+
+from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx._providers import build_model
+from agentscope_ctx._truncation import parse_notice
+
+REPORTED_PROMPT_TOKENS = 9_000
+"""What the server says each prompt cost: far above our estimate, so calibration shows."""
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a text, or a call of `tool` with `arguments`."""
+
+    text: str = ""
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    script: list[Reply]
+    requests: list[dict[str, Any]]
+
+
+def _usage() -> dict[str, int]:
+    return {
+        "prompt_tokens": REPORTED_PROMPT_TOKENS,
+        "completion_tokens": 7,
+        "total_tokens": REPORTED_PROMPT_TOKENS + 7,
+    }
+
+
+def _message(reply: Reply, n: int) -> dict[str, Any]:
+    if reply.tool is None:
+        return {"role": "assistant", "content": reply.text}
+    call = {
+        "id": f"call_{n}",
+        "type": "function",
+        "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)},
+    }
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def _pieces(text: str, size: int = 7) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _deltas(reply: Reply, n: int) -> Iterator[dict[str, Any]]:
+    """The deltas of a streamed answer, the way OpenAI sends them."""
+    yield {"role": "assistant", "content": ""}
+    if reply.tool is None:
+        for piece in _pieces(reply.text):
+            yield {"content": piece}
+        return
+    head = {"index": 0, "id": f"call_{n}", "type": "function"}
+    yield {"tool_calls": [{**head, "function": {"name": reply.tool, "arguments": ""}}]}
+    for piece in _pieces(json.dumps(reply.arguments)):
+        yield {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not self.path.endswith("/chat/completions"):
+            self.send_error(404)
+            return
+        self.server.requests.append(body)
+        n = len(self.server.requests)
+        reply = self.server.script.pop(0) if self.server.script else Reply(text="Done.")
+        base = {"id": f"chatcmpl-{n}", "created": 1_764_000_000, "model": body["model"]}
+        finish = "stop" if reply.tool is None else "tool_calls"
+        if not body.get("stream"):
+            data = json.dumps(
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "choices": [
+                        {"index": 0, "message": _message(reply, n), "finish_reason": finish}
+                    ],
+                    "usage": _usage(),
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        chunk = {**base, "object": "chat.completion.chunk"}
+        events = [
+            {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            for delta in _deltas(reply, n)
+        ]
+        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if body.get("stream_options", {}).get("include_usage"):
+            events.append({**chunk, "choices": [], "usage": _usage()})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()  # HTTP/1.0: the stream ends when the connection closes
+        for event in events:
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    srv = _Server(("127.0.0.1", 0), _Handler)
+    srv.script, srv.requests = [], []
+    thread = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(5)
+
+
+def _model(server: _Server, stream: bool) -> OpenAIChatModel:
+    model, formatter = build_model(
+        {
+            "provider": "openai",
+            "model_name": "local-test-model",
+            "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "api_key_env": None,
+            "stream": stream,
+            "client_kwargs": {"max_retries": 0, "timeout": 20},
+        }
+    )
+    assert isinstance(model, OpenAIChatModel) and isinstance(formatter, OpenAIChatFormatter)
+    return model
+
+
+def build_report(service: str) -> ToolResponse:
+    """Build the status report of a service.
+
+    Args:
+        service (str): the service's name.
+    """
+    lines = "".join(f"{service} check {i:04d}: ok, latency {i % 97} ms\n" for i in range(1_500))
+    return ToolResponse(content=[TextBlock(type="text", text=lines)])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_i11_15_openai_sdk_streams_through_a_real_agent(
+    server: _Server, tmp_path: Path, stream: bool
+) -> None:
+    model = _model(server, stream)
+    server.script += [
+        Reply(tool="build_report", arguments={"service": "checkout-api"}),
+        Reply(text="All 1500 checks of checkout-api passed; the slowest took 96 ms."),
+    ]
+    toolkit = Toolkit()
+    toolkit.register_tool_function(build_report)
+    agent = ReActAgent(
+        name="ops",
+        sys_prompt="You check services with build_report.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=toolkit,
+        max_iters=4,
+    )
+    agent.set_console_output_enabled(False)
+    config = ContextConfig(
+        working_dir=tmp_path / "ctx",
+        max_input_tokens=20_000,
+        tool_result={"recent_max_bytes": 4_096, "old_max_bytes": 1_024},
+        summarizer={"enabled": False},
+    )
+    manager = ContextManager(config, model=None)
+    manager.attach(agent)
+    try:
+        reply = await agent(Msg("user", "Is checkout-api healthy?", "user"))
+        usage = await manager.context_usage(agent)
+    finally:
+        await manager.close()
+
+    assert reply.get_text_content() == (
+        "All 1500 checks of checkout-api passed; the slowest took 96 ms."
+    )
+    assert len(server.requests) == 2
+    assert all(request.get("stream", False) is stream for request in server.requests)
+    assert "read_file" in [t["function"]["name"] for t in server.requests[0]["tools"]]
+    # the tool ran with the streamed (or plain) arguments, and its output reached the
+    # second request cut, with a notice pointing at the saved full text
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 1
+    content = tool_messages[0]["content"]
+    shown = content if isinstance(content, str) else "".join(p["text"] for p in content)
+    assert shown.startswith("checkout-api check 0000: ok")
+    parsed = parse_notice(shown)
+    assert parsed is not None
+    saved = Path(parsed[1].file_path).read_text(encoding="utf-8")
+    assert saved == build_report("checkout-api").content[0]["text"]
+    assert len(shown.encode()) <= 4_096
+    # the provider's usage (the last SSE chunk, or the JSON body) calibrated the budget
+    assert usage.calibrated_total > usage.total
