@@ -24,7 +24,7 @@ from ._config import ContextConfig, _config_error
 from ._errors import ConfigError
 from ._manager import ContextManager
 from ._providers import load_models, read_mapping
-from .demo._tools import ShellTool, fetch_url
+from .tools import ShellTool, fetch_url
 
 __all__ = ["TOOLS", "AgentSection", "build_agent"]
 

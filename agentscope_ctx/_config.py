@@ -250,6 +250,13 @@ class ContextConfig(BaseModel):
             data = data["context"]
         return cls(**data)
 
+    @classmethod
+    def default(cls) -> ContextConfig:
+        """The defaults, loaded from the commented ``default.yaml`` installed with the package
+        (the repository's ``configs/default.yaml``; ``agentscope-ctx config`` prints it).
+        Equal to ``ContextConfig()``; `working_dir` is ``~/.agentscope_ctx``."""
+        return cls.from_yaml(Path(__file__).with_name("default.yaml"))
+
 
 def _config_error(exc: ValidationError) -> ConfigError:
     """Turn pydantic's report into one `ConfigError` naming the first bad field and value."""

@@ -8,11 +8,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from agentscope_ctx import ContextConfig
+from agentscope_ctx import ContextConfig, ShellTool
 from agentscope_ctx._truncation import parse_notice
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._report import DemoReport, render_chart
-from agentscope_ctx.demo._tools import ShellTool
 
 
 @pytest.mark.parametrize("name", sorted(DEMOS))

@@ -11,6 +11,8 @@ it fails when pip resolves an openai SDK whose stream deltas AgentScope cannot p
 from __future__ import annotations
 
 import json
+import re
+import runpy
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +33,12 @@ from agentscope_ctx._truncation import parse_notice
 
 REPORTED_PROMPT_TOKENS = 9_000
 """What the server says each prompt cost: far above our estimate, so calibration shows."""
+SUMMARY = (
+    "## Goal\n- find the TODOs\n## Constraints\n- (none)\n## Progress\n### Done\n"
+    "- grep ran\n### In progress\n- (none)\n### Blocked\n- (none)\n## Key Decisions\n"
+    "- (none)\n## Next Steps\n- (none)\n## Critical Context\n- notes.txt line 2"
+)
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 @dataclass
@@ -46,6 +54,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     script: list[Reply]
     requests: list[dict[str, Any]]
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        """The compactor gets a valid summary; everyone else the next scripted reply."""
+        system = str(body["messages"][0].get("content", "")) if body["messages"] else ""
+        if "context compactor" in system:
+            return Reply(text=SUMMARY)
+        return self.script.pop(0) if self.script else Reply(text="Done.")
 
 
 def _usage() -> dict[str, int]:
@@ -97,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.requests.append(body)
         n = len(self.server.requests)
-        reply = self.server.script.pop(0) if self.server.script else Reply(text="Done.")
+        reply = self.server.next_reply(body)
         base = {"id": f"chatcmpl-{n}", "created": 1_764_000_000, "model": body["model"]}
         finish = "stop" if reply.tool is None else "tool_calls"
         if not body.get("stream"):
@@ -149,12 +164,16 @@ def server() -> Iterator[_Server]:
         thread.join(5)
 
 
+def _base_url(server: _Server) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
 def _model(server: _Server, stream: bool) -> OpenAIChatModel:
     model, formatter = build_model(
         {
             "provider": "openai",
             "model_name": "local-test-model",
-            "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "base_url": _base_url(server),
             "api_key_env": None,
             "stream": stream,
             "client_kwargs": {"max_retries": 0, "timeout": 20},
@@ -228,3 +247,43 @@ async def test_i11_15_openai_sdk_streams_through_a_real_agent(
     assert len(shown.encode()) <= 4_096
     # the provider's usage (the last SSE chunk, or the JSON body) calibrated the budget
     assert usage.calibrated_total > usage.total
+
+
+def _use_it_snippet() -> str:
+    section = README.read_text(encoding="utf-8").split("## Use it", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 1, "the Use it section has one Python block"
+    return blocks[0]
+
+
+def test_i11_16_readme_use_it_snippet_runs_as_pasted(
+    server: _Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The snippet, unchanged, as `main.py` in a fresh directory: its model reads
+    OPENAI_API_KEY and OPENAI_BASE_URL (here the local server); the default working_dir
+    (~/.agentscope_ctx) lands in a temporary HOME."""
+    snippet = _use_it_snippet()
+    assert "asyncio.run(main())" in snippet and "await manager.close()" in snippet
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", _base_url(server))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("ship it\nTODO: rotate the keys\n", encoding="utf-8")
+    server.script += [
+        Reply(tool="run_shell", arguments={"command": "grep -rn TODO ."}),
+        Reply(text="notes.txt line 2 has a TODO: rotate the keys."),
+    ]
+    main = tmp_path / "main.py"
+    main.write_text(snippet, encoding="utf-8")
+    runpy.run_path(str(main), run_name="__main__")
+
+    out = capsys.readouterr().out
+    assert re.search(r"context: [\d,]+ tokens, \d+% of the budget", out), out
+    agent_calls = [r for r in server.requests if "context compactor" not in str(r["messages"][0])]
+    assert agent_calls[0]["model"] == "gpt-4o-mini"
+    tool_results = [m for m in agent_calls[1]["messages"] if m["role"] == "tool"]
+    assert "notes.txt:2:TODO: rotate the keys" in str(tool_results[0]["content"])
+    assert (tmp_path / "home" / ".agentscope_ctx").is_dir()
