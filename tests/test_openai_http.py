@@ -27,9 +27,9 @@ from agentscope.message import Msg, TextBlock
 from agentscope.model import OpenAIChatModel
 from agentscope.tool import Toolkit, ToolResponse
 
-from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx._providers import build_model
+from agentscope_ctx import ContextConfig, ContextManager, Models, build_model
 from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx.demo import run_demo
 
 REPORTED_PROMPT_TOKENS = 9_000
 """What the server says each prompt cost: far above our estimate, so calibration shows."""
@@ -48,12 +48,20 @@ class Reply:
     text: str = ""
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
+    error: int = 0
+    """An HTTP error status instead (400: OpenAI's context_length_exceeded)."""
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     script: list[Reply]
     requests: list[dict[str, Any]]
+    reported: int | None
+    """The prompt tokens the usage reports; `None`: about a token per 4 characters sent."""
+
+    def usage(self, body: dict[str, Any]) -> dict[str, int]:
+        prompt = self.reported or len(json.dumps(body["messages"])) // 4
+        return {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         """The compactor gets a valid summary; everyone else the next scripted reply."""
@@ -61,14 +69,6 @@ class _Server(ThreadingHTTPServer):
         if "context compactor" in system:
             return Reply(text=SUMMARY)
         return self.script.pop(0) if self.script else Reply(text="Done.")
-
-
-def _usage() -> dict[str, int]:
-    return {
-        "prompt_tokens": REPORTED_PROMPT_TOKENS,
-        "completion_tokens": 7,
-        "total_tokens": REPORTED_PROMPT_TOKENS + 7,
-    }
 
 
 def _message(reply: Reply, n: int) -> dict[str, Any]:
@@ -115,6 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.server.next_reply(body)
         base = {"id": f"chatcmpl-{n}", "created": 1_764_000_000, "model": body["model"]}
         finish = "stop" if reply.tool is None else "tool_calls"
+        if reply.error:
+            self._send_error(reply.error)
+            return
         if not body.get("stream"):
             data = json.dumps(
                 {
@@ -123,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "choices": [
                         {"index": 0, "message": _message(reply, n), "finish_reason": finish}
                     ],
-                    "usage": _usage(),
+                    "usage": self.server.usage(body),
                 }
             ).encode()
             self.send_response(200)
@@ -139,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if body.get("stream_options", {}).get("include_usage"):
-            events.append({**chunk, "choices": [], "usage": _usage()})
+            events.append({**chunk, "choices": [], "usage": self.server.usage(body)})
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -149,11 +152,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.wfile.write(b"data: [DONE]\n\n")
 
+    def _send_error(self, status: int) -> None:
+        error = {
+            "message": "This model's maximum context length is 8192 tokens. However, your "
+            "messages resulted in 9100 tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+        data = json.dumps({"error": error}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
 
 @pytest.fixture
 def server() -> Iterator[_Server]:
     srv = _Server(("127.0.0.1", 0), _Handler)
-    srv.script, srv.requests = [], []
+    srv.script, srv.requests, srv.reported = [], [], REPORTED_PROMPT_TOKENS
     thread = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -287,3 +305,36 @@ def test_i11_16_readme_use_it_snippet_runs_as_pasted(
     tool_results = [m for m in agent_calls[1]["messages"] if m["role"] == "tool"]
     assert "notes.txt:2:TODO: rotate the keys" in str(tool_results[0]["content"])
     assert (tmp_path / "home" / ".agentscope_ctx").is_dir()
+
+
+async def test_i11_17_demo_on_a_streaming_openai_model_numbers_the_rejected_step(
+    server: _Server, tmp_path: Path
+) -> None:
+    """`agentscope-ctx demo --model-config` on a real, streaming OpenAIChatModel whose server
+    refuses one prompt as too long: the step is shown and numbered, the retry marked, and the
+    provider's counts reported."""
+    model = _model(server, stream=True)
+    server.reported = None
+    server.script += [
+        Reply(tool="run_shell", arguments={"command": "grep -rn ERROR logs"}),
+        Reply(error=400),
+        Reply(tool="run_shell", arguments={"command": "grep -c quota logs/app/worker-03.log"}),
+        Reply(text="The disk of the ledger volume is full."),
+    ]
+    formatter = OpenAIChatFormatter()
+    lines: list[str] = []
+    report = await run_demo(
+        "logs", tmp_path, models=Models(model, formatter, model, formatter), out=lines.append
+    )
+    steps = [line for line in lines if line.startswith("  step ")]
+    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
+    assert "REJECTED by the provider: prompt too long: Error code: 400" in steps[1]
+    assert "retry after an emergency compaction" in steps[2]
+    assert re.search(r"prompt +[\d,]+ tok \(provider [\d,]+\) \| run_shell", steps[0])
+    assert report.rejected.keys() == {2} and report.retries == [3]
+    sent = {server.usage(r)["prompt_tokens"] for r in server.requests if "tools" in r}
+    counted = [n for n in report.provider_tokens if n is not None]
+    assert report.provider_tokens[1] is None and set(counted) <= sent
+    assert report.provider_peak == max(counted)
+    assert report.peak <= report.budget
+    assert "retried as step 3 after an emergency compaction" in report.render()
