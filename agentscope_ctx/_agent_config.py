@@ -26,7 +26,7 @@ from ._config_file import read_config_mapping
 from ._errors import ConfigError, _short_repr
 from ._manager import ContextManager
 from ._providers import load_models
-from .demo._tools import ShellTool, fetch_url
+from .tools import ShellTool, fetch_url
 
 __all__ = ["TOOLS", "AgentSection", "build_agent"]
 

@@ -258,3 +258,10 @@ class ContextConfig(_Section):
             return cls.model_validate(section)
         except ConfigError as exc:
             raise _under("context", exc) from None
+
+    @classmethod
+    def default(cls) -> ContextConfig:
+        """The defaults, loaded from the commented ``default.yaml`` installed with the package
+        (the repository's ``configs/default.yaml``; ``agentscope-ctx config`` prints it).
+        Equal to ``ContextConfig()``; `working_dir` is ``~/.agentscope_ctx``."""
+        return cls.from_yaml(Path(__file__).with_name("default.yaml"))

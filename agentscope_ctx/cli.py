@@ -4,6 +4,7 @@ Commands::
 
     agentscope-ctx demo [NAME] [--config FILE] [--model-config FILE] [--working-dir DIR]
     agentscope-ctx inspect [WORKING_DIR]
+    agentscope-ctx config
     agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
     agentscope-ctx consolidate [WORKING_DIR] [--days N]
 
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +30,8 @@ __all__ = ["main"]
 
 DEFAULT_WORKING_DIR = Path("~/.agentscope_ctx")
 DEMO_DIR = Path("agentscope_ctx_demo")
+"""Where `demo` writes by default (in the current directory); when it is taken, the next
+free ``agentscope_ctx_demo_2``, ``_3``, ... beside it."""
 _STATE_DIRS = ("dialog", "tool_result", "memory")
 
 
@@ -63,10 +66,53 @@ def _load_config(path: str | None) -> ContextConfig | None:
     return None if path is None else ContextConfig.from_yaml(path)
 
 
-def _state_dir(arg: str | None, config: ContextConfig | None) -> Path:
-    """The working dir to inspect: it must exist and hold an agentscope_ctx state."""
+def _holds_state(path: Path) -> bool:
+    return path.is_dir() and any((path / name).is_dir() for name in _STATE_DIRS)
+
+
+def _demo_dirs() -> list[Path]:
+    """The demo runs in the current directory, newest first."""
+    name = DEMO_DIR.name
+    runs = [p for p in Path.cwd().glob(f"{name}*") if re.fullmatch(rf"{name}(_\d+)?", p.name)]
+    return sorted((p for p in runs if _holds_state(p)), key=_mtime, reverse=True)
+
+
+def _mtime(path: Path) -> float:
+    report = path / "report.svg"
+    return (report if report.exists() else path).stat().st_mtime
+
+
+def _new_demo_dir() -> Path:
+    """`DEMO_DIR` if absent or empty, else the first free ``agentscope_ctx_demo_N``."""
+    n = 1
+    while True:
+        path = DEMO_DIR if n == 1 else Path(f"{DEMO_DIR}_{n}")
+        if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+            return path
+        n += 1
+
+
+def _state_dir(
+    arg: str | None, config: ContextConfig | None, *, demo_fallback: bool = False
+) -> Path:
+    """The working dir to act on: it must exist and hold an agentscope_ctx state.
+
+    Without an argument or a config, it is the default ``~/.agentscope_ctx``. When that holds
+    no state and `demo_fallback` is set (read-only commands), the newest demo run in the
+    current directory is used instead; otherwise the error says where the demos are.
+    """
     raw = Path(arg) if arg else (config.working_dir if config else DEFAULT_WORKING_DIR)
     path = raw.expanduser()
+    if arg is None and config is None and not _holds_state(path):
+        demos = _demo_dirs()
+        if demos and demo_fallback:
+            print(f"(no state in the default {DEFAULT_WORKING_DIR}: showing the newest demo run)")
+            return demos[0]
+        where = f"; demo runs here: {', '.join(str(p) for p in demos)}" if demos else ""
+        raise CliError(
+            f"no agentscope_ctx state in the default working dir {str(path)!r}{where}; pass "
+            f"WORKING_DIR (`agentscope-ctx demo` prints its own as 'working dir: ...')"
+        )
     if not path.exists():
         raise CliError(f"working dir {str(path)!r} does not exist")
     if not path.is_dir():
@@ -107,12 +153,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         models = load_models(args.model_config)
         if models is None:
             raise CliError(f"{args.model_config!r} has no model: section", code=2)
-    if args.working_dir:
-        working_dir = Path(args.working_dir).expanduser()
-    elif not DEMO_DIR.exists() or not any(DEMO_DIR.iterdir()):
-        working_dir = DEMO_DIR
-    else:
-        working_dir = Path(tempfile.mkdtemp(prefix="agentscope_ctx_demo_"))
+    working_dir = Path(args.working_dir).expanduser() if args.working_dir else _new_demo_dir()
     if working_dir.exists() and not working_dir.is_dir():
         raise CliError(f"working dir {str(working_dir)!r} is not a directory")
     report = asyncio.run(run_demo(args.name, working_dir, config=config, models=models))
@@ -124,7 +165,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     config = _load_config(args.config)
-    path = _state_dir(args.working_dir, config)
+    path = _state_dir(args.working_dir, config, demo_fallback=True)
     print(f"working dir: {path.resolve()}")
     try:
         store = DialogStore(path)
@@ -158,6 +199,11 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             f"dialog/ is corrupt: {len(report.bad_lines)} unreadable line(s), first "
             f"{name}:{line}: {reason}"
         )
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    print(Path(__file__).with_name("default.yaml").read_text(encoding="utf-8"), end="")
     return 0
 
 
@@ -237,8 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--working-dir",
         metavar="DIR",
-        help=f"where the demo writes (default: ./{DEMO_DIR} if absent or empty, else a new "
-        "temporary directory)",
+        help=f"where the demo writes (default: ./{DEMO_DIR} if absent or empty, else the "
+        f"first free ./{DEMO_DIR}_N)",
     )
     demo.set_defaults(func=_cmd_demo)
 
@@ -247,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect",
         help="summarise a working dir",
         description="Summarise a working dir: dialog days and message counts, tool_result "
-        "files (count, size, age), memory files.",
+        "files (count, size, age), memory files. Without WORKING_DIR or --config: "
+        f"~/.agentscope_ctx, or, when that holds nothing, the newest ./{DEMO_DIR}* demo run.",
     )
     inspect.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
     inspect.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
@@ -281,6 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     cons.add_argument("--config", metavar="FILE", help="config YAML (working_dir, days)")
     cons.add_argument("--days", type=int, metavar="N", help="days of notes to consider (>= 1)")
     cons.set_defaults(func=_cmd_consolidate)
+
+    config = sub.add_parser(
+        "config",
+        help="print the default config (every field, commented)",
+        description="Print the default config file, every field with its default and "
+        "meaning, to start your own: agentscope-ctx config > my.yaml, then "
+        "ContextConfig.from_yaml('my.yaml') or --config my.yaml.",
+    )
+    config.set_defaults(func=_cmd_config)
     return parser
 
 

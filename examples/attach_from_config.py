@@ -14,8 +14,7 @@ import sys
 
 from agentscope.message import Msg
 
-from agentscope_ctx import ConfigError
-from agentscope_ctx._agent_config import build_agent
+from agentscope_ctx import ConfigError, build_agent
 
 
 async def main(path: str) -> None:

@@ -16,9 +16,7 @@ from agentscope.agent import ReActAgent
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
-from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx._providers import build_model
-from agentscope_ctx.demo._tools import ShellTool
+from agentscope_ctx import ContextConfig, ContextManager, ShellTool, build_model
 
 
 async def main() -> None:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+import agentscope_ctx
+from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +41,7 @@ def _one_line_error(err: str) -> str:
         ["inspect", "--help"],
         ["gc", "--help"],
         ["consolidate", "--help"],
+        ["config", "--help"],
     ],
 )
 def test_help_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,15 +148,49 @@ def test_console_script_entry_point(tmp_path: Path) -> None:
     _one_line_error(done.stderr)
 
 
-def test_demo_default_working_dir(
+def test_i11_16_inspect_after_demo_finds_the_demo_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.agentscope_ctx
+    assert main(["inspect"]) == 1
+    err = _one_line_error(capsys.readouterr().err)
+    assert ".agentscope_ctx" in err and "WORKING_DIR" in err and "agentscope-ctx demo" in err
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert f"working dir: {tmp_path / 'agentscope_ctx_demo'}" in out
-    assert (tmp_path / "agentscope_ctx_demo" / "report.svg").exists()
-    assert main(["demo", "skills"]) == 0  # the default dir is taken: a fresh temp dir
+    first = tmp_path / "agentscope_ctx_demo"
+    assert f"working dir: {first}" in out and (first / "report.svg").exists()
+    assert main(["inspect"]) == 0
     out = capsys.readouterr().out
-    assert "agentscope_ctx_demo_" in out and "=== report: demo 'skills'" in out
+    assert f"working dir: {first}" in out and "dialog/:" in out
+    assert main(["demo", "skills"]) == 0  # the default dir is taken: the next one beside it
+    out = capsys.readouterr().out
+    second = tmp_path / "agentscope_ctx_demo_2"
+    assert f"working dir: {second}" in out and "=== report: demo 'skills'" in out
+    assert main(["inspect"]) == 0  # the newest run
+    assert f"working dir: {second}" in capsys.readouterr().out
+    assert main(["gc"]) == 1  # commands that change files never guess
+    assert "agentscope_ctx_demo_2" in _one_line_error(capsys.readouterr().err)
+
+
+def test_i11_16_default_config_ships_with_the_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tomllib = pytest.importorskip("tomllib")
+    shipped = Path(agentscope_ctx.__file__).with_name("default.yaml")
+    assert shipped.read_bytes() == (ROOT / "configs" / "default.yaml").read_bytes()
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "default.yaml" in pyproject["tool"]["setuptools"]["package-data"]["agentscope_ctx"]
+    assert ContextConfig.default() == ContextConfig()
+    assert ContextConfig.default().working_dir == Path("~/.agentscope_ctx").expanduser()
+    assert main(["config"]) == 0
+    copy = tmp_path / "my.yaml"
+    copy.write_text(capsys.readouterr().out, encoding="utf-8")
+    assert copy.read_bytes() == shipped.read_bytes()
+    assert ContextConfig.from_yaml(copy) == ContextConfig()
+
+
+def test_i11_16_readme_has_no_machine_paths() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert not re.search(r"(?<![\w.~])/(work|root|home|tmp|Users)/", readme)
+    assert "`~/.agentscope_ctx`" in readme.split("## Use it", 1)[1].split("\n## ", 1)[0]

@@ -3,16 +3,25 @@ read_file, and keeps every prompt within the budget."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from pathlib import Path
 from xml.etree import ElementTree
 
+import openai
 import pytest
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.model import ChatResponse
+from agentscope.model._model_usage import ChatUsage
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from agentscope_ctx import ContextConfig
+from agentscope_ctx import ContextConfig, Models, ShellTool
 from agentscope_ctx._truncation import parse_notice
 from agentscope_ctx.demo import DEMOS, run_demo
-from agentscope_ctx.demo._report import DemoReport, render_chart
-from agentscope_ctx.demo._tools import ShellTool
+from agentscope_ctx.demo._chart import render_chart
+from agentscope_ctx.demo._report import DemoReport
+from tests.fakes import FakeChatModel, text, tool_call
 
 
 @pytest.mark.parametrize("name", sorted(DEMOS))
@@ -92,11 +101,6 @@ def test_notice_parse_is_what_the_scripted_model_follows() -> None:
 
 
 async def test_demo_runs_on_a_real_model_too(tmp_path: Path) -> None:
-    from agentscope.formatter import OpenAIChatFormatter
-
-    from agentscope_ctx._providers import Models
-    from tests.fakes import FakeChatModel, text, tool_call
-
     fake = FakeChatModel(
         [tool_call("run_shell", command="grep -rn ERROR logs"), text("it is the disk")],
         default="ok",
@@ -122,3 +126,153 @@ def test_cli_demo_with_a_missing_key_is_one_line(
     code = main(["demo", "--model-config", str(model), "--working-dir", str(tmp_path / "d")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "OPENAI_API_KEY" in err and len(err.splitlines()) == 1
+
+
+# -- issue 11, item 17: the report and the chart with a real model ---------------------
+
+
+def _usage(response: ChatResponse, input_tokens: int) -> ChatResponse:
+    response.usage = ChatUsage(input_tokens=input_tokens, output_tokens=9, time=0.1)
+    return response
+
+
+def _too_long() -> openai.BadRequestError:
+    import httpx
+
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    return openai.BadRequestError(
+        "This model's maximum context length is 8192 tokens. However, your messages "
+        "resulted in 9100 tokens.",
+        response=httpx.Response(400, request=request),
+        body={"error": {"code": "context_length_exceeded"}},
+    )
+
+
+async def test_i11_17_real_model_report_numbers_rejected_steps_and_provider_counts(
+    tmp_path: Path,
+) -> None:
+    fake = FakeChatModel(
+        [
+            _usage(tool_call("run_shell", command="grep -rn ERROR logs"), 1_111),
+            _too_long(),
+            _usage(tool_call("run_shell", command="wc -l logs/app/api-01.log"), 4_321),
+            _usage(text("it is the disk"), 4_444),
+        ],
+        default="ok",
+    )
+    formatter = OpenAIChatFormatter()
+    compactor = FakeChatModel(default="not a summary")  # the extractive summary takes over
+    lines: list[str] = []
+    report = await run_demo(
+        "logs", tmp_path, models=Models(fake, formatter, compactor, formatter), out=lines.append
+    )
+    steps = [line for line in lines if line.startswith("  step ")]
+    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
+    assert "REJECTED by the provider: prompt too long" in steps[1]
+    assert "maximum context length is 8192" in steps[1]
+    assert "(provider 4,321)" in steps[2] and "retry after an emergency compaction" in steps[2]
+    assert report.steps == len(fake.calls) == 5
+    assert report.rejected.keys() == {2} and report.retries == [3]
+    assert report.provider_tokens == [1_111, None, 4_321, 4_444, None]
+    assert report.provider_peak == 4_444
+    assert report.peak == max(report.prompt_tokens)
+    assert report.emergency_compactions == [2]
+    rendered = report.render()
+    assert "5 (1 rejected by the provider)" in rendered
+    assert "provider counted     peak 4,444 tokens" in rendered
+    assert "step 2: prompt too long" in rendered and "retried as step 3" in rendered
+    assert "emergency after step 2" in rendered
+    svg = report.chart.read_text() if report.chart else ""
+    assert "rejected by the provider" in svg and "provider counted 4,444 tokens" in svg
+
+
+def _text_boxes(svg: str) -> list[tuple[str, float, float, float, float]]:
+    """Every label's text and box, with the width of 0.6 em per character."""
+    boxes = []
+    for node in ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"):
+        label = node.text or ""
+        size = float(node.get("font-size", "12"))
+        width = 0.6 * size * len(label)
+        x, y = float(node.get("x", "0")), float(node.get("y", "0"))
+        anchor = node.get("text-anchor", "start")
+        x0 = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
+        boxes.append((label, x0, y - 0.8 * size, x0 + width, y + 0.2 * size))
+    return boxes
+
+
+def _overlaps(svg: str) -> list[tuple[str, str]]:
+    boxes = _text_boxes(svg)
+    return [
+        (a[0], b[0])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]
+    ]
+
+
+def _is_round(step: int) -> bool:
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    return any(math.isclose(mantissa, m) for m in (1, 2, 2.5, 5))
+
+
+def _ticks(svg: str, css: str) -> list[int]:
+    return [
+        int((node.text or "").replace(",", ""))
+        for node in ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")
+        if node.get("class") == css
+    ]
+
+
+@st.composite
+def _reports(draw: st.DrawFn) -> DemoReport:
+    n = draw(st.integers(1, 400))
+    budget = draw(st.integers(1_000, 2_000_000))
+    threshold = int(budget * draw(st.floats(0.05, 1.0)))
+    rng = draw(st.randoms(use_true_random=False))
+    tokens = [rng.randint(0, budget * 2) for _ in range(n)]
+    provider: list[int | None] = []
+    if draw(st.booleans()):
+        provider = [rng.choice([None, rng.randint(1, budget * 2)]) for _ in range(n)]
+    compactions = sorted(draw(st.sets(st.integers(1, n), max_size=12)))
+    rejected = draw(st.sets(st.integers(1, n), max_size=5))
+    return DemoReport(
+        name=draw(st.sampled_from(sorted(DEMOS))),
+        working_dir=Path("."),
+        budget=budget,
+        threshold=threshold,
+        prompt_tokens=tokens,
+        provider_tokens=provider,
+        rejected={step: "prompt too long" for step in rejected},
+        compaction_steps=compactions,
+    )
+
+
+_CROWDED = DemoReport(  # the budget and trigger labels meet; compactions on every step
+    name="logs",
+    working_dir=Path("."),
+    budget=16_000,
+    threshold=15_800,
+    prompt_tokens=[9_000 + 37 * i for i in range(120)],
+    provider_tokens=[9_100 + 37 * i for i in range(120)],
+    rejected={7: "prompt too long", 8: "prompt too long"},
+    compaction_steps=[1, 2, 3, 4, 5, 7, 8, 9],
+)
+
+
+@settings(max_examples=50)
+@given(_reports())
+@example(_CROWDED)
+def test_i11_17_chart_labels_never_overlap_and_ticks_are_round(report: DemoReport) -> None:
+    svg = render_chart(report)
+    assert _overlaps(svg) == []
+    y_ticks = _ticks(svg, "ytick")
+    steps = {b - a for a, b in itertools.pairwise(y_ticks)}
+    assert y_ticks[0] == 0 and len(steps) == 1 and _is_round(steps.pop())
+    assert y_ticks[-1] >= max([*report.prompt_tokens, report.budget])
+    x_ticks = _ticks(svg, "xtick")
+    assert x_ticks and all(1 <= i <= report.steps for i in x_ticks)
+    if len(x_ticks) > 1:
+        x_steps = {b - a for a, b in itertools.pairwise(x_ticks)}
+        assert len(x_steps) == 1 and _is_round(x_steps.pop())
+    for wanted in ("budget", "compaction trigger", "model call (step)"):
+        assert any(label.startswith(wanted) for label, *_ in _text_boxes(svg)), wanted

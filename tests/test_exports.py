@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import pytest
+
 import agentscope_ctx
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_all_is_sorted_and_importable() -> None:
@@ -17,7 +24,7 @@ def test_all_is_sorted_and_importable() -> None:
 
 def test_public_names_are_exactly_all() -> None:
     public = {n for n in vars(agentscope_ctx) if not n.startswith("_")}
-    public -= {"annotations", "cli", "demo"}  # submodules imported by name
+    public -= {"annotations", "cli", "demo", "tools"}  # submodules imported by name
     assert public == set(agentscope_ctx.__all__) - {"__version__"}
 
 
@@ -30,3 +37,51 @@ def test_design_contract_names() -> None:
     )
 
     assert TRUNCATION_NOTICE_MARKER == "<<<TRUNCATED>>>"
+
+
+def test_i11_16_newcomer_names_are_public() -> None:
+    from agentscope_ctx import (  # noqa: F401
+        ModelConfig,
+        Models,
+        ShellTool,
+        build_agent,
+        build_model,
+        fetch_url,
+        load_models,
+    )
+
+    assert {"build_agent", "build_model", "load_models", "ShellTool", "fetch_url"} <= set(
+        agentscope_ctx.__all__
+    )
+
+
+def _imports(path: Path) -> list[tuple[str, str]]:
+    """(module, name) of every `from agentscope_ctx... import name` and `import ...`."""
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agentscope_ctx"):
+            found += [(node.module or "", alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(a.name, "") for a in node.names if a.name.startswith("agentscope_ctx")]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
+def test_i11_16_examples_import_only_public_names(path: Path) -> None:
+    for module, name in _imports(path):
+        assert not any(part.startswith("_") for part in module.split(".")), (path.name, module)
+        assert not name.startswith("_"), (path.name, module, name)
+        if module == "agentscope_ctx":
+            assert name in agentscope_ctx.__all__, (path.name, name)
+
+
+def test_i11_16_core_modules_do_not_import_the_demos() -> None:
+    """Only the demos themselves and the CLI (lazily, to run them) may import `demo/`."""
+    package = ROOT / "agentscope_ctx"
+    for path in sorted(package.glob("*.py")):
+        if path.name == "cli.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                assert not module.startswith((".demo", "agentscope_ctx.demo")), path.name

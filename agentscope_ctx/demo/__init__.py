@@ -50,7 +50,7 @@ async def run_demo(
         config: context settings to use instead of the demo's (its `working_dir` and
             `read_roots` are replaced by the demo directory).
         models: a real model (and compactor model) to run instead of the scripted one
-            (see `agentscope_ctx._providers.load_models`).
+            (see `agentscope_ctx.load_models`).
         out: where progress lines go.
 
     Raises:

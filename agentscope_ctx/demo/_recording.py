@@ -1,4 +1,7 @@
-"""`RecordingModel`: runs a demo on a real model, measuring what the scripted one measures."""
+"""`RecordingModel`: runs a demo on a real model, measuring what the scripted one measures,
+plus what only a provider tells: its own count of each prompt (usage) and the prompts it
+refuses. A refused prompt keeps its step number and is shown as such; when it was refused as
+too long, the agent's `GuardedModel` compacts and retries, and the retry is marked."""
 
 from __future__ import annotations
 
@@ -7,19 +10,32 @@ from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
 
+from .._guard import is_context_overflow
 from .._tokens import TokenCounter
-from ._scripted import Move, PromptStats, describe
+from ._scripted import Move, PromptStats, describe, describe_rejection
 
 __all__ = ["RecordingModel"]
 
+_REASON_CHARS = 160
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying why the provider refused a prompt."""
+    kind = "prompt too long" if is_context_overflow(exc) else type(exc).__name__
+    text = " ".join(str(exc).split()) or repr(exc)
+    if len(text) > _REASON_CHARS:
+        text = text[: _REASON_CHARS - 3] + "..."
+    return f"{kind}: {text}"
+
 
 class RecordingModel(ChatModelBase):
-    """Wraps a real chat model: counts each prompt and notes continuation reads.
+    """Wraps a real chat model: counts each prompt, notes continuation reads, the provider's
+    reported prompt tokens and the prompts it rejects.
 
     Args:
         inner: the real model.
         counter: counts each prompt received.
-        on_step: called with a one-line description of each answer.
+        on_step: called with a one-line description of each answer (or rejection).
     """
 
     def __init__(
@@ -33,6 +49,7 @@ class RecordingModel(ChatModelBase):
         self.inner = inner
         self.stats = PromptStats(counter)
         self.on_step = on_step
+        self._overflowed = False
 
     async def __call__(
         self,
@@ -42,15 +59,23 @@ class RecordingModel(ChatModelBase):
         structured_model: Any = None,
         **kwargs: Any,
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        self.inner.stream = self.stream
         tokens, _ = await self.stats.observe(messages, tools)
         step = len(self.stats.prompt_tokens)
-        response = await self.inner(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            structured_model=structured_model,
-            **kwargs,
-        )
+        if self._overflowed:
+            self.stats.retries.append(step)
+            self._overflowed = False
+        try:
+            response = await self.inner(
+                messages,
+                tools=tools,
+                tool_choice=tool_choice,
+                structured_model=structured_model,
+                **kwargs,
+            )
+        except Exception as exc:
+            self._reject(exc, step, tokens)
+            raise
         if isinstance(response, ChatResponse):
             self._note(response, step, tokens)
             return response
@@ -60,13 +85,30 @@ class RecordingModel(ChatModelBase):
         self, chunks: AsyncGenerator[ChatResponse, None], step: int, tokens: int
     ) -> AsyncGenerator[ChatResponse, None]:
         last: ChatResponse | None = None
-        async for chunk in chunks:
-            last = chunk
-            yield chunk
+        try:
+            async for chunk in chunks:
+                last = chunk
+                yield chunk
+        except Exception as exc:  # a streaming provider may refuse on the first chunk
+            self._reject(exc, step, tokens)
+            raise
         if last is not None:  # AgentScope's chunks accumulate: the last one is whole
             self._note(last, step, tokens)
 
+    def _reject(self, exc: Exception, step: int, tokens: int) -> None:
+        reason = _reason(exc)
+        self.stats.rejected[step] = reason
+        self._overflowed = is_context_overflow(exc)
+        if self.on_step is not None:
+            self.on_step(describe_rejection(step, tokens, reason))
+
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
+        usage = getattr(response, "usage", None)
+        provider = getattr(usage, "input_tokens", None)
+        if isinstance(provider, int) and provider > 0:
+            self.stats.provider_tokens[step - 1] = provider
+        else:
+            provider = None
         moves: list[Move] = []
         texts: list[str] = []
         for block in response.content:
@@ -82,5 +124,6 @@ class RecordingModel(ChatModelBase):
         if not moves:
             moves.append(Move(text="".join(texts)))
         if self.on_step is not None:
+            retry = step in self.stats.retries
             for move in moves:
-                self.on_step(describe(step, tokens, move))
+                self.on_step(describe(step, tokens, move, provider=provider, retry=retry))

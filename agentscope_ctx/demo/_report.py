@@ -1,18 +1,18 @@
-"""`DemoReport`: what a demo run did, as text and as a hand-written SVG chart."""
+"""`DemoReport`: what a demo run did, in numbers and as a few aligned lines of text."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 
-__all__ = ["DemoReport", "render_chart"]
+__all__ = ["DemoReport"]
 
 
 @dataclass
 class DemoReport:
-    """The numbers a demo run ends with."""
+    """The numbers a demo run ends with. Steps are model calls, numbered from 1; a prompt the
+    provider rejected is a step too (it was sent)."""
 
     name: str
     working_dir: Path
@@ -21,7 +21,13 @@ class DemoReport:
     threshold: int
     """Tokens at which compaction triggers."""
     prompt_tokens: list[int] = field(default_factory=list)
-    """Tokens of each prompt the model received, in order (one per model call)."""
+    """Our count of each prompt sent to the model, in order (one per model call)."""
+    provider_tokens: list[int | None] = field(default_factory=list)
+    """The provider's count of each prompt (its reported usage), where it gave one."""
+    rejected: dict[int, str] = field(default_factory=dict)
+    """Steps whose prompt the provider refused, with its reason."""
+    retries: list[int] = field(default_factory=list)
+    """Steps that retried a prompt refused as too long, after an emergency compaction."""
     compaction_steps: list[int] = field(default_factory=list)
     """For each compaction: how many model calls had happened before it."""
     continuation_reads: int = 0
@@ -42,24 +48,58 @@ class DemoReport:
 
     @property
     def peak(self) -> int:
-        """The largest prompt, in tokens."""
+        """The largest prompt sent, in tokens, by our count (rejected prompts included)."""
         return max(self.prompt_tokens, default=0)
+
+    @property
+    def provider_peak(self) -> int | None:
+        """The largest prompt the provider counted (`None` without usage data)."""
+        return max((n for n in self.provider_tokens if n is not None), default=None)
 
     @property
     def compactions(self) -> int:
         return len(self.compaction_steps)
 
+    @property
+    def emergency_compactions(self) -> list[int]:
+        """Compactions run right after the provider refused a prompt (their step)."""
+        return [at for at in self.compaction_steps if at in self.rejected]
+
     def render(self) -> str:
         """The report as a few aligned lines."""
         ok = "within" if self.peak <= self.budget else "OVER"
+        steps = f"{self.steps}"
+        if self.rejected:
+            steps += f" ({len(self.rejected)} rejected by the provider)"
         rows = [
-            ("steps (model calls)", f"{self.steps}"),
+            ("steps (model calls)", steps),
             (
                 "peak prompt",
                 f"{self.peak:,} tokens of {self.budget:,} budget "
-                f"({self.peak / self.budget:.0%}, {ok} budget)",
+                f"({self.peak / self.budget:.0%}, {ok} budget; our count of what was sent)",
             ),
-            ("compactions", f"{self.compactions} (after steps {_list(self.compaction_steps)})"),
+        ]
+        if self.provider_peak is not None:
+            reported = sum(n is not None for n in self.provider_tokens)
+            rows.append(
+                (
+                    "provider counted",
+                    f"peak {self.provider_peak:,} tokens ({self.provider_peak / self.budget:.0%}"
+                    f" of the budget; usage reported for {reported} of {self.steps} steps)",
+                )
+            )
+        for step, reason in sorted(self.rejected.items()):
+            then = (
+                f"; retried as step {step + 1} after an emergency compaction"
+                if step + 1 in self.retries
+                else ""
+            )
+            rows.append(("rejected step", f"step {step}: {reason}{then}"))
+        compactions = f"{self.compactions} (after steps {_list(self.compaction_steps)})"
+        if self.emergency_compactions:
+            compactions += f"; emergency after step {_list(self.emergency_compactions)}"
+        rows += [
+            ("compactions", compactions),
             ("messages in dialog/", f"{self.dialog_messages}"),
             (
                 "truncations seen",
@@ -81,75 +121,3 @@ class DemoReport:
 
 def _list(values: Sequence[int]) -> str:
     return ", ".join(str(v) for v in values) or "-"
-
-
-def render_chart(report: DemoReport) -> str:
-    """An SVG line chart: prompt tokens per step, the budget and trigger lines, and a marker
-    at each compaction."""
-    width, height = 760, 340
-    left, right, top, bottom = 70, 20, 40, 50
-    plot_w, plot_h = width - left - right, height - top - bottom
-    values = report.prompt_tokens or [0]
-    y_max = max(max(values), report.budget) * 1.08
-    n = len(values)
-
-    def x(i: float) -> float:
-        return left + (plot_w * (i - 1) / (n - 1) if n > 1 else plot_w / 2)
-
-    def y(v: float) -> float:
-        return top + plot_h - plot_h * v / y_max
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{left}" y="22" font-size="15" font-weight="bold">'
-        f"agentscope-ctx demo {escape(report.name)!s}: prompt tokens per model call</text>",
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
-        'stroke="#333"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
-    ]
-    for k in range(5):
-        v = y_max * k / 4
-        parts.append(
-            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" fill="#555">'
-            f"{int(v):,}</text>"
-        )
-    step_every = max(1, n // 12)
-    for i in range(1, n + 1, step_every):
-        parts.append(
-            f'<text x="{x(i):.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
-            f'fill="#555">{i}</text>'
-        )
-    parts.append(
-        f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">'
-        "model call (step)</text>"
-    )
-    for value, colour, label in (
-        (report.budget, "#c0392b", f"budget {report.budget:,}"),
-        (report.threshold, "#e67e22", f"compaction trigger {report.threshold:,}"),
-    ):
-        parts.append(
-            f'<line x1="{left}" y1="{y(value):.1f}" x2="{left + plot_w}" y2="{y(value):.1f}" '
-            f'stroke="{colour}" stroke-dasharray="6,4"/>'
-        )
-        parts.append(
-            f'<text x="{left + plot_w - 4}" y="{y(value) - 5:.1f}" text-anchor="end" '
-            f'fill="{colour}">{label}</text>'
-        )
-    for at in report.compaction_steps:
-        cx = x(at + 0.5) if n > 1 else x(1)
-        parts.append(
-            f'<line x1="{cx:.1f}" y1="{top}" x2="{cx:.1f}" y2="{top + plot_h}" '
-            'stroke="#8e44ad" stroke-width="1.5"/>'
-        )
-        parts.append(f'<text x="{cx + 3:.1f}" y="{top + 12}" fill="#8e44ad">compaction</text>')
-    points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(values))
-    parts.append(f'<polyline points="{points}" fill="none" stroke="#2471a3" stroke-width="2"/>')
-    for i, v in enumerate(values):
-        parts.append(
-            f'<circle cx="{x(i + 1):.1f}" cy="{y(v):.1f}" r="3" fill="#2471a3">'
-            f"<title>step {i + 1}: {v:,} tokens</title></circle>"
-        )
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"

@@ -19,8 +19,9 @@ from .._config import ContextConfig
 from .._manager import ContextManager
 from .._providers import Models
 from .._tokens import TokenCounter
+from ._chart import render_chart
 from ._recording import RecordingModel
-from ._report import DemoReport, render_chart
+from ._report import DemoReport
 from ._scripted import PromptStats, ScriptedModel, Step
 
 __all__ = ["DEFAULT_CONTEXT", "DemoSetup", "model_note", "run_setup"]
@@ -202,6 +203,9 @@ def _report(
         budget=cfg.max_input_tokens,
         threshold=int(cfg.compact_trigger_ratio * cfg.max_input_tokens),
         prompt_tokens=list(stats.prompt_tokens),
+        provider_tokens=list(stats.provider_tokens),
+        rejected=dict(stats.rejected),
+        retries=list(stats.retries),
         compaction_steps=list(compaction_steps),
         continuation_reads=stats.continuation_reads,
         first_truncations=stats.first_truncations,

@@ -23,7 +23,15 @@ from agentscope.model import ChatModelBase, ChatResponse
 from .._tokens import TokenCounter
 from .._truncation import Notice, parse_notice
 
-__all__ = ["Move", "Observation", "PromptStats", "ScriptedModel", "Step", "describe"]
+__all__ = [
+    "Move",
+    "Observation",
+    "PromptStats",
+    "ScriptedModel",
+    "Step",
+    "describe",
+    "describe_rejection",
+]
 
 
 @dataclass
@@ -111,11 +119,19 @@ def _tool_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
 class PromptStats:
     """What the prompts a model received show: their token counts, the truncation notices
     seen for the first time and those that came back cut harder (second truncation), and the
-    `read_file` calls that follow a notice's hint (continuation reads)."""
+    `read_file` calls that follow a notice's hint (continuation reads). With a real model,
+    also what the provider counted and which prompts it rejected."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.prompt_tokens: list[int] = []
+        """Our count of each prompt sent, in order (step n is index n - 1)."""
+        self.provider_tokens: list[int | None] = []
+        """The prompt tokens the provider reported for each step (`None`: no usage)."""
+        self.rejected: dict[int, str] = {}
+        """Steps the provider refused, with its reason (one line)."""
+        self.retries: list[int] = []
+        """Steps that retried a prompt the provider had refused as too long."""
         self.first_truncations = 0
         self.second_truncations = 0
         self.continuation_reads = 0
@@ -129,6 +145,7 @@ class PromptStats:
         """Count a prompt and watch its notices; returns its tokens and its tool-result texts."""
         tokens = await self.counter.count(messages, tools=tools)
         self.prompt_tokens.append(tokens)
+        self.provider_tokens.append(None)
         texts = _tool_texts(messages)
         for text in texts:
             parsed = parse_notice(text)
@@ -231,14 +248,26 @@ class ScriptedModel(ChatModelBase):
         )
 
 
-def describe(step: int, tokens: int, move: Move) -> str:
-    """One progress line for a model answer."""
+def describe(
+    step: int, tokens: int, move: Move, *, provider: int | None = None, retry: bool = False
+) -> str:
+    """One progress line for a model answer; `provider` is the provider's count of the
+    prompt, `retry` marks the retry of a prompt the provider refused."""
+    head = f"  step {step:2d} | prompt {tokens:6,d} tok"
+    if provider is not None:
+        head += f" (provider {provider:,})"
+    tag = "  (retry after an emergency compaction)" if retry else ""
     if move.tool is None:
         first = move.text.strip().splitlines()[0] if move.text.strip() else ""
-        return f"  step {step:2d} | prompt {tokens:6,d} tok | answer: {first[:70]}"
+        return f"{head} | answer: {first[:70]}{tag}"
     args = ", ".join(f"{k}={v!r}" for k, v in move.arguments.items())
-    tag = "  (continuation)" if move.continuation else ""
-    line = f"  step {step:2d} | prompt {tokens:6,d} tok | {move.tool}({args})"
+    tag = ("  (continuation)" if move.continuation else "") + tag
+    line = f"{head} | {move.tool}({args})"
     if len(line) > 110:
         line = line[:107] + "..."
     return line + tag
+
+
+def describe_rejection(step: int, tokens: int, reason: str) -> str:
+    """The progress line of a prompt the provider refused."""
+    return f"  step {step:2d} | prompt {tokens:6,d} tok | REJECTED by the provider: {reason}"

@@ -13,9 +13,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+from ..tools import ShellTool
 from ._runner import DemoSetup
 from ._scripted import Move, Observation, Step, answer, call, follow
-from ._tools import ShellTool
 
 __all__ = ["generate_skills", "setup"]
 

@@ -16,9 +16,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from ..tools import ShellTool, fetch_url
 from ._runner import DemoSetup
 from ._scripted import Move, Observation, Step, answer, call, follow
-from ._tools import ShellTool, fetch_url
 
 __all__ = ["generate_site", "setup"]
 

@@ -1,8 +1,15 @@
-"""Real tools used by the demos (and by `build_agent`): a confined shell and `fetch_url`.
+"""Ready-made agent tools: a confined, read-only shell and `fetch_url`.
+
+They are what `build_agent`'s ``shell`` and ``fetch_url`` tools and the demos use, and they
+produce the large outputs this package is for. Register them on your own `Toolkit`::
+
+    toolkit.register_tool_function(ShellTool(".").run_shell)
+    toolkit.register_tool_function(fetch_url)
 
 `ShellTool.run_shell` runs read-only text tools (grep, tail, wc, ...) through `/bin/sh` in
 one directory: no `..`, no absolute paths, no redirection or command chaining, only
-whitelisted programs in a pipeline. It is a demo tool, not a sandbox.
+whitelisted programs in a pipeline. It keeps an agent from wandering off by mistake; it is
+not a security sandbox (run untrusted agents in a container).
 """
 
 from __future__ import annotations
@@ -115,7 +122,7 @@ class ShellTool:
 
 
 def _fetch(url: str, timeout: float) -> str:
-    request = urllib.request.Request(url, headers={"User-Agent": "agentscope-ctx-demo/0.1"})
+    request = urllib.request.Request(url, headers={"User-Agent": "agentscope-ctx/0.1"})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         charset = response.headers.get_content_charset() or "utf-8"
         data: bytes = response.read(_MAX_FETCH)

@@ -1,0 +1,234 @@
+"""`render_chart`: a demo's prompt sizes as a hand-written SVG line chart.
+
+Our count of every prompt sent, the provider's count where it reported one, the prompts it
+rejected, the budget and compaction-trigger lines, and a marker at each compaction. Axis
+ticks are round numbers (1, 2, 2.5 or 5 times a power of ten), and no two labels overlap:
+each label takes the first free spot among a few candidates, estimated from its text, or
+is left out (every marker keeps a tooltip).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+
+from ._report import DemoReport
+
+__all__ = ["nice_step", "render_chart"]
+
+WIDTH, HEIGHT = 760, 360
+_RIGHT, _TOP, _BOTTOM = 20, 58, 50
+_FONT = 12
+_OURS, _PROVIDER, _REJECTED = "#2471a3", "#16a085", "#c0392b"
+
+
+def text_width(text: str, size: float = _FONT, *, bold: bool = False) -> float:
+    """A generous estimate of a sans-serif text's width in pixels."""
+    return len(text) * size * (0.68 if bold else 0.62)
+
+
+def nice_step(span: float, target: int = 5) -> int:
+    """A round step (1, 2, 2.5 or 5 times a power of ten, at least 1) that cuts `span` into
+    about `target` parts."""
+    raw = max(span / max(target, 1), 1.0)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for mantissa in (1, 2, 2.5, 5, 10):
+        step = mantissa * magnitude
+        if step >= raw and float(step).is_integer():
+            return int(step)
+    return int(10 * magnitude)
+
+
+@dataclass(frozen=True)
+class _Box:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def meets(self, other: _Box, pad: float = 2.0) -> bool:
+        return not (
+            self.x1 + pad <= other.x0
+            or other.x1 + pad <= self.x0
+            or self.y1 + pad <= other.y0
+            or other.y1 + pad <= self.y0
+        )
+
+
+class _Labels:
+    """The texts placed so far; a new one goes where it overlaps none."""
+
+    def __init__(self) -> None:
+        self.boxes: list[_Box] = []
+        self.parts: list[str] = []
+
+    @staticmethod
+    def box(x: float, y: float, text: str, anchor: str, size: float, bold: bool) -> _Box:
+        w = text_width(text, size, bold=bold)
+        x0 = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
+        return _Box(x0, y - size * 0.85, x0 + w, y + size * 0.25)
+
+    def place(
+        self,
+        text: str,
+        spots: Sequence[tuple[float, float, str]],
+        *,
+        fill: str = "#555",
+        size: float = _FONT,
+        bold: bool = False,
+        css: str = "",
+    ) -> bool:
+        """Put `text` at the first free spot (x, y, anchor); False when none is free."""
+        for x, y, anchor in spots:
+            box = self.box(x, y, text, anchor, size, bold)
+            inside = box.x0 >= 0 and box.y0 >= 0 and box.x1 <= WIDTH and box.y1 <= HEIGHT
+            if inside and not any(box.meets(other) for other in self.boxes):
+                self.boxes.append(box)
+                weight = ' font-weight="bold"' if bold else ""
+                klass = f' class="{css}"' if css else ""
+                self.parts.append(
+                    f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size:g}"'
+                    f'{weight} fill="{fill}"{klass}>{escape(text)}</text>'
+                )
+                return True
+        return False
+
+
+def render_chart(report: DemoReport) -> str:
+    """The SVG of a demo run (see the module docstring)."""
+    values = report.prompt_tokens or [0]
+    provider = [(i + 1, v) for i, v in enumerate(report.provider_tokens) if v is not None]
+    n = len(values)
+    highest = max([*values, report.budget, *(v for _, v in provider)])
+    y_step = nice_step(highest * 1.05)
+    y_ticks = list(range(0, math.ceil(highest * 1.05 / y_step) * y_step + 1, y_step))
+    y_max = y_ticks[-1]
+    left = max(70.0, max(text_width(f"{v:,}") for v in y_ticks) + 14)
+    plot_w, plot_h = WIDTH - left - _RIGHT, HEIGHT - _TOP - _BOTTOM
+
+    def x(i: float) -> float:
+        return left + (plot_w * (i - 1) / (n - 1) if n > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return _TOP + plot_h - plot_h * v / y_max
+
+    labels = _Labels()
+    labels.place(
+        f"agentscope-ctx demo {report.name}: prompt tokens per model call",
+        [(left, 22, "start")],
+        fill="#000",
+        size=15,
+        bold=True,
+    )
+    legend = [("our count of each prompt sent", _OURS)]
+    if provider:
+        legend.append(("provider's count (usage)", _PROVIDER))
+    if report.rejected:
+        legend.append(("× rejected by the provider", _REJECTED))
+    at = left
+    for text, colour in legend:
+        labels.place(text, [(at, 44, "start")], fill=colour)
+        at += text_width(text) + 18
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="{_FONT}">',
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<line x1="{left}" y1="{_TOP + plot_h}" x2="{left + plot_w}" y2="{_TOP + plot_h}" '
+        'stroke="#333"/>',
+        f'<line x1="{left}" y1="{_TOP}" x2="{left}" y2="{_TOP + plot_h}" stroke="#333"/>',
+    ]
+    for v in y_ticks:
+        parts.append(
+            f'<line x1="{left - 4}" y1="{y(v):.1f}" x2="{left}" y2="{y(v):.1f}" stroke="#333"/>'
+        )
+        labels.place(f"{v:,}", [(left - 7, y(v) + 4, "end")], css="ytick")
+    spacing = plot_w / (n - 1) if n > 1 else plot_w
+    x_step = next(s for s in _steps() if s * spacing >= text_width(str(n)) + 8 or s >= max(n, 1))
+    x_ticks = [i for i in range(1, n + 1) if i % x_step == 0 or x_step == 1] or [1]
+    for i in x_ticks:
+        labels.place(str(i), [(x(i), _TOP + plot_h + 16, "middle")], css="xtick")
+    labels.place("model call (step)", [(left + plot_w / 2, HEIGHT - 10, "middle")], fill="#000")
+    for value, colour, text in (
+        (report.budget, "#c0392b", f"budget {report.budget:,}"),
+        (report.threshold, "#e67e22", f"compaction trigger {report.threshold:,}"),
+    ):
+        parts.append(
+            f'<line x1="{left}" y1="{y(value):.1f}" x2="{left + plot_w}" y2="{y(value):.1f}" '
+            f'stroke="{colour}" stroke-dasharray="6,4"/>'
+        )
+        above, below = y(value) - 5, y(value) + _FONT + 3
+        right_end, left_end = left + plot_w - 4, left + 6
+        labels.place(
+            text,
+            [
+                (right_end, above, "end"),
+                (right_end, below, "end"),
+                (left_end, above, "start"),
+                (left_end, below, "start"),
+            ],
+            fill=colour,
+        )
+    for at_step in report.compaction_steps:
+        cx = x(at_step + 0.5) if n > 1 else x(1)
+        emergency = at_step in report.rejected
+        text = "emergency compaction" if emergency else "compaction"
+        parts.append(
+            f'<line x1="{cx:.1f}" y1="{_TOP}" x2="{cx:.1f}" y2="{_TOP + plot_h}" '
+            f'stroke="#8e44ad" stroke-width="1.5"><title>{text} after step {at_step}</title>'
+            "</line>"
+        )
+        rows = [_TOP + 12 + 14 * r for r in range(4)]
+        labels.place(
+            text,
+            [(cx + 3, r, "start") for r in rows] + [(cx - 3, r, "end") for r in rows],
+            fill="#8e44ad",
+        )
+    parts += _series(values, provider, report.rejected, x, y)
+    parts += labels.parts
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _steps() -> list[int]:
+    """1, 2, 5, 10, 20, 50, ... far enough for any demo."""
+    return [m * 10**k for k in range(7) for m in (1, 2, 5)]
+
+
+def _series(
+    values: list[int],
+    provider: list[tuple[int, int]],
+    rejected: dict[int, str],
+    x: Callable[[float], float],
+    y: Callable[[float], float],
+) -> list[str]:
+    parts: list[str] = []
+    if provider:
+        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in provider)
+        parts.append(
+            f'<polyline points="{points}" fill="none" stroke="{_PROVIDER}" '
+            'stroke-width="1.5" stroke-dasharray="4,3"/>'
+        )
+        for i, v in provider:
+            parts.append(
+                f'<rect x="{x(i) - 2.5:.1f}" y="{y(v) - 2.5:.1f}" width="5" height="5" '
+                f'fill="{_PROVIDER}"><title>step {i}: provider counted {v:,} tokens</title></rect>'
+            )
+    points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(values))
+    parts.append(f'<polyline points="{points}" fill="none" stroke="{_OURS}" stroke-width="2"/>')
+    for i, v in enumerate(values, start=1):
+        cx, cy = x(i), y(v)
+        if i in rejected:
+            tip = f"step {i}: {v:,} tokens, rejected: {rejected[i]}"
+            parts.append(
+                f'<path d="M{cx - 5:.1f},{cy - 5:.1f}L{cx + 5:.1f},{cy + 5:.1f}'
+                f'M{cx - 5:.1f},{cy + 5:.1f}L{cx + 5:.1f},{cy - 5:.1f}" stroke="{_REJECTED}" '
+                f'stroke-width="2.5"><title>{escape(tip)}</title></path>'
+            )
+        else:
+            parts.append(
+                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3" fill="{_OURS}">'
+                f"<title>step {i}: {v:,} tokens</title></circle>"
+            )
+    return parts
