@@ -31,7 +31,7 @@ from ._guard import GuardedModel
 from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
 from ._middleware import TruncationMiddleware
-from ._pipeline import ContextPipeline, PipelineReport, say
+from ._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ._read_file import FileReader
 from ._summarizer import Summarizer
 from ._tokens import TokenCounter
@@ -180,6 +180,10 @@ class ContextManager:
             on_compacted=self._start_summarizer,
             calibration_key=str(agent.model.model_name),
             failures=self.failures,
+            prompt_parts=lambda: PromptParts(
+                str(agent.sys_prompt or ""), agent.toolkit.get_json_schemas()
+            ),
+            notify=lambda text: say(agent, text),
         )
         guard = GuardedModel(
             agent.model,
@@ -252,34 +256,24 @@ class ContextManager:
         goes to the summary (and `extra_instruction` to the compactor's prompt)."""
         binding = self._binding(agent)
         await binding.memory.refresh()
-        return await binding.pipeline.run(agent, force=True, extra_instruction=extra_instruction)
+        return await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
 
     async def context_usage(self, agent: Any) -> ContextUsage:
         """Tokens by part of the prompt the agent would send now."""
         binding = self._binding(agent)
         await binding.memory.refresh()
         pipeline = binding.pipeline
-        total_messages = 0
-        tool_results = 0
-        for msg in binding.memory.messages():
-            count = await self.counter.count_msg(msg)
-            total_messages += count
-            if msg.has_content_blocks("tool_result"):
-                tool_results += count
-        system = await self.counter.count_text(str(agent.sys_prompt)) + 4
-        tools = await self.counter.count_tools(agent.toolkit.get_json_schemas())
-        summary_msg = binding.memory.summary_message()
-        summary = 0 if summary_msg is None else await self.counter.count_msg(summary_msg)
+        parts = await pipeline.breakdown()
+        total = parts["system_prompt"] + parts["tool_schemas"] + parts["summary"]
+        total += parts["messages"]
         return ContextUsage(
-            system_prompt=system,
-            tool_schemas=tools,
-            summary=summary,
-            messages=total_messages,
-            tool_results=tool_results,
-            total=system + tools + summary + total_messages,
-            calibrated_total=math.ceil(
-                (system + tools + summary + total_messages) * pipeline.scale
-            ),
+            system_prompt=parts["system_prompt"],
+            tool_schemas=parts["tool_schemas"],
+            summary=parts["summary"],
+            messages=parts["messages"],
+            tool_results=parts["tool_results"],
+            total=total,
+            calibrated_total=math.ceil(total * pipeline.scale),
             max_input_tokens=pipeline.calibration.budget,
             threshold=pipeline.threshold,
             message_count=len(binding.memory.content),
@@ -310,7 +304,6 @@ class ContextManager:
             pipeline = binding.pipeline
             rejected = math.ceil(pipeline.last_estimate * pipeline.scale)
             report = await pipeline.run(
-                agent,
                 force=True,
                 keep_ratio=self.config.keep_recent_ratio / 2,
                 target=int(rejected * EMERGENCY_SHRINK),
@@ -372,7 +365,7 @@ class ContextManager:
         if binding is None or agent.memory is not binding.memory:
             return
         try:
-            await binding.pipeline.run(agent)
+            await binding.pipeline.run()
             self.store.maybe_cleanup(self._referenced_files)
         except asyncio.CancelledError:
             raise
@@ -450,3 +443,14 @@ def _take_over(
     memory.content = [(msg, list(marks)) for msg, marks in content]
     memory._compressed_summary = getattr(source, "_compressed_summary", "") or ""
     return memory
+
+
+async def say(agent: Any, text: str) -> None:
+    """Tell the user through `agent.print` (never fails the pipeline)."""
+    printer = getattr(agent, "print", None)
+    if printer is None:
+        return
+    try:
+        await printer(Msg("agentscope_ctx", text, "assistant"), True)
+    except Exception:  # printing is best effort
+        logger.debug("agentscope_ctx: agent.print failed", exc_info=True)

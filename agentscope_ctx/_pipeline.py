@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,7 +34,7 @@ from ._memory import ContextMemory
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
 
-__all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "say", "split_point"]
+__all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -127,6 +127,14 @@ def split_point(msgs: Sequence[Msg], counts: Sequence[int], keep_tokens: int) ->
     return best
 
 
+@dataclass(frozen=True)
+class PromptParts:
+    """The parts of the prompt that are not in memory, as plain data."""
+
+    system_prompt: str = ""
+    tool_schemas: Sequence[Mapping[str, Any]] = ()
+
+
 class ContextPipeline:
     """The pipeline for one agent's `ContextMemory`. Safe to run twice: idempotent."""
 
@@ -143,7 +151,17 @@ class ContextPipeline:
         on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
         calibration_key: str = "default",
         failures: FailureLog | None = None,
+        prompt_parts: Callable[[], PromptParts] = lambda: PromptParts(),
+        notify: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
+        """Args (besides the parts of the core it composes):
+        prompt_parts: what of the prompt is not in memory (the adapter reads it off the
+            agent at each call: the system prompt and tool schemas may change).
+        notify: how the adapter tells the user what happened (compactions, failures);
+            the pipeline itself writes no user output.
+        """
+        self.prompt_parts = prompt_parts
+        self.notify = notify
         self.config = config
         self.memory = memory
         self.counter = counter
@@ -178,7 +196,6 @@ class ContextPipeline:
 
     async def run(
         self,
-        agent: Any,
         *,
         force: bool = False,
         extra_instruction: str | None = None,
@@ -194,25 +211,24 @@ class ContextPipeline:
             await self._sync()
             report.truncated = await self._first_cuts()
             self._mark_due()
-            report.tokens_before = report.tokens_after = await self._calibrated_tokens(agent)
-            await self._relieve(agent, report)
+            report.tokens_before = report.tokens_after = await self._calibrated_tokens()
+            await self._relieve(report)
             over = report.tokens_after > report.threshold
             if force or (over and not self._stalled(report.tokens_after)):
-                await self._compact(agent, report, extra_instruction, keep_ratio)
+                await self._compact(report, extra_instruction, keep_ratio)
             budget = self.calibration.budget
             budget = budget if target is None else min(budget, target)
             if report.tokens_after > budget:
-                report.truncated += await self._fit(agent, budget)
-                report.tokens_after = await self._calibrated_tokens(agent)
+                report.truncated += await self._fit(budget)
+                report.tokens_after = await self._calibrated_tokens()
             if report.compacted:
                 how = str(report.summary_source) + (f" ({report.note})" if report.note else "")
-                await say(
-                    agent,
+                await self._notify(
                     f"[agentscope_ctx] compacted {report.compacted} messages: "
                     f"{report.tokens_before} -> {report.tokens_after} tokens; summary by {how}; "
                     f"raw messages saved in {self.dialog.dialog_dir}",
                 )
-            self.last_estimate = await self.prompt_tokens(agent)
+            self.last_estimate = await self.prompt_tokens()
             return report
 
     # -- calibration (issue: trust the provider) -------------------------------------------
@@ -226,33 +242,53 @@ class ContextPipeline:
         """Fold the provider's count of the last prompt into the calibration."""
         return self.calibration.observe(usage.tokens, self.last_estimate, complete=usage.complete)
 
-    async def _calibrated_tokens(self, agent: Any) -> int:
-        return math.ceil(await self.prompt_tokens(agent) * self.scale)
+    async def _calibrated_tokens(self) -> int:
+        return math.ceil(await self.prompt_tokens() * self.scale)
 
     @property
     def threshold(self) -> int:
         return int(self.config.compact_trigger_ratio * self.calibration.budget)
 
-    async def prompt_tokens(self, agent: Any) -> int:
+    async def prompt_tokens(self) -> int:
         """Estimated tokens of the prompt the agent would send now."""
         await self._sync()
-        return await self.fixed_tokens(agent) + await self._summary_tokens() + self._tracked.tokens
+        return await self.fixed_tokens() + await self._summary_tokens() + self._tracked.tokens
 
-    async def fixed_tokens(self, agent: Any) -> int:
-        """Tokens of the system prompt plus the tool schemas (cached by their text)."""
-        parts = [str(getattr(agent, "sys_prompt", "") or "")]
-        toolkit = getattr(agent, "toolkit", None)
-        if toolkit is not None:
-            parts.append(json.dumps(toolkit.get_json_schemas(), ensure_ascii=False))
-        total = 0
-        for text in parts:
-            key = hash(text)
-            if key not in self._fixed_cache:
-                if len(self._fixed_cache) > 64:
-                    self._fixed_cache.clear()
-                self._fixed_cache[key] = await self.counter.count_text(text) + 4
-            total += self._fixed_cache[key]
-        return total
+    async def fixed_tokens(self) -> int:
+        """Tokens of the system prompt plus the tool schemas."""
+        fixed = self.prompt_parts()
+        return await self._text_tokens(fixed.system_prompt) + await self._schema_tokens(fixed)
+
+    async def breakdown(self) -> dict[str, int]:
+        """Where the prompt's tokens go (raw estimate): ``system_prompt``, ``tool_schemas``,
+        ``summary``, ``messages`` (the shown live messages) and ``tool_results`` (the part of
+        ``messages`` in tool-result messages). The same accounting as `prompt_tokens`: the
+        parts other than ``tool_results`` add up to it."""
+        await self._sync()
+        fixed = self.prompt_parts()
+        t = self._tracked
+        shown = [m.id for m in self.memory.messages() if m.id not in self.memory.hidden]
+        return {
+            "system_prompt": await self._text_tokens(fixed.system_prompt),
+            "tool_schemas": await self._schema_tokens(fixed),
+            "summary": await self._summary_tokens(),
+            "messages": t.tokens,
+            "tool_results": sum(t.counts[i] for i in shown if i in t.results),
+        }
+
+    async def _schema_tokens(self, fixed: PromptParts) -> int:
+        if not fixed.tool_schemas:
+            return 0
+        return await self._text_tokens(json.dumps(list(fixed.tool_schemas), ensure_ascii=False))
+
+    async def _text_tokens(self, text: str) -> int:
+        """Tokens of a fixed part of the prompt (cached by its text: it rarely changes)."""
+        key = hash(text)
+        if key not in self._fixed_cache:
+            if len(self._fixed_cache) > 64:
+                self._fixed_cache.clear()
+            self._fixed_cache[key] = await self.counter.count_text(text) + 4
+        return self._fixed_cache[key]
 
     def message_counts(self) -> dict[str, int]:
         """Token count of each live message, by id (as of the last run)."""
@@ -341,7 +377,7 @@ class ContextPipeline:
                     return k + 1
         return floor
 
-    async def _relieve(self, agent: Any, report: PipelineReport) -> None:
+    async def _relieve(self, report: PipelineReport) -> None:
         """Rungs (a) and (b) of the ladder, without a model call.
 
         Under the trigger, due cuts wait (`clear_at_least`). Over it, every due cut is applied
@@ -356,25 +392,25 @@ class ContextPipeline:
                 and self.plan.due
                 and await self.plan.freed(t.msgs, t.counts, t.calls) >= clear_at_least
             ):
-                await self._rung(agent, report, "batched cuts", 0)
+                await self._rung(report, "batched cuts", 0)
             return
-        await self._rung(agent, report, "second truncation", OLD)
+        await self._rung(report, "second truncation", OLD)
         if self.config.tool_result.mask_after is None:
             return
-        await self._rung(agent, report, "masking", MASKED)
+        await self._rung(report, "masking", MASKED)
         if report.tokens_after > report.threshold:
             for k in range(self._boundary(1, 0)):
                 self.plan.mark(t.tool_msgs[k], MASKED)
-            await self._rung(agent, report, "masking under pressure", MASKED)
+            await self._rung(report, "masking under pressure", MASKED)
 
-    async def _rung(self, agent: Any, report: PipelineReport, name: str, level: int) -> None:
+    async def _rung(self, report: PipelineReport, name: str, level: int) -> None:
         t = self._tracked
         changed = await self.plan.apply(t.msgs, t.counts, t.calls, level)
         if not changed:
             return
         before = report.tokens_after
         report.truncated += changed
-        report.tokens_after = await self._calibrated_tokens(agent)
+        report.tokens_after = await self._calibrated_tokens()
         report.freed[name] = report.freed.get(name, 0) + before - report.tokens_after
 
     async def _cut(self, msg: Msg, *, old: bool, everything: bool = False) -> int:
@@ -403,7 +439,6 @@ class ContextPipeline:
 
     async def _compact(
         self,
-        agent: Any,
         report: PipelineReport,
         extra_instruction: str | None,
         keep_ratio: float | None,
@@ -417,8 +452,7 @@ class ContextPipeline:
         if not older:
             report.note = "nothing to compact: the newest messages form one unit"
             return
-        await say(
-            agent,
+        await self._notify(
             f"[agentscope_ctx] compacting {len(older)} messages "
             f"({report.tokens_before} tokens, threshold {report.threshold})...",
         )
@@ -433,9 +467,8 @@ class ContextPipeline:
             self.failures.failed("dialog", f"messages kept in memory, not saved: {exc}")
             self.memory.hide([m.id for m in older], result.summary)
             report.note = f"dialog not saved, nothing removed: {exc}"
-            report.tokens_after = await self._calibrated_tokens(agent)
-            await say(
-                agent,
+            report.tokens_after = await self._calibrated_tokens()
+            await self._notify(
                 f"[agentscope_ctx] could not save to {self.dialog.dialog_dir} ({exc}); "
                 f"{len(older)} older messages are kept in memory but not shown",
             )
@@ -445,7 +478,7 @@ class ContextPipeline:
         await self.memory.update_compressed_summary(result.summary)
         report.compacted = len(older)
         report.summary_source = result.source
-        report.tokens_after = await self._calibrated_tokens(agent)
+        report.tokens_after = await self._calibrated_tokens()
         report.note = result.reason
         self._stalled_at = (
             report.tokens_after if report.tokens_after >= report.tokens_before else None
@@ -453,7 +486,7 @@ class ContextPipeline:
         if self.on_compacted is not None:
             await self.on_compacted(older)
 
-    async def _fit(self, agent: Any, target: int) -> int:
+    async def _fit(self, target: int) -> int:
         """Last resort when the prompt is still over `target`: the old (smaller) limits for
         every tool output and call, newest included, then, largest message first, the text
         and media of the remaining messages, until the prompt fits."""
@@ -462,23 +495,16 @@ class ContextPipeline:
         for msg in shown:
             changed += await self._cut(msg, old=True)
         for msg in sorted(shown, key=lambda m: -self._tracked.counts[m.id]):
-            if await self._calibrated_tokens(agent) <= target:
+            if await self._calibrated_tokens() <= target:
                 break
             changed += await self._cut(msg, old=True, everything=True)
         return changed
 
+    async def _notify(self, text: str) -> None:
+        logger.info("%s", text)
+        if self.notify is not None:
+            await self.notify(text)
+
     async def _summary_tokens(self) -> int:
         summary = self.memory.summary_message()
         return 0 if summary is None else await self.counter.count_msg(summary)
-
-
-async def say(agent: Any, text: str) -> None:
-    """Tell the user through `agent.print` (never fails the pipeline)."""
-    logger.info("%s", text)
-    printer = getattr(agent, "print", None)
-    if printer is None:
-        return
-    try:
-        await printer(Msg("agentscope_ctx", text, "assistant"), True)
-    except Exception:  # printing is best effort
-        logger.debug("agentscope_ctx: agent.print failed", exc_info=True)

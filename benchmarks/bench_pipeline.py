@@ -6,7 +6,7 @@ Run ``python benchmarks/bench_pipeline.py`` (or ``python -m benchmarks.bench_pip
 1. Steady state: a history of 50, 200, 800, 3200 messages (user requests, assistant tool
    calls, tool results of a few KB) in a `ContextMemory`, `max_input_tokens` so large that
    nothing compacts. After one warm-up run, a step is: append a tool_use and its tool_result,
-   then `await pipeline.run(agent)`. Mean cost per step over ~50 steps, and its ratio to the
+   then `await pipeline.run()`. Mean cost per step over ~50 steps, and its ratio to the
    50-message history (target: flat, within 2x from 50 to 800). A step includes the second
    truncation of the tool result that slides out of the newest `recent_n` (a file write +
    fsync when it is over `old_max_bytes`), as in a real agent.
@@ -31,7 +31,7 @@ from agentscope.message import Msg
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import Compactor, ContextConfig, ContextMemory, DialogStore, TokenCounter
-from agentscope_ctx._pipeline import ContextPipeline
+from agentscope_ctx._pipeline import ContextPipeline, PromptParts
 from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 
 HISTORY_SIZES = (50, 200, 800, 3200)
@@ -69,18 +69,12 @@ def read_file(file_path: str, start_line: int = 1) -> ToolResponse:
     raise NotImplementedError
 
 
-class BenchAgent:
-    """What the pipeline needs of an agent: a system prompt, a toolkit and `print`."""
-
-    def __init__(self) -> None:
-        self.sys_prompt = "You are a careful coding assistant. " * 20
-        self.toolkit = Toolkit()
-        self.toolkit.register_tool_function(run_shell)
-        self.toolkit.register_tool_function(read_file)
-        self.printed = 0
-
-    async def print(self, msg: Msg, last: bool = True) -> None:
-        self.printed += 1
+def _parts() -> PromptParts:
+    """The fixed parts of the prompt an adapter would read off the agent."""
+    toolkit = Toolkit()
+    toolkit.register_tool_function(run_shell)
+    toolkit.register_tool_function(read_file)
+    return PromptParts("You are a careful coding assistant. " * 20, toolkit.get_json_schemas())
 
 
 # -- histories -----------------------------------------------------------------------------
@@ -153,10 +147,10 @@ def build_history(n_messages: int, seed: int = 0) -> list[Msg]:
 
 
 def _make_pipeline(
-    root: Path, max_input_tokens: int, counter: TokenCounter
+    root: Path, max_input_tokens: int, counter: TokenCounter, memory: ContextMemory | None = None
 ) -> tuple[ContextPipeline, ContextMemory]:
     config = ContextConfig(working_dir=root, max_input_tokens=max_input_tokens)
-    memory = ContextMemory(root)
+    memory = ContextMemory(root) if memory is None else memory
     compactor = Compactor(
         config.compactor,
         model=None,
@@ -172,6 +166,7 @@ def _make_pipeline(
         policy=ToolResultPolicy(config.tool_result),
         dialog=DialogStore(root),
         compactor=compactor,
+        prompt_parts=_parts,
     )
     return pipeline, memory
 
@@ -182,10 +177,9 @@ def _make_pipeline(
 async def _steady(n: int, root: Path, steps: int) -> dict[str, Any]:
     counter = TokenCounter(ENCODING)
     pipeline, memory = _make_pipeline(root, 10_000_000, counter)
-    agent = BenchAgent()
     await memory.add(build_history(n, seed=n))
     start = time.perf_counter()
-    warm = await pipeline.run(agent)
+    warm = await pipeline.run()
     warm_s = time.perf_counter() - start
 
     rng = random.Random(n + 1)
@@ -194,7 +188,7 @@ async def _steady(n: int, root: Path, steps: int) -> dict[str, Any]:
     for pair in pairs:
         start = time.perf_counter()
         await memory.add(pair)
-        report = await pipeline.run(agent)
+        report = await pipeline.run()
         times.append(time.perf_counter() - start)
         truncated += report.truncated
         assert report.compacted == 0, "steady state must not compact"
@@ -216,19 +210,18 @@ async def _compaction(n: int, root: Path) -> dict[str, Any]:
     counter = TokenCounter(ENCODING)
     # Keep ~20 messages (keep_recent_ratio 0.25 of 40K tokens); compact the rest.
     max_input_tokens = 40_000
-    pipeline, memory = _make_pipeline(root, max_input_tokens, counter)
-    agent = BenchAgent()
+    # Warm, with an unbounded budget: count tokens and do the cuts first, so that the timing
+    # is the compaction's.
+    warm, memory = _make_pipeline(root, 10_000_000, counter)
     history = build_history(n + 20, seed=7 * n)
     await memory.add(history)
-    # Warm: count tokens and do the second truncations first, so the timing is compaction.
     await counter.count_msgs(memory.messages())
-    pipeline.config.max_input_tokens = 10_000_000
-    await pipeline.run(agent)
-    pipeline.config.max_input_tokens = max_input_tokens
-    tokens_before = await pipeline.prompt_tokens(agent)
+    await warm.run(force=False)
+    pipeline, _ = _make_pipeline(root, max_input_tokens, counter, memory)
+    tokens_before = await pipeline.prompt_tokens()
 
     start = time.perf_counter()
-    report = await pipeline.run(agent, force=True)
+    report = await pipeline.run(force=True)
     total_s = time.perf_counter() - start
 
     dialog_bytes = sum(p.stat().st_size for p in pipeline.dialog.dialog_dir.glob("*.jsonl"))

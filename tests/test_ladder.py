@@ -9,7 +9,7 @@ from pathlib import Path
 from agentscope.message import Msg
 
 from agentscope_ctx._truncation import parse_notice
-from tests.test_pipeline import Agent, pipeline, turn
+from tests.test_pipeline import Agent, pipeline, run, turn
 
 
 def outputs(memory_msgs: list[Msg]) -> list[str]:
@@ -37,7 +37,7 @@ async def test_masking_relieves_pressure_without_a_model_call(tmp_path: Path) ->
     reports = []
     for i in range(12):
         await memory.add(turn(i, size=200))
-        reports.append(await pipe.run(agent))
+        reports.append(await run(pipe, agent))
     assert compactor.calls == []
     freed = {rung for r in reports for rung in r.freed}
     assert "second truncation" in freed or "batched cuts" in freed
@@ -65,7 +65,7 @@ async def test_compaction_only_when_the_cheap_rungs_are_not_enough(tmp_path: Pat
     for i in range(8):
         await memory.add(Msg("user", f"note {i}: " + "words of the user " * 150, "user"))
         await memory.add(turn(i, size=200))
-        report = await pipe.run(agent)
+        report = await run(pipe, agent)
         assert report.tokens_after <= 6_000
     assert compactor.calls
 
@@ -84,7 +84,7 @@ async def test_clear_at_least_batches_cuts_and_keeps_the_prefix(tmp_path: Path) 
     prompts: list[list[str]] = []
     for i in range(10):
         await memory.add(turn(i, size=200))
-        await pipe.run(agent)
+        await run(pipe, agent)
         prompts.append([str(m.content) for m in await memory.get_memory()])
     rewrites = sum(a[: len(b)] != b for b, a in itertools.pairwise(prompts))
     # each output frees ~480 tokens when cut from 3,000 to 1,100 bytes: about one batch per
@@ -104,7 +104,7 @@ async def test_without_clear_at_least_every_slide_rewrites(tmp_path: Path) -> No
     prompts: list[list[str]] = []
     for i in range(10):
         await memory.add(turn(i, size=200))
-        await pipe.run(agent)
+        await run(pipe, agent)
         prompts.append([str(m.content) for m in await memory.get_memory()])
     rewrites = sum(a[: len(b)] != b for b, a in itertools.pairwise(prompts))
     assert rewrites == 9
@@ -119,7 +119,7 @@ async def test_fresh_output_is_bounded_by_its_token_share(tmp_path: Path) -> Non
     )
     agent = Agent()
     await memory.add(turn(0, size=3_000))  # ~40 KB, ~15k tokens
-    await pipe.run(agent)
+    await run(pipe, agent)
     (text,) = outputs(memory.messages())
     assert parse_notice(text) is not None
     assert await pipe.counter.count_text(text) <= 2_000 + 150  # the share, plus the notice

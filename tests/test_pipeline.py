@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextMemory, DialogStore, TokenCounter
 from agentscope_ctx._errors import PersistenceError
-from agentscope_ctx._pipeline import ContextPipeline, split_point
+from agentscope_ctx._pipeline import ContextPipeline, PipelineReport, PromptParts, split_point
 from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 from agentscope_ctx._truncation import parse_notice
 
@@ -44,15 +44,25 @@ class RecordingCompactor:
 
 
 class Agent:
-    """What the pipeline reads of an agent: sys_prompt, toolkit, print."""
+    """What an adapter reads of an agent: its system prompt and toolkit; what it prints."""
 
     def __init__(self) -> None:
         self.sys_prompt = "You are a test agent."
         self.toolkit = Toolkit()
         self.printed: list[str] = []
 
-    async def print(self, msg: Msg, last: bool = True) -> None:
-        self.printed.append(msg.get_text_content() or "")
+    def parts(self) -> PromptParts:
+        return PromptParts(self.sys_prompt, self.toolkit.get_json_schemas())
+
+    async def note(self, text: str) -> None:
+        self.printed.append(text)
+
+
+async def run(pipe: ContextPipeline, agent: Agent, **kwargs: Any) -> PipelineReport:
+    """Run the pipeline for `agent`, as an adapter does: the agent gives the prompt's fixed
+    parts and hears what happened."""
+    pipe.prompt_parts, pipe.notify = agent.parts, agent.note
+    return await pipe.run(**kwargs)
 
 
 def pipeline(
@@ -153,13 +163,13 @@ async def test_compaction_saves_before_removing_and_loses_nothing(tmp_path: Path
         batch = turn(i)
         every += [m.id for m in batch]
         await memory.add(batch)
-        await pipe.run(agent)
+        await run(pipe, agent)
     assert compactor.calls, "compaction should have triggered"
     stored, _ = DialogStore(tmp_path).read()
     assert [m.id for m in stored] + [m.id for m in memory.messages()] == every
     assert memory.compact_summary.startswith("## Goal")
     assert any("compacted" in p and "dialog" in p for p in agent.printed)
-    assert await pipe.prompt_tokens(agent) <= 4_000
+    assert await pipe.prompt_tokens() <= 4_000
 
 
 async def test_crash_between_save_and_removal_is_recovered(tmp_path: Path) -> None:
@@ -176,12 +186,12 @@ async def test_crash_between_save_and_removal_is_recovered(tmp_path: Path) -> No
 
     memory.delete = crash  # type: ignore[method-assign]
     with pytest.raises(RuntimeError):
-        await pipe.run(agent)
+        await run(pipe, agent)
     saved_once = [m.id for m in DialogStore(tmp_path).read()[0]]
     assert saved_once and [m.id for m in memory.messages()] == every  # nothing removed yet
 
     memory.delete = real_delete  # type: ignore[method-assign]
-    await pipe.run(agent)  # the retry: same split, dialog append is idempotent
+    await run(pipe, agent)  # the retry: same split, dialog append is idempotent
     stored = [m.id for m in DialogStore(tmp_path).read()[0]]
     assert stored + [m.id for m in memory.messages()] == every
     assert len(set(stored)) == len(stored)
@@ -198,7 +208,7 @@ async def test_dialog_failure_keeps_every_message(tmp_path: Path, caplog: Any) -
     batches = [m for i in range(10) for m in turn(i)]
     await memory.add(batches)
     with caplog.at_level(logging.ERROR, logger="agentscope_ctx"):
-        report = await pipe.run(agent)
+        report = await run(pipe, agent)
     assert report.compacted == 0 and "nothing removed" in (report.note or "")
     assert [m.id for m in memory.messages()] == [m.id for m in batches]
     assert memory.compact_summary == ""
@@ -210,14 +220,14 @@ async def test_second_truncation_beyond_recent_n_and_idempotent(tmp_path: Path) 
     agent = Agent()
     for i in range(5):
         await memory.add(turn(i, size=400))
-    await pipe.run(agent)
+    await run(pipe, agent)
     results = [m for m in memory.messages() if m.has_content_blocks("tool_result")]
     sizes = [len(r.content[0]["output"][0]["text"].encode()) for r in results]
     assert all(s <= 1_100 for s in sizes[:3]) and all(1_100 < s <= 3_000 for s in sizes[3:])
     for r in results:
         assert parse_notice(r.content[0]["output"][0]["text"]) is not None
     before = memory.state_dict()
-    report = await pipe.run(agent)
+    report = await run(pipe, agent)
     assert report.truncated == 0 and memory.state_dict() == before
 
 
@@ -226,7 +236,7 @@ async def test_manual_compaction_passes_instruction_and_keeps_recent(tmp_path: P
     agent = Agent()
     for i in range(4):
         await memory.add(turn(i, size=20))
-    report = await pipe.run(agent, force=True, extra_instruction="focus on the failing test")
+    report = await run(pipe, agent, force=True, extra_instruction="focus on the failing test")
     assert compactor.calls[-1][2] == "focus on the failing test"
     assert report.compacted > 0 and memory.messages()
 
@@ -241,10 +251,10 @@ async def test_loop_guard_stops_useless_compaction(tmp_path: Path) -> None:
 
     compactor.compact = bloated  # type: ignore[method-assign]
     await memory.add([m for i in range(10) for m in turn(i)])
-    await pipe.run(agent)
+    await run(pipe, agent)
     n = len(compactor.calls)
-    await pipe.run(agent)
-    await pipe.run(agent)
+    await run(pipe, agent)
+    await run(pipe, agent)
     assert len(compactor.calls) == n
 
 
@@ -253,8 +263,8 @@ async def test_huge_newest_message_is_cut_not_sent(tmp_path: Path) -> None:
     agent = Agent()
     paste = "".join(f"pasted line {i}\n" for i in range(20_000))
     await memory.add(Msg("user", paste, "user"))
-    await pipe.run(agent)
-    assert await pipe.prompt_tokens(agent) <= 4_000
+    await run(pipe, agent)
+    assert await pipe.prompt_tokens() <= 4_000
     text = memory.messages()[0].get_text_content() or ""
     excerpt, notice = parse_notice(text)  # type: ignore[misc]
     assert Path(notice.file_path).read_text() == paste
