@@ -50,7 +50,7 @@ class ToolResultConfig(_Section):
     """Tool results older than the newest `mask_after` tool-result messages are reduced to
     their notice alone (masking; the notice still points at the full output) when the prompt
     passes the trigger, and under pressure all but the newest are, before any model
-    compaction. `None` masks nothing. At least `recent_n`."""
+    compaction. `None` masks nothing. A value below `recent_n` counts as `recent_n`."""
 
     recent_max_share: float | None = Field(default=0.15, gt=0, le=1)
     """A fresh output's excerpt is also bounded by this share of `max_input_tokens` (tokens
@@ -82,12 +82,9 @@ class ToolResultConfig(_Section):
             ("markdown_recent_max_bytes", "recent_max_bytes", ">="),
             ("markdown_old_max_bytes", "old_max_bytes", ">="),
             ("markdown_old_max_bytes", "markdown_recent_max_bytes", "<="),
-            ("mask_after", "recent_n", ">="),
         ]
         for left, right, op in pairs:
             a, b = getattr(self, left), getattr(self, right)
-            if a is None:
-                continue
             if (op == "<=" and a > b) or (op == ">=" and a < b):
                 raise ValueError(f"[{left}] got {a!r}; expected {op} {right} ({b!r})")
         return self

@@ -89,6 +89,9 @@ class _Binding:
     guard: GuardedModel
     middleware: TruncationMiddleware
     added_tools: list[str]
+    note_loaded: bool = False
+    """Whether MEMORY.md has been offered yet: it is loaded at the first reply and then
+    only at compaction, so that the prompt's prefix stays byte-identical in between."""
 
 
 class ContextManager:
@@ -177,7 +180,7 @@ class ContextManager:
             policy=self.policy,
             dialog=self.dialog,
             compactor=self.compactor,
-            on_compacted=self._start_summarizer,
+            on_compacted=lambda older: self._compacted(agent, older),
             calibration_key=str(agent.model.model_name),
             failures=self.failures,
             prompt_parts=lambda: PromptParts(
@@ -347,12 +350,28 @@ class ContextManager:
         try:
             await binding.memory.refresh()
             self._ensure_scheduler()
-            binding.memory.long_term_note = await self.long_term.memory_prompt(
-                self.counter, self.config.memory_max_tokens
-            )
+            if not binding.note_loaded:
+                await self._load_note(binding)
         except Exception:
-            logger.exception("agentscope_ctx: could not load MEMORY.md")
+            logger.exception("agentscope_ctx: could not refresh the memory or load MEMORY.md")
         await self._run(agent)
+
+    async def _load_note(self, binding: _Binding) -> None:
+        binding.memory.long_term_note = await self.long_term.memory_prompt(
+            self.counter, self.config.memory_max_tokens
+        )
+        binding.note_loaded = True
+
+    async def _compacted(self, agent: Any, older: list[Msg]) -> None:
+        """After a compaction (the summary changed, so the prompt's prefix did anyway):
+        offer MEMORY.md as it is now, and start the Summarizer."""
+        binding = self._bindings.get(agent.id)
+        if binding is not None:
+            try:
+                await self._load_note(binding)
+            except Exception:
+                logger.exception("agentscope_ctx: could not load MEMORY.md")
+        await self._start_summarizer(older)
 
     async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         await self._run(agent)

@@ -360,7 +360,7 @@ class ContextPipeline:
         mask_after = self.config.tool_result.mask_after
         if mask_after is None:
             return
-        upto = self._boundary(mask_after, t.mask_upto)
+        upto = self._boundary(max(mask_after, self.config.tool_result.recent_n), t.mask_upto)
         for k in range(t.mask_upto, upto):
             self.plan.mark(t.tool_msgs[k], MASKED)
         t.mask_upto = upto
@@ -395,13 +395,19 @@ class ContextPipeline:
                 await self._rung(report, "batched cuts", 0)
             return
         await self._rung(report, "second truncation", OLD)
-        if self.config.tool_result.mask_after is None:
-            return
-        await self._rung(report, "masking", MASKED)
-        if report.tokens_after > report.threshold:
-            for k in range(self._boundary(1, 0)):
-                self.plan.mark(t.tool_msgs[k], MASKED)
-            await self._rung(report, "masking under pressure", MASKED)
+        if self.config.tool_result.mask_after is not None:
+            await self._rung(report, "masking", MASKED)
+            if report.tokens_after > report.threshold:
+                for k in range(self._boundary(1, 0)):
+                    self.plan.mark(t.tool_msgs[k], MASKED)
+                await self._rung(report, "masking under pressure", MASKED)
+        if report.freed:
+            rungs = ", ".join(f"{name} -{tokens}" for name, tokens in report.freed.items())
+            await self._notify(
+                f"[agentscope_ctx] relieved {report.tokens_before} -> {report.tokens_after} "
+                f"tokens without a model call ({rungs}; threshold {report.threshold}); the cut "
+                "outputs stay readable through their notices"
+            )
 
     async def _rung(self, report: PipelineReport, name: str, level: int) -> None:
         t = self._tracked

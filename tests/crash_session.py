@@ -47,7 +47,13 @@ def make_config(working_dir: Path) -> ContextConfig:
         max_input_tokens=BUDGET,
         compact_trigger_ratio=0.7,
         keep_recent_ratio=0.3,
-        tool_result={"recent_n": 2, "recent_max_bytes": 4_000, "old_max_bytes": 1_500},
+        # The subject is the write-ahead compaction path: no masking, so that it compacts.
+        tool_result={
+            "recent_n": 2,
+            "recent_max_bytes": 4_000,
+            "old_max_bytes": 1_500,
+            "mask_after": None,
+        },
         token_counter="cl100k_base",
         summarizer={"enabled": False},
         consolidation={"enabled": False},

@@ -54,7 +54,13 @@ def replica(tmp_path: Path, memory: Any) -> tuple[ReActAgent, ContextManager, Fa
         compact_trigger_ratio=0.7,
         keep_recent_ratio=0.3,
         token_counter="cl100k_base",
-        tool_result={"recent_n": 2, "recent_max_bytes": 3_000, "old_max_bytes": 1_100},
+        # Replicas share compactions: no masking, so that they compact.
+        tool_result={
+            "recent_n": 2,
+            "recent_max_bytes": 3_000,
+            "old_max_bytes": 1_100,
+            "mask_after": None,
+        },
     )
     manager = ContextManager(config)
     manager.attach(agent)

@@ -1,5 +1,6 @@
-"""The offline demos: each runs in a temporary working dir, compacts, follows a notice with
-read_file, and keeps every prompt within the budget."""
+"""The offline demos: each runs in a temporary working dir, relieves the prompt (the ladder's
+cheap rungs, or a compaction), follows a notice with read_file, and keeps every prompt within
+the budget."""
 
 from __future__ import annotations
 
@@ -30,14 +31,18 @@ async def test_demo_compacts_continues_and_stays_within_budget(name: str, tmp_pa
     report = await run_demo(name, tmp_path / name, out=lines.append)
     output = "\n".join(lines)
     assert "SCRIPTED" in lines[0]
-    assert report.compactions >= 1
+    # The prompt passed the trigger and was brought back: by the cheap rungs of the ladder
+    # (no model call) or by a compaction, which saves to dialog/.
+    assert len(report.relief_steps) + report.compactions >= 1
+    assert (report.dialog_messages > 0) == (report.compactions > 0)
     assert report.continuation_reads >= 1
     assert report.second_truncations >= 1
     assert report.first_truncations >= 1
     assert 0 < report.peak <= report.budget
-    assert report.bytes_offloaded > 0 and report.dialog_messages > 0
+    assert report.bytes_offloaded > 0
     assert report.chart is not None and report.chart.read_text().startswith("<svg")
     assert "=== report" in output and "compactions" in output
+    assert "ladder reliefs" in output
     assert report.answer
 
 

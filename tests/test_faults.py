@@ -56,7 +56,13 @@ def config(working_dir: Path, **overrides: Any) -> ContextConfig:
         "max_input_tokens": BUDGET,
         "compact_trigger_ratio": 0.7,
         "keep_recent_ratio": 0.3,
-        "tool_result": {"recent_n": 3, "recent_max_bytes": 6_000, "old_max_bytes": 1_500},
+        # Faults of the compaction path: no masking, so that these sessions compact.
+        "tool_result": {
+            "recent_n": 3,
+            "recent_max_bytes": 6_000,
+            "old_max_bytes": 1_500,
+            "mask_after": None,
+        },
         "token_counter": "cl100k_base",
         "summarizer": {"enabled": False},
     }

@@ -4,11 +4,18 @@ that break the cached prompt prefix rarely, and a fresh output bounded in tokens
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
+from typing import Any
 
-from agentscope.message import Msg
+from agentscope.agent import ReActAgent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import Toolkit, ToolResponse
 
+from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx._truncation import parse_notice
+from tests.fakes import FakeChatModel, text, tool_call
 from tests.test_pipeline import Agent, pipeline, run, turn
 
 
@@ -43,8 +50,8 @@ async def test_masking_relieves_pressure_without_a_model_call(tmp_path: Path) ->
     assert "second truncation" in freed or "batched cuts" in freed
     texts = outputs(memory.messages())
     assert len(texts) == 12
-    for text in texts:
-        assert parse_notice(text) is not None
+    for output in texts:
+        assert parse_notice(output) is not None
     assert all(len(t.encode()) < 600 for t in texts[:-3])  # masked: the notice alone
     assert all(r.tokens_after <= 6_000 for r in reports)
 
@@ -123,3 +130,74 @@ async def test_fresh_output_is_bounded_by_its_token_share(tmp_path: Path) -> Non
     (text,) = outputs(memory.messages())
     assert parse_notice(text) is not None
     assert await pipe.counter.count_text(text) <= 2_000 + 150  # the share, plus the notice
+
+
+# -- through a real agent: one accountant, a stable prefix --------------------------------
+
+
+def _agent_session(
+    tmp_path: Path, **fields: Any
+) -> tuple[ReActAgent, ContextManager, FakeChatModel]:
+    toolkit = Toolkit()
+
+    def dump(part: int) -> ToolResponse:
+        """Dump a part of the log.
+
+        Args:
+            part (int): which part.
+        """
+        body = "".join(f"part {part} line {i}: status ok, value {i * part}\n" for i in range(300))
+        return ToolResponse(content=[TextBlock(type="text", text=body)])
+
+    toolkit.register_tool_function(dump)
+    model = FakeChatModel()
+    agent = ReActAgent(
+        name="worker",
+        sys_prompt="You read logs.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=toolkit,
+        max_iters=40,
+    )
+    agent.set_console_output_enabled(False)
+    config = ContextConfig(
+        working_dir=tmp_path / "ctx",
+        token_counter="cl100k_base",
+        summarizer={"enabled": False},
+        **fields,
+    )
+    manager = ContextManager(config, token_counter=TokenCounter("cl100k_base"))
+    manager.attach(agent)
+    return agent, manager, model
+
+
+async def test_context_usage_and_the_pipeline_are_one_accountant(tmp_path: Path) -> None:
+    agent, manager, model = _agent_session(tmp_path, max_input_tokens=8_000)
+    model.enqueue(*[tool_call("dump", call_id=f"d{i}", part=i) for i in range(6)], text("ok"))
+    await agent(Msg("user", "read the parts", "user"))
+    usage = await manager.context_usage(agent)
+    pipeline = manager._binding(agent).pipeline
+    assert usage.total == await pipeline.prompt_tokens()
+    assert usage.total == (
+        usage.system_prompt + usage.tool_schemas + usage.summary + usage.messages
+    )
+
+
+async def test_prompt_prefix_is_byte_identical_between_compactions(tmp_path: Path) -> None:
+    """Under the trigger nothing older is rewritten: each prompt begins with the whole
+    previous prompt, byte for byte (the system prompt, summary, MEMORY.md note included),
+    across replies too, even after the agent wrote to MEMORY.md."""
+    agent, manager, model = _agent_session(
+        tmp_path, max_input_tokens=200_000, tool_result={"recent_n": 1}
+    )
+    for n in range(3):
+        model.enqueue(
+            *[tool_call("dump", call_id=f"d{n}{i}", part=i) for i in range(4)],
+            tool_call("remember", call_id=f"r{n}", fact=f"the user likes part {n}"),
+            text(f"turn {n} done"),
+        )
+        await agent(Msg("user", f"read the parts, turn {n}", "user"))
+    prompts = [json.dumps(call["messages"], sort_keys=True) for call in model.calls]
+    assert len(prompts) == 18
+    for before, after in itertools.pairwise(prompts):
+        assert after.startswith(before[: before.rfind("}")]), "an older message was rewritten"

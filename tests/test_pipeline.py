@@ -75,8 +75,13 @@ def pipeline(
         "keep_recent_ratio": 0.2,
         "token_counter": "cl100k_base",
         "tool_result": {"recent_n": 2, "recent_max_bytes": 3_000, "old_max_bytes": 1_100},
+        # These tests are about compaction and the second truncation themselves: each cut as
+        # soon as it is due, no masking (the ladder has tests of its own, test_ladder.py).
+        "clear_at_least": 0,
     }
     fields.update(overrides)
+    if "mask_after" not in fields["tool_result"]:
+        fields["tool_result"] = {**fields["tool_result"], "mask_after": None}
     config = ContextConfig(**fields)
     memory = ContextMemory(tmp_path)
     compactor = RecordingCompactor()

@@ -30,6 +30,9 @@ class DemoReport:
     """Steps that retried a prompt refused as too long, after an emergency compaction."""
     compaction_steps: list[int] = field(default_factory=list)
     """For each compaction: how many model calls had happened before it."""
+    relief_steps: list[int] = field(default_factory=list)
+    """For each time the cheap rungs of the ladder (harder cuts, masking) brought the prompt
+    back under the trigger without a model call: how many model calls had happened before."""
     continuation_reads: int = 0
     first_truncations: int = 0
     second_truncations: int = 0
@@ -99,6 +102,11 @@ class DemoReport:
         if self.emergency_compactions:
             compactions += f"; emergency after step {_list(self.emergency_compactions)}"
         rows += [
+            (
+                "ladder reliefs",
+                f"{len(self.relief_steps)} without a model call (after steps "
+                f"{_list(self.relief_steps)})",
+            ),
             ("compactions", compactions),
             ("messages in dialog/", f"{self.dialog_messages}"),
             (

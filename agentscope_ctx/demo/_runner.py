@@ -65,18 +65,23 @@ class DemoSetup:
 
 
 class _CompactionWatcher(logging.Handler):
-    """Notes each "[agentscope_ctx] compacted ..." line the pipeline logs."""
+    """Notes each "[agentscope_ctx] compacted ..." and "... relieved ..." (the ladder's cheap
+    rungs) line the pipeline logs."""
 
     def __init__(self, stats: PromptStats, out: Callable[[str], None]) -> None:
         super().__init__(logging.INFO)
         self.stats = stats
         self.out = out
         self.steps: list[int] = []
+        self.reliefs: list[int] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message.startswith("[agentscope_ctx] compacted"):
             self.steps.append(len(self.stats.prompt_tokens))
+            self.out(f"  {message}")
+        elif message.startswith("[agentscope_ctx] relieved"):
+            self.reliefs.append(len(self.stats.prompt_tokens))
             self.out(f"  {message}")
 
 
@@ -181,7 +186,15 @@ async def run_setup(
         if setup.cleanup is not None:
             await setup.cleanup()
     report = await asyncio.to_thread(
-        _report, name, working_dir, cfg, manager, model.stats, watcher.steps, answers
+        _report,
+        name,
+        working_dir,
+        cfg,
+        manager,
+        model.stats,
+        watcher.steps,
+        watcher.reliefs,
+        answers,
     )
     return report
 
@@ -193,6 +206,7 @@ def _report(
     manager: ContextManager,
     stats: PromptStats,
     compaction_steps: Sequence[int],
+    relief_steps: Sequence[int],
     answers: list[str],
 ) -> DemoReport:
     stored, _ = manager.dialog.read()
@@ -207,6 +221,7 @@ def _report(
         rejected=dict(stats.rejected),
         retries=list(stats.retries),
         compaction_steps=list(compaction_steps),
+        relief_steps=list(relief_steps),
         continuation_reads=stats.continuation_reads,
         first_truncations=stats.first_truncations,
         second_truncations=stats.second_truncations,
