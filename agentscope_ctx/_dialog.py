@@ -7,7 +7,10 @@ in which they were appended.
 
 The record, version 1 (the only place this format is defined)::
 
-    {"v": 1, "msg": <Msg.to_dict()>}
+    {"v": 1, "msg": <Msg.to_dict()>, "agent": "<name>", "session": "<id>"}
+
+``agent`` and ``session`` are optional (absent in older records): the name of the agent whose
+context the message left, and its session when known; readers ignore fields they do not know.
 
 ``msg`` holds ``id``, ``name``, ``role``, ``content`` (a string or a list of content blocks),
 ``metadata`` and ``timestamp`` exactly as ``Msg.to_dict()`` gives them; ``Msg.from_dict()``
@@ -26,11 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -44,6 +48,8 @@ if sys.platform != "win32":
     import fcntl
 
 __all__ = ["DialogReadReport", "DialogStore"]
+
+logger = logging.getLogger("agentscope_ctx")
 
 RECORD_VERSION = 1
 """The ``v`` field of the records this module writes (and the only one it reads)."""
@@ -77,11 +83,11 @@ def _date_prefix(text: object) -> str | None:
         return None
 
 
-def _encode(msg: Msg) -> bytes:
+def _encode(msg: Msg, fields: Mapping[str, str] | None = None) -> bytes:
     """One record line, ``\\n`` included."""
     if not isinstance(msg.id, str):
         raise PersistenceError(f"message id must be a str, got {msg.id!r}")
-    record = {"v": RECORD_VERSION, "msg": msg.to_dict()}
+    record = {"v": RECORD_VERSION, "msg": msg.to_dict(), **(fields or {})}
     try:
         text = json.dumps(record, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
@@ -161,13 +167,24 @@ class DialogStore:
     `ids`) with an async twin `aread`, since it is also used outside a running agent.
     """
 
-    def __init__(self, working_dir: Path) -> None:
+    def __init__(
+        self,
+        working_dir: Path,
+        *,
+        record_fields: Mapping[str, str] | None = None,
+        on_append: Callable[[], None] | None = None,
+    ) -> None:
         """Create a store; nothing is touched on disk until the first `append`.
 
         Args:
             working_dir: The agent's working directory; files go to ``working_dir/dialog``.
+            record_fields: Extra fields written on each record (``agent``, ``session``).
+            on_append: Called (in the writing thread, lock released) after records were
+                written; what it raises is logged, never passed on.
         """
         self._dialog_dir = Path(working_dir) / "dialog"
+        self._fields = dict(record_fields or {})
+        self._on_append = on_append
         self._lock = threading.Lock()
         self._ids: set[str] = set()  # every id in the files, as of the last scan
         self._scanned: dict[str, tuple[int, int]] = {}  # file name -> (inode, bytes scanned)
@@ -196,7 +213,13 @@ class DialogStore:
         """
         if not msgs:
             return 0
-        return await asyncio.to_thread(self._append_sync, list(msgs))
+        written = await asyncio.to_thread(self._append_sync, list(msgs))
+        if written and self._on_append is not None:
+            try:
+                await asyncio.to_thread(self._on_append)
+            except Exception:  # a listener (the search index) never fails a durable append
+                logger.exception("agentscope_ctx: the dialog append listener failed")
+        return written
 
     def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
         """Read the stored messages, oldest day first, in file order.
@@ -263,7 +286,10 @@ class DialogStore:
 
     def _append_sync(self, msgs: list[Msg]) -> int:
         today = date.today().isoformat()
-        lines = [(msg.id, _date_prefix(msg.timestamp) or today, _encode(msg)) for msg in msgs]
+        lines = [
+            (msg.id, _date_prefix(msg.timestamp) or today, _encode(msg, self._fields))
+            for msg in msgs
+        ]
         with self._lock:
             self._make_dir()
             with self._flock(exclusive=True):

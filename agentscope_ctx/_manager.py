@@ -33,6 +33,8 @@ from ._memory import ContextMemory
 from ._middleware import TruncationMiddleware
 from ._pipeline import CALIBRATION_BOUNDS, ContextPipeline, PipelineReport, say
 from ._read_file import FileReader
+from ._recall import Recall, RecallConfig
+from ._search import SearchIndex
 from ._summarizer import Summarizer
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
@@ -135,6 +137,8 @@ class ContextManager:
             max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
         )
         self.failures = FailureLog()
+        self.recall_config: RecallConfig = getattr(self.config, "recall", None) or RecallConfig()
+        self.search_index = SearchIndex(working_dir, failures=self.failures)
         self.scheduler: ConsolidationScheduler | None = None
         self._bindings: dict[str, _Binding] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -167,13 +171,14 @@ class ContextManager:
                 "adds its own (the continuation tool of truncated output): remove yours first"
             )
         memory = _take_over(agent.memory, backend, self.working_dir, self.config)
+        recall, store, dialog = self._recall_for(agent)
         pipeline = ContextPipeline(
             self.config,
             memory,
             counter=self.counter,
-            store=self.store,
+            store=store,
             policy=self.policy,
-            dialog=self.dialog,
+            dialog=dialog,
             compactor=self.compactor,
             on_compacted=self._start_summarizer,
             calibration_key=str(agent.model.model_name),
@@ -185,10 +190,11 @@ class ContextManager:
             recover=lambda: self._emergency_compaction(agent),
         )
         middleware = TruncationMiddleware(
-            self.store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
+            store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
         )
         added: list[str] = []
-        for func in (self.reader.read_file, self.long_term.remember, self.long_term.log_today):
+        tools = [self.reader.read_file, self.long_term.remember, self.long_term.log_today]
+        for func in tools + ([recall.search_history] if recall is not None else []):
             if func.__name__ not in toolkit.tools:
                 toolkit.register_tool_function(func)
                 added.append(func.__name__)
@@ -206,6 +212,8 @@ class ContextManager:
         agent.model = guard
         for hook in ("pre_reply", "pre_reasoning", "post_acting"):
             agent.register_instance_hook(hook, f"{HOOK_NAME}.{hook}", getattr(self, f"_{hook}"))
+        if recall is not None:
+            agent.register_instance_hook("post_acting", f"{HOOK_NAME}.recall", recall.post_acting)
         self._bindings[agent.id] = _Binding(
             agent, memory, pipeline, previous, compression, guard, middleware, added
         )
@@ -219,9 +227,10 @@ class ContextManager:
         binding = self._bindings.pop(agent.id, None)
         if binding is None:
             return
-        for hook in ("pre_reply", "pre_reasoning", "post_acting"):
+        hooks = [(hook, hook) for hook in ("pre_reply", "pre_reasoning", "post_acting")]
+        for hook, name in [*hooks, ("post_acting", "recall")]:
             try:
-                agent.remove_instance_hook(hook, f"{HOOK_NAME}.{hook}")
+                agent.remove_instance_hook(hook, f"{HOOK_NAME}.{name}")
             except ValueError:
                 pass
         toolkit = agent.toolkit
@@ -321,6 +330,7 @@ class ContextManager:
             self.scheduler = None
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+        self.search_index.close()
 
     # -- hooks (bound async methods: AgentScope awaits them) ---------------------------
 
@@ -350,7 +360,9 @@ class ContextManager:
             return
         try:
             await binding.pipeline.run(agent)
-            self.store.maybe_cleanup(self._referenced_files)
+            removed = self.store.maybe_cleanup(self._referenced_files)
+            if removed:
+                await asyncio.to_thread(self.search_index.drop_outputs, removed)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -365,6 +377,28 @@ class ContextManager:
                 f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
             )
         return binding
+
+    def _recall_for(self, agent: Any) -> tuple[Recall | None, ToolResultStore, DialogStore]:
+        """The agent's recall (None when disabled), and the output and dialog stores that
+        name the agent on what they save and keep the search index up to date."""
+        if not self.recall_config.enabled:
+            return None, self.store, self.dialog
+        recall = Recall(
+            self.search_index,
+            self.recall_config,
+            str(agent.name),
+            max_output_bytes=self.config.tool_result.old_max_bytes,
+            failures=self.failures,
+        )
+        store = ToolResultStore(
+            self.working_dir, self.config.tool_result.retention_days, on_saved=recall.output_saved
+        )
+        dialog = DialogStore(
+            self.working_dir,
+            record_fields=recall.record_fields,
+            on_append=self.search_index.dialog_appended,
+        )
+        return recall, store, dialog
 
     def _referenced_files(self) -> set[str]:
         """tool_result files that a live message of an attached agent points to."""
