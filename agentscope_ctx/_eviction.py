@@ -86,7 +86,7 @@ def _tools(msgs: Sequence[Msg]) -> list[str]:
             if not name or name == SEARCH_TOOL:
                 continue
             tool_input = block.get("input")
-            call = f"{name}({key_args(tool_input if isinstance(tool_input, dict) else {}, 48)})"
+            call = f"{name}({key_args(tool_input if isinstance(tool_input, dict) else {})})"
             counts[call] = counts.get(call, 0) + 1
     return [call + (f" ×{n}" if n > 1 else "") for call, n in counts.items()]
 

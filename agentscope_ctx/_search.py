@@ -20,6 +20,7 @@ file's state inside its own write transaction, so nothing is indexed twice.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -39,6 +40,13 @@ __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
 _BATCH_BYTES = 4 << 20
 """Dialog bytes indexed per write transaction (what another writer may wait for)."""
+_READ_BYTES = 4 << 20
+INDEX_AT_SAVE_BYTES = 8 << 20
+"""A saved output up to this size is indexed as it is saved; a larger one at the next search
+(indexing runs at about 10 MB/s: the save should not wait for seconds)."""
+MAX_RANKED = 5_000
+"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
+microseconds per match); if the filters then leave too few hits, it ranks them all."""
 NOTIFY_SECONDS = 2.0
 """Longest a save spends indexing other files than its own (after an index rebuild)."""
 _FILES = (
@@ -51,7 +59,7 @@ _QUERY = """
 SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
     d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
 FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
-WHERE chunks MATCH :match
+WHERE chunks MATCH :match AND chunks.rowid >= :low
     AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
     AND (:session IS NULL OR d.session = :session)
     AND (:role IS NULL OR d.role = :role)
@@ -67,6 +75,22 @@ def _stamp(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
+def _ranked(
+    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
+) -> list[tuple[object, ...]]:
+    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
+    more (all of them if the filters leave fewer than `limit` rows)."""
+    bound = db.execute(
+        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (match, MAX_RANKED),
+    ).fetchone()
+    low = 0 if bound is None else int(bound[0]) + 1
+    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
+    if low and len(rows) < limit:
+        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
+    return rows
+
+
 def _up_to_date(kind: str, state: tuple[int, int, int], stat: os.stat_result) -> bool:
     """Whether a file indexed as `state` (inode, size, stamp) needs nothing more."""
     if kind == "tool_result":  # written once, atomically
@@ -77,10 +101,20 @@ def _up_to_date(kind: str, state: tuple[int, int, int], stat: os.stat_result) ->
 
 
 def _text_lines(file: IO[bytes]) -> Iterator[str]:
-    """The lines of a binary file as `read_file` counts them (``\\n`` ends a line)."""
-    for raw in file:
-        raw = raw[:-1] if raw.endswith(b"\n") else raw
-        yield (raw[:-1] if raw.endswith(b"\r") else raw).decode("utf-8", "replace")
+    """The lines of a binary file as `read_file` counts them (``\\n`` ends a line, a
+    ``\\r`` before it is dropped), decoded in large blocks."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    rest = ""
+    while True:
+        block = file.read(_READ_BYTES)
+        text = rest + decoder.decode(block, final=not block)
+        lines = text.replace("\r\n", "\n").split("\n")
+        rest = lines.pop()
+        yield from lines
+        if not block:
+            break
+    if rest:
+        yield rest
 
 
 class SearchIndex:
@@ -160,10 +194,10 @@ class SearchIndex:
         def run(db: sqlite3.Connection) -> SearchResult:
             pending = self._catch_up(db, deadline)
             params = {**vars(filters), "limit": 4 * limit + 8}
-            rows = db.execute(_QUERY, {**params, "match": parsed.fts()}).fetchall()
+            rows = _ranked(db, parsed.fts(), params, limit)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
-                rows = db.execute(_QUERY, {**params, "match": parsed.fts(every=False)}).fetchall()
+                rows = _ranked(db, parsed.fts(every=False), params, limit)
             hits = build_hits(rows, self.root, parsed, limit)
             return SearchResult(hits=hits, query=parsed, every=every, pending=pending)
 
@@ -240,7 +274,8 @@ class SearchIndex:
     def _saved(self, db: sqlite3.Connection, name: str, owner: Owner) -> None:
         with write(db):
             set_owner(db, name, owner, _stamp(time.time()))
-        self._index_file(db, name, "tool_result")
+        if os.path.getsize(self.root / name) <= INDEX_AT_SAVE_BYTES:
+            self._index_file(db, name, "tool_result")
 
     def _owner(self, db: sqlite3.Connection, name: str, owner: Owner) -> None:
         with write(db):

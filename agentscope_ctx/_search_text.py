@@ -194,14 +194,16 @@ def record_parts(msg: dict[str, Any]) -> RecordParts:
 
 
 def key_args(tool_input: dict[str, Any], max_chars: int = 80) -> str:
-    """The first two arguments of a call, short: ``command="pytest -x", cwd="src"``."""
+    """The first two arguments of a call, short: ``command="pytest -x", n=3``."""
     shown: list[str] = []
     for name, value in list(tool_input.items())[:2]:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        text = " ".join(str(text).split())
+        text = " ".join(text.split())
         limit = max(max_chars // 2 - len(name), 8)
         text = text if len(text) <= limit else text[: limit - 1] + "…"
-        shown.append(f"{name}={json.dumps(text, ensure_ascii=False)}")
+        shown.append(
+            f"{name}={json.dumps(text, ensure_ascii=False) if isinstance(value, str) else text}"
+        )
     return ", ".join(shown)
 
 
@@ -233,6 +235,7 @@ class Query:
 def parse_query(text: str) -> Query:
     """Split a query into words and ``"quoted phrases"`` (an unclosed quote runs to the end).
     Terms without a letter or digit are dropped; at most `MAX_TERMS` are kept."""
+    text = text.replace("\x00", " ")  # FTS5 ends a string at NUL
     terms: list[tuple[str, bool]] = []
     at = 0
     for match in _QUOTED.finditer(text):
