@@ -33,7 +33,7 @@ from typing import IO
 
 from ._failures import FailureLog
 from ._search_db import IndexDatabase, Owner, add_doc, drop_one, set_owner, write
-from ._search_hits import Filters, SearchResult, build_hits
+from ._search_hits import Filters, SearchResult, build_hits, ranked_rows
 from ._search_text import Query, chunk_lines, parse_query, record_parts
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
@@ -44,9 +44,6 @@ _READ_BYTES = 4 << 20
 INDEX_AT_SAVE_BYTES = 8 << 20
 """A saved output up to this size is indexed as it is saved; a larger one at the next search
 (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
-MAX_RANKED = 5_000
-"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
-microseconds per match); if the filters then leave too few hits, it ranks them all."""
 NOTIFY_SECONDS = 2.0
 """Longest a save spends indexing other files than its own (after an index rebuild)."""
 _FILES = (
@@ -55,40 +52,10 @@ _FILES = (
     ("memory", re.compile(r"[^.].*\.md")),
 )
 _ALL_KINDS = tuple(kind for kind, _ in _FILES)
-_QUERY = """
-SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
-    d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
-FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
-WHERE chunks MATCH :match AND chunks.rowid >= :low
-    AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
-    AND (:session IS NULL OR d.session = :session)
-    AND (:role IS NULL OR d.role = :role)
-    AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
-    AND (:since IS NULL OR d.ts >= :since)
-    AND (:until IS NULL OR d.ts <= :until || '~')
-ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
-LIMIT :limit
-"""
 
 
 def _stamp(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
-
-
-def _ranked(
-    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
-) -> list[tuple[object, ...]]:
-    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
-    more (all of them if the filters leave fewer than `limit` rows)."""
-    bound = db.execute(
-        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match, MAX_RANKED),
-    ).fetchone()
-    low = 0 if bound is None else int(bound[0]) + 1
-    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
-    if low and len(rows) < limit:
-        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
-    return rows
 
 
 def _up_to_date(kind: str, state: tuple[int, int, int], stat: os.stat_result) -> bool:
@@ -194,10 +161,10 @@ class SearchIndex:
         def run(db: sqlite3.Connection) -> SearchResult:
             pending = self._catch_up(db, deadline)
             params = {**vars(filters), "limit": 4 * limit + 8}
-            rows = _ranked(db, parsed.fts(), params, limit)
+            rows = ranked_rows(db, parsed.fts(), params, limit)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
-                rows = _ranked(db, parsed.fts(every=False), params, limit)
+                rows = ranked_rows(db, parsed.fts(every=False), params, limit)
             hits = build_hits(rows, self.root, parsed, limit)
             return SearchResult(hits=hits, query=parsed, every=every, pending=pending)
 

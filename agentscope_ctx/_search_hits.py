@@ -1,4 +1,5 @@
-"""What a search returns: `Filters` in, `Hit`s out, each with a `read_file` pointer.
+"""A search's query and what it returns: `Filters` in, `Hit`s out, each with a `read_file`
+pointer.
 
 A hit of a saved output or a memory file points at the first line it shows (or, inside a very
 long line, at the character where the shown part starts). A hit of a dialog record points at
@@ -9,6 +10,7 @@ the record's JSON, so that one `read_file` from the pointer shows it.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +18,29 @@ from typing import Any
 
 from ._search_text import Query, clip, pick_lines, shown_text
 
-__all__ = ["ROLES", "Filters", "Hit", "SearchResult", "build_hits"]
+__all__ = ["ROLES", "Filters", "Hit", "SearchResult", "build_hits", "ranked_rows"]
 
 ROLES = ("user", "assistant", "system", "tool", "memory")
 """Values of the `role` filter (``tool``: tool outputs; ``memory``: long-term memory files)."""
 LINE_CHARS = 240
 """Characters shown of one line of a hit."""
+MAX_RANKED = 5_000
+"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
+microseconds per match); if the filters then leave too few hits, it ranks them all."""
+_QUERY = """
+SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
+    d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
+FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
+WHERE chunks MATCH :match AND chunks.rowid >= :low
+    AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
+    AND (:session IS NULL OR d.session = :session)
+    AND (:role IS NULL OR d.role = :role)
+    AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
+    AND (:since IS NULL OR d.ts >= :since)
+    AND (:until IS NULL OR d.ts <= :until || '~')
+ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
+LIMIT :limit
+"""
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,22 @@ class SearchResult:
     pending: int = 0
     """Files not searched: the catch-up ran out of time (an index being rebuilt)."""
     notes: list[str] = field(default_factory=list)
+
+
+def ranked_rows(
+    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
+) -> list[tuple[object, ...]]:
+    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
+    more (all of them if the filters leave fewer than `limit` rows)."""
+    bound = db.execute(
+        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (match, MAX_RANKED),
+    ).fetchone()
+    low = 0 if bound is None else int(bound[0]) + 1
+    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
+    if low and len(rows) < limit:
+        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
+    return rows
 
 
 def _record_offset(path: Path, byte_offset: int, text: str) -> int:

@@ -16,6 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import agentscope_ctx._search as search_module
+import agentscope_ctx._search_hits as search_hits
 from agentscope_ctx._config import ToolResultConfig
 from agentscope_ctx._dialog import DialogStore
 from agentscope_ctx._read_file import FileReader
@@ -164,7 +165,7 @@ async def test_memory_files_are_searched_and_reindexed_when_they_change(tmp_path
 async def test_a_very_common_word_ranks_the_newest_matches_unless_filters_need_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search_module, "MAX_RANKED", 3)
+    monkeypatch.setattr(search_hits, "MAX_RANKED", 3)
     index = SearchIndex(tmp_path)
     oldest = save(index, "a heron seen by the old agent\n", agent="old")
     paths = [save(index, f"heron number {k}\n", agent="new") for k in range(8)]
