@@ -154,7 +154,8 @@ class Recall:
         max_output_bytes: int | None = None,
         failures: FailureLog | None = None,
     ) -> None:
-        """
+        """Create the recall of one agent.
+
         Args:
             index: The working dir's index.
             config: The recall settings.
