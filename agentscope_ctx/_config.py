@@ -24,6 +24,7 @@ __all__ = [
     "CompactorConfig",
     "ConsolidationConfig",
     "ContextConfig",
+    "RecallConfig",
     "SummarizerConfig",
     "ToolResultConfig",
 ]
@@ -152,6 +153,40 @@ class ConsolidationConfig(_Section):
         return value
 
 
+MAX_HITS = 20
+"""Most hits one `search_history` call returns."""
+
+
+class RecallConfig(_Section):
+    """Search over what left the context: the `search_history` tool and its index."""
+
+    enabled: bool = True
+    """Register `search_history` at attach and keep the index (``working_dir/index/``) up to
+    date at each save. The index is a cache: deleting it loses nothing."""
+
+    scope: Literal["own", "shared"] = "own"
+    """``own``: an agent searches its own history (plus what has no known owner: memory files,
+    records written without an agent name); ``shared``: every agent's on the working dir."""
+
+    session: str | None = None
+    """Written on each record as its session (e.g. the ``session_id`` you give
+    `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it."""
+
+    max_hits: int = Field(default=5, ge=1, le=MAX_HITS)
+    """Hits per search when the agent does not ask for a number."""
+
+    max_output_bytes: int = Field(default=4_000, ge=500)
+    """UTF-8 cap of one `search_history` answer; it is also kept within
+    `tool_result.old_max_bytes`, so that an answer is never cut and saved."""
+
+    catch_up_seconds: float = Field(default=10.0, gt=0)
+    """Longest a search spends indexing files the index has not seen yet (after a rebuild);
+    the rest is searched the next time, and the answer says so."""
+
+    eviction_index_max_chars: int = Field(default=1_200, ge=200)
+    """Size cap of the eviction index (what was compacted away) shown with the summary."""
+
+
 class ContextConfig(_Section):
     """All settings of agentscope_ctx. Load with `ContextConfig.from_yaml(path)` or build with
     keyword arguments; invalid values raise `ConfigError` naming the field."""
@@ -190,6 +225,9 @@ class ContextConfig(_Section):
 
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     """The daily merge of notes into MEMORY.md."""
+
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    """Search over what left the context: the `search_history` tool and its index."""
 
     token_counter: str = "o200k_base"
     """tiktoken encoding used to count tokens. When its file cannot be had offline,

@@ -34,7 +34,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -112,13 +112,24 @@ class DialogStore:
     `ids`) with an async twin `aread`, since it is also used outside a running agent.
     """
 
-    def __init__(self, working_dir: Path) -> None:
+    def __init__(
+        self,
+        working_dir: Path,
+        *,
+        record_fields: Mapping[str, str] | None = None,
+        on_append: Callable[[], None] | None = None,
+    ) -> None:
         """Create a store; nothing is touched on disk until the first `append`.
 
         Args:
             working_dir: The agent's working directory; files go to ``working_dir/dialog``.
+            record_fields: Extra fields written on each record (``agent``, ``session``).
+            on_append: Called (in a worker thread, the lock released) after records were
+                written; what it raises is logged, never passed on.
         """
         self._dialog_dir = Path(working_dir) / "dialog"
+        self._fields = dict(record_fields or {})
+        self._on_append = on_append
         self._lock = threading.Lock()
         self._ids: set[str] = set()  # every id in the files, as of the last scan
         self._scanned: dict[str, tuple[int, int]] = {}  # file name -> (inode, bytes scanned)
@@ -150,7 +161,13 @@ class DialogStore:
         """
         if not msgs:
             return 0
-        return await asyncio.to_thread(self._append_sync, list(msgs))
+        written = await asyncio.to_thread(self._append_sync, list(msgs))
+        if written and self._on_append is not None:
+            try:
+                await asyncio.to_thread(self._on_append)
+            except Exception:  # a listener (the search index) never fails a durable append
+                logger.exception("agentscope_ctx: the dialog append listener failed")
+        return written
 
     def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
         """Read the stored messages, oldest day first, in file order (the append order).
@@ -219,7 +236,10 @@ class DialogStore:
 
     def _append_sync(self, msgs: list[Msg]) -> int:
         today = date.today().isoformat()
-        records = [(msg, date_prefix(msg.timestamp) or today, *encode_record(msg)) for msg in msgs]
+        records = [
+            (msg, date_prefix(msg.timestamp) or today, *encode_record(msg, self._fields))
+            for msg in msgs
+        ]
         with self._lock, self._created() as folder, self._flock(folder, exclusive=True):
             names = self._rescan(folder)
             newest = names[-1].removesuffix(".jsonl") if names else ""

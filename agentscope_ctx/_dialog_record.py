@@ -3,7 +3,11 @@
 This module is the only place the format is defined. The record, version 1::
 
     {"v": 1, "msg": <Msg.to_dict()>}
+    {"v": 1, "msg": <Msg.to_dict()>, "agent": "<name>", "session": "<id>"}
     {"v": 1, "msg": <Msg.to_dict(), made storable>, "lossy": ["metadata.when", "content"]}
+
+``agent`` and ``session`` are optional (absent in older records): the name of the agent whose
+context the message left, and its session when known (they scope `search_history`).
 
 ``msg`` holds ``id``, ``name``, ``role``, ``content`` (a string or a list of content blocks),
 ``metadata`` and ``timestamp`` exactly as ``Msg.to_dict()`` gives them; ``Msg.from_dict()``
@@ -58,8 +62,9 @@ def date_prefix(text: object) -> str | None:
         return None
 
 
-def encode_record(msg: Msg) -> tuple[bytes, list[str]]:
-    """One record line (``\\n`` included) and the paths of the values made storable.
+def encode_record(msg: Msg, fields: Mapping[str, str] | None = None) -> tuple[bytes, list[str]]:
+    """One record line (``\\n`` included) and the paths of the values made storable;
+    `fields` (``agent``, ``session``) are written after ``msg``.
 
     Raises:
         PersistenceError: The message's id is not a string (the store goes by id).
@@ -78,6 +83,7 @@ def encode_record(msg: Msg) -> tuple[bytes, list[str]]:
         else:
             data["content"] = _text(content)
     record: dict[str, object] = {"v": RECORD_VERSION, "msg": _storable(data, "", lossy, (), 0)}
+    record.update(fields or {})
     if lossy:
         record["lossy"] = lossy
     text = json.dumps(record, ensure_ascii=False)  # cannot fail: `_storable` made it JSON

@@ -33,6 +33,8 @@ from ._memory import ContextMemory
 from ._middleware import TruncationMiddleware
 from ._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ._read_file import FileReader
+from ._recall import Recall, RecallConfig
+from ._search import SearchIndex
 from ._summarizer import Summarizer
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
@@ -140,6 +142,8 @@ class ContextManager:
             max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
         )
         self.failures = FailureLog()
+        self.recall_config: RecallConfig = self.config.recall
+        self.search_index = SearchIndex(working_dir, failures=self.failures)
         self.scheduler: ConsolidationScheduler | None = None
         self._bindings: dict[str, _Binding] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -172,13 +176,14 @@ class ContextManager:
                 "adds its own (the continuation tool of truncated output): remove yours first"
             )
         memory = _take_over(agent.memory, backend, self.working_dir, self.config)
+        recall, store, dialog = self._recall_for(agent)
         pipeline = ContextPipeline(
             self.config,
             memory,
             counter=self.counter,
-            store=self.store,
+            store=store,
             policy=self.policy,
-            dialog=self.dialog,
+            dialog=dialog,
             compactor=self.compactor,
             on_compacted=lambda older: self._compacted(agent, older),
             calibration_key=str(agent.model.model_name),
@@ -194,10 +199,11 @@ class ContextManager:
             recover=lambda error: self._emergency_compaction(agent, error),
         )
         middleware = TruncationMiddleware(
-            self.store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
+            store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
         )
         added: list[str] = []
-        for func in (self.reader.read_file, self.long_term.remember, self.long_term.log_today):
+        tools = [self.reader.read_file, self.long_term.remember, self.long_term.log_today]
+        for func in tools + ([recall.search_history] if recall is not None else []):
             if func.__name__ not in toolkit.tools:
                 toolkit.register_tool_function(func)
                 added.append(func.__name__)
@@ -215,6 +221,8 @@ class ContextManager:
         agent.model = guard
         for hook in ("pre_reply", "pre_reasoning", "post_acting"):
             agent.register_instance_hook(hook, f"{HOOK_NAME}.{hook}", getattr(self, f"_{hook}"))
+        if recall is not None:
+            agent.register_instance_hook("post_acting", f"{HOOK_NAME}.recall", recall.post_acting)
         self._bindings[agent.id] = _Binding(
             agent, memory, pipeline, previous, compression, guard, middleware, added
         )
@@ -228,9 +236,10 @@ class ContextManager:
         binding = self._bindings.pop(agent.id, None)
         if binding is None:
             return
-        for hook in ("pre_reply", "pre_reasoning", "post_acting"):
+        hooks = [(hook, hook) for hook in ("pre_reply", "pre_reasoning", "post_acting")]
+        for hook, name in [*hooks, ("post_acting", "recall")]:
             try:
-                agent.remove_instance_hook(hook, f"{HOOK_NAME}.{hook}")
+                agent.remove_instance_hook(hook, f"{HOOK_NAME}.{name}")
             except ValueError:
                 pass
         toolkit = agent.toolkit
@@ -327,6 +336,7 @@ class ContextManager:
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
+        self.search_index.close()
         if not self._background:
             return
         _, late = await asyncio.wait(set(self._background), timeout=grace_seconds)
@@ -385,7 +395,9 @@ class ContextManager:
             return
         try:
             await binding.pipeline.run()
-            self.store.maybe_cleanup(self._referenced_files)
+            removed = self.store.maybe_cleanup(self._referenced_files)
+            if removed:
+                await asyncio.to_thread(self.search_index.drop_outputs, removed)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -400,6 +412,28 @@ class ContextManager:
                 f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
             )
         return binding
+
+    def _recall_for(self, agent: Any) -> tuple[Recall | None, ToolResultStore, DialogStore]:
+        """The agent's recall (None when disabled), and the output and dialog stores that
+        name the agent on what they save and keep the search index up to date."""
+        if not self.recall_config.enabled:
+            return None, self.store, self.dialog
+        recall = Recall(
+            self.search_index,
+            self.recall_config,
+            str(agent.name),
+            max_output_bytes=self.config.tool_result.old_max_bytes,
+            failures=self.failures,
+        )
+        store = ToolResultStore(
+            self.working_dir, self.config.tool_result.retention_days, on_saved=recall.output_saved
+        )
+        dialog = DialogStore(
+            self.working_dir,
+            record_fields=recall.record_fields,
+            on_append=self.search_index.dialog_appended,
+        )
+        return recall, store, dialog
 
     def _referenced_files(self) -> set[str]:
         """tool_result files that a notice in a live message of an attached agent points to

@@ -33,8 +33,17 @@ _CLEANUP_EVERY_SECONDS = 3600.0
 class ToolResultStore:
     """Saves full tool outputs and removes expired ones."""
 
-    def __init__(self, working_dir: Path, retention_days: float) -> None:
+    def __init__(
+        self,
+        working_dir: Path,
+        retention_days: float,
+        *,
+        on_saved: Callable[[Path], None] | None = None,
+    ) -> None:
+        """`on_saved(path)` is called after each save (in the saving thread); what it raises
+        is logged, never passed on."""
         self.dir = (working_dir / "tool_result").resolve()
+        self.on_saved = on_saved
         self.retention_seconds = retention_days * 86_400
         self._last_cleanup: float | None = None
 
@@ -59,6 +68,11 @@ class ToolResultStore:
             except OSError:
                 pass
             raise OffloadError(f"cannot write tool output to {str(path)!r}: {exc}") from exc
+        if self.on_saved is not None:
+            try:
+                self.on_saved(path)
+            except Exception:  # a listener (the search index) never fails a save
+                logger.exception("agentscope_ctx: the tool output listener failed")
         return path
 
     def owns(self, path: str | Path) -> bool:

@@ -7,6 +7,8 @@ Commands::
     agentscope-ctx config
     agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
     agentscope-ctx consolidate [WORKING_DIR] [--days N]
+    agentscope-ctx search [WORKING_DIR] QUERY [--agent NAME] [--role ROLE] [--tool NAME]
+                          [--since TIME] [--until TIME] [--session ID] [--limit N]
 
 Exit codes: 0 ok, 1 runtime failure (missing or corrupt working dir, I/O error, failed
 demo), 2 usage error (bad arguments, invalid config). Errors are one line on stderr.
@@ -25,6 +27,7 @@ from pathlib import Path
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._errors import ContextError, ContextUsageError
+from ._search_hits import ROLES
 
 __all__ = ["main"]
 
@@ -250,6 +253,38 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_search(args: argparse.Namespace) -> int:
+    from ._recall import MAX_HITS, RecallConfig, format_result, parse_time
+    from ._search import Filters, SearchIndex
+
+    words = list(args.words)
+    where = None
+    if len(words) > 1 and Path(words[0]).expanduser().is_dir():
+        where = words.pop(0)
+    query = " ".join(words)
+    config = _load_config(args.config)
+    path = _state_dir(where, config)
+    if args.role is not None and args.role not in ROLES:
+        raise CliError(f"--role must be one of {', '.join(ROLES)}; got {args.role!r}", code=2)
+    if args.limit is not None and not 1 <= args.limit <= MAX_HITS:
+        raise CliError(f"--limit must be from 1 to {MAX_HITS}; got {args.limit}", code=2)
+    try:
+        filters = Filters(
+            agent=args.agent,
+            session=args.session,
+            role=args.role,
+            tool=args.tool,
+            since=parse_time(args.since, "--since"),
+            until=parse_time(args.until, "--until"),
+        )
+    except ValueError as exc:
+        raise CliError(str(exc), code=2) from None
+    limit = args.limit or RecallConfig().max_hits
+    result = SearchIndex(path).search(query, filters, limit=limit, catch_up_seconds=None)
+    print(format_result(result, query, shared=args.agent is None, max_bytes=1 << 20))
+    return 0
+
+
 # -- parser ----------------------------------------------------------------------------
 
 
@@ -337,6 +372,30 @@ def build_parser() -> argparse.ArgumentParser:
         "ContextConfig.from_yaml('my.yaml') or --config my.yaml.",
     )
     config.set_defaults(func=_cmd_config)
+
+    search = sub.add_parser(
+        "search",
+        help="search the history of a working dir (what agents see with search_history)",
+        description="Full-text search over dialog/, tool_result/ and memory/ of a working dir, "
+        "ranked by relevance (BM25), newest first on ties; the same hits, in the same form, as "
+        "the agents' search_history tool. Words must all match (else any); a quoted phrase "
+        "matches exactly; word* matches a prefix. Each hit says how to read on with read_file.",
+    )
+    search.add_argument(
+        "words",
+        nargs="+",
+        metavar="[WORKING_DIR] QUERY",
+        help=f"the query; a first argument naming a directory is {where}",
+    )
+    search.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
+    search.add_argument("--agent", metavar="NAME", help="search as this agent (default: all)")
+    search.add_argument("--role", metavar="ROLE", help="only " + ", ".join(ROLES))
+    search.add_argument("--tool", metavar="NAME", help="only calls and outputs of this tool")
+    search.add_argument("--since", metavar="TIME", help="from this local time: 2026-12-02[ 14:30]")
+    search.add_argument("--until", metavar="TIME", help="up to this local time (a date: all day)")
+    search.add_argument("--session", metavar="ID", help="only records of this session")
+    search.add_argument("--limit", type=int, metavar="N", help="number of hits (default 5)")
+    search.set_defaults(func=_cmd_search)
     return parser
 
 

@@ -19,7 +19,14 @@ from typing import Any
 if __package__ in (None, ""):  # `python benchmarks/__main__.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_baseline, bench_cost, bench_pipeline, bench_tokens, bench_truncation
+from benchmarks import (
+    bench_baseline,
+    bench_cost,
+    bench_pipeline,
+    bench_search,
+    bench_tokens,
+    bench_truncation,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -29,6 +36,7 @@ BENCHES: list[tuple[str, Callable[[], dict[str, Any]]]] = [
     ("pipeline", bench_pipeline.main),
     ("baseline", bench_baseline.main),
     ("cost", bench_cost.main),
+    ("search", bench_search.main),
 ]
 
 

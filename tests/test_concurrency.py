@@ -86,7 +86,8 @@ def _check_dialog(working_dir: Path) -> tuple[list[Msg], dict[str, int]]:
     assert not duplicates(ids), f"dialog/ holds ids twice: {duplicates(ids)}"
     for path in (working_dir / "dialog").glob("*.jsonl"):
         for line in path.read_bytes().splitlines():  # one whole record per line
-            assert line.startswith(b'{"v": 1, "msg": {') and line.endswith(b"}}"), line[:80]
+            assert line.startswith(b'{"v": 1, "msg": {') and line.endswith(b"}"), line[:80]
+            assert isinstance(json.loads(line)["msg"], dict), line[:80]
     return stored, {msg_id: i for i, msg_id in enumerate(ids)}
 
 

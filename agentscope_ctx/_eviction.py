@@ -1,0 +1,150 @@
+"""The eviction index: a short, bounded list of what compaction moved out of the context.
+
+It goes with the summary so that the agent knows what exists to `search_history` for: one
+line per compaction with its time range, message count, the first words of the user's turns
+and the tools called with their key arguments. When the list outgrows its cap, the oldest
+lines fold into one ``earlier`` line (time range and count only). It is a pure function of
+the compacted messages and the previous text, so it changes only at compaction and the prompt
+prefix stays byte-identical in between (DESIGN.md §8)::
+
+    Compacted away (find details with search_history):
+    - earlier: 2026-12-01 09:00 → 2026-12-02 09:41 · 212 messages
+    - 2026-12-02 10:00 → 10:42 · 38 messages · user: "fix the failing test in…"; "now add…"
+      · tools: run_shell(command="pytest -x") ×3, read_file(file_path="src/app.py")
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentscope.message import Msg
+
+from ._search_text import SEARCH_TOOL, key_args
+
+__all__ = ["EVICTION_HEADER", "eviction_index"]
+
+EVICTION_HEADER = "Compacted away (find details with search_history):"
+_WORDS = 8
+_QUOTE_CHARS = 60
+_ENTRY = re.compile(
+    r"- (?P<earlier>earlier: )?(?P<start>\d{4}-\d{2}-\d{2} \d{2}:\d{2}) → "
+    r"(?P<end>(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}) · (?P<n>\d+) messages(?P<rest>.*)"
+)
+
+
+@dataclass
+class _Entry:
+    start: str
+    end: str
+    """Full ``YYYY-MM-DD HH:MM``."""
+    n: int
+    rest: str
+    earlier: bool = False
+
+    def render(self) -> str:
+        end = self.end[11:] if self.end[:10] == self.start[:10] else self.end
+        head = "- earlier: " if self.earlier else "- "
+        return f"{head}{self.start} → {end} · {self.n} messages{'' if self.earlier else self.rest}"
+
+
+def _parse(previous: str) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for line in previous.splitlines():
+        match = _ENTRY.fullmatch(line.strip())
+        if match is None:
+            continue
+        end = match["end"] if len(match["end"]) > 5 else f"{match['start'][:10]} {match['end']}"
+        entry = _Entry(match["start"], end, int(match["n"]), match["rest"], bool(match["earlier"]))
+        entries.append(entry)
+    return entries
+
+
+def _minute(msg: Msg) -> str | None:
+    stamp = str(msg.timestamp or "")
+    return stamp[:16] if re.match(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", stamp) else None
+
+
+def _first_words(msg: Msg) -> str | None:
+    if msg.role != "user" or msg.has_content_blocks("tool_result"):
+        return None
+    words = " ".join((msg.get_text_content() or "").split()).split(" ")
+    text = " ".join(words[:_WORDS])
+    if not text:
+        return None
+    if len(words) > _WORDS or len(text) > _QUOTE_CHARS:
+        text = text[: _QUOTE_CHARS - 1] + "…"
+    return '"' + text.replace('"', "'") + '"'
+
+
+def _tools(msgs: Sequence[Msg]) -> list[str]:
+    counts: dict[str, int] = {}
+    for msg in msgs:
+        for block in msg.get_content_blocks("tool_use"):
+            name = str(block.get("name") or "")
+            if not name or name == SEARCH_TOOL:
+                continue
+            tool_input = block.get("input")
+            call = f"{name}({key_args(tool_input if isinstance(tool_input, dict) else {})})"
+            counts[call] = counts.get(call, 0) + 1
+    return [call + (f" ×{n}" if n > 1 else "") for call, n in counts.items()]
+
+
+def _items(label: str, items: list[str], sep: str, budget: int) -> str:
+    """`` · label: a, b +N more`` within `budget` characters ("" when nothing fits)."""
+    text = ""
+    for i, item in enumerate(items):
+        more = f" +{len(items) - i - 1} more" if i + 1 < len(items) else ""
+        candidate = (text + sep if text else f" · {label}: ") + item
+        if len(candidate + more) > budget:
+            return text + (f" +{len(items) - i} more" if text else "")
+        text = candidate
+    return text
+
+
+def _new_entry(msgs: Sequence[Msg], budget: int) -> _Entry | None:
+    minutes = sorted(m for m in map(_minute, msgs) if m is not None)
+    if not msgs or not minutes:
+        return None
+    quotes = [q for q in map(_first_words, msgs) if q is not None]
+    users = _items("user", quotes, "; ", budget // 2)
+    tools = _items("tools", _tools(msgs), ", ", budget - len(users))
+    return _Entry(minutes[0], minutes[-1], len(msgs), users + tools)
+
+
+def eviction_index(msgs: Sequence[Msg], previous: str, max_chars: int) -> str:
+    """The eviction index after compacting `msgs` away, given the `previous` one ("" at the
+    first compaction); at most `max_chars` characters. The same inputs give the same text.
+
+    Messages without a timestamp count in no time range; when none of `msgs` has one, the
+    previous index is returned as it was (re-rendered).
+    """
+    entries = _parse(previous)
+    entry_budget = max(max_chars // 3, 120)
+    new = _new_entry(msgs, entry_budget)
+    if new is not None:
+        entries.append(new)
+    if not entries:
+        return ""
+    while _length(entries) > max_chars:
+        if len(entries) >= 3:  # fold the two oldest; the newest stays whole
+            entries = [_fold(entries[0], entries[1]), *entries[2:]]
+        elif len(entries) == 2 and not entries[0].earlier:
+            entries = [_fold(entries[0]), entries[1]]
+        else:
+            break
+    text = "\n".join([EVICTION_HEADER, *(entry.render() for entry in entries)])
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def _fold(first: _Entry, second: _Entry | None = None) -> _Entry:
+    """One ``earlier`` entry covering `first` (and `second`)."""
+    both = [first] if second is None else [first, second]
+    return _Entry(
+        min(e.start for e in both), max(e.end for e in both), sum(e.n for e in both), "", True
+    )
+
+
+def _length(entries: list[_Entry]) -> int:
+    return len(EVICTION_HEADER) + sum(1 + len(entry.render()) for entry in entries)

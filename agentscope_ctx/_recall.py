@@ -1,0 +1,253 @@
+"""Recall (DESIGN.md §10): the `search_history` tool of an attached agent, and its config.
+
+`Recall` is one agent's view of the working dir's `SearchIndex`: it names the agent on what
+the agent saves (dialog records, saved outputs), answers `search_history` within the agent's
+scope, and tells the index which tool made each saved output. `format_result` renders a
+search for the agent and for the ``agentscope-ctx search`` command alike.
+
+Scope is by agent *name* (stable across restarts, unlike ``agent.id``); two agents with the
+same name on one working dir share a history. Scope narrows what is relevant: it is not access
+control (`read_file` reads the whole working dir).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from agentscope.message import TextBlock
+from agentscope.tool import ToolResponse
+
+from ._config import MAX_HITS, RecallConfig
+from ._errors import ContextError
+from ._eviction import eviction_index
+from ._failures import FailureLog
+from ._search import Filters, SearchIndex, SearchResult
+from ._search_hits import ROLES, Hit
+from ._search_text import SEARCH_TOOL, key_args
+from ._truncation import parse_notice, utf8_len
+
+__all__ = [
+    "MAX_HITS",
+    "ROLES",
+    "Recall",
+    "RecallConfig",
+    "eviction_index",
+    "format_result",
+    "parse_time",
+]
+
+logger = logging.getLogger("agentscope_ctx")
+
+_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}(?::\d{2})?))?")
+
+
+def parse_time(value: str | None, name: str) -> str | None:
+    """A ``since``/``until`` filter as stored (``YYYY-MM-DD[ HH:MM[:SS]]``), or `None`.
+
+    Raises:
+        ValueError: not such a date (the message is shown to the agent).
+    """
+    if value is None or not str(value).strip():
+        return None
+    match = _TIME.fullmatch(str(value).strip())
+    if match is None:
+        raise ValueError(f"{name} must look like 2026-12-02 or 2026-12-02 14:30; got {value!r}")
+    return match[1] + (f" {match[2]}" if match[2] else "")
+
+
+def _describe(hit: Hit, shared: bool) -> str:
+    if hit.kind == "tool_result":
+        call = f"{hit.tool}({hit.args})" if hit.args else hit.tool
+        what = f"saved output of {call}" if call else "saved tool output"
+    elif hit.kind == "memory":
+        what = f"long-term memory {hit.path.name}"
+    elif hit.role == "tool":
+        what = f"dialog: output of {hit.tool or 'a tool'}"
+    else:
+        what = f"dialog: {hit.role} message" + (f" calling {hit.tool}" if hit.tool else "")
+    who = f" · agent {hit.agent}" if shared and hit.agent else ""
+    return f"{what}{f' · {hit.ts[:19]}' if hit.ts else ''}{who}"
+
+
+def _render_hit(number: int, hit: Hit, shared: bool) -> str:
+    lines = [f"[{number}] {_describe(hit, shared)}"]
+    for line_number, text in hit.lines:
+        lines.append(f"  {line_number}: {text}" if line_number is not None else f"  | {text}")
+    offset = f" line_offset={hit.line_offset}" if hit.line_offset else ""
+    lines.append(f"  read on: read_file file_path={hit.path} start_line={hit.start_line}{offset}")
+    return "\n".join(lines)
+
+
+def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: int) -> str:
+    """The answer to a search, within `max_bytes` (UTF-8): a header, then one block per hit
+    with its lines and its `read_file` pointer; hits that do not fit are counted."""
+    where = "all agents' history" if shared else "your history"
+    if not result.query.terms:
+        return f"Nothing to search for in {query!r}: give words, or a quoted phrase."
+    if not result.hits:
+        text = (
+            f"No hits for {query!r} in {where} (dialog/, tool_result/, memory/). Try other or "
+            "fewer words, a prefix like word*, or fewer filters."
+        )
+    else:
+        some = "" if result.every else " (no single place has every word: these have some)"
+        count = f"{len(result.hits)} hit{'s' if len(result.hits) > 1 else ''}"
+        text = f"{count} for {query!r} in {where}, best first{some}:"
+        for number, hit in enumerate(result.hits, start=1):
+            block = "\n" + _render_hit(number, hit, shared)
+            left = len(result.hits) - number + 1
+            tail = f"\n({left} more hits not shown: narrow the query or add filters)"
+            if utf8_len(text + block + tail) > max_bytes:
+                text += tail
+                break
+            text += block
+    if result.pending:
+        text += (
+            f"\n(the index is catching up: {result.pending} files not searched yet; "
+            "search again in a moment)"
+        )
+    data = text.encode("utf-8")
+    return text if len(data) <= max_bytes else data[: max_bytes - 3].decode("utf-8", "ignore") + "…"
+
+
+class Recall:
+    """One attached agent's recall: `search_history`, and the listeners that name the agent
+    and the tool on what it saves (see the module docstring)."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        config: RecallConfig,
+        agent_name: str,
+        *,
+        max_output_bytes: int | None = None,
+        failures: FailureLog | None = None,
+    ) -> None:
+        """Create the recall of one agent.
+
+        Args:
+            index: The working dir's index.
+            config: The recall settings.
+            agent_name: The owner named on records and the default scope.
+            max_output_bytes: A cap below `config.max_output_bytes` (the manager passes
+                `tool_result.old_max_bytes`, so an answer is never cut).
+            failures: Where a failing hook is logged once.
+        """
+        self.index = index
+        self.config = config
+        self.agent_name = agent_name
+        cap = config.max_output_bytes
+        self.max_output_bytes = cap if max_output_bytes is None else min(cap, max_output_bytes)
+        self.failures = failures or FailureLog()
+
+    @property
+    def record_fields(self) -> dict[str, str]:
+        """The fields the dialog store writes on this agent's records."""
+        fields = {"agent": self.agent_name}
+        if self.config.session is not None:
+            fields["session"] = self.config.session
+        return fields
+
+    def output_saved(self, path: Path) -> None:
+        """The output store's listener: index a saved output as this agent's."""
+        self.index.output_saved(path, agent=self.agent_name, session=self.config.session)
+
+    async def search_history(
+        self,
+        query: str,
+        role: str | None = None,
+        tool: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int | None = None,
+    ) -> ToolResponse:
+        """Search your history that left the context: earlier messages (dialog/), the full
+        saved outputs of tools (tool_result/) and long-term memory (memory/). Hits are ranked
+        by relevance; each shows the matching lines and where to read on with `read_file`.
+
+        Args:
+            query (str): words to find (every one, else any); "a quoted phrase" matches
+                exactly; word* matches words starting with it.
+            role (str | None): only "user", "assistant", "system", "tool" (tool outputs) or
+                "memory" (long-term memory).
+            tool (str | None): only calls and outputs of this tool.
+            since (str | None): only from this local time on: "2026-12-02" or
+                "2026-12-02 14:30".
+            until (str | None): only up to this local time (a date includes its whole day).
+            limit (int | None): how many hits (default 5, at most 20).
+        """
+        try:
+            text = await asyncio.to_thread(
+                self._search, str(query or ""), role, tool, since, until, limit
+            )
+        except (ValueError, ContextError) as exc:
+            text = f"Error: {exc}"
+        return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+    def _search(
+        self,
+        query: str,
+        role: str | None,
+        tool: str | None,
+        since: str | None,
+        until: str | None,
+        limit: int | None,
+    ) -> str:
+        role = (role or "").strip().lower() or None
+        if role is not None and role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
+        if isinstance(limit, bool) or not isinstance(limit, (int, float, type(None))):
+            raise ValueError(f"limit must be a number; got {limit!r}")
+        count = self.config.max_hits if not limit else max(1, min(int(limit), MAX_HITS))
+        shared = self.config.scope == "shared"
+        filters = Filters(
+            agent=None if shared else self.agent_name,
+            role=role,
+            tool=(tool or "").strip() or None,
+            since=parse_time(since, "since"),
+            until=parse_time(until, "until"),
+        )
+        result = self.index.search(
+            query, filters, limit=count, catch_up_seconds=self.config.catch_up_seconds
+        )
+        return format_result(result, query, shared=shared, max_bytes=self.max_output_bytes)
+
+    async def post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
+        """The agent's ``post_acting`` hook: name the tool (and its key arguments) whose
+        output was just saved, read from the notice of its result. Never raises."""
+        try:
+            call = kwargs.get("tool_call") or {}
+            if call.get("name") == SEARCH_TOOL:
+                return
+            paths = _saved_paths(getattr(agent.memory, "content", []), str(call.get("id")))
+            tool_input = call.get("input")
+            args = key_args(tool_input if isinstance(tool_input, dict) else {})
+            for path in paths:
+                await asyncio.to_thread(
+                    self.index.describe_output, path, tool=str(call.get("name")), args=args
+                )
+        except Exception as exc:  # naming the tool is a nicety: never fail the agent
+            self.failures.failed("recall", f"could not name a saved output's tool: {exc}")
+
+
+def _saved_paths(content: list[Any], call_id: str) -> list[str]:
+    """The saved-output paths in the notices of the newest tool result answering `call_id`."""
+    for item in reversed(content[-8:]):
+        msg = item[0] if isinstance(item, tuple) else item
+        for block in msg.get_content_blocks("tool_result"):
+            if str(block.get("id")) != call_id:
+                continue
+            output = block.get("output")
+            texts = [output] if isinstance(output, str) else output or []
+            found = []
+            for text in texts:
+                text = text.get("text") if isinstance(text, dict) else text
+                parsed = parse_notice(text) if isinstance(text, str) else None
+                if parsed is not None:
+                    found.append(parsed[1].file_path)
+            return found
+    return []

@@ -1,0 +1,270 @@
+"""`IndexDatabase`: the SQLite file behind `SearchIndex`, and how it is replaced when damaged.
+
+On disk, under ``{working_dir}/index/``:
+
+- ``current``: the file name of the live database, replaced atomically;
+- ``search-{hex}.sqlite3`` (and SQLite's ``-wal``, ``-shm``): the database. A rebuild creates a
+  new name and never reuses one, so a process still holding the old file cannot touch the new
+  one (SQLite finds its journal files by name);
+- ``.lock``: ``flock``-ed while a database is created or replaced.
+
+Schema, ``PRAGMA user_version`` 1 (paths are relative to ``working_dir``)::
+
+    sources(path, kind, inode, size, lines, stamp)  how far each file is indexed (bytes and
+        lines for a dialog file; mtime in ns as `stamp` for a memory file)
+    docs(id, path, kind, line, byte_offset, agent, session, role, tool, args, ts)
+        one per dialog record (its line and byte offset), saved output or memory file
+    owners(name, agent, session, tool, args, ts)    who saved each tool_result file, filled
+        at save and from the dialog; kept apart so the order of file and owner does not matter
+    chunks  FTS5 (unicode61, diacritics removed): body, start_line, line_offset;
+        rowid = doc id << 24 | chunk number, so the chunks of a doc are one rowid range
+
+Every process opens the file named by ``current`` and re-checks that name (one ``stat``) at
+each use. SQLite's WAL mode lets searches run while another process writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from itertools import islice
+from pathlib import Path
+from typing import TypeVar
+
+from ._errors import PersistenceError
+from ._search_text import Chunk, index_text
+
+if sys.platform != "win32":
+    import fcntl
+
+__all__ = ["IndexDatabase", "Owner", "add_doc", "drop_one", "set_owner", "write"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+SCHEMA_VERSION = 1
+BUSY_SECONDS = 60.0
+"""How long a writer waits for another process's write transaction."""
+DOC_SHIFT = 24
+_DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
+_SCHEMA = f"""
+CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,
+    size INTEGER NOT NULL, lines INTEGER NOT NULL, stamp INTEGER NOT NULL);
+CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL,
+    line INTEGER NOT NULL, byte_offset INTEGER NOT NULL, agent TEXT, session TEXT, role TEXT,
+    tool TEXT, args TEXT, ts TEXT);
+CREATE INDEX docs_by_path ON docs(path);
+CREATE TABLE owners(name TEXT PRIMARY KEY, agent TEXT, session TEXT, tool TEXT, args TEXT,
+    ts TEXT);
+CREATE VIRTUAL TABLE chunks USING fts5(body, start_line UNINDEXED, line_offset UNINDEXED,
+    tokenize='unicode61 remove_diacritics 2');
+PRAGMA user_version={SCHEMA_VERSION};
+"""
+
+T = TypeVar("T")
+_Key = tuple[int, int, int]
+Owner = tuple[str | None, str | None, str | None, str | None]
+"""What is known of a saved output: (agent, session, tool, key arguments)."""
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Whether `exc` says the database itself is bad (rebuild), not busy or out of disk."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
+        return True
+    text = str(exc).lower()
+    return any(
+        s in text for s in ("malformed", "not a database", "no such", "corrupt", "schema version")
+    )
+
+
+@contextmanager
+def write(db: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction, taken at once (other writers wait up to `BUSY_SECONDS`)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+@contextmanager
+def _flock(path: Path) -> Iterator[None]:
+    if sys.platform == "win32":
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+class IndexDatabase:
+    """One process's connection to the index database of a working dir; thread-safe (one
+    operation at a time)."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.dir = index_dir
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._key: _Key | None = None
+
+    def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `op` on the database; a damaged database is replaced by an empty one and `op`
+        run once more (the caller's catch-up then refills it from the files).
+
+        Raises:
+            PersistenceError: the database cannot be opened, read, written or replaced.
+        """
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    return op(self._open())
+                except sqlite3.DatabaseError as exc:
+                    if attempt == 2 or not _damaged(exc):
+                        raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
+                    logger.warning("agentscope_ctx: search index damaged (%s): rebuilding", exc)
+                    try:
+                        self._replace(self._key)
+                    except (OSError, sqlite3.Error) as err:
+                        raise PersistenceError(f"cannot rebuild the search index: {err}") from err
+                except OSError as exc:
+                    raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the connection (reopened at the next `run`)."""
+        with self._lock:
+            self._close()
+
+    def _pointer_key(self) -> _Key | None:
+        try:
+            stat = os.stat(self.dir / "current")
+        except FileNotFoundError:
+            return None
+        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+    def _open(self) -> sqlite3.Connection:
+        key = self._pointer_key()
+        if self._db is not None and key is not None and key == self._key:
+            return self._db
+        self._close()
+        if key is None:
+            self._replace(None)
+            key = self._pointer_key()
+        self._key = key  # what `run` names as bad if what follows fails
+        name = (self.dir / "current").read_text(encoding="utf-8", errors="replace").strip()
+        path = self.dir / name
+        if not _DB_NAME.fullmatch(name) or not path.is_file():
+            raise sqlite3.DatabaseError(f"no such database file {name[:80]!r}")
+        db = sqlite3.connect(
+            path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+        )
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+            db.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+        return db
+
+    def _close(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+        self._db = None
+
+    def _replace(self, bad: _Key | None) -> None:
+        """Create an empty database and point ``current`` at it, unless another process did so
+        since `bad` (the pointer seen when the problem was found)."""
+        self._close()
+        self._key = None
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with _flock(self.dir / ".lock"):
+            key = self._pointer_key()
+            if key is not None and key != bad:
+                return
+            name = f"search-{uuid.uuid4().hex[:12]}.sqlite3"
+            db = sqlite3.connect(self.dir / name, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+            finally:
+                db.close()
+            tmp = self.dir / f".current.{name}.tmp"
+            with open(tmp, "w", encoding="utf-8") as file:
+                file.write(name + "\n")
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, self.dir / "current")
+            for entry in os.scandir(self.dir):  # older generations (open elsewhere: harmless)
+                if entry.name.startswith("search-") and not entry.name.startswith(name):
+                    Path(entry.path).unlink(missing_ok=True)
+
+
+# -- statements (run inside the caller's transaction) --------------------------------------
+
+
+def add_doc(db: sqlite3.Connection, values: tuple[object, ...], chunks: Iterable[Chunk]) -> None:
+    """Insert a doc (`values` in the column order of ``docs`` after ``id``) and its chunks."""
+    cursor = db.execute(
+        "INSERT INTO docs(path, kind, line, byte_offset, agent, session, role, tool, args, ts) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        values,
+    )
+    base = int(cursor.lastrowid or 0) << DOC_SHIFT
+    db.executemany(
+        "INSERT INTO chunks(rowid, body, start_line, line_offset) VALUES (?, ?, ?, ?)",
+        (
+            (base + k, index_text(c.text), c.start_line, c.line_offset)
+            for k, c in enumerate(islice(chunks, 1 << DOC_SHIFT))
+        ),
+    )
+
+
+def set_owner(
+    db: sqlite3.Connection,
+    name: str,
+    owner: Owner,
+    ts: str | None,
+) -> None:
+    """Record what is known of a saved output: `owner` is (agent, session, tool, args); what
+    was recorded first stays."""
+    db.execute(
+        "INSERT INTO owners VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+        "agent = coalesce(agent, excluded.agent), session = coalesce(session, excluded.session), "
+        "tool = coalesce(tool, excluded.tool), args = coalesce(args, excluded.args)",
+        (name, *owner, ts),
+    )
+    db.execute(
+        "UPDATE docs SET agent = coalesce(agent, ?), session = coalesce(session, ?), "
+        "tool = coalesce(tool, ?), args = coalesce(args, ?) WHERE path = ?",
+        (*owner, name),
+    )
+
+
+def drop_one(db: sqlite3.Connection, path: str) -> None:
+    """Remove a file's docs, chunks, state and owner."""
+    for (doc,) in db.execute("SELECT id FROM docs WHERE path = ?", (path,)).fetchall():
+        low = doc << DOC_SHIFT
+        db.execute(
+            "DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, low + (1 << DOC_SHIFT) - 1)
+        )
+    for table, column in (("docs", "path"), ("sources", "path"), ("owners", "name")):
+        db.execute(f"DELETE FROM {table} WHERE {column} = ?", (path,))
