@@ -23,7 +23,7 @@ from agentscope.message import Msg
 
 from ._search_text import SEARCH_TOOL, key_args
 
-__all__ = ["EVICTION_HEADER", "eviction_index"]
+__all__ = ["EVICTION_HEADER", "eviction_index", "split_summary", "with_index"]
 
 EVICTION_HEADER = "Compacted away (find details with search_history):"
 _WORDS = 8
@@ -136,6 +136,19 @@ def eviction_index(msgs: Sequence[Msg], previous: str, max_chars: int) -> str:
             break
     text = "\n".join([EVICTION_HEADER, *(entry.render() for entry in entries)])
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def split_summary(summary: str) -> tuple[str, str]:
+    """A stored summary as (the compactor's summary, the eviction index after it)."""
+    body, sep, index = summary.rpartition(f"\n\n{EVICTION_HEADER}\n")
+    if not sep:
+        return summary, ""
+    return body, EVICTION_HEADER + "\n" + index
+
+
+def with_index(summary: str, index: str) -> str:
+    """The summary as stored and shown: the compactor's text, then the eviction index."""
+    return f"{summary}\n\n{index}" if index else summary
 
 
 def _fold(first: _Entry, second: _Entry | None = None) -> _Entry:

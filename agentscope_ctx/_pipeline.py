@@ -28,6 +28,7 @@ from ._config import ContextConfig
 from ._cuts import Cut, Cutter
 from ._dialog import DialogStore
 from ._errors import PersistenceError
+from ._eviction import eviction_index, split_summary, with_index
 from ._failures import FailureLog
 from ._ladder import MASKED, OLD, CutPlan
 from ._memory import ContextMemory
@@ -462,16 +463,21 @@ class ContextPipeline:
             f"[agentscope_ctx] compacting {len(older)} messages "
             f"({report.tokens_before} tokens, threshold {report.threshold})...",
         )
-        result = await self.compactor.compact(
-            self.memory.compact_summary, older, extra_instruction=extra_instruction
-        )
+        previous, previous_index = split_summary(self.memory.compact_summary)
+        result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
+        summary = result.summary
+        if self.config.recall.enabled:  # what is gone, to search for (changes only here)
+            index = eviction_index(
+                older, previous_index, self.config.recall.eviction_index_max_chars
+            )
+            summary = with_index(summary, index)
         try:
             await self.dialog.append(older)  # write-ahead: durable before removal
         except PersistenceError as exc:
             # Nothing is removed; the older messages are only not shown, the new summary
             # standing for them, until a later compaction can save them.
             self.failures.failed("dialog", f"messages kept in memory, not saved: {exc}")
-            self.memory.hide([m.id for m in older], result.summary)
+            self.memory.hide([m.id for m in older], summary)
             report.note = f"dialog not saved, nothing removed: {exc}"
             report.tokens_after = await self._calibrated_tokens()
             await self._notify(
@@ -481,7 +487,7 @@ class ContextPipeline:
             return
         self.failures.recovered("dialog")
         await self.memory.delete([m.id for m in older])
-        await self.memory.update_compressed_summary(result.summary)
+        await self.memory.update_compressed_summary(summary)
         report.compacted = len(older)
         report.summary_source = result.source
         report.tokens_after = await self._calibrated_tokens()

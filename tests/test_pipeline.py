@@ -273,3 +273,23 @@ async def test_huge_newest_message_is_cut_not_sent(tmp_path: Path) -> None:
     text = memory.messages()[0].get_text_content() or ""
     excerpt, notice = parse_notice(text)  # type: ignore[misc]
     assert Path(notice.file_path).read_text() == paste
+
+
+async def test_eviction_index_goes_with_the_summary_not_to_the_compactor(tmp_path: Path) -> None:
+    """Issue 13, item 4: after each compaction the summary ends with a bounded index of what
+    was compacted away (user's first words, tools and key arguments); the compactor sees
+    only its own previous summary."""
+    pipe, memory, compactor = pipeline(tmp_path)
+    agent = Agent()
+    for i in range(16):
+        await memory.add(Msg("user", f"please list directory number {i} now", "user"))
+        await memory.add(turn(i))
+        await run(pipe, agent)
+    assert len(compactor.calls) >= 2
+    assert all("Compacted away" not in previous for previous, _, _ in compactor.calls)
+    summary = memory.compact_summary
+    body, index = summary.split("\n\nCompacted away (find details with search_history):\n")
+    assert body.startswith("## Goal")
+    assert "please list directory number 0" in index or "earlier:" in index
+    assert 'shell(cmd="ls' in index
+    assert len(index) <= 1_200
