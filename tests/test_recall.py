@@ -17,7 +17,7 @@ from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._eviction import EVICTION_HEADER
-from agentscope_ctx._recall import RecallConfig, eviction_index
+from agentscope_ctx._recall import eviction_index
 from agentscope_ctx.cli import main as cli_main
 from tests.fakes import FakeChatModel, text, tool_call
 
@@ -28,13 +28,6 @@ POINTER = re.compile(
 NAMES = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "pu", "ri", "so", "tu") for b in "bcdfgjx"]
 SIZES = (200, 500, 1_000, 2_000, 3_500, 5_000, 7_000, 9_000, 11_000, 13_000, 15_000, 17_000)
 SIZES += (18_500, 20_000)
-
-
-class RecallConfigTest(ContextConfig):
-    """`ContextConfig` with the `recall` field (the field itself is added to the package's
-    config by hand; this keeps the tests independent of when that happens)."""
-
-    recall: RecallConfig = RecallConfig()
 
 
 def fact(k: int) -> tuple[str, str, str]:
@@ -102,7 +95,12 @@ async def test_every_planted_fact_is_found_in_one_or_two_calls(tmp_path: Path) -
     found by `search_history` with a query naming it: shown by the hit, or by one `read_file`
     from the hit's pointer. Median 1 call, none over 2."""
     config = ContextConfig(
-        working_dir=tmp_path / "ctx", max_input_tokens=24_000, token_counter="cl100k_base"
+        working_dir=tmp_path / "ctx",
+        max_input_tokens=24_000,
+        token_counter="cl100k_base",
+        # the issue's session: what leaves the context leaves by compaction (masking would
+        # keep the user turns, and with them most facts, in the prompt)
+        tool_result={"mask_after": None, "recent_max_share": None},
     )
     manager = ContextManager(config)
     model = FakeChatModel()
@@ -147,7 +145,12 @@ async def run_one(agent: ReActAgent, model: FakeChatModel, n: int, lines: int, n
 
 async def test_two_agents_on_one_working_dir_search_their_own_history(tmp_path: Path) -> None:
     config = ContextConfig(
-        working_dir=tmp_path, max_input_tokens=8_000, token_counter="cl100k_base"
+        working_dir=tmp_path,
+        max_input_tokens=8_000,
+        token_counter="cl100k_base",
+        # both agents compact, so that their records go to dialog/: no masking, and fresh
+        # outputs as large as the byte limit allows
+        tool_result={"mask_after": None, "recent_max_share": None},
     )
     manager = ContextManager(config)
     models = {name: FakeChatModel() for name in ("alice", "bob")}
@@ -182,7 +185,7 @@ async def test_two_agents_on_one_working_dir_search_their_own_history(tmp_path: 
             )
             assert fact(k)[2] not in found, found
 
-    shared = ContextManager(RecallConfigTest(working_dir=tmp_path, recall={"scope": "shared"}))
+    shared = ContextManager(ContextConfig(working_dir=tmp_path, recall={"scope": "shared"}))
     carol_model = FakeChatModel()
     carol = make_agent("carol", carol_model)
     shared.attach(carol)
@@ -199,7 +202,7 @@ async def test_two_agents_on_one_working_dir_search_their_own_history(tmp_path: 
 
 
 async def attached(tmp_path: Path, **fields: Any) -> tuple[ContextManager, ReActAgent, Any]:
-    config = RecallConfigTest(working_dir=tmp_path, token_counter="cl100k_base", **fields)
+    config = ContextConfig(working_dir=tmp_path, token_counter="cl100k_base", **fields)
     manager = ContextManager(config)
     model = FakeChatModel()
     agent = make_agent("operator", model)
@@ -287,7 +290,12 @@ async def test_recall_can_be_turned_off(tmp_path: Path) -> None:
 async def test_the_search_command_shows_what_the_tool_shows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    manager, agent, model = await attached(tmp_path, max_input_tokens=8_000)
+    manager, agent, model = await attached(
+        tmp_path,
+        max_input_tokens=8_000,
+        # the user turns leave the context by compaction (masking alone would keep them)
+        tool_result={"mask_after": None, "recent_max_share": None},
+    )
     for n in range(3):
         await run_one(agent, model, n, 3_000, f"note {fact(40 + n)[0]}")
     for k in (1, 41):
