@@ -1,4 +1,7 @@
-"""`CutPlan`: the cheap rungs of the pressure ladder (DESIGN.md §8), planned and batched.
+"""`Ladder`: the rungs of the pressure ladder that need no model call (DESIGN.md §8).
+
+A new tool message is cut to its recent limits at once (and a fresh output to its share of
+the budget). Then, by `CutPlan`:
 
 As a tool message ages, harder cuts become due: the second truncation once it is beyond the
 newest `recent_n` tool-result messages (level `OLD`), masking (the notice alone) once it is
@@ -6,21 +9,24 @@ beyond `mask_after` of them, or under pressure (level `MASKED`). A due cut is pl
 (computed, its full text saved, the tokens it would free counted) and applied later, together
 with the other due cuts, when the prompt is over the trigger or when the batch frees at least
 `clear_at_least` tokens: rewriting an older message breaks a provider's cached prompt prefix
-from that message on, so it is done rarely and all at once.
+from that message on, so it is done rarely and all at once. Last, when nothing else brought
+the prompt within the budget, `Ladder.fit` cuts whatever it must (rung d).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from copy import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentscope.message import Msg
 
+from ._accountant import Accountant
+from ._config import ToolResultConfig
 from ._cuts import Calls, Cut, Cutter
 from ._tokens import TokenCounter
 
-__all__ = ["MASKED", "OLD", "CutPlan"]
+__all__ = ["MASKED", "OLD", "CutPlan", "Ladder", "Relief"]
 
 OLD = 1
 """Level of the second truncation (`old_max_bytes`)."""
@@ -107,3 +113,154 @@ class CutPlan:
         plan = _Plan(level, id(msg.content), cut, freed)
         self._plans[msg.id] = plan
         return plan
+
+
+@dataclass
+class Relief:
+    """What the cheap rungs did in one run."""
+
+    tokens_after: int
+    changed: int = 0
+    """Messages cut."""
+    freed: dict[str, int] = field(default_factory=dict)
+    """Tokens freed by each rung that ran."""
+
+
+class Ladder:
+    """The cheap rungs of one agent's pipeline: first cuts, due cuts, masking, fit.
+
+    Args:
+        config: the tool-result limits and masking age.
+        clear_at_least: see `ContextConfig.clear_at_least`.
+        accountant: the agent's accountant (its ledger says where each message is).
+        cutter: cuts a message's parts, saving them first.
+        notify: tells the user (through the adapter) when the rungs relieved the prompt.
+    """
+
+    def __init__(
+        self,
+        config: ToolResultConfig,
+        clear_at_least: int | None,
+        accountant: Accountant,
+        cutter: Cutter,
+        notify: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self.config = config
+        self.clear_at_least = clear_at_least
+        self.accountant = accountant
+        self.memory = accountant.memory
+        self.cutter = cutter
+        self.notify = notify
+        self.plan = CutPlan(cutter, accountant.counter, self._store)
+
+    async def first_cuts(self) -> int:
+        """Each new tool message within its recent limits (a fresh output also within its
+        share of the budget), and the cuts now due planned. Idempotent."""
+        t = self.accountant.ledger
+        changed = 0
+        for k in range(t.recent_upto, len(t.tool_msgs)):
+            changed += await self.cut(t.msgs[t.tool_msgs[k]], old=False)
+        t.recent_upto = len(t.tool_msgs)
+        self._mark_due()
+        return changed
+
+    async def relieve(self, tokens: int, threshold: int) -> Relief:
+        """Rungs (a) and (b), from a prompt of `tokens` (calibrated).
+
+        Under the trigger, due cuts wait (`clear_at_least`). Over it, every due cut is
+        applied in one batch: the second truncation, then masking by age (a batch breaks the
+        cached prefix once, whatever it holds, and the more it frees the longer until the
+        next); then, only if the prompt is still over, masking of all but the newest."""
+        relief = Relief(tokens)
+        t = self.accountant.ledger
+        if tokens <= threshold:
+            if (
+                self.clear_at_least is not None
+                and self.plan.due
+                and await self.plan.freed(t.msgs, t.counts, t.calls) >= self.clear_at_least
+            ):
+                await self._rung(relief, "batched cuts", 0)
+            return relief
+        await self._rung(relief, "second truncation", OLD)
+        if self.config.mask_after is not None:
+            await self._rung(relief, "masking", MASKED)
+            if relief.tokens_after > threshold:
+                for k in range(self._boundary(1, 0)):
+                    self.plan.mark(t.tool_msgs[k], MASKED)
+                await self._rung(relief, "masking under pressure", MASKED)
+        if relief.freed:
+            rungs = ", ".join(f"{name} -{freed}" for name, freed in relief.freed.items())
+            await self.notify(
+                f"[agentscope_ctx] relieved {tokens} -> {relief.tokens_after} tokens without "
+                f"a model call ({rungs}; threshold {threshold}); the cut outputs stay "
+                "readable through their notices"
+            )
+        return relief
+
+    async def fit(self, target: int) -> int:
+        """Rung (d), the last resort when the prompt is still over `target`: the old limits
+        for every tool output and call, newest included, then, largest message first, the
+        text and media of the remaining messages, until the prompt fits."""
+        shown = [m for m in self.memory.messages() if m.id not in self.memory.hidden]
+        changed = 0
+        for msg in shown:
+            changed += await self.cut(msg, old=True)
+        counts = self.accountant.ledger.counts
+        for msg in sorted(shown, key=lambda m: -counts[m.id]):
+            if await self.accountant.calibrated() <= target:
+                break
+            changed += await self.cut(msg, old=True, everything=True)
+        return changed
+
+    async def cut(self, msg: Msg, *, old: bool, everything: bool = False) -> int:
+        """Cut `msg` (see `Cutter.cut`) and store the result."""
+        calls = self.accountant.ledger.calls
+        cut = await self.cutter.cut(msg, calls, old=old, everything=everything)
+        await self._store(msg, cut)
+        return int(cut.changed)
+
+    async def _store(self, msg: Msg, cut: Cut) -> None:
+        """Store the harder cut and/or show the model a cut of what could not be saved."""
+        if cut.content is not None:
+            self.memory.replace_content(msg.id, cut.content)
+        if cut.view is not None:
+            self.memory.show(msg, cut.view)
+        if cut.changed:
+            await self.accountant.recount(msg)
+
+    async def _rung(self, relief: Relief, name: str, level: int) -> None:
+        t = self.accountant.ledger
+        changed = await self.plan.apply(t.msgs, t.counts, t.calls, level)
+        if not changed:
+            return
+        before = relief.tokens_after
+        relief.changed += changed
+        relief.tokens_after = await self.accountant.calibrated()
+        relief.freed[name] = relief.freed.get(name, 0) + before - relief.tokens_after
+
+    def _mark_due(self) -> None:
+        """Plan the second truncation beyond the newest `recent_n` tool-result messages, and
+        masking beyond `mask_after` (looking only at what moved since the last run)."""
+        t = self.accountant.ledger
+        upto = self._boundary(self.config.recent_n, t.old_upto)
+        for k in range(t.old_upto, upto):
+            self.plan.mark(t.tool_msgs[k], OLD)
+        t.old_upto = upto
+        if self.config.mask_after is None:
+            return
+        upto = self._boundary(max(self.config.mask_after, self.config.recent_n), t.mask_upto)
+        for k in range(t.mask_upto, upto):
+            self.plan.mark(t.tool_msgs[k], MASKED)
+        t.mask_upto = upto
+
+    def _boundary(self, n: int, floor: int) -> int:
+        """Index in `tool_msgs` of the oldest message among the newest `n` tool-result
+        messages and the tool calls after the oldest of them (never below `floor`)."""
+        t = self.accountant.ledger
+        results = 0
+        for k in range(len(t.tool_msgs) - 1, floor - 1, -1):
+            if t.tool_msgs[k] in t.results:
+                results += 1
+                if results > n:
+                    return k + 1
+        return floor
