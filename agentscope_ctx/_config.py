@@ -113,7 +113,30 @@ class SummarizerConfig(_Section):
     """The Summarizer: writes long-term notes to `memory/YYYY-MM-DD.md` at compaction."""
 
     enabled: bool = True
-    """Start the Summarizer in the background whenever compaction triggers (needs a model)."""
+    """Run the Summarizer in the background on the messages compaction evicts (needs a
+    model)."""
+
+    max_input_tokens: int = Field(default=8_000, ge=1_000)
+    """Cap on the transcript of evicted messages the Summarizer's model is given (its
+    instructions, tools and own steps come on top). Tool output is shown as its first and
+    last few lines; a batch over the cap is shown more briefly, then without its oldest
+    messages."""
+
+    min_batch_tokens: int = Field(default=2_000, ge=0)
+    """Evicted messages gather in a batch until it holds this many tokens of conversation that
+    is not tool output (or, shown at its briefest, fills half of `max_input_tokens`); then one
+    run takes the whole batch.
+    What is pending at `ContextManager.close` is summarised then. 0 runs at every
+    compaction. At most `max_input_tokens`."""
+
+    @model_validator(mode="after")
+    def _check_batch(self) -> SummarizerConfig:
+        if self.min_batch_tokens > self.max_input_tokens:
+            raise ValueError(
+                f"[min_batch_tokens] got {self.min_batch_tokens!r}; expected <= "
+                f"max_input_tokens ({self.max_input_tokens!r})"
+            )
+        return self
 
 
 class ConsolidationConfig(_Section):

@@ -36,6 +36,7 @@ from ._read_file import FileReader
 from ._recall import Recall, RecallConfig
 from ._search import SearchIndex
 from ._summarizer import Summarizer
+from ._summarizer_queue import SummarizerQueue
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
 from ._truncation import notice_paths
@@ -147,6 +148,7 @@ class ContextManager:
         self.scheduler: ConsolidationScheduler | None = None
         self._bindings: dict[str, _Binding] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._summaries: SummarizerQueue | None = None
 
     # -- attach / detach ---------------------------------------------------------------
 
@@ -330,13 +332,16 @@ class ContextManager:
             return None
 
     async def close(self, grace_seconds: float = 10.0) -> None:
-        """Stop the consolidation job, give background Summarizer runs `grace_seconds` to
+        """Stop the consolidation job, start a Summarizer run on the evicted messages still
+        pending (see `SummarizerQueue`), give background Summarizer runs `grace_seconds` to
         finish, then cancel the ones left (the notes they wrote so far are kept). Returns
         even if a run ignores its cancellation (it is then left behind, with a warning)."""
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
         self.search_index.close()
+        if self._summaries is not None:
+            self._summaries.flush()
         if not self._background:
             return
         _, late = await asyncio.wait(set(self._background), timeout=grace_seconds)
@@ -449,19 +454,36 @@ class ContextManager:
         return referenced
 
     async def _start_summarizer(self, older: list[Msg]) -> None:
+        """Hand the evicted messages to the Summarizer's queue: it runs in the background,
+        once per batch worth it (see `SummarizerQueue`)."""
         if not (self.config.summarizer.enabled and self.model is not None and self.formatter):
             return
-        # The Summarizer's model calls get the compactor's time limit: the same model, the
-        # same patience (no setting of their own).
-        summarizer = Summarizer(
-            model=self.model,
-            formatter=self.formatter,
-            memory_dir=self.long_term.memory_dir,
-            timeout_seconds=self.config.compactor.timeout_seconds,
-        )
-        task = asyncio.create_task(summarizer.run(older))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        if self._summaries is None:
+            settings = self.config.summarizer
+            # The Summarizer's model calls get the compactor's time limit: the same model,
+            # the same patience (no setting of their own).
+            summarizer = Summarizer(
+                model=self.model,
+                formatter=self.formatter,
+                memory_dir=self.long_term.memory_dir,
+                counter=self.counter,
+                max_input_tokens=settings.max_input_tokens,
+                timeout_seconds=self.config.compactor.timeout_seconds,
+            )
+
+            def track(task: asyncio.Task[None]) -> None:
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+            self._summaries = SummarizerQueue(
+                summarizer.run,
+                self.counter,
+                min_batch_tokens=settings.min_batch_tokens,
+                # full at half the cap: the compactions made during a run join its batch
+                max_batch_tokens=settings.max_input_tokens // 2,
+                on_start=track,
+            )
+        await self._summaries.add(older)
 
     def _ensure_scheduler(self) -> None:
         if self.config.consolidation.enabled and self.scheduler is None:

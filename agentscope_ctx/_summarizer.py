@@ -7,6 +7,11 @@ to the memory directory: absolute paths elsewhere, ``..`` and symlinks are refus
 hidden files (the consolidation's lock and state). Started in the background; it logs its
 errors and never raises them. Each of its model calls has a time limit (a hanging provider
 must not keep it, or `ContextManager.close`, waiting forever).
+
+What it costs is bounded: its model sees the messages as `bounded_transcript` renders them
+(tool output reduced to a few lines, the whole under `max_input_tokens`), and a memory file it
+reads is shown up to its last `_MAX_READ_CHARS` characters (every prompt of its ReAct loop
+carries what it read). `SummarizerQueue` decides when it runs.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from agentscope.message import Msg, TextBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
 
-from ._extractive import render_msg
 from ._long_term import append_unique_lines
+from ._summarizer_input import bounded_transcript
+from ._tokens import TokenCounter
 
 __all__ = ["SILENT", "MemoryFiles", "Summarizer"]
 
@@ -34,8 +40,9 @@ logger = logging.getLogger("agentscope_ctx")
 
 SILENT = "[SILENT]"
 """The Summarizer's whole answer when nothing was worth keeping."""
-_MAX_READ_CHARS = 50_000
-_MAX_MSG_CHARS = 4_000
+_MAX_READ_CHARS = 8_000
+"""Longest part of a memory file `read_memory_file` returns: its end (the newest notes), from
+a line start. About 2,000 tokens, re-sent with every later step of the run."""
 _SYSTEM = """You keep the long-term memory of an AI agent's user. You are given the part of \
 the agent's conversation that is leaving its context window. Record in the daily notes file \
 `{today}.md` only what will still matter in future sessions:
@@ -93,7 +100,7 @@ class MemoryFiles:
         return path
 
     def read_memory_file(self, file_path: str) -> ToolResponse:
-        """Read a memory file.
+        """Read a memory file (a long one: its end, where the newest notes are).
 
         Args:
             file_path: The file name inside the memory directory, e.g. "2025-01-31.md".
@@ -106,7 +113,10 @@ class MemoryFiles:
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             return _reply(f"Error: {exc}")
         if len(text) > _MAX_READ_CHARS:
-            text = text[:_MAX_READ_CHARS] + f"\n[... cut: {len(text)} characters in total]"
+            start = len(text) - _MAX_READ_CHARS
+            if text[start - 1] != "\n":  # begin at a line start, if one is in reach
+                start = text.find("\n", start, len(text) - 1) + 1 or start
+            text = f"[... the first {start} of {len(text)} characters left out]\n{text[start:]}"
         return _reply(text or f"{file_path} is empty.")
 
     def write_memory_file(self, file_path: str, content: str, mode: str = "append") -> ToolResponse:
@@ -196,8 +206,9 @@ class Summarizer:
         model: ChatModelBase,
         formatter: FormatterBase,
         memory_dir: Path,
+        counter: TokenCounter | None = None,
         max_iters: int = 8,
-        max_transcript_chars: int = 60_000,
+        max_input_tokens: int = 8_000,
         timeout_seconds: float = 120.0,
     ) -> None:
         """Initialize the summarizer.
@@ -206,17 +217,19 @@ class Summarizer:
             model: The model of the Summarizer agent.
             formatter: The formatter of `model`.
             memory_dir: The `memory/` directory its tools are confined to.
+            counter: Counts the transcript's tokens; tiktoken's default encoding when `None`.
             max_iters: Reasoning-acting iterations of one run.
-            max_transcript_chars: Longest transcript given to the model; beyond it the oldest
-                messages are left out (and each message is cut to 4,000 characters).
+            max_input_tokens: Cap on the tokens of the transcript message given to the model
+                (see `bounded_transcript`); its instructions and tools come on top.
             timeout_seconds: Longest wait for one model call (a streamed answer: for all of
                 it); a call that takes longer ends the run, its notes written so far kept.
         """
         self._model = model
         self._formatter = formatter
         self.memory_dir = Path(memory_dir)
+        self.counter = counter or TokenCounter()
         self.max_iters = max_iters
-        self.max_transcript_chars = max_transcript_chars
+        self.max_input_tokens = max_input_tokens
         self.timeout_seconds = timeout_seconds
 
     async def run(self, messages: Sequence[Msg], *, today: date | None = None) -> str:
@@ -245,7 +258,7 @@ class Summarizer:
                 max_iters=self.max_iters,
             )
             agent.set_console_output_enabled(False)
-            prompt = f"Today is {day}. The conversation:\n\n{self._transcript(messages)}"
+            prompt = await self.prompt(messages, day)
             reply = await agent.reply(Msg("user", prompt, "user"))
             answer = (reply.get_text_content() or "").strip()
             logger.info("Summarizer: %s", answer[:200])
@@ -261,17 +274,8 @@ class Summarizer:
             logger.exception("Summarizer failed; no long-term notes were written this time.")
             return ""
 
-    def _transcript(self, messages: Sequence[Msg]) -> str:
-        """The newest messages' transcript that fits `max_transcript_chars`."""
-        parts: list[str] = []
-        size = 0
-        for msg in reversed(messages):
-            text = render_msg(msg)
-            if len(text) > _MAX_MSG_CHARS:
-                text = text[:_MAX_MSG_CHARS] + f"\n[... cut: {len(text)} characters in total]"
-            if parts and size + len(text) > self.max_transcript_chars:
-                parts.append("[... older messages left out]")
-                break
-            parts.append(text)
-            size += len(text) + 2
-        return "\n\n".join(reversed(parts))
+    async def prompt(self, messages: Sequence[Msg], day: str) -> str:
+        """The user message of a run: the date and the transcript, within `max_input_tokens`."""
+        header = f"Today is {day}. The conversation:\n\n"
+        room = self.max_input_tokens - await self.counter.count_text(header) - 1
+        return header + await bounded_transcript(messages, self.counter, room)
