@@ -38,7 +38,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Calibration", "PromptUsage", "StatedLimits", "prompt_usage", "stated_limits"]
+__all__ = [
+    "CacheStats",
+    "Calibration",
+    "PromptUsage",
+    "StatedLimits",
+    "prompt_usage",
+    "stated_limits",
+]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -72,6 +79,10 @@ class PromptUsage:
     tokens: int
     complete: bool
     """Whether the count is known to cover the whole prompt (see the module docstring)."""
+    cached: int | None = None
+    """The part of `tokens` the provider read from its prompt cache, where it says so
+    (OpenAI and DashScope: ``prompt_tokens_details.cached_tokens``; Anthropic:
+    ``cache_read_input_tokens``)."""
 
 
 def _field(obj: object, name: str) -> object:
@@ -99,12 +110,39 @@ def prompt_usage(usage: object) -> PromptUsage | None:
     created = _int(_field(raw, "cache_creation_input_tokens"))
     if read is not None or created is not None:  # Anthropic: input_tokens excludes both
         base = _int(_field(raw, "input_tokens")) or tokens
-        return PromptUsage(base + (read or 0) + (created or 0), complete=True)
+        return PromptUsage(base + (read or 0) + (created or 0), complete=True, cached=read)
+    details = _field(raw, "prompt_tokens_details") or _field(raw, "input_tokens_details")
+    cached = _int(_field(details, "cached_tokens")) if details is not None else None
     for name in ("prompt_tokens", "input_tokens"):  # OpenAI, Responses API, DashScope
         whole = _int(_field(raw, name))
         if whole is not None and whole > 0:
-            return PromptUsage(whole, complete=True)
+            return PromptUsage(whole, complete=True, cached=cached)
     return PromptUsage(tokens, complete=False)
+
+
+@dataclass
+class CacheStats:
+    """What the provider said about its prompt cache over a session (where it said it)."""
+
+    reports: int = 0
+    """Usage reports that gave a cache-read count."""
+    prompt_tokens: int = 0
+    """The provider's prompt tokens over those reports."""
+    cached_tokens: int = 0
+    """The part of them read from the cache (billed at about a tenth)."""
+    last: PromptUsage | None = None
+
+    def observe(self, usage: PromptUsage) -> None:
+        self.last = usage
+        if usage.cached is not None:
+            self.reports += 1
+            self.prompt_tokens += usage.tokens
+            self.cached_tokens += usage.cached
+
+    @property
+    def reuse(self) -> float | None:
+        """Share of the reported prompt tokens that were read from the cache."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,17 @@ class ContextUsage:
     """`total` corrected by what the provider reported for earlier prompts (with a safety
     margin); equal to `total` until the provider has reported usage."""
     max_input_tokens: int
+    """The effective budget: `config.max_input_tokens`, or lower when a provider stated a
+    smaller window in a context-length error."""
     threshold: int
     message_count: int
+    provider_prompt_tokens: int | None = None
+    """The provider's own count of the last prompt sent (`None` before it reported one)."""
+    provider_cached_tokens: int | None = None
+    """The part of it the provider read from its prompt cache, where it reports that."""
+    cache_reuse: float | None = None
+    """Share of the provider's prompt tokens read from its cache over the session (billed
+    at about a tenth), where it reports cache reads; `None` where it does not."""
 
     @property
     def ratio(self) -> float:
@@ -278,6 +287,7 @@ class ContextManager:
         await binding.memory.refresh()
         pipeline = binding.pipeline
         parts = await pipeline.breakdown()
+        last = pipeline.cache.last
         total = parts["system_prompt"] + parts["tool_schemas"] + parts["summary"]
         total += parts["messages"]
         return ContextUsage(
@@ -291,6 +301,9 @@ class ContextManager:
             max_input_tokens=pipeline.calibration.budget,
             threshold=pipeline.threshold,
             message_count=len(binding.memory.content),
+            provider_prompt_tokens=None if last is None else last.tokens,
+            provider_cached_tokens=None if last is None else last.cached,
+            cache_reuse=pipeline.cache.reuse,
         )
 
     async def _emergency_compaction(

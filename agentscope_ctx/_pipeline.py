@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from agentscope.message import Msg
 
 from ._accountant import Accountant, PromptParts
-from ._calibration import Calibration, PromptUsage
+from ._calibration import CacheStats, Calibration, PromptUsage
 from ._compaction import Compaction, CompactorLike, split_point
 from ._config import ContextConfig
 from ._cuts import Cutter
@@ -116,6 +116,8 @@ class ContextPipeline:
             notify=self._notify,
             on_compacted=on_compacted,
         )
+        self.cache = CacheStats()
+        """The provider's prompt-cache reads over the session (where it reports them)."""
         self.last_estimate = 0
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
@@ -179,7 +181,9 @@ class ContextPipeline:
         return int(self.config.compact_trigger_ratio * self.calibration.budget)
 
     def observe_usage(self, usage: PromptUsage) -> float | None:
-        """Fold the provider's count of the last prompt into the calibration."""
+        """Fold the provider's count of the last prompt into the calibration (and its cache
+        reads into `cache`)."""
+        self.cache.observe(usage)
         return self.calibration.observe(usage.tokens, self.last_estimate, complete=usage.complete)
 
     async def prompt_tokens(self) -> int:

@@ -535,3 +535,45 @@ async def test_a_failing_usage_callback_does_not_fail_the_call() -> None:
     guard = GuardedModel(inner, on_usage=broken, recover=recover)
     response = await guard([{"role": "user", "content": "hi"}])
     assert isinstance(response, ChatResponse) and response.content[0].get("text") == "fine"
+
+
+# -- issue 12, item 5: cache visibility -------------------------------------------------
+
+
+def _answer_with_usage(metadata: dict[str, Any], tokens: int) -> ChatResponse:
+    usage = ChatUsage(input_tokens=tokens, output_tokens=3, time=0.1, metadata=metadata)
+    return ChatResponse(content=[TextBlock(type="text", text="ok")], usage=usage)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "prompt", "cached"),
+    [
+        # OpenAI / DashScope: prompt_tokens includes the cached part
+        ({"prompt_tokens": 900, "prompt_tokens_details": {"cached_tokens": 600}}, 900, 600),
+        # Anthropic: input_tokens excludes the cache reads and writes
+        (
+            {
+                "input_tokens": 100,
+                "cache_read_input_tokens": 700,
+                "cache_creation_input_tokens": 50,
+            },
+            850,
+            700,
+        ),
+    ],
+    ids=["openai", "anthropic"],
+)
+async def test_i12_05_cache_reads_reach_context_usage(
+    tmp_path: Path, metadata: dict[str, Any], prompt: int, cached: int
+) -> None:
+    model = FakeChatModel()
+    agent, manager = make_agent(tmp_path, model)
+    usage = await manager.context_usage(agent)
+    assert usage.provider_prompt_tokens is None and usage.cache_reuse is None
+    for _ in range(2):
+        model.enqueue(_answer_with_usage(metadata, int(metadata.get("input_tokens", prompt))))
+        await agent(Msg("user", "hello", "user"))
+    usage = await manager.context_usage(agent)
+    assert usage.provider_prompt_tokens == prompt
+    assert usage.provider_cached_tokens == cached
+    assert usage.cache_reuse == pytest.approx(cached / prompt)

@@ -281,3 +281,20 @@ def test_i11_17_chart_labels_never_overlap_and_ticks_are_round(report: DemoRepor
         assert len(x_steps) == 1 and _is_round(x_steps.pop())
     for wanted in ("budget", "compaction trigger", "model call (step)"):
         assert any(label.startswith(wanted) for label, *_ in _text_boxes(svg)), wanted
+
+
+def test_i12_05_report_shows_the_providers_cache_reads(tmp_path: Path) -> None:
+    report = DemoReport(
+        name="x",
+        working_dir=tmp_path,
+        budget=10_000,
+        threshold=7_500,
+        prompt_tokens=[1_000, 1_300, 1_600],
+        provider_tokens=[1_010, 1_310, None],
+        provider_cached=[0, 990, None],
+    )
+    assert "provider cache       990 of 2,320 prompt tokens read from the cache (43%" in (
+        report.render()
+    )
+    plain = DemoReport(name="x", working_dir=tmp_path, budget=10_000, threshold=7_500)
+    assert "provider cache" not in plain.render()

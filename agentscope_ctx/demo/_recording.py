@@ -10,6 +10,7 @@ from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
 
+from .._calibration import prompt_usage
 from .._guard import is_context_overflow
 from .._tokens import TokenCounter
 from ._scripted import Move, PromptStats, describe, describe_rejection
@@ -103,12 +104,11 @@ class RecordingModel(ChatModelBase):
             self.on_step(describe_rejection(step, tokens, reason))
 
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
-        usage = getattr(response, "usage", None)
-        provider = getattr(usage, "input_tokens", None)
-        if isinstance(provider, int) and provider > 0:
-            self.stats.provider_tokens[step - 1] = provider
-        else:
-            provider = None
+        usage = prompt_usage(getattr(response, "usage", None))
+        provider = None if usage is None else usage.tokens
+        if usage is not None:
+            self.stats.provider_tokens[step - 1] = usage.tokens
+            self.stats.provider_cached[step - 1] = usage.cached
         moves: list[Move] = []
         texts: list[str] = []
         for block in response.content:

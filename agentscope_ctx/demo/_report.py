@@ -24,6 +24,8 @@ class DemoReport:
     """Our count of each prompt sent to the model, in order (one per model call)."""
     provider_tokens: list[int | None] = field(default_factory=list)
     """The provider's count of each prompt (its reported usage), where it gave one."""
+    provider_cached: list[int | None] = field(default_factory=list)
+    """The part of each the provider read from its prompt cache, where it said so."""
     rejected: dict[int, str] = field(default_factory=dict)
     """Steps whose prompt the provider refused, with its reason."""
     retries: list[int] = field(default_factory=list)
@@ -89,6 +91,20 @@ class DemoReport:
                     "provider counted",
                     f"peak {self.provider_peak:,} tokens ({self.provider_peak / self.budget:.0%}"
                     f" of the budget; usage reported for {reported} of {self.steps} steps)",
+                )
+            )
+        cached = [
+            (tokens, read)
+            for tokens, read in zip(self.provider_tokens, self.provider_cached, strict=False)
+            if tokens is not None and read is not None
+        ]
+        if cached:
+            total, read = sum(t for t, _ in cached), sum(r for _, r in cached)
+            rows.append(
+                (
+                    "provider cache",
+                    f"{read:,} of {total:,} prompt tokens read from the cache ({read / total:.0%}"
+                    f", billed at about a tenth; reported for {len(cached)} steps)",
                 )
             )
         for step, reason in sorted(self.rejected.items()):

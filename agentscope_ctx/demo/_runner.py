@@ -218,6 +218,7 @@ def _report(
         threshold=int(cfg.compact_trigger_ratio * cfg.max_input_tokens),
         prompt_tokens=list(stats.prompt_tokens),
         provider_tokens=list(stats.provider_tokens),
+        provider_cached=list(stats.provider_cached),
         rejected=dict(stats.rejected),
         retries=list(stats.retries),
         compaction_steps=list(compaction_steps),

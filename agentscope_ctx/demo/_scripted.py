@@ -128,6 +128,8 @@ class PromptStats:
         """Our count of each prompt sent, in order (step n is index n - 1)."""
         self.provider_tokens: list[int | None] = []
         """The prompt tokens the provider reported for each step (`None`: no usage)."""
+        self.provider_cached: list[int | None] = []
+        """The part of them it read from its prompt cache (`None`: not reported)."""
         self.rejected: dict[int, str] = {}
         """Steps the provider refused, with its reason (one line)."""
         self.retries: list[int] = []
@@ -146,6 +148,7 @@ class PromptStats:
         tokens = await self.counter.count(messages, tools=tools)
         self.prompt_tokens.append(tokens)
         self.provider_tokens.append(None)
+        self.provider_cached.append(None)
         texts = _tool_texts(messages)
         for text in texts:
             parsed = parse_notice(text)
