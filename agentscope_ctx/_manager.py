@@ -143,7 +143,7 @@ class ContextManager:
         self.dialog = DialogStore(working_dir)
         self.long_term = LongTermMemory(working_dir)
         roots = self.config.read_roots or [working_dir, Path.cwd()]
-        self.reader = FileReader(roots, self.policy)
+        self.reader = FileReader(roots, self.policy, store_dir=self.store.dir)
         self.compactor = Compactor(
             self.config.compactor,
             model=model,

@@ -2,26 +2,64 @@
 
 `read_file(file_path, start_line=1, line_offset=0)` returns the file from that position, cut
 by the same rule as tool output (`excerpt_with_notice`), with a notice pointing to the next
-position. It reads only below the configured roots, streams large files instead of loading
-them, and answers bad input with an error text, never an exception.
+position. It answers bad input with an error text that says what went wrong, never an
+exception.
+
+What it reads, and how it makes sure (DESIGN.md §12):
+
+- Only regular files below the configured roots. The name is resolved first (symlinks that
+  stay inside the roots are followed), then opened component by component from the root with
+  ``O_NOFOLLOW`` (``dir_fd=``): a symlink swapped in after the check is refused, not followed.
+  What was opened is then checked by ``fstat`` (and, on Linux, by its ``/proc/self/fd`` path).
+- Never anything that can block: the file is opened with ``O_NONBLOCK`` and refused unless
+  ``fstat`` says it is a regular file (a FIFO, socket or device is refused).
+- No hard link (``st_nlink > 1``): it may be a second name of a file outside the roots, and
+  nothing tells which name is the original. The files of the package's own ``tool_result/``
+  store are written under a temporary name and renamed, so they always have one link; a store
+  file with more links was linked by someone else, and is refused like any other.
+- The ``tool_result/`` store (`store_dir`) is always readable, whatever the roots: every notice
+  points there. Its files are the package's own saved outputs, text by construction, so a NUL
+  byte never makes them "binary"; other files with a NUL in their first 8 KB are refused.
+- Line counts are cached per file version (`LineIndexCache`): a continuation read of a huge
+  file costs its excerpt, not a pass over the file.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import errno
+import logging
+import os
+import stat
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
+from ._line_index import ByteSource, LineEndError, LineIndexCache
 from ._tool_results import ToolResultPolicy
-from ._truncation import Position, excerpt_with_notice
+from ._truncation import Position, excerpt_with_notice, parse_notice
 
 __all__ = ["FileReader", "ReadFileError"]
 
-_CHUNK = 1 << 20
+logger = logging.getLogger("agentscope_ctx")
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_COMMON = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_FILE_FLAGS = _COMMON | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_DIR_FLAGS = _COMMON | _NOFOLLOW | _DIRECTORY
+_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
+_PROC_FD = Path("/proc/self/fd")
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 class ReadFileError(Exception):
@@ -43,14 +81,34 @@ def _as_int(name: str, value: object, minimum: int) -> int:
 
 
 class FileReader:
-    """Reads text files below `roots` in excerpts."""
+    """Reads text files below `roots` (and the `store_dir` of saved outputs) in excerpts.
 
-    def __init__(self, roots: Sequence[Path], policy: ToolResultPolicy) -> None:
+    `bytes_read` counts the bytes read from files so far (for tests and benchmarks).
+    """
+
+    def __init__(
+        self,
+        roots: Sequence[Path],
+        policy: ToolResultPolicy,
+        *,
+        store_dir: Path | None = None,
+        index_cache: LineIndexCache | None = None,
+    ) -> None:
         self.roots = [Path(root).expanduser().resolve() for root in roots]
+        self.store_dir = None if store_dir is None else Path(store_dir).resolve()
+        if self.store_dir is not None and not self._inside(self.store_dir):
+            self.roots.append(self.store_dir)
         self.policy = policy
+        self.index_cache = index_cache or LineIndexCache()
+        self.bytes_read = 0
+        self._count_lock = threading.Lock()
 
-    def resolve(self, file_path: str) -> Path:
-        """The real path of `file_path`; relative paths are tried against each root in order.
+    def _inside(self, path: Path) -> bool:
+        return any(path.is_relative_to(root) for root in self.roots)
+
+    def locate(self, file_path: str) -> tuple[Path, Path]:
+        """The root and the real path of `file_path`; relative paths are tried against each
+        root in order. The real path has no symlink left (at the time of the call).
 
         Raises:
             ReadFileError: outside every root (after following symlinks), or missing.
@@ -68,17 +126,18 @@ class FileReader:
         for candidate in candidates:
             try:
                 real = candidate.resolve()  # follows symlinks and "..": the check is on the target
-                if any(real.is_relative_to(root) for root in self.roots):
+                root = next((root for root in self.roots if real.is_relative_to(root)), None)
+                if root is not None:
                     inside_any = True
                     if real.exists():
-                        return real
+                        return root, real
             except (OSError, ValueError) as exc:  # name too long, symlink loop, ...
                 why = getattr(exc, "strerror", None) or exc
                 raise ReadFileError(f"{file_path[:200]!r} cannot be resolved: {why}") from None
         if not inside_any:
             roots = ", ".join(str(root) for root in self.roots)
-            raise ReadFileError(f"{file_path!r} is outside the readable roots ({roots})")
-        raise ReadFileError(f"{file_path!r} does not exist")
+            raise ReadFileError(f"{file_path[:200]!r} is outside the readable roots ({roots})")
+        raise ReadFileError(f"{file_path[:200]!r} does not exist")
 
     async def read_file(
         self,
@@ -99,76 +158,124 @@ class FileReader:
             start = Position(
                 _as_int("start_line", start_line, 1), _as_int("line_offset", line_offset, 0)
             )
-            path = self.resolve(file_path)
-            max_bytes = self.policy.limits("read_file", {"file_path": str(path)}).recent
-            text = await asyncio.to_thread(self._read, path, start, max_bytes)
+            root, real = self.locate(file_path)
+            max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
+            text = await asyncio.to_thread(self._read, root, real, start, max_bytes)
         except ReadFileError as exc:
             text = f"Error: {exc}"
+        except Exception as exc:  # a bug or an exhausted machine: say so, never a bare "Error: "
+            logger.warning("agentscope_ctx: read_file(%.200r) failed", file_path, exc_info=True)
+            text = f"Error: reading {str(file_path)[:200]!r} failed ({type(exc).__name__}: {exc})"
         return ToolResponse(content=[TextBlock(type="text", text=text)])
 
-    def _read(self, path: Path, start: Position, max_bytes: int) -> str:
-        if path.is_dir():
-            raise ReadFileError(f"{str(path)!r} is a directory, not a file")
+    def _read(self, root: Path, real: Path, start: Position, max_bytes: int) -> str:
+        name = repr(str(real))
         try:
-            with open(path, "rb") as file:
-                head = file.read(8192)
-                if b"\0" in head:
-                    raise ReadFileError(f"{str(path)!r} is a binary file; it cannot be shown")
-                file.seek(0)
-                lines, line_at = _scan(file, start.line)
-                if lines == 0:
-                    return f"({str(path)!r} is empty)"
-                if line_at is None:
-                    raise ReadFileError(
-                        f"start_line={start.line} is past the end of {str(path)!r} ({lines} lines)"
-                    )
-                file.seek(line_at)
-                want = 4 * start.offset + max_bytes + 8
-                window = file.read(want)
-                at_eof = len(window) < want or not file.read(1)
+            fd = _open_below(root, real)
         except OSError as exc:
-            raise ReadFileError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+            raise ReadFileError(_open_error(name, exc)) from None
         try:
-            decoded = codecs.getincrementaldecoder("utf-8")().decode(window, final=at_eof)
-        except UnicodeDecodeError:
-            raise ReadFileError(f"{str(path)!r} is not UTF-8 text; it cannot be shown") from None
-        line_end = decoded.find("\n")
-        line_len = line_end if line_end >= 0 else len(decoded)
-        if start.offset > line_len:
+            info = self._check_opened(fd, name)
+            source = ByteSource(open(fd, "rb", buffering=0, closefd=False))
+            try:
+                return self._excerpt(source, info, real, start, max_bytes)
+            finally:
+                with self._count_lock:
+                    self.bytes_read += source.bytes_read
+        except OSError as exc:
+            raise ReadFileError(f"cannot read {name}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+    def _check_opened(self, fd: int, name: str) -> os.stat_result:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ReadFileError(f"{name} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise ReadFileError(f"{name} is {kind}; only regular files can be read")
+        if info.st_nlink > 1:
+            raise ReadFileError(
+                f"{name} has {info.st_nlink} hard links: it may be another name of a file "
+                "outside the readable roots, so it is not read (copy it to read it)"
+            )
+        try:
+            opened = Path(os.readlink(_PROC_FD / str(fd)))
+        except OSError:  # no /proc here: the walk by directory fds is the check
+            return info
+        if not self._inside(opened):
+            raise ReadFileError(f"{name} was moved outside the readable roots; it is not read")
+        return info
+
+    def _excerpt(
+        self, source: ByteSource, info: os.stat_result, real: Path, start: Position, max_bytes: int
+    ) -> str:
+        name = repr(str(real))
+        index = self.index_cache.get(source, info)
+        if index.lines == 0:
+            return f"({name} is empty)"
+        own = self.store_dir is not None and real.parent == self.store_dir
+        if index.binary and not own:  # saved outputs are text, whatever bytes they hold
+            raise ReadFileError(f"{name} is a binary file; it cannot be shown")
+        if start.line > index.lines:
+            raise ReadFileError(
+                f"start_line={start.line} is past the end of {name} ({index.lines} lines)"
+            )
+        try:
+            at = index.locate(source, start)
+        except LineEndError as exc:
             raise ReadFileError(
                 f"line_offset={start.offset} is past the end of line {start.line} "
-                f"({line_len} characters)"
-            )
-        rest = decoded[start.offset :]
-        # When the window stops short of the end, `rest` is over `max_bytes` and the cut
-        # depends only on its first `max_bytes` bytes: the same excerpt as the whole rest.
-        return excerpt_with_notice(
-            rest, max_bytes=max_bytes, file_path=str(path), start=start, source_lines=lines
+                f"({exc.length} characters)"
+            ) from None
+        except UnicodeDecodeError:
+            raise ReadFileError(f"{name} is not UTF-8 text; it cannot be shown") from None
+        except EOFError:
+            raise ReadFileError(f"{name} changed while it was being read; try again") from None
+        want = max_bytes + 8  # over max_bytes even if the decoder holds back a split character
+        window = source.read(at, want)
+        at_eof = len(window) < want or not source.read(at + want, 1)
+        try:
+            rest = codecs.getincrementaldecoder("utf-8")().decode(window, final=at_eof)
+        except UnicodeDecodeError:
+            raise ReadFileError(f"{name} is not UTF-8 text; it cannot be shown") from None
+        # When the window stops short of the end, `rest` is over `max_bytes`: it is cut, and
+        # the excerpt is a whole prefix of the rest of the file, as the chain needs.
+        output = excerpt_with_notice(
+            rest, max_bytes=max_bytes, file_path=str(real), start=start, source_lines=index.lines
         )
+        if output != rest and (parsed := parse_notice(output)) is not None:
+            index.remember(parsed[1].next, at + parsed[1].n_bytes)
+        return output
 
 
-def _scan(file: object, start_line: int) -> tuple[int, int | None]:
-    """Count the lines of a binary file and find the byte offset where `start_line` begins."""
-    read = file.read  # type: ignore[attr-defined]
-    lines_done = 0  # complete lines ("\n"-terminated) seen so far
-    offset = 0
-    line_at = 0 if start_line == 1 else None
-    last = b"\n"
-    while chunk := read(_CHUNK):
-        if line_at is None:
-            need = start_line - 1 - lines_done  # newlines still to pass
-            count = chunk.count(b"\n")
-            if count >= need:
-                at = -1
-                for _ in range(need):
-                    at = chunk.index(b"\n", at + 1)
-                line_at = offset + at + 1
-        lines_done += chunk.count(b"\n")
-        offset += len(chunk)
-        last = chunk[-1:]
-    lines = lines_done + (0 if last == b"\n" else 1)
-    if line_at is not None and line_at >= offset and lines_done < start_line:
-        line_at = None  # the line after the final "\n" does not exist
-    if offset == 0:
-        return 0, None
-    return lines, line_at
+def _open_below(root: Path, real: Path) -> int:
+    """Open `real` for reading, walking from `root` one component at a time without following
+    any symlink, and without blocking (``O_NONBLOCK``: a FIFO opens at once, and is refused
+    by the caller)."""
+    parts = real.relative_to(root).parts
+    if not parts:
+        raise IsADirectoryError(errno.EISDIR, "the root itself")
+    if not _WALK:  # no dir_fd here: open by name; the checks after opening still apply
+        return os.open(real, _FILE_FLAGS)
+    dir_fd = os.open(root, _COMMON | _DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _open_error(name: str, exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return f"{name} changed while it was being opened (a symlink appeared); it is not read"
+    if exc.errno == errno.ENOENT:
+        return f"{name} does not exist"
+    if exc.errno == errno.EISDIR:
+        return f"{name} is a directory, not a file"
+    if exc.errno == errno.ENXIO:
+        return f"{name} is a socket or a device; only regular files can be read"
+    return f"cannot open {name}: {exc.strerror or exc}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import tempfile
 from copy import deepcopy
 from pathlib import Path
@@ -136,7 +137,10 @@ _json = st.recursive(
 SECRET = "TOP-SECRET-OUTSIDE-THE-ROOTS"
 
 
-def _paths(root: str) -> st.SearchStrategy[Any]:
+_ROOT = "{root}"  # replaced by the temporary root of each example
+
+
+def _paths() -> st.SearchStrategy[Any]:
     return (
         st.sampled_from(
             [
@@ -145,12 +149,14 @@ def _paths(root: str) -> st.SearchStrategy[Any]:
                 "../secret.txt",
                 "sub/../../secret.txt",
                 "link_out.txt",
+                "hard_out.txt",
+                "fifo",
                 "sub",
                 "empty.txt",
                 "bin.dat",
                 "latin1.txt",
-                f"{root}/notes.txt",
-                f"{root}/../secret.txt",
+                f"{_ROOT}/notes.txt",
+                f"{_ROOT}/../secret.txt",
                 "/etc/passwd",
                 "~/secret.txt",
                 "",
@@ -165,6 +171,12 @@ def _paths(root: str) -> st.SearchStrategy[Any]:
     )
 
 
+def _positions(small: int) -> st.SearchStrategy[Any]:
+    """Any JSON value, a plausible number, or a huge one (issue 11, item 10: 10**12 once
+    allocated a 4 TB buffer)."""
+    return _json | st.integers(-5, small) | st.integers(small, 10**15)
+
+
 def _make_tree(base: Path) -> Path:
     root = base / "root"
     (root / "sub").mkdir(parents=True)
@@ -175,12 +187,20 @@ def _make_tree(base: Path) -> Path:
     (root / "bin.dat").write_bytes(b"\x00\x01\x02" * 10)
     (root / "latin1.txt").write_bytes("café\n".encode("latin-1"))
     (root / "link_out.txt").symlink_to(base / "secret.txt")
+    os.link(base / "secret.txt", root / "hard_out.txt")
+    os.mkfifo(root / "fifo")
     return root
 
 
 @FUZZ
-@given(data=st.data())
-def test_read_file_any_arguments_gives_a_tool_response(data: st.DataObject) -> None:
+@example(file_path="sub/inner.txt", start_line=1, line_offset=10**12)
+@example(file_path="notes.txt", start_line=10**12, line_offset=0)
+@example(file_path="notes.txt", start_line=2_000, line_offset=10**12)
+@example(file_path="fifo", start_line=1, line_offset=0)
+@given(file_path=_paths(), start_line=_positions(3_000), line_offset=_positions(200_000))
+def test_read_file_any_arguments_gives_a_tool_response(
+    file_path: Any, start_line: Any, line_offset: Any
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         root = _make_tree(base)
@@ -188,13 +208,14 @@ def test_read_file_any_arguments_gives_a_tool_response(data: st.DataObject) -> N
             working_dir=root, tool_result={"recent_max_bytes": 2_048, "old_max_bytes": 1_024}
         )
         reader = FileReader([root], ToolResultPolicy(config.tool_result))
-        file_path = data.draw(_paths(str(root)), label="file_path")
-        start_line = data.draw(_json | st.integers(-5, 3_000), label="start_line")
-        line_offset = data.draw(_json | st.integers(-5, 200_000), label="line_offset")
+        if isinstance(file_path, str):
+            file_path = file_path.replace(_ROOT, str(root))
         response = asyncio.run(reader.read_file(file_path, start_line, line_offset))
         assert isinstance(response, ToolResponse)
         text = "".join(b.get("text", "") for b in response.content)
         assert SECRET not in text
+        if text.startswith("Error"):  # says what went wrong, never a bare "Error: "
+            assert text.startswith("Error: ") and len(text.strip()) > len("Error: ") + 10
         parsed = parse_notice(text)
         if parsed is not None:
             assert Path(parsed[1].file_path).resolve().is_relative_to(root.resolve())
