@@ -40,6 +40,7 @@ from ._summarizer_queue import SummarizerQueue
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
 from ._truncation import notice_paths
+from ._usage_file import write_usage
 
 __all__ = ["ContextManager", "ContextUsage"]
 
@@ -48,6 +49,7 @@ logger = logging.getLogger("agentscope_ctx")
 HOOK_NAME = "agentscope_ctx"
 READ_FILE = "read_file"
 MEMORY_TOOLS = ("remember", "log_today")
+HOOKS = ("pre_reply", "pre_reasoning", "post_acting", "post_reply")
 EMERGENCY_SHRINK = 0.75
 """After a context-length error, the retried prompt is at most this share of the rejected one."""
 
@@ -230,7 +232,7 @@ class ContextManager:
         previous = agent.memory
         agent.memory = memory
         agent.model = guard
-        for hook in ("pre_reply", "pre_reasoning", "post_acting"):
+        for hook in HOOKS:
             agent.register_instance_hook(hook, f"{HOOK_NAME}.{hook}", getattr(self, f"_{hook}"))
         if recall is not None:
             agent.register_instance_hook("post_acting", f"{HOOK_NAME}.recall", recall.post_acting)
@@ -247,7 +249,7 @@ class ContextManager:
         binding = self._bindings.pop(agent.id, None)
         if binding is None:
             return
-        hooks = [(hook, hook) for hook in ("pre_reply", "pre_reasoning", "post_acting")]
+        hooks = [(hook, hook) for hook in HOOKS]
         for hook, name in [*hooks, ("post_acting", "recall")]:
             try:
                 agent.remove_instance_hook(hook, f"{HOOK_NAME}.{name}")
@@ -385,8 +387,8 @@ class ContextManager:
         await self._run(agent)
 
     async def _load_note(self, binding: _Binding) -> None:
-        binding.memory.long_term_note = await self.long_term.memory_prompt(
-            self.counter, self.config.memory_max_tokens
+        binding.memory.offer_long_term(
+            await self.long_term.memory_prompt(self.counter, self.config.memory_max_tokens)
         )
         binding.note_loaded = True
 
@@ -406,6 +408,25 @@ class ContextManager:
 
     async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         await self._run(agent)
+
+    async def _post_reply(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
+        """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect`."""
+        binding: _Binding | None = self._bindings.get(agent.id)
+        if binding is None:
+            return
+        try:
+            pipeline = binding.pipeline
+            last = pipeline.cache.last
+            fields = {
+                "prompt_tokens": await pipeline.prompt_tokens(),
+                "max_input_tokens": pipeline.calibration.budget,
+                "provider_prompt_tokens": None if last is None else last.tokens,
+                "provider_cached_tokens": None if last is None else last.cached,
+                "cache_reuse": pipeline.cache.reuse,
+            }
+            await asyncio.to_thread(write_usage, self.working_dir, str(agent.name), fields)
+        except Exception:
+            logger.exception("agentscope_ctx: could not note the reply's usage")
 
     async def _run(self, agent: Any) -> None:
         binding: _Binding | None = self._bindings.get(agent.id)
@@ -528,8 +549,7 @@ def _take_over(
         return ContextMemory(working_dir, language=language, backend=backend)
     memory = ContextMemory(working_dir, language=language)
     content = source.content if isinstance(source, (InMemoryMemory, ContextMemory)) else []
-    memory.content = [(msg, list(marks)) for msg, marks in content]
-    memory._compressed_summary = getattr(source, "_compressed_summary", "") or ""
+    memory.adopt(list(content), getattr(source, "_compressed_summary", "") or "")
     return memory
 
 

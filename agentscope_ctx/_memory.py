@@ -167,6 +167,17 @@ class ContextMemory(MemoryBase):
         self._unwritten_summary = None
         self.failures.recovered("the backend")
 
+    def adopt(self, content: list[tuple[Msg, list[str]]], summary: str) -> None:
+        """Take over the messages (with their marks) and the summary of the memory this one
+        replaces (`ContextManager.attach`)."""
+        self.content = [(msg, list(marks)) for msg, marks in content]
+        self._compressed_summary = summary
+        self.revision += 1
+
+    def offer_long_term(self, note: str | None) -> None:
+        """Offer `note` (the head of MEMORY.md) with the summary, from the next prompt on."""
+        self.long_term_note = note
+
     def summary_message(self) -> Msg | None:
         """The first message the model sees, or `None` when there is nothing to present.
 

@@ -28,6 +28,7 @@ from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._errors import ContextError, ContextUsageError
 from ._search_hits import ROLES
+from ._usage_file import read_usage
 
 __all__ = ["main"]
 
@@ -35,7 +36,7 @@ DEFAULT_WORKING_DIR = Path("~/.agentscope_ctx")
 DEMO_DIR = Path("agentscope_ctx_demo")
 """Where `demo` writes by default (in the current directory); when it is taken, the next
 free ``agentscope_ctx_demo_2``, ``_3``, ... beside it."""
-_STATE_DIRS = ("dialog", "tool_result", "memory")
+_STATE_DIRS = ("dialog", "tool_result", "memory", "usage")
 
 
 class CliError(Exception):
@@ -196,6 +197,20 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     print(f"memory/: {len(notes)} file(s)")
     for note in notes:
         print(f"  {note.name}: {_size(note.stat().st_size)}")
+    for usage in read_usage(path):
+        cache = usage.get("cache_reuse")
+        provider = usage.get("provider_prompt_tokens")
+        print(
+            f"agent {usage.get('agent')!s}: last prompt {usage.get('prompt_tokens', 0):,} of "
+            f"{usage.get('max_input_tokens', 0):,} tokens"
+            + (f" (provider counted {provider:,})" if isinstance(provider, int) else "")
+            + (
+                f"; {cache:.0%} of the provider's prompt tokens read from its cache"
+                if isinstance(cache, float)
+                else "; no cache reads reported"
+            )
+            + f" (as of {usage.get('updated')})"
+        )
     if report.bad_lines:
         name, line, reason = report.bad_lines[0]
         raise CliError(

@@ -27,6 +27,7 @@ from agentscope_ctx._calibration import (
     stated_limits,
 )
 from agentscope_ctx._guard import is_context_overflow
+from agentscope_ctx.cli import main as cli_main
 from tests.fakes import FakeChatModel, text, tool_call
 
 BUDGET = 10_000
@@ -376,9 +377,10 @@ def test_i11_06_usage_reads_the_cache_fields_agentscope_passes_on() -> None:
             ChatUsage(input_tokens=tokens, output_tokens=5, time=0.1, metadata=metadata)
         )
 
-    assert usage(900, openai_usage) == PromptUsage(900, complete=True)  # cached included
-    assert usage(100, anthropic_usage) == PromptUsage(950, complete=True)  # cached added
-    assert usage(900, dashscope_usage) == PromptUsage(900, complete=True)
+    # cached included; and the cache reads (issue 12, item 5) read off each SDK's own object
+    assert usage(900, openai_usage) == PromptUsage(900, complete=True, cached=800)
+    assert usage(100, anthropic_usage) == PromptUsage(950, complete=True, cached=800)
+    assert usage(900, dashscope_usage) == PromptUsage(900, complete=True, cached=800)
     assert usage(100) == PromptUsage(100, complete=False)  # Anthropic/Ollama via AgentScope
     assert usage(0) is None and prompt_usage(None) is None
 
@@ -563,8 +565,12 @@ def _answer_with_usage(metadata: dict[str, Any], tokens: int) -> ChatResponse:
     ],
     ids=["openai", "anthropic"],
 )
-async def test_i12_05_cache_reads_reach_context_usage(
-    tmp_path: Path, metadata: dict[str, Any], prompt: int, cached: int
+async def test_i12_05_cache_reads_reach_context_usage_and_inspect(
+    tmp_path: Path,
+    metadata: dict[str, Any],
+    prompt: int,
+    cached: int,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     model = FakeChatModel()
     agent, manager = make_agent(tmp_path, model)
@@ -577,3 +583,7 @@ async def test_i12_05_cache_reads_reach_context_usage(
     assert usage.provider_prompt_tokens == prompt
     assert usage.provider_cached_tokens == cached
     assert usage.cache_reuse == pytest.approx(cached / prompt)
+    capsys.readouterr()
+    assert cli_main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"(provider counted {prompt:,}); {cached / prompt:.0%} of the provider's" in out
