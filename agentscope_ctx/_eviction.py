@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from agentscope.message import Msg
 
+from ._extractive import msg_text
 from ._search_text import SEARCH_TOOL, key_args
 
 __all__ = ["EVICTION_HEADER", "eviction_index", "split_summary", "with_index"]
@@ -66,10 +67,18 @@ def _minute(msg: Msg) -> str | None:
     return stamp[:16] if re.match(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", stamp) else None
 
 
+def _blocks(msg: Msg, kind: str) -> list[dict[str, object]]:
+    """The blocks of `kind`, whatever the content holds (odd messages never stop a
+    compaction: `None` content has no blocks)."""
+    content = msg.content
+    items = content if isinstance(content, (list, tuple)) else []
+    return [b for b in items if isinstance(b, dict) and b.get("type") == kind]
+
+
 def _first_words(msg: Msg) -> str | None:
-    if msg.role != "user" or msg.has_content_blocks("tool_result"):
+    if msg.role != "user" or _blocks(msg, "tool_result"):
         return None
-    words = " ".join((msg.get_text_content() or "").split()).split(" ")
+    words = " ".join(msg_text(msg).split()).split(" ")
     text = " ".join(words[:_WORDS])
     if not text:
         return None
@@ -81,7 +90,7 @@ def _first_words(msg: Msg) -> str | None:
 def _tools(msgs: Sequence[Msg]) -> list[str]:
     counts: dict[str, int] = {}
     for msg in msgs:
-        for block in msg.get_content_blocks("tool_use"):
+        for block in _blocks(msg, "tool_use"):
             name = str(block.get("name") or "")
             if not name or name == SEARCH_TOOL:
                 continue

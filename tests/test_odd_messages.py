@@ -67,7 +67,14 @@ def attach(agent: Any, working_dir: Path, **overrides: Any) -> tuple[ContextMana
         "max_input_tokens": BUDGET,
         "compact_trigger_ratio": 0.7,
         "keep_recent_ratio": 0.3,
-        "tool_result": {"recent_n": 3, "recent_max_bytes": 6_000, "old_max_bytes": 1_500},
+        # the odd message must not stop compaction and its saves: no masking, so that the
+        # session compacts
+        "tool_result": {
+            "recent_n": 3,
+            "recent_max_bytes": 6_000,
+            "old_max_bytes": 1_500,
+            "mask_after": None,
+        },
         "token_counter": "cl100k_base",
         "summarizer": {"enabled": False},
         **overrides,
