@@ -21,6 +21,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 
@@ -151,6 +152,7 @@ async def test_agents_as_tasks_with_one_shared_manager(tmp_path: Path) -> None:
     await _run_tasks(tmp_path / "wd", 4, shared=True)
 
 
+@pytest.mark.slow  # subprocesses: several processes on one working_dir (in-process twins: test_agents_as_tasks_*; cross-process locking: test_dialog.py::test_two_processes_append_concurrently)
 def test_processes_share_one_working_dir(tmp_path: Path) -> None:
     working_dir = tmp_path / "wd"
     n_procs, n_agents, turns = 3, 2, 4
@@ -263,6 +265,7 @@ def test_consolidation_in_two_processes_at_once_one_is_skipped(tmp_path: Path) -
     _check_memory_md(working_dir)
 
 
+@pytest.mark.slow  # subprocesses: (its twin test_consolidation_in_two_processes_at_once_one_is_skipped stays in the default suite)
 def test_consolidation_in_processes_never_merges_twice(tmp_path: Path) -> None:
     """Extractive runs are quick: they either skip or serialise; the merge happens once."""
     working_dir = tmp_path / "wd"

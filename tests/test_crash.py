@@ -218,6 +218,7 @@ def test_kill_restore_resume_many(tmp_path: Path) -> None:
     assert stats.overlaps > 0, "no kill landed between a dialog append and a save"
 
 
+@pytest.mark.slow  # subprocesses: (restore-and-resume is covered by the default test_kill_restore_resume)
 def test_resume_after_clean_finish_is_a_no_op(tmp_path: Path) -> None:
     """Restoring a finished session twice changes nothing (no re-append, no duplicate)."""
     log = tmp_path / "run.log"

@@ -11,6 +11,7 @@ from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
@@ -287,9 +288,21 @@ def _content_key(msg: Msg) -> str:
     return json.dumps([msg.role, msg.name, msg.timestamp], default=repr)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=50)
 @given(msgs=_messages(), force=st.booleans())
 def test_odd_messages_through_the_manager(msgs: list[Msg], force: bool) -> None:
+    """50 examples by default; `test_odd_messages_through_the_manager_many` (slow) runs 600."""
+    check_odd_messages(msgs, force)
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=600)
+@given(msgs=_messages(), force=st.booleans())
+def test_odd_messages_through_the_manager_many(msgs: list[Msg], force: bool) -> None:
+    check_odd_messages(msgs, force)
+
+
+def check_odd_messages(msgs: list[Msg], force: bool) -> None:
     async def scenario(tmp: Path) -> None:
         config = ContextConfig(
             working_dir=tmp / "ctx",
