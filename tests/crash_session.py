@@ -218,6 +218,7 @@ async def run_one(
         progress.turn = turn + 1
         progress.ids_logged = id_log.count
         await session.save_session_state(session_id, agent=agent, progress=progress)
+        print(f"SAVED {turn}", flush=True)  # a point a test may kill after, deterministically
     await manager.close()
 
 

@@ -252,6 +252,7 @@ def _check_memory_md(working_dir: Path) -> None:
     assert len(log) == 1, f"consolidation logged more than one merge: {log}"
 
 
+@pytest.mark.slow  # subprocesses (in-process twin: test_consolidation_as_two_tasks_in_one_process)
 def test_consolidation_in_two_processes_at_once_one_is_skipped(tmp_path: Path) -> None:
     """The model takes 1.5 s: the first run holds the lock all that time, the other skips."""
     working_dir = tmp_path / "wd"
@@ -265,7 +266,7 @@ def test_consolidation_in_two_processes_at_once_one_is_skipped(tmp_path: Path) -
     _check_memory_md(working_dir)
 
 
-@pytest.mark.slow  # subprocesses: (its twin test_consolidation_in_two_processes_at_once_one_is_skipped stays in the default suite)
+@pytest.mark.slow  # subprocesses
 def test_consolidation_in_processes_never_merges_twice(tmp_path: Path) -> None:
     """Extractive runs are quick: they either skip or serialise; the merge happens once."""
     working_dir = tmp_path / "wd"

@@ -199,13 +199,28 @@ def _report(stats: Stats) -> None:
 
 
 def test_kill_restore_resume(tmp_path: Path) -> None:
-    """One kill early in the session, then restore and resume (the many-trial run with
-    several kills per trial is `test_kill_restore_resume_many`, under `-m slow`). Seed 2
-    draws the kill at 9% of the session's working time, well before it ends."""
-    stats = run_trials(tmp_path, trials=1, seed=2, max_kills=1)
-    _report(stats)
-    assert stats.trials == 1
-    assert stats.kills == 1
+    """One kill in the middle of the session, without a timing guess: right after the
+    session says it saved its second turn, so mid-way through the third; then restore and
+    resume. (The many-trial run, several kills per trial at random times, is
+    `test_kill_restore_resume_many`, under `-m slow`.)"""
+    stats = Stats()
+    counter = TokenCounter("cl100k_base")
+    working_dir, log = tmp_path / "trial", tmp_path / "trial.log"
+    proc = _start(working_dir, log)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() == "SAVED 1":
+            break
+    else:
+        pytest.fail(f"the session ended before its second save\n{log.read_text()[-3000:]}")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    window = asyncio.run(_check(working_dir, stats, counter, final=False, windows=[]))
+    proc = _start(working_dir, log)  # resume and run to the end
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "DONE" in out, log.read_text()[-3000:]
+    asyncio.run(_check(working_dir, stats, counter, final=True, windows=[window]))
+    assert stats.checked > 0
 
 
 @pytest.mark.slow
