@@ -122,7 +122,8 @@ class ContextMiddleware(MiddlewareBase):
     # -- internals ---------------------------------------------------------------------
 
     async def _install(self, agent: Agent) -> None:
-        """Add `read_file` to the agent's toolkit if it is not there.
+        """At the start of every reply: take over the agent's own cut of tool results, and
+        add `read_file` to its toolkit if it is not there (cut nothing if that fails).
 
         Raises:
             ContextUsageError: the toolkit has another tool named `read_file`.
