@@ -77,14 +77,13 @@ async def test_compaction_only_when_the_cheap_rungs_are_not_enough(tmp_path: Pat
     assert compactor.calls
 
 
-async def test_clear_at_least_batches_cuts_and_keeps_the_prefix(tmp_path: Path) -> None:
-    """Under the trigger, outputs sliding out of recent_n are not rewritten one by one: the
-    prompt before the newest messages is byte-identical until a batch worth `clear_at_least`
-    tokens is applied, all at once."""
+async def rewrites_over_ten_slides(tmp_path: Path, clear_at_least: int) -> int:
+    """Steps, of 9, whose prompt did not begin with the whole previous one: ten outputs slide
+    out of recent_n=1 under the trigger."""
     pipe, memory, _ = pipeline(
         tmp_path,
         max_input_tokens=1_000_000,
-        clear_at_least=2_000,
+        clear_at_least=clear_at_least,
         tool_result={"recent_n": 1, "recent_max_bytes": 3_000, "old_max_bytes": 1_100},
     )
     agent = Agent()
@@ -93,28 +92,20 @@ async def test_clear_at_least_batches_cuts_and_keeps_the_prefix(tmp_path: Path) 
         await memory.add(turn(i, size=200))
         await run(pipe, agent)
         prompts.append([str(m.content) for m in await memory.get_memory()])
-    rewrites = sum(a[: len(b)] != b for b, a in itertools.pairwise(prompts))
-    # each output frees ~480 tokens when cut from 3,000 to 1,100 bytes: about one batch per
-    # four or five slides, not one rewrite per step
-    assert 1 <= rewrites <= 3, rewrites
+    return sum(a[: len(b)] != b for b, a in itertools.pairwise(prompts))
+
+
+async def test_clear_at_least_batches_cuts_and_keeps_the_prefix(tmp_path: Path) -> None:
+    """Under the trigger, outputs sliding out of recent_n are not rewritten one by one: the
+    prompt before the newest messages is byte-identical until a batch worth `clear_at_least`
+    tokens is applied, all at once. Each output frees ~480 tokens when cut from 3,000 to
+    1,100 bytes: about one batch per four or five slides, not one rewrite per step."""
+    assert 1 <= await rewrites_over_ten_slides(tmp_path, clear_at_least=2_000) <= 3
 
 
 async def test_without_clear_at_least_every_slide_rewrites(tmp_path: Path) -> None:
     """The contrast: clear_at_least=0 cuts each output as it slides out."""
-    pipe, memory, _ = pipeline(
-        tmp_path,
-        max_input_tokens=1_000_000,
-        clear_at_least=0,
-        tool_result={"recent_n": 1, "recent_max_bytes": 3_000, "old_max_bytes": 1_100},
-    )
-    agent = Agent()
-    prompts: list[list[str]] = []
-    for i in range(10):
-        await memory.add(turn(i, size=200))
-        await run(pipe, agent)
-        prompts.append([str(m.content) for m in await memory.get_memory()])
-    rewrites = sum(a[: len(b)] != b for b, a in itertools.pairwise(prompts))
-    assert rewrites == 9
+    assert await rewrites_over_ten_slides(tmp_path, clear_at_least=0) == 9
 
 
 async def test_fresh_output_is_bounded_by_its_token_share(tmp_path: Path) -> None:
