@@ -69,12 +69,19 @@ def read_file(file_path: str, start_line: int = 1) -> ToolResponse:
     raise NotImplementedError
 
 
-def _parts() -> PromptParts:
+def _make_parts() -> PromptParts:
     """The fixed parts of the prompt an adapter would read off the agent."""
     toolkit = Toolkit()
     toolkit.register_tool_function(run_shell)
     toolkit.register_tool_function(read_file)
     return PromptParts("You are a careful coding assistant. " * 20, toolkit.get_json_schemas())
+
+
+_PARTS = _make_parts()
+
+
+def _parts() -> PromptParts:
+    return _PARTS
 
 
 # -- histories -----------------------------------------------------------------------------
