@@ -289,7 +289,7 @@ def _human(n: float) -> str:
 def report(result: dict[str, Any]) -> None:
     """Print the tables for `result` (as returned by `run`)."""
     print(
-        "steady state: append tool_use + tool_result, then pipeline.run(agent); "
+        "steady state: append tool_use + tool_result, then pipeline.run(); "
         f"nothing compacts (token counter {result['encoding']})"
     )
     header = (
@@ -311,11 +311,11 @@ def report(result: dict[str, Any]) -> None:
         print(
             f"target: 800 vs 50 messages within {result['target_step_ratio_800_vs_50']:.0f}x:"
             f" mean {row['ratio_vs_smallest']:.2f}x -> {'yes' if meets else 'NO'}"
-            f" (median {row['median_ratio_vs_smallest']:.2f}x; a step's cost is mostly the"
-            " fsync of the tool output cut when it slides out of recent_n, hence the noise)"
+            f" (median {row['median_ratio_vs_smallest']:.2f}x; under the trigger nothing older"
+            " is cut, so a step pays no fsync; what varies is mostly garbage collection)"
         )
     print()
-    print("one compaction: run(agent, force=True), extractive summary (no model call)")
+    print("one compaction: run(force=True), extractive summary (no model call)")
     header = (
         f"{'history':>7} {'compacted':>9} {'kept':>5} {'tokens before':>13} {'after':>7}"
         f" {'ms':>8} {'us/msg':>7} {'dialog bytes':>12} {'summary':>8}"
