@@ -7,11 +7,11 @@ Run ``python benchmarks/bench_pipeline.py`` (or ``python -m benchmarks.bench_pip
    calls, tool results of a few KB) in a `ContextMemory`, `max_input_tokens` so large that
    nothing compacts. After one warm-up run, a step is: append a tool_use and its tool_result,
    then `await pipeline.run()`. Mean cost per step over ~50 steps, and its ratio to the
-   50-message history (target: flat, within 2x from 50 to 800). A step includes the second
-   truncation of the tool result that slides out of the newest `recent_n` (a file write +
-   fsync when it is over `old_max_bytes`), as in a real agent.
-2. One compaction (extractive summary, no model) of 100, 400, 1600 messages: `run(agent,
-   force=True)` with a small `max_input_tokens`; the time, the messages compacted and the
+   50-message history (target: flat, within 2x from 50 to 800). With the default settings the
+   tool result that slides out of the newest `recent_n` is not cut under the trigger (cuts wait
+   for the trigger or a batch worth `clear_at_least`, for prompt caches), as in a real agent.
+2. One compaction (extractive summary, no model) of 100, 400, 1600 messages:
+   `run(force=True)` with a small `max_input_tokens`; the time, the messages compacted and the
    bytes written to `dialog/`.
 """
 
