@@ -183,8 +183,8 @@ def _plan() -> list[list[Step]]:
             f"Yes: worker-03 logged `Disk quota exceeded` {count} times, the last ones near the "
             "end of the file (retries of ledger-sync), so the volume is still full. The earlier "
             "findings (worker-03 line "
-            f"{seen.get('worker_line')}, postgres line {seen.get('db_line')}) are in my summary "
-            "and in dialog/ if you need the raw transcript."
+            f"{seen.get('worker_line')}, postgres line {seen.get('db_line')}) stay readable: "
+            "the full outputs are saved, and search_history finds them."
         )
 
     return [
