@@ -416,19 +416,24 @@ async def test_i12_04_close_flushes_the_pending_batch(tmp_path: Path) -> None:
     assert len(model.calls) == 1
 
 
-async def test_i12_04_one_run_at_a_time_and_no_evicted_message_lost(tmp_path: Path) -> None:
-    gate = asyncio.Event()
-    active = peak = 0
+class Gated:
+    """A model answer that waits at `gate`, counting how many calls wait at once (`peak`)."""
 
-    async def slow(messages: list[dict[str, Any]]) -> str:
-        nonlocal active, peak
-        active += 1
-        peak = max(peak, active)
-        await gate.wait()
-        active -= 1
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.active = self.peak = 0
+
+    async def answer(self, messages: list[dict[str, Any]]) -> str:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        await self.gate.wait()
+        self.active -= 1
         return "Done."
 
-    model = FakeChatModel(default=slow)
+
+async def test_i12_04_one_run_at_a_time_and_no_evicted_message_lost(tmp_path: Path) -> None:
+    gated = Gated()
+    gate, model = gated.gate, FakeChatModel(default=gated.answer)
     agent, manager = attached(tmp_path, model, min_batch_tokens=0)
     await compact_round(agent, manager, 0)  # starts a run, which waits at the gate
     await asyncio.sleep(0)
@@ -441,7 +446,7 @@ async def test_i12_04_one_run_at_a_time_and_no_evicted_message_lost(tmp_path: Pa
     await compact_round(agent, manager, 4)
     await manager.close()
 
-    assert peak == 1
+    assert gated.peak == 1
     runs = run_tags(model)
     assert runs == [
         ["[m0a]"],
@@ -484,18 +489,8 @@ def test_i12_04_each_evicted_message_reaches_exactly_one_run(
     exactly one run, in order, and runs never overlap."""
 
     async def scenario(memory_dir: Path) -> None:
-        gate = asyncio.Event()
-        active = peak = 0
-
-        async def slow(messages: list[dict[str, Any]]) -> str:
-            nonlocal active, peak
-            active += 1
-            peak = max(peak, active)
-            await gate.wait()
-            active -= 1
-            return "Done."
-
-        model = FakeChatModel(default=slow)
+        gated = Gated()
+        gate, model = gated.gate, FakeChatModel(default=gated.answer)
         summarizer = Summarizer(model=model, formatter=OpenAIChatFormatter(), memory_dir=memory_dir)
         tasks: list[asyncio.Task[None]] = []
         queue = SummarizerQueue(
@@ -522,7 +517,7 @@ def test_i12_04_each_evicted_message_reaches_exactly_one_run(
         gate.set()
         queue.flush()
         await asyncio.gather(*tasks)
-        assert peak <= 1 and not queue.pending and not queue.busy
+        assert gated.peak <= 1 and not queue.pending and not queue.busy
         assert [tag for tags in run_tags(model) for tag in tags] == added
 
     with tempfile.TemporaryDirectory() as tmp:
