@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentscope.message import Msg
-
 from ._calibration import Calibration
+from ._entry import Msg
 from ._memory import ContextMemory
 from ._tokens import TokenCounter
 

@@ -12,11 +12,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agentscope.message import Msg
-
 from ._accountant import Accountant
 from ._config import ContextConfig
 from ._dialog import DialogStore
+from ._entry import Msg
 from ._errors import PersistenceError
 from ._eviction import eviction_index, split_summary, with_index
 from ._failures import FailureLog

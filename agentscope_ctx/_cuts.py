@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentscope.message import Msg
-
+from ._entry import Msg
 from ._errors import OffloadError
 from ._failures import FailureLog
 from ._middleware import block_budget, clean_text, offload_text

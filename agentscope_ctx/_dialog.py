@@ -40,10 +40,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from agentscope.message import Msg
-
 from ._dialog_dir import DialogDir, refused_reason
 from ._dialog_record import date_prefix, decode_record, encode_record
+from ._entry import Msg
 from ._errors import ContextUsageError, PersistenceError
 
 if sys.platform != "win32":

@@ -39,8 +39,7 @@ import re
 from collections.abc import Mapping
 from datetime import date
 
-from agentscope.message import Msg
-
+from ._entry import Msg
 from ._errors import PersistenceError
 
 __all__ = ["RECORD_VERSION", "date_prefix", "decode_record", "encode_record"]

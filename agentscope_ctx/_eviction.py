@@ -19,8 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentscope.message import Msg
-
+from ._entry import Msg
 from ._extractive import msg_text
 from ._search_text import SEARCH_TOOL, key_args
 

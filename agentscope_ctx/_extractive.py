@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentscope.message import Msg
+from ._entry import Msg
 
 __all__ = [
     "MIN_SUMMARY_CHARS",

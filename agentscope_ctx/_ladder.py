@@ -19,11 +19,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from copy import copy
 from dataclasses import dataclass, field
 
-from agentscope.message import Msg
-
 from ._accountant import Accountant
 from ._config import ToolResultConfig
 from ._cuts import Calls, Cut, Cutter
+from ._entry import Msg
 from ._tokens import TokenCounter
 
 __all__ = ["MASKED", "OLD", "CutPlan", "Ladder", "Relief"]

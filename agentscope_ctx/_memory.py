@@ -4,16 +4,36 @@ from __future__ import annotations
 
 from copy import deepcopy
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import shortuuid
-from agentscope.memory import MemoryBase
-from agentscope.message import Msg
 
+from ._entry import Msg
 from ._failures import FailureLog
+from ._line import IS_1X
 from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read, write_summary
 
 __all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "ContextMemory"]
+
+if TYPE_CHECKING or IS_1X:
+    from agentscope.memory import MemoryBase
+else:
+
+    class MemoryBase:
+        """On AgentScope 2.x (no `MemoryBase`, no `StateModule`): the part of 1.x's base that
+        `ContextMemory` uses. There the 2.x adapter keeps the memory in step with the agent's
+        `AgentState`, which is what 2.x persists; `state_dict` is for tests and tools."""
+
+        def __init__(self) -> None:
+            self._compressed_summary = ""
+            self._state_names: list[str] = []
+
+        def register_state(self, name: str) -> None:
+            self._state_names.append(name)
+
+        def state_dict(self) -> dict[str, Any]:
+            return {name: getattr(self, name) for name in self._state_names}
+
 
 _GUIDE = {
     "en": (

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+from typing import TYPE_CHECKING
 
-from agentscope.memory import MemoryBase
-from agentscope.message import Msg
+from ._entry import Msg
+
+if TYPE_CHECKING:
+    from agentscope.memory import MemoryBase
 
 __all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "import_state", "read", "write_summary"]
 

@@ -22,14 +22,13 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from agentscope.message import Msg
-
 from ._accountant import Accountant, PromptParts
 from ._calibration import CacheStats, Calibration, PromptUsage
 from ._compaction import Compaction, CompactorLike, split_point
 from ._config import ContextConfig
 from ._cuts import Cutter
 from ._dialog import DialogStore
+from ._entry import Msg
 from ._failures import FailureLog
 from ._ladder import Ladder
 from ._memory import ContextMemory

@@ -16,8 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentscope.message import Msg
-
+from ._entry import Msg
 from ._extractive import _ERROR, _blocks, _result_text, msg_text
 from ._tokens import TokenCounter
 from ._truncation import TRUNCATION_NOTICE_MARKER

@@ -21,8 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from agentscope.message import Msg
-
+from ._entry import Msg
 from ._summarizer_input import batch_sizes
 from ._tokens import TokenCounter
 

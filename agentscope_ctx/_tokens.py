@@ -26,13 +26,22 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import tiktoken
 import tiktoken.load
 import tiktoken.registry
-from agentscope.message import Msg
-from agentscope.token import TokenCounterBase
+
+from ._entry import Msg
+from ._line import IS_1X
+
+if TYPE_CHECKING or IS_1X:
+    from agentscope.token import TokenCounterBase
+else:
+
+    class TokenCounterBase:
+        """AgentScope 2.x has no token counter classes (models count bytes / 4)."""
+
 
 __all__ = ["TokenCounter", "make_encoding"]
 
