@@ -9,7 +9,6 @@ goes on.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 from dataclasses import dataclass
@@ -22,75 +21,23 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 from agentscope.token import TokenCounterBase
 
-from ._compactor import Compactor
 from ._config import ContextConfig
-from ._dialog import DialogStore
 from ._errors import ContextUsageError
-from ._failures import FailureLog
 from ._guard import GuardedModel
-from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
 from ._middleware import TruncationMiddleware
 from ._pipeline import ContextPipeline, PipelineReport, PromptParts
-from ._read_file import FileReader
-from ._recall import Recall, RecallConfig
-from ._search import SearchIndex
-from ._summarizer import Summarizer
-from ._summarizer_queue import SummarizerQueue
+from ._services import READ_FILE, ContextUsage, Services
 from ._tokens import TokenCounter
-from ._tool_results import ToolResultPolicy, ToolResultStore
-from ._truncation import notice_paths
-from ._usage_file import write_usage
 
 __all__ = ["ContextManager", "ContextUsage"]
 
 logger = logging.getLogger("agentscope_ctx")
 
 HOOK_NAME = "agentscope_ctx"
-READ_FILE = "read_file"
-MEMORY_TOOLS = ("remember", "log_today")
 HOOKS = ("pre_reply", "pre_reasoning", "post_acting", "post_reply")
 EMERGENCY_SHRINK = 0.75
 """After a context-length error, the retried prompt is at most this share of the rejected one."""
-
-
-@dataclass(frozen=True)
-class ContextUsage:
-    """Where the prompt's tokens go, as `context_usage` reports it."""
-
-    system_prompt: int
-    tool_schemas: int
-    summary: int
-    messages: int
-    """All live messages, tool results included."""
-    tool_results: int
-    """The part of `messages` in messages that carry tool results."""
-    total: int
-    """Our raw estimate of the whole prompt."""
-    calibrated_total: int
-    """`total` corrected by what the provider reported for earlier prompts (with a safety
-    margin); equal to `total` until the provider has reported usage."""
-    max_input_tokens: int
-    """The effective budget: `config.max_input_tokens`, or lower when a provider stated a
-    smaller window in a context-length error."""
-    threshold: int
-    message_count: int
-    provider_prompt_tokens: int | None = None
-    """The provider's own count of the last prompt sent (`None` before it reported one)."""
-    provider_cached_tokens: int | None = None
-    """The part of it the provider read from its prompt cache, where it reports that."""
-    cache_reuse: float | None = None
-    """Share of the provider's prompt tokens read from its cache over the session (billed
-    at about a tenth), where it reports cache reads; `None` where it does not."""
-
-    @property
-    def ratio(self) -> float:
-        """Share of `max_input_tokens` in use (calibrated)."""
-        return self.calibrated_total / self.max_input_tokens
-
-    def share(self, tokens: int) -> float:
-        """Share of `max_input_tokens` taken by `tokens`."""
-        return tokens / self.max_input_tokens
 
 
 @dataclass
@@ -108,7 +55,7 @@ class _Binding:
     only at compaction, so that the prompt's prefix stays byte-identical in between."""
 
 
-class ContextManager:
+class ContextManager(Services):
     """Keeps the context windows of the agents it is attached to healthy.
 
     Args:
@@ -130,36 +77,14 @@ class ContextManager:
     ) -> None:
         if model is not None and formatter is None:
             raise ContextUsageError("a model needs its formatter: pass formatter= as well")
-        self.config = config or ContextConfig()
-        self.model = model
-        self.formatter = formatter
-        self.counter = (
+        config = config or ContextConfig()
+        counter = (
             token_counter
             if isinstance(token_counter, TokenCounter)
-            else TokenCounter(self.config.token_counter, counter=token_counter)
+            else TokenCounter(config.token_counter, counter=token_counter)
         )
-        working_dir = self.config.working_dir.resolve()
-        self.working_dir = working_dir
-        self.store = ToolResultStore(working_dir, self.config.tool_result.retention_days)
-        self.policy = ToolResultPolicy(self.config.tool_result)
-        self.dialog = DialogStore(working_dir)
-        self.long_term = LongTermMemory(working_dir)
-        roots = self.config.read_roots or [working_dir, Path.cwd()]
-        self.reader = FileReader(roots, self.policy, store_dir=self.store.dir)
-        self.compactor = Compactor(
-            self.config.compactor,
-            model=model,
-            formatter=formatter,
-            counter=self.counter,
-            max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
-        )
-        self.failures = FailureLog()
-        self.recall_config: RecallConfig = self.config.recall
-        self.search_index = SearchIndex(working_dir, failures=self.failures)
-        self.scheduler: ConsolidationScheduler | None = None
+        super().__init__(config, model, formatter, counter)
         self._bindings: dict[str, _Binding] = {}
-        self._background: set[asyncio.Task[Any]] = set()
-        self._summaries: SummarizerQueue | None = None
 
     # -- attach / detach ---------------------------------------------------------------
 
@@ -189,22 +114,15 @@ class ContextManager:
                 "adds its own (the continuation tool of truncated output): remove yours first"
             )
         memory = _take_over(agent.memory, backend, self.working_dir, self.config)
-        recall, store, dialog = self._recall_for(agent)
-        pipeline = ContextPipeline(
-            self.config,
+        pipeline, recall, store = self.make_pipeline(
             memory,
-            counter=self.counter,
-            store=store,
-            policy=self.policy,
-            dialog=dialog,
-            compactor=self.compactor,
-            on_compacted=lambda older: self._compacted(agent, older),
+            agent_name=str(agent.name),
             calibration_key=str(agent.model.model_name),
-            failures=self.failures,
             prompt_parts=lambda: PromptParts(
                 str(agent.sys_prompt or ""), agent.toolkit.get_json_schemas()
             ),
             notify=lambda text: say(agent, text),
+            on_compacted=lambda older: self._compacted(agent, older),
         )
         guard = GuardedModel(
             agent.model,
@@ -270,6 +188,9 @@ class ContextManager:
         if agent.model is binding.guard:
             agent.model = binding.guard.inner
 
+    def memories(self) -> list[ContextMemory]:
+        return [binding.memory for binding in self._bindings.values()]
+
     def memory_of(self, agent: Any) -> ContextMemory:
         """The `ContextMemory` of an attached agent."""
         return self._binding(agent).memory
@@ -287,26 +208,7 @@ class ContextManager:
         """Tokens by part of the prompt the agent would send now."""
         binding = self._binding(agent)
         await binding.memory.refresh()
-        pipeline = binding.pipeline
-        parts = await pipeline.breakdown()
-        last = pipeline.cache.last
-        total = parts["system_prompt"] + parts["tool_schemas"] + parts["summary"]
-        total += parts["messages"]
-        return ContextUsage(
-            system_prompt=parts["system_prompt"],
-            tool_schemas=parts["tool_schemas"],
-            summary=parts["summary"],
-            messages=parts["messages"],
-            tool_results=parts["tool_results"],
-            total=total,
-            calibrated_total=math.ceil(total * pipeline.scale),
-            max_input_tokens=pipeline.calibration.budget,
-            threshold=pipeline.threshold,
-            message_count=len(binding.memory.content),
-            provider_prompt_tokens=None if last is None else last.tokens,
-            provider_cached_tokens=None if last is None else last.cached,
-            cache_reuse=pipeline.cache.reuse,
-        )
+        return await self.usage(binding.pipeline, binding.memory)
 
     async def _emergency_compaction(
         self, agent: Any, error: Exception
@@ -346,31 +248,6 @@ class ContextManager:
             logger.exception("agentscope_ctx: the emergency compaction failed")
             return None
 
-    async def close(self, grace_seconds: float = 10.0) -> None:
-        """Stop the consolidation job, start a Summarizer run on the evicted messages still
-        pending (see `SummarizerQueue`), give background Summarizer runs `grace_seconds` to
-        finish, then cancel the ones left (the notes they wrote so far are kept). Returns
-        even if a run ignores its cancellation (it is then left behind, with a warning)."""
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-            self.scheduler = None
-        self.search_index.close()
-        if self._summaries is not None:
-            self._summaries.flush()
-        if not self._background:
-            return
-        _, late = await asyncio.wait(set(self._background), timeout=grace_seconds)
-        for task in late:
-            task.cancel()
-        if late:
-            _, stuck = await asyncio.wait(late, timeout=max(grace_seconds, 1.0))
-            logger.warning(
-                "agentscope_ctx: cancelled %d Summarizer run(s) still busy after %g s%s",
-                len(late),
-                grace_seconds,
-                f"; {len(stuck)} did not stop" if stuck else "",
-            )
-
     # -- hooks (bound async methods: AgentScope awaits them) ---------------------------
 
     async def _pre_reply(self, agent: Any, kwargs: dict[str, Any]) -> None:
@@ -379,7 +256,7 @@ class ContextManager:
             return
         try:
             await binding.memory.refresh()
-            self._ensure_scheduler()
+            self.ensure_scheduler()
             if not binding.note_loaded:
                 await self._load_note(binding)
         except Exception:
@@ -387,9 +264,7 @@ class ContextManager:
         await self._run(agent)
 
     async def _load_note(self, binding: _Binding) -> None:
-        binding.memory.offer_long_term(
-            await self.long_term.memory_prompt(self.counter, self.config.memory_max_tokens)
-        )
+        await self.load_note(binding.memory)
         binding.note_loaded = True
 
     async def _compacted(self, agent: Any, older: list[Msg]) -> None:
@@ -401,7 +276,7 @@ class ContextManager:
                 await self._load_note(binding)
             except Exception:
                 logger.exception("agentscope_ctx: could not load MEMORY.md")
-        await self._start_summarizer(older)
+        await self.start_summarizer(older)
 
     async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         await self._run(agent)
@@ -412,35 +287,14 @@ class ContextManager:
     async def _post_reply(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect`."""
         binding: _Binding | None = self._bindings.get(agent.id)
-        if binding is None:
-            return
-        try:
-            pipeline = binding.pipeline
-            last = pipeline.cache.last
-            fields = {
-                "prompt_tokens": await pipeline.prompt_tokens(),
-                "max_input_tokens": pipeline.calibration.budget,
-                "provider_prompt_tokens": None if last is None else last.tokens,
-                "provider_cached_tokens": None if last is None else last.cached,
-                "cache_reuse": pipeline.cache.reuse,
-            }
-            await asyncio.to_thread(write_usage, self.working_dir, str(agent.name), fields)
-        except Exception:
-            logger.exception("agentscope_ctx: could not note the reply's usage")
+        if binding is not None:
+            await self.note_usage(str(agent.name), binding.pipeline)
 
     async def _run(self, agent: Any) -> None:
         binding: _Binding | None = self._bindings.get(agent.id)
         if binding is None or agent.memory is not binding.memory:
             return
-        try:
-            await binding.pipeline.run()
-            removed = self.store.maybe_cleanup(self._referenced_files)
-            if removed:
-                await asyncio.to_thread(self.search_index.drop_outputs, removed)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
+        await self.run_pipeline(binding.pipeline)
 
     # -- internals ---------------------------------------------------------------------
 
@@ -451,83 +305,6 @@ class ContextManager:
                 f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
             )
         return binding
-
-    def _recall_for(self, agent: Any) -> tuple[Recall | None, ToolResultStore, DialogStore]:
-        """The agent's recall (None when disabled), and the output and dialog stores that
-        name the agent on what they save and keep the search index up to date."""
-        if not self.recall_config.enabled:
-            return None, self.store, self.dialog
-        recall = Recall(
-            self.search_index,
-            self.recall_config,
-            str(agent.name),
-            max_output_bytes=self.config.tool_result.old_max_bytes,
-            failures=self.failures,
-        )
-        store = ToolResultStore(
-            self.working_dir, self.config.tool_result.retention_days, on_saved=recall.output_saved
-        )
-        dialog = DialogStore(
-            self.working_dir,
-            record_fields=recall.record_fields,
-            on_append=self.search_index.dialog_appended,
-        )
-        return recall, store, dialog
-
-    def _referenced_files(self) -> set[str]:
-        """tool_result files that a notice in a live message of an attached agent points to
-        (in any block of any message: a last-resort cut leaves notices in user text and tool
-        arguments too), including what the model is shown of messages kept whole."""
-        referenced: set[str] = set()
-        for binding in self._bindings.values():
-            memory = binding.memory
-            for msg in [*memory.messages(), *memory.views.values()]:
-                for path in notice_paths(msg.content):
-                    if self.store.owns(path):
-                        referenced.add(path)
-        return referenced
-
-    async def _start_summarizer(self, older: list[Msg]) -> None:
-        """Hand the evicted messages to the Summarizer's queue: it runs in the background,
-        once per batch worth it (see `SummarizerQueue`)."""
-        if not (self.config.summarizer.enabled and self.model is not None and self.formatter):
-            return
-        if self._summaries is None:
-            settings = self.config.summarizer
-            # The Summarizer's model calls get the compactor's time limit: the same model,
-            # the same patience (no setting of their own).
-            summarizer = Summarizer(
-                model=self.model,
-                formatter=self.formatter,
-                memory_dir=self.long_term.memory_dir,
-                counter=self.counter,
-                max_input_tokens=settings.max_input_tokens,
-                timeout_seconds=self.config.compactor.timeout_seconds,
-            )
-
-            def track(task: asyncio.Task[None]) -> None:
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
-
-            self._summaries = SummarizerQueue(
-                summarizer.run,
-                self.counter,
-                min_batch_tokens=settings.min_batch_tokens,
-                # full at half the cap: the compactions made during a run join its batch
-                max_batch_tokens=settings.max_input_tokens // 2,
-                on_start=track,
-            )
-        await self._summaries.add(older)
-
-    def _ensure_scheduler(self) -> None:
-        if self.config.consolidation.enabled and self.scheduler is None:
-            self.scheduler = ConsolidationScheduler(
-                self.config.consolidation,
-                self.working_dir,
-                model=self.model,
-                formatter=self.formatter,
-            )
-            self.scheduler.start()
 
 
 def _take_over(
