@@ -1,22 +1,23 @@
-"""agentscope_ctx: keep an AgentScope ReActAgent's context window healthy.
+"""agentscope_ctx: keep an AgentScope agent's context window healthy.
 
 Tool output is cut losslessly when it enters the context (the rest stays on disk, reachable
 with `read_file`), old messages are summarised and saved to `dialog/` before they leave
 memory, and the prompt stays within `max_input_tokens` at every model call.
 
-Start with `ContextManager(ContextConfig.default(), model=..., formatter=...).attach(agent)`,
-or build a whole agent from YAML with `build_agent`; `build_model` makes a provider's model,
-`ShellTool` and `fetch_url` are ready-made tools.
+Start with `ContextManager(ContextConfig.default(), model=...).attach(agent)`: on AgentScope
+1.x `agent` is a `ReActAgent` (pass `formatter=` with the model), on 2.x an `Agent` (or give
+`manager.middleware()` to `Agent(..., middlewares=[...])`). `build_agent` builds a whole agent
+from YAML, `build_model` a provider's model; `ShellTool` and `fetch_url` are ready-made tools.
 
-The package imports on both AgentScope lines. On 1.x every name below is available. On 2.x
-only the line-neutral ones are (the configs, the errors, `TRUNCATION_NOTICE_MARKER`); the
-others raise an `ImportError` that says so, and the 2.x adapter is the prototype in
-`agentscope_ctx._v2` (see its docstring).
+The package imports on both lines; the names that exist on one line only (`ContextMemory`
+and `AtomicJSONSession` on 1.x, `ContextMiddleware` on 2.x) raise an `ImportError` that says
+so on the other.
 """
 
 import typing as _typing
 
 from . import _line
+from ._compactor import CompactionResult, Compactor
 from ._config import (
     CompactorConfig,
     ConsolidationConfig,
@@ -25,6 +26,7 @@ from ._config import (
     SummarizerConfig,
     ToolResultConfig,
 )
+from ._dialog import DialogReadReport, DialogStore
 from ._errors import (
     CompactionError,
     ConfigError,
@@ -34,19 +36,20 @@ from ._errors import (
     OffloadError,
     PersistenceError,
 )
+from ._pipeline import PipelineReport
+from ._services import ContextUsage
+from ._tokens import TokenCounter
 from ._truncation import TRUNCATION_NOTICE_MARKER
 
 if _line.IS_1X:
     from ._agent_config import build_agent
-    from ._compactor import CompactionResult, Compactor
-    from ._dialog import DialogReadReport, DialogStore
-    from ._manager import ContextManager, ContextUsage
+    from ._manager import ContextManager
     from ._memory import ContextMemory
-    from ._pipeline import PipelineReport
     from ._providers import ModelConfig, Models, build_model, load_models
     from ._session import AtomicJSONSession
-    from ._tokens import TokenCounter
     from .tools import ShellTool, fetch_url
+else:
+    from ._v2 import ContextManager, ContextMiddleware
 
 __all__ = [
     "TRUNCATION_NOTICE_MARKER",
@@ -61,6 +64,7 @@ __all__ = [
     "ContextError",
     "ContextManager",
     "ContextMemory",
+    "ContextMiddleware",
     "ContextRuntimeError",
     "ContextUsage",
     "ContextUsageError",
@@ -85,18 +89,19 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_ONLY_1X = frozenset(__all__) - set(globals())
-"""Public names that need AgentScope 1.x (empty on 1.x)."""
-if _ONLY_1X:
-    __all__ = [name for name in __all__ if name not in _ONLY_1X]
+_ONLY_2X = frozenset({"ContextMiddleware"})
+_MISSING = frozenset(__all__) - set(globals())
+"""Public names that need the other AgentScope line."""
+if _MISSING:
+    __all__ = [name for name in __all__ if name not in _MISSING]
 
 if not _typing.TYPE_CHECKING:  # hidden from type checkers: a typo must stay an error there
 
     def __getattr__(name: str) -> object:
-        if name in _ONLY_1X:
+        if name in _MISSING:
+            line = "2.x" if name in _ONLY_2X else "1.x"
             raise ImportError(
-                f"agentscope_ctx.{name} needs AgentScope 1.x; AgentScope "
-                f"{_line.AGENTSCOPE_VERSION} is installed. The 2.x adapter is a prototype: "
-                "agentscope_ctx._v2.ContextMiddleware"
+                f"agentscope_ctx.{name} needs AgentScope {line}; AgentScope "
+                f"{_line.AGENTSCOPE_VERSION} is installed"
             )
         raise AttributeError(f"module 'agentscope_ctx' has no attribute {name!r}")

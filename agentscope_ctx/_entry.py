@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import shortuuid
 
@@ -21,7 +21,7 @@ from ._line import IS_1X
 
 __all__ = ["Msg"]
 
-if TYPE_CHECKING or IS_1X:
+if IS_1X:
     from agentscope.message import Msg
 else:
 

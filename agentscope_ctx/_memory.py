@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from copy import deepcopy
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import shortuuid
 
@@ -15,7 +15,7 @@ from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read,
 
 __all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "ContextMemory"]
 
-if TYPE_CHECKING or IS_1X:
+if IS_1X:
     from agentscope.memory import MemoryBase
 else:
 

@@ -226,10 +226,16 @@ class Recall:
             paths = _saved_paths(getattr(agent.memory, "content", []), str(call.get("id")))
             tool_input = call.get("input")
             args = key_args(tool_input if isinstance(tool_input, dict) else {})
+            await self.describe_saved(paths, str(call.get("name")), args)
+        except Exception as exc:  # naming the tool is a nicety: never fail the agent
+            self.failures.failed("recall", f"could not name a saved output's tool: {exc}")
+
+    async def describe_saved(self, paths: list[str], tool: str, args: str) -> None:
+        """Tell the index which tool (with which key arguments) made the saved outputs at
+        `paths`. Never raises."""
+        try:
             for path in paths:
-                await asyncio.to_thread(
-                    self.index.describe_output, path, tool=str(call.get("name")), args=args
-                )
+                await asyncio.to_thread(self.index.describe_output, path, tool=tool, args=args)
         except Exception as exc:  # naming the tool is a nicety: never fail the agent
             self.failures.failed("recall", f"could not name a saved output's tool: {exc}")
 

@@ -195,11 +195,11 @@ class Services:
         """The memories of the attached agents (each adapter knows its agents)."""
         return ()
 
-    async def run_pipeline(self, pipeline: ContextPipeline) -> PipelineReport | None:
-        """One pipeline run, then the store's occasional cleanup; failures are logged
-        (`None`: the run failed)."""
+    async def run_pipeline(self, pipeline: ContextPipeline, **kwargs: Any) -> PipelineReport | None:
+        """One pipeline run (`kwargs` go to `ContextPipeline.run`), then the store's
+        occasional cleanup; failures are logged (`None`: the run failed)."""
         try:
-            report = await pipeline.run()
+            report = await pipeline.run(**kwargs)
             removed = self.store.maybe_cleanup(self._referenced_files)
             if removed:
                 await asyncio.to_thread(self.search_index.drop_outputs, removed)

@@ -26,7 +26,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import tiktoken
 import tiktoken.load
@@ -35,7 +35,7 @@ import tiktoken.registry
 from ._entry import Msg
 from ._line import IS_1X
 
-if TYPE_CHECKING or IS_1X:
+if IS_1X:
     from agentscope.token import TokenCounterBase
 else:
 

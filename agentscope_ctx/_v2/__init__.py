@@ -1,10 +1,6 @@
-"""The AgentScope 2.x adapter (prototype: issue 14, phase 1).
-
-`ContextMiddleware` brings the lossless first truncation of tool output and the `read_file`
-tool to a 2.x `Agent` as a native middleware; the rest of the 1.x adapter (the pre-reasoning
-pipeline, the dialog store, compaction, calibration, overflow recovery) is still to come
-(see `docs/agentscope2.md`). Importing this package needs AgentScope 2.x.
-"""
+"""The AgentScope 2.x adapter: `ContextManager` and its `ContextMiddleware` (a native 2.x
+middleware) bring to a 2.x `Agent` what the hooks bring to a 1.x `ReActAgent`; see
+`_middleware` and `docs/agentscope2.md`. Importing this package needs AgentScope 2.x."""
 
 from .._line import AGENTSCOPE_VERSION, IS_1X
 
@@ -14,7 +10,8 @@ if IS_1X:
         "installed (on 1.x, use agentscope_ctx.ContextManager)"
     )
 
-from ._middleware import ContextMiddleware  # after the line check
+from ._manager import ContextManager  # after the line check
+from ._middleware import NOTICE_EVENT, ContextMiddleware
 from ._read_file import READ_FILE, ReadFileTool
 
-__all__ = ["READ_FILE", "ContextMiddleware", "ReadFileTool"]
+__all__ = ["NOTICE_EVENT", "READ_FILE", "ContextManager", "ContextMiddleware", "ReadFileTool"]

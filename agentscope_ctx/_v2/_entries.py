@@ -34,6 +34,7 @@ from agentscope.message import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolResultState,
     URLSource,
 )
 
@@ -155,11 +156,19 @@ def _block(item: dict[str, Any], before: Block | None) -> Block:
     if kind == "tool_result":
         output = item.get("output")
         if not isinstance(output, str):
-            output = [_media_or_text(part) for part in output or []]
+            old = before.output if isinstance(before, ToolResultBlock) else ""
+            old_parts = [] if isinstance(old, str) else old
+            output = [
+                _media_or_text(part, old_parts[i] if i < len(old_parts) else None)
+                for i, part in enumerate(output or [])
+            ]
         if isinstance(before, ToolResultBlock):
             return before.model_copy(update={"output": output})
         return ToolResultBlock(
-            id=str(item.get("id")), name=str(item.get("name")), output=output, state="success"
+            id=str(item.get("id")),
+            name=str(item.get("name")),
+            output=output,
+            state=ToolResultState.SUCCESS,
         )
     if isinstance(before, HintBlock):
         return before.model_copy(update={"hint": _text_of(item)})
@@ -167,18 +176,26 @@ def _block(item: dict[str, Any], before: Block | None) -> Block:
         keep = keep if isinstance(before, ThinkingBlock) else {}
         return ThinkingBlock(thinking=str(item.get("thinking", "")), **keep)
     if kind in (*_KINDS, "file"):
-        return _media_or_text(item)
+        return _media_or_text(item, before)
     keep = keep if isinstance(before, TextBlock) else {}
     return TextBlock(text=_text_of(item), **keep)
 
 
-def _media_or_text(item: dict[str, Any]) -> TextBlock | DataBlock:
+def _media_or_text(item: dict[str, Any], before: Block | None) -> TextBlock | DataBlock:
+    """A text or media block (of a tool result, or a message), keeping `before`'s id and
+    times when it is of the same kind."""
     source = item.get("source")
     if item.get("type") in (*_KINDS, "file") and isinstance(source, dict):
         media_type = str(source.get("media_type") or f"{item['type']}/*")
         if source.get("type") == "base64":
-            return DataBlock(source=Base64Source(data=source["data"], media_type=media_type))
-        return DataBlock(source=URLSource(url=source["url"], media_type=media_type))
+            src: Any = Base64Source(data=source["data"], media_type=media_type)
+        else:
+            src = URLSource(url=source["url"], media_type=media_type)
+        if isinstance(before, DataBlock):
+            return before.model_copy(update={"source": src})
+        return DataBlock(source=src)
+    if isinstance(before, TextBlock):
+        return before.model_copy(update={"text": _text_of(item)})
     return TextBlock(text=_text_of(item))
 
 

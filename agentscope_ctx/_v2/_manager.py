@@ -1,0 +1,256 @@
+"""`ContextManager` on AgentScope 2.x: the same front door as on 1.x, for a 2.x `Agent`.
+
+    manager = ContextManager(ContextConfig.default(), model=helper_model)
+    manager.attach(agent)                               # an existing 2.x Agent
+    agent = Agent(..., middlewares=[manager.middleware()])   # or the 2.x-native form
+
+One manager serves many agents with one `ContextMiddleware`; each agent gets its own
+`ContextMemory` (kept in step with its `AgentState` by a `StateMirror`) and pipeline, made at
+its first hook call. The shared parts (stores, Compactor, recall, Summarizer, consolidation)
+are `Services`, as on 1.x. A 2.x model owns its formatter: `formatter=` is accepted and
+ignored, so that code written for 1.x runs unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscope.agent import Agent
+from agentscope.tool import ToolBase
+
+from .._config import ContextConfig
+from .._entry import Msg
+from .._errors import ContextUsageError
+from .._line import AGENTSCOPE_VERSION
+from .._memory import ContextMemory
+from .._pipeline import ContextPipeline, PipelineReport, PromptParts
+from .._recall import Recall
+from .._services import ContextUsage, Services
+from .._tokens import TokenCounter
+from .._tool_results import ToolResultStore
+from ._middleware import ContextMiddleware
+from ._mirror import StateMirror
+from ._tools import memory_tools, search_tool
+
+__all__ = ["ContextManager"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+_HOOK_LISTS = {
+    "on_reply": "_reply_middlewares",
+    "on_reasoning": "_reasoning_middlewares",
+    "on_acting": "_acting_middlewares",
+    "on_model_call": "_model_call_middlewares",
+    "on_compress_context": "_compress_context_middlewares",
+}
+"""Where a 2.x `Agent` keeps the middlewares of each hook (sorted once, in its `__init__`)."""
+
+
+@dataclass
+class _Binding:
+    """One agent's part: its memory, mirror, pipeline and flags."""
+
+    agent: Agent
+    memory: ContextMemory
+    mirror: StateMirror
+    pipeline: ContextPipeline = field(init=False)
+    recall: Recall | None = field(init=False)
+    store: ToolResultStore = field(init=False)
+    tools: list[ToolBase] = field(default_factory=list)
+    parts: PromptParts = field(default_factory=PromptParts)
+    replying: bool = False
+    cutting: bool = False
+    note_loaded: bool = False
+    notices: list[str] = field(default_factory=list)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def notify(self, text: str) -> None:
+        """Queue a notice for the user (yielded as an event before the next reasoning)."""
+        logger.info("%s", text)
+        self.notices.append(text)
+
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
+
+
+class ContextManager(Services):
+    """Keeps the context windows of the 2.x agents it is attached to healthy.
+
+    Args:
+        config: all settings (the same `ContextConfig` as on 1.x).
+        model: the chat model of the Compactor, the Summarizer and consolidation (a 2.x
+            model); `None` means extractive summaries only, no Summarizer.
+        formatter: ignored on 2.x (a 2.x model owns its formatter).
+        token_counter: a `TokenCounter`; default: tiktoken with `config.token_counter`.
+        middleware: the middleware to serve (used by `ContextMiddleware` itself).
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig | None = None,
+        model: Any = None,
+        formatter: Any = None,
+        *,
+        token_counter: TokenCounter | None = None,
+        middleware: ContextMiddleware | None = None,
+    ) -> None:
+        config = config or ContextConfig()
+        counter = token_counter or TokenCounter(config.token_counter)
+        super().__init__(config, model, None, counter)
+        self._bindings: dict[int, _Binding] = {}
+        self._middleware = middleware or ContextMiddleware(manager=self)
+
+    # -- attach / detach ---------------------------------------------------------------
+
+    def middleware(self) -> ContextMiddleware:
+        """The middleware for `Agent(..., middlewares=[...])` (put it last)."""
+        return self._middleware
+
+    def attach(self, agent: Agent) -> ContextMiddleware:
+        """Add the middleware to an existing 2.x `Agent` (innermost); safe to call twice.
+
+        Raises:
+            ContextUsageError: `agent` is not a 2.x `Agent`, or this AgentScope keeps its
+                middlewares elsewhere (then pass `middleware()` to the agent instead).
+        """
+        if not isinstance(agent, Agent):
+            raise ContextUsageError(
+                f"attach() needs an AgentScope {AGENTSCOPE_VERSION} Agent; got "
+                f"{type(agent).__name__}"
+            )
+        for hook, name in _HOOK_LISTS.items():
+            chain = getattr(agent, name, None)
+            if not isinstance(chain, list):
+                raise ContextUsageError(
+                    f"cannot attach to this Agent: AgentScope {AGENTSCOPE_VERSION} has no "
+                    f"{name!r} list; create the agent with "
+                    "Agent(..., middlewares=[manager.middleware()]) instead"
+                )
+            others = [m for m in chain if isinstance(m, ContextMiddleware)]
+            if any(m is not self._middleware for m in others):
+                raise ContextUsageError(
+                    f"agent {agent.name!r} already has a ContextMiddleware of another "
+                    "ContextManager: one manager per agent"
+                )
+            if self._middleware.is_implemented(hook) and not others:
+                chain.append(self._middleware)
+        self.bind(agent)
+        return self._middleware
+
+    def detach(self, agent: Agent) -> None:
+        """Take the middleware off `agent` (its state keeps the summary and messages; the
+        tools added stay in its toolkit)."""
+        for name in _HOOK_LISTS.values():
+            chain = getattr(agent, name, [])
+            while self._middleware in chain:
+                chain.remove(self._middleware)
+        self._bindings.pop(id(agent), None)
+
+    def bind(self, agent: Agent) -> _Binding:
+        """The agent's binding, made at its first use."""
+        binding = self._bindings.get(id(agent))
+        if binding is not None and binding.agent is agent:
+            return binding
+        memory = ContextMemory(self.working_dir, language=self.config.compactor.language)
+        binding = _Binding(agent, memory, StateMirror(memory))
+
+        async def notify(text: str) -> None:
+            binding.notify(text)
+
+        async def compacted(older: list[Msg]) -> None:
+            try:
+                await self.load_note(memory)
+            except Exception:
+                logger.exception("agentscope_ctx: could not load MEMORY.md")
+            await self.start_summarizer(older)
+
+        binding.pipeline, binding.recall, binding.store = self.make_pipeline(
+            memory,
+            agent_name=str(agent.name),
+            calibration_key=str(getattr(agent.model, "model", "default")),
+            prompt_parts=lambda: binding.parts,
+            notify=notify,
+            on_compacted=compacted,
+        )
+        binding.tools = [*memory_tools(self.long_term)]
+        if binding.recall is not None:
+            binding.tools.append(search_tool(binding.recall))
+        self._bindings[id(agent)] = binding
+        return binding
+
+    def extra_tools(self, binding: _Binding | None = None) -> list[ToolBase]:
+        """The tools besides `read_file`: `remember`, `log_today` (and `search_history`)."""
+        if binding is not None:
+            return list(binding.tools)
+        return [*memory_tools(self.long_term)]
+
+    def memories(self) -> list[ContextMemory]:
+        return [binding.memory for binding in self._bindings.values()]
+
+    def memory_of(self, agent: Agent) -> ContextMemory:
+        """The `ContextMemory` that mirrors an attached agent's state."""
+        return self._binding(agent).memory
+
+    # -- the pipeline on an agent's state ----------------------------------------------
+
+    async def refresh_parts(self, agent: Agent, binding: _Binding) -> None:
+        """Read the system prompt and tool schemas the agent sends now."""
+        try:
+            system = await agent._get_system_prompt()
+        except Exception:  # a private method of AgentScope: fall back to the plain prompt
+            system = str(getattr(agent, "_system_prompt", "") or "")
+        schemas = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
+        binding.parts = PromptParts(system, schemas)
+
+    async def run(self, binding: _Binding, **kwargs: Any) -> PipelineReport | None:
+        """Bring the memory in step with the state, run the pipeline (failures logged),
+        write the result back to the state."""
+        async with binding.lock:
+            state = binding.agent.state
+            try:
+                await binding.mirror.pull(state)
+                if not binding.note_loaded:
+                    binding.note_loaded = True
+                    await self.load_note(binding.memory)
+                self.ensure_scheduler()
+            except Exception:
+                logger.exception("agentscope_ctx: could not read the agent's state")
+                return None
+            report = await self.run_pipeline(binding.pipeline, **kwargs)
+            try:
+                binding.mirror.push(state)
+            except Exception:
+                logger.exception("agentscope_ctx: could not write the agent's state")
+            return report
+
+    # -- public operations -------------------------------------------------------------
+
+    async def compact(self, agent: Agent, extra_instruction: str | None = None) -> PipelineReport:
+        """Compact now, whatever the threshold (as on 1.x)."""
+        binding = self._binding(agent)
+        await self.refresh_parts(agent, binding)
+        async with binding.lock:
+            await binding.mirror.pull(agent.state)
+            report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
+            binding.mirror.push(agent.state)
+        return report
+
+    async def context_usage(self, agent: Agent) -> ContextUsage:
+        """Tokens by part of the prompt the agent would send now."""
+        binding = self._binding(agent)
+        await self.refresh_parts(agent, binding)
+        async with binding.lock:
+            await binding.mirror.pull(agent.state)
+        return await self.usage(binding.pipeline, binding.memory)
+
+    def _binding(self, agent: Agent) -> _Binding:
+        binding = self._bindings.get(id(agent))
+        if binding is None or binding.agent is not agent:
+            raise ContextUsageError(
+                f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
+            )
+        return binding
