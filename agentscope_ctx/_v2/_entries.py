@@ -168,7 +168,7 @@ def _block(item: dict[str, Any], before: Block | None) -> Block:
             id=str(item.get("id")),
             name=str(item.get("name")),
             output=output,
-            state=ToolResultState.SUCCESS,
+            state=ToolResultState("success"),
         )
     if isinstance(before, HintBlock):
         return before.model_copy(update={"hint": _text_of(item)})

@@ -31,7 +31,7 @@ def function_tool(func: Callable[..., Any], *, read_only: bool) -> FunctionTool:
         result = func(**kwargs)
         if inspect.isawaitable(result):
             result = await result
-        return ToolChunk(content=[TextBlock(text=_text(result))], state=ToolResultState.RUNNING)
+        return ToolChunk(content=[TextBlock(text=_text(result))], state=ToolResultState("running"))
 
     return FunctionTool(
         call,
