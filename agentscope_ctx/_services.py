@@ -134,12 +134,14 @@ class Services:
         prompt_parts: Callable[[], PromptParts],
         notify: Callable[[str], Awaitable[None]],
         on_compacted: Callable[[list[Msg]], Awaitable[None]],
+        config: ContextConfig | None = None,
     ) -> tuple[ContextPipeline, Recall | None, ToolResultStore]:
         """An agent's pipeline over `memory`, its recall (None when disabled) and the store
-        its tool outputs are saved to (which tells the recall's index)."""
+        its tool outputs are saved to (which tells the recall's index). `config` replaces the
+        manager's for this agent (e.g. a smaller budget)."""
         recall, store, dialog = self._recall_for(agent_name)
         pipeline = ContextPipeline(
-            self.config,
+            config or self.config,
             memory,
             counter=self.counter,
             store=store,

@@ -170,6 +170,7 @@ class ContextManager(Services):
 
         binding.pipeline, binding.recall, binding.store = self.make_pipeline(
             memory,
+            config=self._budgeted(agent),
             agent_name=str(agent.name),
             calibration_key=str(getattr(agent.model, "model", "default")),
             prompt_parts=lambda: binding.parts,
@@ -181,6 +182,22 @@ class ContextManager(Services):
             binding.tools.append(search_tool(binding.recall))
         self._bindings[id(agent)] = binding
         return binding
+
+    def _budgeted(self, agent: Agent) -> ContextConfig:
+        """The config for `agent`: `max_input_tokens` lowered to its model's
+        `context_size` when that is smaller (2.x models state their window there; so does
+        AgentScope's own compression)."""
+        window = getattr(agent.model, "context_size", None)
+        if not isinstance(window, int) or window <= 0 or window >= self.config.max_input_tokens:
+            return self.config
+        logger.info(
+            "agentscope_ctx: agent %r: budget %d tokens (its model's context_size; "
+            "max_input_tokens is %d)",
+            agent.name,
+            window,
+            self.config.max_input_tokens,
+        )
+        return self.config.model_copy(update={"max_input_tokens": window})
 
     def extra_tools(self, binding: _Binding | None = None) -> list[ToolBase]:
         """The tools besides `read_file`: `remember`, `log_today` (and `search_history`)."""
