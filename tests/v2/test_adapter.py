@@ -65,12 +65,14 @@ def _config(tmp_path: Path, **tool_result: Any) -> ContextConfig:
 class _Session:
     """A scripted model reading `paths` one per step, reporting usage like a provider."""
 
-    def __init__(self, paths: list[Path], root: Path) -> None:
+    def __init__(self, paths: list[Path], root: Path, *, stream: bool = False) -> None:
         self.counter = TokenCounter()
         self.sent: list[int] = []
         self.steps = [tool_call("cat", f"c{i}", path=p.name) for i, p in enumerate(paths)]
         self.model = FakeChatModel(
-            [self._answer for _ in self.steps], default="All logs read: every job is ok."
+            [self._answer for _ in self.steps],
+            default="All logs read: every job is ok.",
+            stream=stream,
         )
         self.root = root
 
@@ -86,10 +88,12 @@ class _Session:
         )
 
 
-async def _run(tmp_path: Path, config: ContextConfig, files: int = 12) -> dict[str, Any]:
+async def _run(
+    tmp_path: Path, config: ContextConfig, files: int = 12, *, stream: bool = False
+) -> dict[str, Any]:
     root = tmp_path / "logs"
     paths = _write_logs(root, files)
-    session = _Session(paths, root)
+    session = _Session(paths, root, stream=stream)
     helper = FakeChatModel(default=_SUMMARY)
     manager = ContextManager(config, model=helper)
     agent = Agent(
@@ -140,8 +144,11 @@ def _outputs(agent: Agent) -> list[str]:
     return out
 
 
-async def test_prompts_stay_within_budget_and_every_output_chains_back(tmp_path: Path) -> None:
-    run = await _run(tmp_path, _config(tmp_path))
+@pytest.mark.parametrize("stream", [False, True])
+async def test_prompts_stay_within_budget_and_every_output_chains_back(
+    tmp_path: Path, stream: bool
+) -> None:
+    run = await _run(tmp_path, _config(tmp_path), stream=stream)
     agent, session, manager = run["agent"], run["session"], run["manager"]
     assert len(session.sent) == 12
     assert max(session.sent) <= BUDGET, session.sent
@@ -162,6 +169,8 @@ async def test_prompts_stay_within_budget_and_every_output_chains_back(tmp_path:
         assert whole in by_name.values()
         chained += 1
     assert chained > 0
+    # the provider's usage reached the calibration (from the stream's last chunk too)
+    assert manager.bind(agent).pipeline.cache.last is not None
     # AgentScope's own compression never ran: the helper model was never asked for a
     # structured summary, and the agent's state summary is ours or empty
     assert all(call["tool_choice"] is None for call in run["helper"].calls)
@@ -209,3 +218,34 @@ async def test_attach_to_an_existing_agent_and_detect_the_line(tmp_path: Path) -
         manager.attach(object())  # type: ignore[arg-type]
     manager.detach(agent)
     assert middleware not in agent._reasoning_middlewares
+
+
+async def test_unwritable_working_dir_the_agent_goes_on_within_budget(tmp_path: Path) -> None:
+    """`tool_result` and `dialog` are regular files (every write below them fails, even as
+    root): outputs stay whole in the state, the model is shown cut views, the compacted
+    messages stay (hidden) until they can be saved; every prompt within budget."""
+    working_dir = tmp_path / "ctx"
+    working_dir.mkdir()
+    (working_dir / "tool_result").write_text("not a directory\n")
+    (working_dir / "dialog").write_text("not a directory either\n")
+    run = await _run(tmp_path, _config(tmp_path, mask_after=None))
+    agent, session = run["agent"], run["session"]
+    assert len(session.sent) == 12 and max(session.sent) <= BUDGET, session.sent
+    whole = {p.read_text(encoding="utf-8") for p in run["paths"]}
+    kept = _outputs(agent)
+    assert len(kept) == 12 and set(kept) == whole  # nothing cut that was not saved
+    shown = [m for m in session.model.calls[-1]["messages"]]
+    assert sum(len(str(m.content)) for m in shown) < sum(map(len, whole)) / 4
+
+
+async def test_search_history_finds_what_left_the_context(tmp_path: Path) -> None:
+    config = _config(tmp_path, mask_after=None, recent_max_share=None)
+    run = await _run(tmp_path, config)
+    agent, manager = run["agent"], run["manager"]
+    tool = await agent.toolkit.get_tool("search_history")
+    assert tool is not None and await agent.toolkit.get_tool("remember") is not None
+    binding = manager.bind(agent)
+    assert binding.recall is not None
+    response = await binding.recall.search_history("worker-0 job=7")
+    found = "".join(b.text for b in response.content if isinstance(b, TextBlock))
+    assert "worker-0" in found, found
