@@ -25,7 +25,7 @@ from typing import Any
 from ._entry import Msg
 from ._errors import OffloadError
 from ._failures import FailureLog
-from ._middleware import block_budget, clean_text, offload_text
+from ._offload import block_budget, clean_text, offload_text
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
 from ._truncation import Position, head, parse_notice, retruncate, utf8_len

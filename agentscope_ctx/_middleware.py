@@ -3,7 +3,6 @@ context, and its full text saved to `tool_result/` before the notice points ther
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import replace
@@ -12,50 +11,15 @@ from typing import Any
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
-from ._errors import OffloadError
 from ._failures import FailureLog
+from ._offload import block_budget, clean_text, cut_texts, offload_text
 from ._tool_results import ToolResultPolicy, ToolResultStore
-from ._truncation import excerpt_with_notice, parse_notice
 
 __all__ = ["TruncationMiddleware", "block_budget", "clean_text", "offload_text"]
 
 logger = logging.getLogger("agentscope_ctx")
 
 NextHandler = Callable[..., Coroutine[Any, Any, AsyncGenerator[ToolResponse, None]]]
-
-# Split the budget among the text blocks of one response, but never below this.
-_MIN_BLOCK_BYTES = 1_024
-
-
-def block_budget(limit: int, n_text_blocks: int) -> int:
-    """Byte limit of each text block when one output has `n_text_blocks` of them."""
-    return max(limit // max(n_text_blocks, 1), min(limit, _MIN_BLOCK_BYTES))
-
-
-def clean_text(text: object) -> str:
-    """A tool's text as valid UTF-8 `str`: non-strings are rendered, lone surrogates (invalid
-    UTF-8 that a tool decoded with `surrogateescape`) become U+FFFD, so that the context and
-    the saved file always hold the same characters."""
-    result = text if isinstance(text, str) else ("" if text is None else str(text))
-    try:
-        result.encode("utf-8")
-    except UnicodeEncodeError:
-        result = result.encode("utf-8", "replace").decode("utf-8")
-    return result
-
-
-async def offload_text(text: str, max_bytes: int, store: ToolResultStore) -> str:
-    """`text` within `max_bytes`: unchanged if it fits, else saved whole and cut with a notice.
-
-    Raises:
-        OffloadError: the full text could not be saved; nothing was cut.
-    """
-    data = text.encode("utf-8")  # encoded once, for the size check and the file
-    if len(data) <= max_bytes and parse_notice(text) is None:
-        return text
-    path = await asyncio.to_thread(store.save, data)
-    del data  # not held while the excerpt is made: peak memory stays near one encoded copy
-    return excerpt_with_notice(text, max_bytes=max_bytes, file_path=str(path))
 
 
 class TruncationMiddleware:
@@ -103,15 +67,10 @@ class TruncationMiddleware:
         texts = [i for i, block in enumerate(chunk.content) if block.get("type") == "text"]
         if not texts:
             return chunk
-        per_block = block_budget(limit, len(texts))
+        cut = await cut_texts(
+            [chunk.content[i].get("text") for i in texts], limit, self.store, self.failures
+        )
         content = list(chunk.content)
-        for i in texts:
-            text = clean_text(content[i].get("text"))
-            try:
-                text = await offload_text(text, per_block, self.store)
-            except OffloadError as exc:
-                # Nothing is cut that is not saved: the output stays whole, and the pipeline
-                # tries again before the next model call.
-                self.failures.failed("tool_result", f"keeping tool output whole: {exc}")
+        for i, text in zip(texts, cut, strict=True):
             content[i] = TextBlock(type="text", text=text)
         return replace(chunk, content=content)

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._middleware import offload_text
+from agentscope_ctx._offload import offload_text
 from agentscope_ctx._tool_results import ToolResultStore
 from agentscope_ctx._truncation import retruncate, utf8_len
 

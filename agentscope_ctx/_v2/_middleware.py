@@ -51,8 +51,8 @@ from agentscope.model import ChatResponse
 from agentscope.tool import ToolBase, ToolChunk, ToolResponse
 
 from .._config import ContextConfig
-from .._errors import ContextUsageError, OffloadError
-from .._middleware import block_budget, clean_text, offload_text
+from .._errors import ContextUsageError
+from .._offload import cut_texts
 from .._search_text import key_args
 from .._truncation import parse_notice
 from ._calls import guarded_call
@@ -265,25 +265,17 @@ class ContextMiddleware(MiddlewareBase):
             texts = [i for i, block in enumerate(response.content) if isinstance(block, TextBlock)]
             if not texts:
                 return response
-            per_block = block_budget(limit, len(texts))
+            raw = [response.content[i].text for i in texts]  # type: ignore[union-attr]
+            cut = await cut_texts(raw, limit, binding.store, self.manager.failures)
             content = list(response.content)
             saved: list[str] = []
-            for i in texts:
-                block = content[i]
-                assert isinstance(block, TextBlock)
-                text = clean_text(block.text)
-                try:
-                    text = await offload_text(text, per_block, binding.store)
-                except OffloadError as exc:
-                    # Nothing is cut that is not saved: this output stays whole.
-                    self.manager.failures.failed("tool_result", f"keeping tool output whole: {exc}")
-                else:
-                    self.manager.failures.recovered("tool_result")
-                if text != block.text:
-                    content[i] = block.model_copy(update={"text": text})
-                    parsed = parse_notice(text)
-                    if parsed is not None:
-                        saved.append(parsed[1].file_path)
+            for i, old, text in zip(texts, raw, cut, strict=True):
+                if text == old:
+                    continue
+                content[i] = content[i].model_copy(update={"text": text})
+                parsed = parse_notice(text)
+                if parsed is not None:
+                    saved.append(parsed[1].file_path)
             if saved and binding.recall is not None:
                 await binding.recall.describe_saved(saved, call.name, key_args(_arguments(call)))
             return response.model_copy(update={"content": content})
