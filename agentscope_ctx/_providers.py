@@ -197,7 +197,8 @@ def build_model(
         # imported by name: the 1.x type check does not follow it (it checks 2.x code)
         v2 = importlib.import_module("agentscope_ctx._v2._providers")
         built: ChatModelBase = v2.build_model_v2(cfg, key, where)
-        return built, built.formatter
+        own: FormatterBase = built.formatter  # type: ignore[attr-defined]  # 2.x: the model's
+        return built, own
     client = dict(cfg.client_kwargs)
     generate = dict(cfg.generate_kwargs)
     model: ChatModelBase

@@ -20,7 +20,7 @@ from typing import Any
 
 from agentscope.agent import Agent, ReActConfig
 from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import FunctionTool, Toolkit
+from agentscope.tool import FunctionTool, ToolBase, Toolkit
 
 from .._agent_config import AgentSpec
 from ._middleware import ContextMiddleware
@@ -51,7 +51,7 @@ def function_tool(func: Callable[..., Any], *, read_only: bool) -> FunctionTool:
 def build_agent_v2(spec: AgentSpec) -> tuple[Agent, ContextMiddleware]:
     """The 2.x `Agent` of an agent config, with the context middleware (see the module)."""
     middleware = ContextMiddleware(spec.config)
-    tools = [function_tool(tool, read_only=True) for tool in spec.tool_functions()]
+    tools: list[ToolBase] = [function_tool(t, read_only=True) for t in spec.tool_functions()]
     agent = Agent(
         name=spec.section.name,
         system_prompt=spec.section.sys_prompt,

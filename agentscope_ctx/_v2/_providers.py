@@ -39,8 +39,8 @@ from agentscope.model import (
     AnthropicChatModel,
     ChatModelBase,
     DashScopeChatModel,
-    OllamaChatModel,
     ModelCard,
+    OllamaChatModel,
     OpenAIChatModel,
 )
 from pydantic import BaseModel, SecretStr, ValidationError

@@ -144,7 +144,9 @@ async def test_i14_2_built_agent_runs_its_shell_and_reads_on(
     reply = await agent.reply(UserMsg("user", "What is in app.log?"))
 
     assert reply.get_text_content() == "done"
-    cut, read = (b for m in agent.state.context for b in m.content if isinstance(b, ToolResultBlock))
+    cut, read = (
+        b for m in agent.state.context for b in m.content if isinstance(b, ToolResultBlock)
+    )
     assert cut.name == "run_shell" and read.name == "read_file"
     excerpt, notice = parse_notice(_text(cut))  # type: ignore[misc]
     assert Path(notice.file_path).read_text(encoding="utf-8") == text  # saved whole
