@@ -79,6 +79,8 @@ def test_i14_4_example_files_load_on_2x(keys: None) -> None:
     assert openai is not None and openai.model.parameters.temperature == 0.2  # type: ignore[attr-defined]
     # AgentScope's model card for gpt-4o-mini gives the context window
     assert openai.model.context_size == 128_000
+    local = load_models(CONFIGS / "providers" / "local_openai.yaml")
+    assert local is not None and local.model.context_size == 32_768  # no card: the config's
     dashscope = load_models(CONFIGS / "providers" / "dashscope.yaml")
     assert dashscope is not None and dashscope.compactor_model.model == "qwen-turbo"
     assert load_models(CONFIGS / "agent.yaml") is not None
