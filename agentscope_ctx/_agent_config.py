@@ -1,4 +1,4 @@
-"""`build_agent`: a `ReActAgent` with the context manager attached, from one YAML file.
+"""`build_agent`: an agent with the context manager attached, from one YAML file.
 
 The file (see ``configs/agent.yaml``) has four sections::
 
@@ -7,28 +7,35 @@ The file (see ``configs/agent.yaml``) has four sections::
     compactor_model:  # optional: the Compactor's / Summarizer's model (default: model)
     context:          # `ContextConfig` fields
 
-`read_file` (and the memory tools) are always added by the manager.
+`read_file` (and the memory tools) are always added by agentscope_ctx. The file is read the
+same way on both AgentScope lines (`load_agent_spec`); the agent built is a `ReActAgent` on
+1.x, a 2.x `Agent` on 2.x (`agentscope_ctx._v2._agent`).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from agentscope.agent import ReActAgent
-from agentscope.tool import Toolkit
 from pydantic import Field
 
 from ._config import AGENT_SECTIONS, ContextConfig
 from ._config_base import _Section, _under
 from ._config_file import read_config_mapping
 from ._errors import ConfigError, _short_repr
-from ._manager import ContextManager
-from ._providers import load_models
+from ._line import IS_1X
+from ._providers import Models, load_models
 from .tools import ShellTool, fetch_url
 
-__all__ = ["TOOLS", "AgentSection", "build_agent"]
+if TYPE_CHECKING:
+    from agentscope.agent import ReActAgent
+
+    from ._manager import ContextManager
+
+__all__ = ["TOOLS", "AgentSection", "AgentSpec", "build_agent", "load_agent_spec"]
 
 
 def _shell(root: Path) -> Callable[..., Any]:
@@ -89,14 +96,24 @@ def _agent_section(data: object) -> AgentSection:
     return section
 
 
-def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, ContextManager]:
-    """Build the agent a config describes and attach a `ContextManager` to it.
+@dataclass(frozen=True)
+class AgentSpec:
+    """What an agent config file describes, read and checked: the same on both lines."""
 
-    Args:
-        source: a YAML file path, or the same content as a mapping.
+    section: AgentSection
+    config: ContextConfig
+    models: Models
 
-    Returns:
-        The agent and its manager (call `await manager.close()` when done).
+    def tool_functions(self) -> list[Callable[..., Any]]:
+        """The built-in tools the ``agent:`` section asks for (`read_file` is added by
+        agentscope_ctx), once each, in order."""
+        root = self.section.tool_root.expanduser()
+        tools = (TOOLS[name](root) for name in dict.fromkeys(self.section.tools))
+        return [tool for tool in tools if tool is not None]
+
+
+def load_agent_spec(source: str | Path | Mapping[str, Any]) -> AgentSpec:
+    """Read and check an agent config (a YAML file path, or the same content as a mapping).
 
     Raises:
         ConfigError: a section or field is invalid, the model section is missing, an API
@@ -129,12 +146,40 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
         raise ConfigError(
             "the config needs a 'model' section (provider, model_name)", field="model"
         )
+    return AgentSpec(section, config, models)
+
+
+def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, ContextManager]:
+    """Build the agent a config describes and attach a `ContextManager` to it.
+
+    On AgentScope 2.x the agent is a 2.x `Agent` (its tools allowed without asking: the
+    config's ``tools:`` list is the grant) and the second item is what keeps its context (see
+    `agentscope_ctx._v2._agent.build_agent_v2`); the types named here are 1.x's.
+
+    Args:
+        source: a YAML file path, or the same content as a mapping.
+
+    Returns:
+        The agent and its manager (call `await manager.close()` when done).
+
+    Raises:
+        ConfigError: a section or field is invalid, the model section is missing, an API
+            key is not set (names the variable) or a provider SDK is missing.
+    """
+    spec = load_agent_spec(source)
+    if not IS_1X:
+        # imported by name: the 1.x type check does not follow it (it checks 2.x code)
+        v2 = importlib.import_module("agentscope_ctx._v2._agent")
+        return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec))
+    from agentscope.agent import ReActAgent
+    from agentscope.tool import Toolkit
+
+    from ._manager import ContextManager
+
     toolkit = Toolkit()
-    root = section.tool_root.expanduser()
-    for name in dict.fromkeys(section.tools):
-        tool = TOOLS[name](root)
-        if tool is not None:
-            toolkit.register_tool_function(tool)
+    for tool in spec.tool_functions():
+        toolkit.register_tool_function(tool)
+    section, models = spec.section, spec.models
     agent = ReActAgent(
         name=section.name,
         sys_prompt=section.sys_prompt,
@@ -144,7 +189,7 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
         max_iters=section.max_iters,
     )
     manager = ContextManager(
-        config, model=models.compactor_model, formatter=models.compactor_formatter
+        spec.config, model=models.compactor_model, formatter=models.compactor_formatter
     )
     manager.attach(agent)
     return agent, manager

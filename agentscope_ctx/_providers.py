@@ -1,6 +1,8 @@
 """Model configs: build a real AgentScope chat model and its formatter from a mapping.
 
-Providers, through AgentScope's own classes:
+On AgentScope 1.x and 2.x alike (2.x: `agentscope_ctx._v2._providers`, where a model takes
+its key as a `credential=` and owns its formatter: the formatter returned is
+`model.formatter`). Providers, through AgentScope's own classes:
 
 - ``openai``: `OpenAIChatModel`; `base_url` goes to the client, so vLLM, llama.cpp's server
   and Ollama's OpenAI endpoint work too;
@@ -47,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ._config import _config_error
 from ._config_file import read_config_mapping
 from ._errors import ConfigError
+from ._line import IS_1X
 
 __all__ = ["ModelConfig", "Models", "build_model", "load_models", "read_mapping"]
 
@@ -59,6 +62,8 @@ _DEFAULT_KEY_ENV: dict[str, str | None] = {
     "ollama": None,
 }
 _SDK = {"openai": "openai", "dashscope": "dashscope", "anthropic": "anthropic", "ollama": "ollama"}
+_SDK_2X = {**_SDK, "dashscope": "openai"}
+"""AgentScope 2.x reaches DashScope through its OpenAI-compatible API."""
 _LOCAL_KEY = "EMPTY"
 """Placeholder key for OpenAI-compatible local servers that check none."""
 
@@ -93,6 +98,11 @@ class ModelConfig(BaseModel):
 
     client_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra arguments of the provider's client (timeout, headers, ...)."""
+
+    context_size: int | None = Field(default=None, ge=1)
+    """AgentScope 2.x: the model's context window in tokens (`model.context_size`). Unset:
+    AgentScope's model card for `model_name`, else its default for the provider. Unused on
+    AgentScope 1.x, whose models have none."""
 
     def key_env(self) -> str | None:
         """The environment variable to read the key from, if any."""
@@ -156,7 +166,7 @@ def _api_key(config: ModelConfig, where: str) -> str | None:
 
 
 def _require_sdk(provider: str) -> None:
-    package = _SDK[provider]
+    package = (_SDK if IS_1X else _SDK_2X)[provider]
     try:
         importlib.import_module(package)
     except ImportError:
@@ -183,6 +193,12 @@ def build_model(
     cfg = _parse(config, where)
     key = _api_key(cfg, where)
     _require_sdk(cfg.provider)
+    if not IS_1X:
+        # imported by name: the 1.x type check does not follow it (it checks 2.x code)
+        v2 = importlib.import_module("agentscope_ctx._v2._providers")
+        built: ChatModelBase = v2.build_model_v2(cfg, key, where)
+        own: FormatterBase = built.formatter  # type: ignore[attr-defined]  # 2.x: the model's
+        return built, own
     client = dict(cfg.client_kwargs)
     generate = dict(cfg.generate_kwargs)
     model: ChatModelBase

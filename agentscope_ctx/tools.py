@@ -1,10 +1,14 @@
 """Ready-made agent tools: a confined, read-only shell and `fetch_url`.
 
 They are what `build_agent`'s ``shell`` and ``fetch_url`` tools and the demos use, and they
-produce the large outputs this package is for. Register them on your own `Toolkit`::
+produce the large outputs this package is for. They answer the way tools of the installed
+AgentScope line do: a `ToolResponse` on 1.x, a `ToolChunk` on 2.x. Add them to your toolkit::
 
+    # AgentScope 1.x
     toolkit.register_tool_function(ShellTool(".").run_shell)
     toolkit.register_tool_function(fetch_url)
+    # AgentScope 2.x (they read only: allowing them without asking is your call)
+    Toolkit(tools=[FunctionTool(ShellTool(".").run_shell, is_read_only=True, permission=...)])
 
 `ShellTool.run_shell` runs read-only text tools (grep, tail, wc, ...) through `/bin/sh` in
 one directory: no `..`, no absolute paths, no redirection or command chaining, only
@@ -22,9 +26,15 @@ import urllib.request
 from pathlib import Path
 
 from agentscope.message import TextBlock
-from agentscope.tool import ToolResponse
 
-__all__ = ["ALLOWED_PROGRAMS", "ShellTool", "fetch_url"]
+from ._line import IS_1X
+
+if IS_1X:
+    from agentscope.tool import ToolResponse as ToolOutput
+else:  # the 2.x tool answer (a function tool's final chunk)
+    from agentscope.tool import ToolChunk as ToolOutput  # type: ignore[attr-defined,no-redef]
+
+__all__ = ["ALLOWED_PROGRAMS", "ShellTool", "ToolOutput", "fetch_url"]
 
 ALLOWED_PROGRAMS = frozenset(
     {
@@ -51,8 +61,8 @@ _MAX_OUTPUT = 20_000_000
 _MAX_FETCH = 10_000_000
 
 
-def _text(text: str) -> ToolResponse:
-    return ToolResponse(content=[TextBlock(type="text", text=text)])
+def _text(text: str) -> ToolOutput:
+    return ToolOutput(content=[TextBlock(type="text", text=text)])
 
 
 class ShellTool:
@@ -88,7 +98,7 @@ class ShellTool:
                     return f"{word!r} leaves the working directory"
         return None
 
-    async def run_shell(self, command: str) -> ToolResponse:
+    async def run_shell(self, command: str) -> ToolOutput:
         """Run a read-only shell command (grep, tail, head, wc, ls, find, cat, sort, uniq,
         cut; pipes allowed) in the working directory and return its output.
 
@@ -129,7 +139,7 @@ def _fetch(url: str, timeout: float) -> str:
     return data.decode(charset, "replace")
 
 
-async def fetch_url(url: str) -> ToolResponse:
+async def fetch_url(url: str) -> ToolOutput:
     """Fetch a web page (http or https) and return its HTML source, like a browser's
     "view source".
 

@@ -1,24 +1,17 @@
 """AgentScope's real `OpenAIChatModel` against a local OpenAI-compatible HTTP server.
 
-The server (stdlib `http.server` on 127.0.0.1, in a thread) speaks the chat-completions
-wire format: JSON for plain calls, server-sent events for streamed ones (text and tool-call
-deltas in pieces, then a usage chunk with no choices, then ``[DONE]``). Only the replies are
-scripted; the openai SDK, AgentScope's model, formatter and `ReActAgent`, the toolkit and
+The server (`tests/openai_server.py`) speaks the chat-completions wire format: JSON for plain
+calls, server-sent events for streamed ones. Only the replies are scripted; the openai SDK, AgentScope's model, formatter and `ReActAgent`, the toolkit and
 the context manager are all real. This is what a fresh install talks to a provider with:
 it fails when pip resolves an openai SDK whose stream deltas AgentScope cannot parse.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import runpy
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agentscope.agent import ReActAgent
@@ -30,168 +23,23 @@ from agentscope.tool import Toolkit, ToolResponse
 from agentscope_ctx import ContextConfig, ContextManager, Models, build_model
 from agentscope_ctx._truncation import parse_notice
 from agentscope_ctx.demo import run_demo
+from tests.openai_server import Reply, Server, base_url, serving
 
-REPORTED_PROMPT_TOKENS = 9_000
-"""What the server says each prompt cost: far above our estimate, so calibration shows."""
-SUMMARY = (
-    "## Goal\n- find the TODOs\n## Constraints\n- (none)\n## Progress\n### Done\n"
-    "- grep ran\n### In progress\n- (none)\n### Blocked\n- (none)\n## Key Decisions\n"
-    "- (none)\n## Next Steps\n- (none)\n## Critical Context\n- notes.txt line 2"
-)
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-@dataclass
-class Reply:
-    """One scripted answer: a text, or a call of `tool` with `arguments`."""
-
-    text: str = ""
-    tool: str | None = None
-    arguments: dict[str, Any] = field(default_factory=dict)
-    error: int = 0
-    """An HTTP error status instead (400: OpenAI's context_length_exceeded)."""
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    script: list[Reply]
-    requests: list[dict[str, Any]]
-    reported: int | None
-    """The prompt tokens the usage reports; `None`: about a token per 4 characters sent."""
-
-    def usage(self, body: dict[str, Any]) -> dict[str, int]:
-        prompt = self.reported or len(json.dumps(body["messages"])) // 4
-        return {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}
-
-    def next_reply(self, body: dict[str, Any]) -> Reply:
-        """The compactor gets a valid summary; everyone else the next scripted reply."""
-        system = str(body["messages"][0].get("content", "")) if body["messages"] else ""
-        if "context compactor" in system:
-            return Reply(text=SUMMARY)
-        return self.script.pop(0) if self.script else Reply(text="Done.")
-
-
-def _message(reply: Reply, n: int) -> dict[str, Any]:
-    if reply.tool is None:
-        return {"role": "assistant", "content": reply.text}
-    call = {
-        "id": f"call_{n}",
-        "type": "function",
-        "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)},
-    }
-    return {"role": "assistant", "content": None, "tool_calls": [call]}
-
-
-def _pieces(text: str, size: int = 7) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
-def _deltas(reply: Reply, n: int) -> Iterator[dict[str, Any]]:
-    """The deltas of a streamed answer, the way OpenAI sends them."""
-    yield {"role": "assistant", "content": ""}
-    if reply.tool is None:
-        for piece in _pieces(reply.text):
-            yield {"content": piece}
-        return
-    head = {"index": 0, "id": f"call_{n}", "type": "function"}
-    yield {"tool_calls": [{**head, "function": {"name": reply.tool, "arguments": ""}}]}
-    for piece in _pieces(json.dumps(reply.arguments)):
-        yield {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if not self.path.endswith("/chat/completions"):
-            self.send_error(404)
-            return
-        self.server.requests.append(body)
-        n = len(self.server.requests)
-        reply = self.server.next_reply(body)
-        base = {"id": f"chatcmpl-{n}", "created": 1_764_000_000, "model": body["model"]}
-        finish = "stop" if reply.tool is None else "tool_calls"
-        if reply.error:
-            self._send_error(reply.error)
-            return
-        if not body.get("stream"):
-            data = json.dumps(
-                {
-                    **base,
-                    "object": "chat.completion",
-                    "choices": [
-                        {"index": 0, "message": _message(reply, n), "finish_reason": finish}
-                    ],
-                    "usage": self.server.usage(body),
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        chunk = {**base, "object": "chat.completion.chunk"}
-        events = [
-            {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-            for delta in _deltas(reply, n)
-        ]
-        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        if body.get("stream_options", {}).get("include_usage"):
-            events.append({**chunk, "choices": [], "usage": self.server.usage(body)})
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()  # HTTP/1.0: the stream ends when the connection closes
-        for event in events:
-            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-            self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def _send_error(self, status: int) -> None:
-        error = {
-            "message": "This model's maximum context length is 8192 tokens. However, your "
-            "messages resulted in 9100 tokens. Please reduce the length of the messages.",
-            "type": "invalid_request_error",
-            "param": "messages",
-            "code": "context_length_exceeded",
-        }
-        data = json.dumps({"error": error}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    srv = _Server(("127.0.0.1", 0), _Handler)
-    srv.script, srv.requests, srv.reported = [], [], REPORTED_PROMPT_TOKENS
-    thread = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+def server() -> Iterator[Server]:
+    with serving() as srv:
         yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(5)
 
 
-def _base_url(server: _Server) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}/v1"
-
-
-def _model(server: _Server, stream: bool) -> OpenAIChatModel:
+def _model(server: Server, stream: bool) -> OpenAIChatModel:
     model, formatter = build_model(
         {
             "provider": "openai",
             "model_name": "local-test-model",
-            "base_url": _base_url(server),
+            "base_url": base_url(server),
             "api_key_env": None,
             "stream": stream,
             "client_kwargs": {"max_retries": 0, "timeout": 20},
@@ -213,7 +61,7 @@ def build_report(service: str) -> ToolResponse:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 async def test_i11_15_openai_sdk_streams_through_a_real_agent(
-    server: _Server, tmp_path: Path, stream: bool
+    server: Server, tmp_path: Path, stream: bool
 ) -> None:
     model = _model(server, stream)
     server.script += [
@@ -275,7 +123,7 @@ def _use_it_snippet() -> str:
 
 
 def test_i11_16_readme_use_it_snippet_runs_as_pasted(
-    server: _Server,
+    server: Server,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -287,7 +135,7 @@ def test_i11_16_readme_use_it_snippet_runs_as_pasted(
     assert "asyncio.run(main())" in snippet and "await manager.close()" in snippet
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
-    monkeypatch.setenv("OPENAI_BASE_URL", _base_url(server))
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url(server))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("ship it\nTODO: rotate the keys\n", encoding="utf-8")
     server.script += [
@@ -308,7 +156,7 @@ def test_i11_16_readme_use_it_snippet_runs_as_pasted(
 
 
 async def test_i11_17_demo_on_a_streaming_openai_model_numbers_the_rejected_step(
-    server: _Server, tmp_path: Path
+    server: Server, tmp_path: Path
 ) -> None:
     """`agentscope-ctx demo --model-config` on a real, streaming OpenAIChatModel whose server
     refuses one prompt as too long: the step is shown and numbered, the retry marked, and the

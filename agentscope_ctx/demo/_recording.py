@@ -12,21 +12,9 @@ from agentscope.model import ChatModelBase, ChatResponse
 
 from .._calibration import prompt_usage
 from .._guard import is_context_overflow
-from .._tokens import TokenCounter
-from ._scripted import Move, PromptStats, describe, describe_rejection
+from ._scripted import Move, PromptStats, describe, describe_rejection, rejection_reason
 
 __all__ = ["RecordingModel"]
-
-_REASON_CHARS = 160
-
-
-def _reason(exc: BaseException) -> str:
-    """One line saying why the provider refused a prompt."""
-    kind = "prompt too long" if is_context_overflow(exc) else type(exc).__name__
-    text = " ".join(str(exc).split()) or repr(exc)
-    if len(text) > _REASON_CHARS:
-        text = text[: _REASON_CHARS - 3] + "..."
-    return f"{kind}: {text}"
 
 
 class RecordingModel(ChatModelBase):
@@ -35,7 +23,7 @@ class RecordingModel(ChatModelBase):
 
     Args:
         inner: the real model.
-        counter: counts each prompt received.
+        stats: counts each prompt received and watches its notices.
         on_step: called with a one-line description of each answer (or rejection).
     """
 
@@ -43,12 +31,12 @@ class RecordingModel(ChatModelBase):
         self,
         inner: ChatModelBase,
         *,
-        counter: TokenCounter,
+        stats: PromptStats,
         on_step: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
         self.inner = inner
-        self.stats = PromptStats(counter)
+        self.stats = stats
         self.on_step = on_step
         self._overflowed = False
 
@@ -97,7 +85,7 @@ class RecordingModel(ChatModelBase):
             self._note(last, step, tokens)
 
     def _reject(self, exc: Exception, step: int, tokens: int) -> None:
-        reason = _reason(exc)
+        reason = rejection_reason(exc)
         self.stats.rejected[step] = reason
         self._overflowed = is_context_overflow(exc)
         if self.on_step is not None:

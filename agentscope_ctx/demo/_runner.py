@@ -1,30 +1,40 @@
-"""The harness every demo shares: a real `ReActAgent` with a real `Toolkit`, the scripted
-model, the `ContextManager` attached, and the report at the end."""
+"""The harness every demo shares: a real agent with real tools, the scripted model, the
+context manager attached, and the report at the end.
+
+Only the agent differs between the AgentScope lines, so a line is a small adapter: a
+`start_session` function that builds the agent, its model (the scripted one, or a real one
+wrapped to record what the provider says) and the context manager, and answers the demo's
+questions (`DemoSession`). 1.x: `agentscope_ctx.demo._line1` (a `ReActAgent`); 2.x:
+`agentscope_ctx._v2._demo` (a 2.x `Agent`). The plan, the tools, the files and the report
+are the same on both.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
+import importlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from agentscope.agent import ReActAgent
-from agentscope.formatter import FormatterBase, OpenAIChatFormatter
-from agentscope.message import Msg
-from agentscope.tool import Toolkit
+from typing import Any, Protocol
 
 from .._config import ContextConfig
-from .._manager import ContextManager
+from .._dialog import DialogStore
+from .._line import IS_1X
 from .._providers import Models
 from .._tokens import TokenCounter
 from ._chart import render_chart
-from ._recording import RecordingModel
 from ._report import DemoReport
-from ._scripted import PromptStats, ScriptedModel, Step
+from ._scripted import PromptStats, Step
 
-__all__ = ["DEFAULT_CONTEXT", "DemoSetup", "model_note", "run_setup"]
+__all__ = [
+    "DEFAULT_CONTEXT",
+    "DemoSession",
+    "DemoSetup",
+    "Notices",
+    "model_note",
+    "run_setup",
+]
 
 DEFAULT_CONTEXT: dict[str, Any] = {
     "max_input_tokens": 16_000,
@@ -64,19 +74,18 @@ class DemoSetup:
     cleanup: Callable[[], Awaitable[None]] | None = None
 
 
-class _CompactionWatcher(logging.Handler):
+class Notices:
     """Notes each "[agentscope_ctx] compacted ..." and "... relieved ..." (the ladder's cheap
-    rungs) line the pipeline logs."""
+    rungs) notice the context manager gives, at the step it came after, and shows it."""
 
     def __init__(self, stats: PromptStats, out: Callable[[str], None]) -> None:
-        super().__init__(logging.INFO)
         self.stats = stats
         self.out = out
         self.steps: list[int] = []
         self.reliefs: list[int] = []
 
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
+    def note(self, message: str) -> None:
+        """Take one notice of the context manager (other texts are ignored)."""
         if message.startswith("[agentscope_ctx] compacted"):
             self.steps.append(len(self.stats.prompt_tokens))
             self.out(f"  {message}")
@@ -85,13 +94,34 @@ class _CompactionWatcher(logging.Handler):
             self.out(f"  {message}")
 
 
+class DemoSession(Protocol):
+    """A demo's agent on one AgentScope line, ready for the demo's questions."""
+
+    async def ask(self, prompt: str) -> str:
+        """One user turn: the agent's final answer (its notices go to the `Notices`)."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the context manager (and whatever the session started)."""
+        ...
+
+
+StartSession = Callable[..., Awaitable[DemoSession]]
+"""`start_session(name, setup, cfg, *, stats, models, notices, out)` of a line adapter: the
+model it builds records its prompts in `stats` (`PromptStats`), the notices of the context
+manager go to `notices.note`."""
+
+
 def model_note(models: Models | None) -> str:
     """The line a demo starts with: which model answers."""
     if models is None:
         return SCRIPTED_NOTE
+    model = models.model
+    # the model's name: `model_name` on AgentScope 1.x, `model` on 2.x
+    model_name = getattr(model, "model_name", None) or getattr(model, "model", "")
     return (
-        f"NOTE: the model in this demo is REAL: {type(models.model).__name__} "
-        f"{models.model.model_name!r}; its answers are its own."
+        f"NOTE: the model in this demo is REAL: {type(model).__name__} "
+        f"{model_name!r}; its answers are its own."
     )
 
 
@@ -121,6 +151,14 @@ def _tree_size(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
+def _start_session() -> StartSession:
+    """The installed line's `start_session` (imported by name: each line's type check sees
+    only its own adapter)."""
+    name = "agentscope_ctx.demo._line1" if IS_1X else "agentscope_ctx._v2._demo"
+    start: StartSession = importlib.import_module(name).start_session
+    return start
+
+
 async def run_setup(
     name: str,
     setup: DemoSetup,
@@ -135,54 +173,20 @@ async def run_setup(
     With `models`, the demo runs on that real model (and its compactor model) instead of
     the scripted one."""
     cfg = demo_config(working_dir, setup.context, config)
-    counter = TokenCounter(cfg.token_counter)
-    model: ScriptedModel | RecordingModel
-    if models is None:
-        model = ScriptedModel(setup.turns, counter=counter, on_step=out)
-        formatter: FormatterBase = OpenAIChatFormatter()
-        manager = ContextManager(cfg, model=None, token_counter=counter)
-    else:
-        model = RecordingModel(models.model, counter=counter, on_step=out)
-        formatter = models.formatter
-        manager = ContextManager(
-            cfg,
-            model=models.compactor_model,
-            formatter=models.compactor_formatter,
-            token_counter=counter,
-        )
-    toolkit = Toolkit()
-    for tool in setup.tools:
-        toolkit.register_tool_function(tool)
-    agent = ReActAgent(
-        name="detective" if name == "logs" else name,
-        sys_prompt=setup.sys_prompt,
-        model=model,
-        formatter=formatter,
-        toolkit=toolkit,
-        max_iters=60,
+    stats = PromptStats(TokenCounter(cfg.token_counter))
+    notices = Notices(stats, out)
+    session = await _start_session()(
+        name, setup, cfg, stats=stats, models=models, notices=notices, out=out
     )
-    agent.set_console_output_enabled(False)
-    manager.attach(agent)
-    logger = logging.getLogger("agentscope_ctx")
-    watcher = _CompactionWatcher(model.stats, out)
-    old_level = logger.level
-    logger.addHandler(watcher)
-    if logger.getEffectiveLevel() > logging.INFO:
-        logger.setLevel(logging.INFO)
     answers: list[str] = []
     try:
         for prompt in setup.prompts:
             out(f"\nuser> {prompt}")
-            if isinstance(model, ScriptedModel):
-                model.next_turn()
-            reply = await agent(Msg("user", prompt, "user"))
-            text = reply.get_text_content() or ""
+            text = await session.ask(prompt)
             answers.append(text)
-            out(f"\n{agent.name}> {text}\n")
+            out(f"\n{agent_name(name)}> {text}\n")
     finally:
-        logger.removeHandler(watcher)
-        logger.setLevel(old_level)
-        await manager.close()
+        await session.close()
         if setup.cleanup is not None:
             await setup.cleanup()
     report = await asyncio.to_thread(
@@ -190,26 +194,29 @@ async def run_setup(
         name,
         working_dir,
         cfg,
-        manager,
-        model.stats,
-        watcher.steps,
-        watcher.reliefs,
+        stats,
+        notices.steps,
+        notices.reliefs,
         answers,
     )
     return report
+
+
+def agent_name(demo: str) -> str:
+    """The demo agent's name."""
+    return "detective" if demo == "logs" else demo
 
 
 def _report(
     name: str,
     working_dir: Path,
     cfg: ContextConfig,
-    manager: ContextManager,
     stats: PromptStats,
     compaction_steps: Sequence[int],
     relief_steps: Sequence[int],
     answers: list[str],
 ) -> DemoReport:
-    stored, _ = manager.dialog.read()
+    stored, _ = DialogStore(cfg.working_dir).read()  # what the manager saved (both lines)
     offloaded, offloaded_bytes = _tree_size(working_dir / "tool_result")
     report = DemoReport(
         name=name,

@@ -1,9 +1,11 @@
-"""`ScriptedModel`: an offline `ChatModelBase` that replays a plan of tool calls.
+"""`Script`: the offline "LLM" of the demos, which replays a plan of tool calls.
 
-The demos must run without a network or an API key, so the "LLM" is a script. It is not a
-canned transcript, though: each step of the plan is a function of what the agent just saw
-(the last tool result in the prompt it received), so it can follow a truncation notice with
-`read_file` at the hinted `start_line`, or pick a line number out of a `grep` result.
+The demos must run without a network or an API key, so the "LLM" is a script, played by a
+chat model of the installed AgentScope line (1.x: `demo._line1.ScriptedModel`; 2.x:
+`agentscope_ctx._v2._demo.ScriptedChatModel`). It is not a canned transcript, though: each
+step of the plan is a function of what the agent just saw (the last tool result in the prompt
+it received), so it can follow a truncation notice with `read_file` at the hinted
+`start_line`, or pick a line number out of a `grep` result.
 
 It also measures what a real model would have received: the token count of every prompt,
 and whether a truncation notice it saw before came back cut harder (a second truncation).
@@ -11,15 +13,12 @@ and whether a truncation notice it saw before came back cut harder (a second tru
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentscope.message import TextBlock, ToolUseBlock
-from agentscope.model import ChatModelBase, ChatResponse
-
+from .._guard import is_context_overflow
 from .._tokens import TokenCounter
 from .._truncation import Notice, parse_notice
 
@@ -27,10 +26,11 @@ __all__ = [
     "Move",
     "Observation",
     "PromptStats",
-    "ScriptedModel",
+    "Script",
     "Step",
     "describe",
     "describe_rejection",
+    "rejection_reason",
 ]
 
 
@@ -184,13 +184,13 @@ class PromptStats:
         return False
 
 
-class ScriptedModel(ChatModelBase):
-    """Replays `turns`: one list of steps per user turn; each step gives one model answer.
+class Script:
+    """Plays `turns`: one list of steps per user turn; each step gives one model answer.
 
     Args:
         turns: the plan. A turn's last step should `answer`; when a turn's steps run out,
             the model answers "Done." so that the reply ends.
-        counter: counts each prompt received (its tokens go to `prompt_tokens`).
+        stats: counts each prompt received and watches its notices.
         on_step: called with a one-line description of each move (progress output).
     """
 
@@ -198,12 +198,11 @@ class ScriptedModel(ChatModelBase):
         self,
         turns: Sequence[Sequence[Step]],
         *,
-        counter: TokenCounter,
+        stats: PromptStats,
         on_step: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__(model_name="scripted-offline", stream=False)
         self.turns = [list(turn) for turn in turns]
-        self.stats = PromptStats(counter)
+        self.stats = stats
         self.on_step = on_step
         self._turn = 0
         self._index = 0
@@ -214,14 +213,14 @@ class ScriptedModel(ChatModelBase):
             self._turn += 1
         self._index = 0
 
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+    async def play(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
+    ) -> tuple[int, int, Move]:
+        """Count a formatted prompt (OpenAI style) and choose the next move.
+
+        Returns:
+            The step (model calls so far, from 1), the prompt's tokens, and the move.
+        """
         tokens, texts = await self.stats.observe(messages, tools)
         step = len(self.stats.prompt_tokens)
         obs = Observation(step=step, last_tool_text=texts[-1] if texts else "")
@@ -234,21 +233,8 @@ class ScriptedModel(ChatModelBase):
         if move.tool is not None:
             move.continuation = self.stats.note_call(move.tool, move.arguments)
         if self.on_step is not None:
-            self.on_step(describe(obs.step, tokens, move))
-        if move.tool is None:
-            return ChatResponse(content=[TextBlock(type="text", text=move.text)])
-        call_id = f"call_{obs.step:03d}"
-        return ChatResponse(
-            content=[
-                ToolUseBlock(
-                    type="tool_use",
-                    id=call_id,
-                    name=move.tool,
-                    input=move.arguments,
-                    raw_input=json.dumps(move.arguments),
-                )
-            ]
-        )
+            self.on_step(describe(step, tokens, move))
+        return step, tokens, move
 
 
 def describe(
@@ -269,6 +255,18 @@ def describe(
     if len(line) > 110:
         line = line[:107] + "..."
     return line + tag
+
+
+_REASON_CHARS = 160
+
+
+def rejection_reason(exc: BaseException) -> str:
+    """One line saying why the provider refused a prompt."""
+    kind = "prompt too long" if is_context_overflow(exc) else type(exc).__name__
+    text = " ".join(str(exc).split()) or repr(exc)
+    if len(text) > _REASON_CHARS:
+        text = text[: _REASON_CHARS - 3] + "..."
+    return f"{kind}: {text}"
 
 
 def describe_rejection(step: int, tokens: int, reason: str) -> str:

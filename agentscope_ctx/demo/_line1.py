@@ -1,0 +1,145 @@
+"""The demos on AgentScope 1.x: a `ReActAgent` with the `ContextManager` attached.
+
+`ScriptedModel` plays the demo's `Script` as a 1.x chat model; with a real model,
+`RecordingModel` wraps it. The manager's notices (compactions, reliefs) are the lines it
+logs, which a log handler passes on to the demo's `Notices`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import FormatterBase, OpenAIChatFormatter
+from agentscope.message import Msg, TextBlock, ToolUseBlock
+from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.tool import Toolkit
+
+from .._config import ContextConfig
+from .._manager import ContextManager
+from .._providers import Models
+from ._recording import RecordingModel
+from ._runner import DemoSetup, Notices, agent_name
+from ._scripted import PromptStats, Script
+
+__all__ = ["ScriptedModel", "start_session"]
+
+
+class ScriptedModel(ChatModelBase):
+    """Plays a `Script` as a 1.x chat model (OpenAI-style prompts, see `Script.play`)."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__(model_name="scripted-offline", stream=False)
+        self.script = script
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        step, _, move = await self.script.play(messages, tools)
+        if move.tool is None:
+            return ChatResponse(content=[TextBlock(type="text", text=move.text)])
+        return ChatResponse(
+            content=[
+                ToolUseBlock(
+                    type="tool_use",
+                    id=f"call_{step:03d}",
+                    name=move.tool,
+                    input=move.arguments,
+                    raw_input=json.dumps(move.arguments),
+                )
+            ]
+        )
+
+
+class _LogNotices(logging.Handler):
+    """Passes the manager's log lines on to the demo's notices."""
+
+    def __init__(self, notices: Notices) -> None:
+        super().__init__(logging.INFO)
+        self.notices = notices
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.notices.note(record.getMessage())
+
+
+class _Session:
+    """The demo's `ReActAgent` and manager (see `DemoSession`)."""
+
+    def __init__(
+        self,
+        agent: ReActAgent,
+        manager: ContextManager,
+        script: Script | None,
+        notices: Notices,
+    ) -> None:
+        self.agent = agent
+        self.manager = manager
+        self.script = script
+        self._handler = _LogNotices(notices)
+        self._logger = logging.getLogger("agentscope_ctx")
+        self._level = self._logger.level
+        self._logger.addHandler(self._handler)
+        if self._logger.getEffectiveLevel() > logging.INFO:
+            self._logger.setLevel(logging.INFO)
+
+    async def ask(self, prompt: str) -> str:
+        if self.script is not None:
+            self.script.next_turn()
+        reply = await self.agent(Msg("user", prompt, "user"))
+        return reply.get_text_content() or ""
+
+    async def close(self) -> None:
+        self._logger.removeHandler(self._handler)
+        self._logger.setLevel(self._level)
+        await self.manager.close()
+
+
+async def start_session(
+    name: str,
+    setup: DemoSetup,
+    cfg: ContextConfig,
+    *,
+    stats: PromptStats,
+    models: Models | None,
+    notices: Notices,
+    out: Callable[[str], None],
+) -> _Session:
+    """The demo's agent on 1.x: scripted, or on the real `models`."""
+    model: ScriptedModel | RecordingModel
+    script: Script | None = None
+    if models is None:
+        script = Script(setup.turns, stats=stats, on_step=out)
+        model = ScriptedModel(script)
+        formatter: FormatterBase = OpenAIChatFormatter()
+        manager = ContextManager(cfg, model=None, token_counter=stats.counter)
+    else:
+        model = RecordingModel(models.model, stats=stats, on_step=out)
+        formatter = models.formatter
+        manager = ContextManager(
+            cfg,
+            model=models.compactor_model,
+            formatter=models.compactor_formatter,
+            token_counter=stats.counter,
+        )
+    toolkit = Toolkit()
+    for tool in setup.tools:
+        toolkit.register_tool_function(tool)
+    agent = ReActAgent(
+        name=agent_name(name),
+        sys_prompt=setup.sys_prompt,
+        model=model,
+        formatter=formatter,
+        toolkit=toolkit,
+        max_iters=60,
+    )
+    agent.set_console_output_enabled(False)
+    manager.attach(agent)
+    return _Session(agent, manager, script, notices)
