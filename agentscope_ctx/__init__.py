@@ -17,6 +17,7 @@ so on the other.
 import typing as _typing
 
 from . import _line
+from ._agent_config import build_agent
 from ._compactor import CompactionResult, Compactor
 from ._config import (
     CompactorConfig,
@@ -37,17 +38,16 @@ from ._errors import (
     PersistenceError,
 )
 from ._pipeline import PipelineReport
+from ._providers import ModelConfig, Models, build_model, load_models
 from ._services import ContextUsage
 from ._tokens import TokenCounter
 from ._truncation import TRUNCATION_NOTICE_MARKER
+from .tools import ShellTool, fetch_url
 
 if _line.IS_1X:
-    from ._agent_config import build_agent
     from ._manager import ContextManager
     from ._memory import ContextMemory
-    from ._providers import ModelConfig, Models, build_model, load_models
     from ._session import AtomicJSONSession
-    from .tools import ShellTool, fetch_url
 else:
     from ._v2 import ContextManager, ContextMiddleware
 

@@ -7,10 +7,8 @@ calibration sees a provider's numbers. With a real model (`--model-config`),
 `RecordingChatModel` wraps it. The context manager's notices (compactions, reliefs) come as
 `CustomEvent(name="agentscope_ctx", value={"text": ...})` from the agent's `reply_stream`.
 
-For now the context part is the phase-1 `ContextMiddleware` (first truncation and
-`read_file`): the plan, tools, files and report are the demo's; compaction, masking and
-dialog/ come with the 2.x `ContextManager` (`manager.attach(agent)`), and only
-`start_session` changes then.
+The context part is a 2.x `ContextManager` (its middleware given to the `Agent`), with the
+compactor model of `--model-config` when there is one (else extractive summaries).
 """
 
 from __future__ import annotations
@@ -40,13 +38,11 @@ from ..demo._scripted import (
     describe_rejection,
     rejection_reason,
 )
-from ._agent import function_tool
-from ._middleware import ContextMiddleware
+from ._manager import ContextManager
+from ._middleware import NOTICE_EVENT
+from ._tools import function_tool
 
 __all__ = ["NOTICE_EVENT", "RecordingChatModel", "ScriptedChatModel", "start_session"]
-
-NOTICE_EVENT = "agentscope_ctx"
-"""The name of the `CustomEvent`s that carry the context manager's notices."""
 
 _CONTEXT_SIZE = 128_000
 """The scripted model's context window: a common provider's (the demo's budget is ours)."""
@@ -209,8 +205,11 @@ class RecordingChatModel(ChatModelBase):
 class _Session:
     """The demo's 2.x `Agent` (see `agentscope_ctx.demo._runner.DemoSession`)."""
 
-    def __init__(self, agent: Agent, script: Script | None, notices: Notices) -> None:
+    def __init__(
+        self, agent: Agent, manager: ContextManager, script: Script | None, notices: Notices
+    ) -> None:
         self.agent = agent
+        self.manager = manager
         self.script = script
         self.notices = notices
 
@@ -226,7 +225,7 @@ class _Session:
         return (final.get_text_content() or "") if final is not None else ""
 
     async def close(self) -> None:
-        """Nothing to stop yet (the phase-1 middleware holds no background work)."""
+        await self.manager.close()
 
 
 async def start_session(
@@ -239,8 +238,7 @@ async def start_session(
     notices: Notices,
     out: Callable[[str], None],
 ) -> _Session:
-    """The demo's agent on 2.x: scripted, or on the real `models` (the compactor model is
-    not used before the 2.x `ContextManager`)."""
+    """The demo's agent on 2.x: scripted, or on the real `models`."""
     script: Script | None = None
     model: ScriptedChatModel | RecordingChatModel
     if models is None:
@@ -249,12 +247,17 @@ async def start_session(
     else:
         model = RecordingChatModel(models.model, stats=stats, on_step=out)
     tools: list[ToolBase] = [function_tool(tool, read_only=True) for tool in setup.tools]
+    manager = ContextManager(
+        cfg,
+        model=None if models is None else models.compactor_model,
+        token_counter=stats.counter,
+    )
     agent = Agent(
         name=agent_name(name),
         system_prompt=setup.sys_prompt,
         model=model,
         toolkit=Toolkit(tools=tools),
-        middlewares=[ContextMiddleware(cfg)],
+        middlewares=[manager.middleware()],
         react_config=ReActConfig(max_iters=60),
     )
-    return _Session(agent, script, notices)
+    return _Session(agent, manager, script, notices)

@@ -24,13 +24,22 @@ __all__ = ["function_tool", "memory_tools", "search_tool"]
 
 
 def function_tool(func: Callable[..., Any], *, read_only: bool) -> FunctionTool:
-    """`func` as a 2.x tool (its name, docstring and signature), allowed without asking."""
+    """`func` as a 2.x tool (its name, docstring and signature), allowed without asking.
+
+    Args:
+        func: the tool function (sync or async; returns text, a `ToolChunk`, or a
+            `ToolResponse` of text blocks).
+        read_only: the tool has no side effects (the agent may take its fast ALLOW path
+            and run it concurrently with others).
+    """
     spec = FunctionTool(func)  # reads the name, description and schema off `func`
 
     async def call(**kwargs: Any) -> ToolChunk:
         result = func(**kwargs)
         if inspect.isawaitable(result):
             result = await result
+        if isinstance(result, ToolChunk):
+            return result
         return ToolChunk(content=[TextBlock(text=_text(result))], state=ToolResultState("running"))
 
     return FunctionTool(

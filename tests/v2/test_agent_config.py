@@ -18,7 +18,7 @@ from agentscope.tool import ToolChunk
 from agentscope_ctx import ConfigError
 from agentscope_ctx._agent_config import build_agent
 from agentscope_ctx._truncation import parse_notice
-from agentscope_ctx._v2 import ContextMiddleware
+from agentscope_ctx._v2 import ContextManager
 from agentscope_ctx.tools import ShellTool, fetch_url
 from tests.openai_server import Reply, Server, base_url, serving
 
@@ -51,11 +51,12 @@ async def test_i14_2_tools_answer_2x_chunks(tmp_path: Path) -> None:
 
 async def test_i14_2_build_agent_from_the_example_on_2x(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
-    agent, middleware = build_agent(AGENT_YAML)
-    assert isinstance(agent, Agent) and isinstance(middleware, ContextMiddleware)
+    agent, manager = build_agent(AGENT_YAML)
+    assert isinstance(agent, Agent) and isinstance(manager, ContextManager)
+    assert manager.middleware() in agent._reasoning_middlewares
     assert agent.name == "assistant" and isinstance(agent.model, OpenAIChatModel)
     assert agent.react_config.max_iters == 30
-    assert middleware.config.max_input_tokens == 100_000
+    assert manager.config.max_input_tokens == 100_000
     for name in ("run_shell", "fetch_url"):
         tool = await agent.toolkit.get_tool(name)
         assert tool is not None and tool.is_read_only
@@ -107,7 +108,7 @@ async def test_i14_2_built_agent_runs_its_shell_and_reads_on(
     logs.mkdir()
     text = "".join(f"{i:05d} INFO request ok\n" for i in range(3_000))
     (logs / "app.log").write_text(text, encoding="utf-8")
-    agent, middleware = build_agent(
+    agent, manager = build_agent(
         {
             "agent": {"name": "sre", "tools": ["shell"], "tool_root": str(logs), "max_iters": 5},
             "model": {
@@ -150,6 +151,6 @@ async def test_i14_2_built_agent_runs_its_shell_and_reads_on(
     assert cut.name == "run_shell" and read.name == "read_file"
     excerpt, notice = parse_notice(_text(cut))  # type: ignore[misc]
     assert Path(notice.file_path).read_text(encoding="utf-8") == text  # saved whole
-    assert Path(notice.file_path).parent == middleware.store.dir
+    assert Path(notice.file_path).parent == manager.store.dir
     assert _text(read).startswith(f"{notice.next.line - 1:05d} INFO")  # read on where it hinted
     assert len(server.requests) == 3

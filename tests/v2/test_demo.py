@@ -19,8 +19,8 @@ from agentscope.tool import Toolkit
 
 from agentscope_ctx._providers import Models, build_model
 from agentscope_ctx._tokens import TokenCounter
-from agentscope_ctx._v2._agent import function_tool
 from agentscope_ctx._v2._demo import NOTICE_EVENT, ScriptedChatModel, _Session
+from agentscope_ctx._v2._tools import function_tool
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
@@ -45,8 +45,11 @@ async def test_i14_3_demo_runs_on_a_2x_agent_with_real_tools(name: str, tmp_path
     assert report.first_truncations >= 1 and report.continuation_reads >= 1
     saved = sorted((tmp_path / name / "tool_result").iterdir())
     assert saved and report.bytes_offloaded == sum(p.stat().st_size for p in saved)
-    assert all(p.stat().st_size > 8_192 for p in saved)  # over the cut: whole outputs
-    assert 0 < report.peak == max(report.prompt_tokens)
+    # the prompt was relieved, by the ladder's cheap rungs (no model call) or by a
+    # compaction, which saves to dialog/; every prompt within the budget
+    assert len(report.relief_steps) + report.compactions >= 1
+    assert (report.dialog_messages > 0) == (report.compactions > 0)
+    assert 0 < report.peak == max(report.prompt_tokens) <= report.budget
     assert report.chart is not None and report.chart.read_text().startswith("<svg")
     assert "=== report" in output and "continuation reads" in output
     assert report.answer and "Done." not in report.answer
@@ -120,7 +123,7 @@ class _Announcer(MiddlewareBase):
         yield CustomEvent(name="someone_else", value={"text": "[agentscope_ctx] compacted 1"})
 
 
-async def test_i14_3_notices_come_from_the_agents_events() -> None:
+async def test_i14_3_notices_come_from_the_agents_events(tmp_path: Path) -> None:
     stats = PromptStats(TokenCounter())
     script = Script([[lambda obs: answer("ok")]], stats=stats)
     shown: list[str] = []
@@ -133,7 +136,8 @@ async def test_i14_3_notices_come_from_the_agents_events() -> None:
         toolkit=Toolkit(),
         middlewares=[_Announcer(text)],
     )
-    session = _Session(agent, script, notices)
+    manager = ContextManager(ContextConfig(working_dir=tmp_path))
+    session = _Session(agent, manager, script, notices)
 
     assert await session.ask("hi") == "ok"
     assert notices.steps == [1] and notices.reliefs == [] and shown == [f"  {text}"]
