@@ -1,8 +1,11 @@
 """`Compactor`: writes the sectioned summary that replaces the older part of the context.
 
-The summary is written by an AgentScope agent (a tool-less `ReActAgent`, one iteration, console
-output off, fresh memory per call) on the configured model, from the previous summary and a
-compact transcript of the older messages. When the transcript does not fit the compactor's own
+The summary is written by an AgentScope agent (`_runner.run_agent_once`: tool-less, one
+iteration, fresh memory per call; a `ReActAgent` on 1.x, an `Agent` on 2.x) on the configured
+model, from the previous summary and a compact transcript of the older messages. It answers in
+plain text: no structured output, no tools, no `response_format`, so providers that reject
+those serve it too; a missing section is a validation error like any other (retry, then the
+extractive fallback), never an exception. When the transcript does not fit the compactor's own
 input budget, it is summarised in chunks, oldest first, each folding into the running summary.
 
 Every model answer is validated (`validate_summary`; in tokens, not longer than the messages
@@ -21,18 +24,17 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
-
-from agentscope.agent import ReActAgent
-from agentscope.formatter import FormatterBase
-from agentscope.memory import InMemoryMemory
-from agentscope.message import Msg
-from agentscope.model import ChatModelBase
-from agentscope.tool import Toolkit
+from typing import TYPE_CHECKING, Literal
 
 from ._config import CompactorConfig
+from ._entry import Msg
 from ._extractive import extractive_summary, render_msg, validate_summary
+from ._runner import format_prompt, has_model, run_agent_once
 from ._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+    from agentscope.model import ChatModelBase
 
 __all__ = ["CompactionResult", "Compactor", "run_agent_once"]
 
@@ -133,25 +135,6 @@ class CompactionResult:
     chunks: int
 
 
-async def run_agent_once(
-    model: ChatModelBase, formatter: FormatterBase, *, name: str, sys_prompt: str, prompt: str
-) -> str:
-    """Ask a tool-less, one-iteration `ReActAgent` with a fresh memory; return its text."""
-    agent = ReActAgent(
-        name=name,
-        sys_prompt=sys_prompt,
-        model=model,
-        formatter=formatter,
-        toolkit=Toolkit(),
-        memory=InMemoryMemory(),
-        max_iters=1,
-    )
-    agent.set_console_output_enabled(False)
-    # `reply`, not `agent(...)`: `__call__` turns a cancellation (our timeout) into a reply.
-    reply = await agent.reply(Msg("user", prompt, "user"))
-    return reply.get_text_content() or ""
-
-
 def _clean(answer: str) -> str:
     """Drop a preamble before the first heading, and a code fence wrapping the summary."""
     text = answer.strip()
@@ -182,7 +165,8 @@ class Compactor:
         Args:
             config: The compactor settings.
             model: The model that writes summaries; `None` means extractive summaries only.
-            formatter: The formatter of `model`.
+            formatter: The formatter of `model`: required on AgentScope 1.x (without it, the
+                summaries are extractive); on 2.x ignored, the model owns its formatter.
             counter: Counts tokens for budgets and validation.
             max_input_tokens: The main input budget, used when `config.max_input_tokens` is
                 `None`.
@@ -215,7 +199,7 @@ class Compactor:
             The summary and how it was obtained.
         """
         try:
-            if self._model is None or self._formatter is None or not self.config.enabled:
+            if not has_model(self._model, self._formatter) or not self.config.enabled:
                 why = "compactor disabled" if not self.config.enabled else "no model configured"
                 return await self._fallback(previous_summary, messages, why, 0)
             if not messages:
@@ -275,7 +259,7 @@ class Compactor:
         Raises:
             _ModelFailure: the call raised or timed out (not worth a retry).
         """
-        assert self._model is not None and self._formatter is not None
+        assert self._model is not None
         prompt = self._prompt(ask, error)
         try:
             answer = await asyncio.wait_for(
@@ -322,10 +306,10 @@ class Compactor:
 
     async def _prompt_tokens(self, summary: str, extra: str | None) -> int:
         """Tokens of the formatted prompt without the transcript (a retry note included)."""
-        assert self._formatter is not None
+        assert self._model is not None
         prompt = self._prompt(_Ask(summary, "", extra, 999, True, 0), "x" * 200)
-        formatted = await self._formatter.format(
-            [Msg("system", _SYSTEM[self.config.language], "system"), Msg("user", prompt, "user")]
+        formatted = await format_prompt(
+            self._model, self._formatter, sys_prompt=_SYSTEM[self.config.language], prompt=prompt
         )
         return await self._counter.count(formatted)
 

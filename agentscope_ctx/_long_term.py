@@ -23,17 +23,16 @@ import sys
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
-from agentscope.formatter import FormatterBase
-from agentscope.message import TextBlock
-from agentscope.model import ChatModelBase
-from agentscope.tool import ToolResponse
-
-from ._compactor import run_agent_once
 from ._config import ConsolidationConfig
+from ._runner import has_model, run_agent_once, tool_text
 from ._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+    from agentscope.model import ChatModelBase
 
 if sys.platform != "win32":
     import fcntl
@@ -61,10 +60,6 @@ _MERGE_PROMPT = (
     "names files, commands or errors; merge duplicates and near-duplicates into one bullet; "
     "where a newer note corrects an older item, keep the newer; leave out transient task details."
 )
-
-
-def _text(message: str) -> ToolResponse:
-    return ToolResponse(content=[TextBlock(type="text", text=message)])
 
 
 def _key(line: str) -> str:
@@ -122,7 +117,12 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 class LongTermMemory:
-    """The main agent's memory tools; register `remember` and `log_today` on its toolkit."""
+    """The main agent's memory tools; register `remember` and `log_today` on its toolkit.
+
+    Both answer with a text (`tool_text`): a 1.x `ToolResponse` on AgentScope 1.x (register
+    them with `Toolkit.register_tool_function`), a `str` on 2.x (add them with
+    `agentscope_ctx._v2._tools.function_tool(..., read_only=False)`).
+    """
 
     def __init__(self, working_dir: Path) -> None:
         """Initialize the memory.
@@ -137,7 +137,8 @@ class LongTermMemory:
         """The daily notes file of `day` (today, local date, by default)."""
         return self.memory_dir / f"{(day or date.today()).isoformat()}.md"
 
-    def remember(self, fact: str) -> ToolResponse:
+    @tool_text
+    def remember(self, fact: str) -> str:
         """Save a durable fact, user preference or lesson to long-term memory (MEMORY.md).
 
         Use it for what should still be known in future sessions, not for task progress.
@@ -147,15 +148,16 @@ class LongTermMemory:
         """
         bullet = " ".join(_MARKER.sub("", fact).split())
         if not bullet:
-            return _text("Error: `fact` is empty; nothing was saved.")
+            return "Error: `fact` is empty; nothing was saved."
         self.memory_dir.mkdir(parents=True, exist_ok=True)
         body, log = _split(_read(self.memory_path))
         if any(_key(line) == _key(bullet) for line in body.splitlines()):
-            return _text("Already in MEMORY.md; nothing was added.")
+            return "Already in MEMORY.md; nothing was added."
         _write_atomic(self.memory_path, _join(f"{body or _TITLE}\n- {bullet}", log))
-        return _text(f"Saved to {self.memory_path}.")
+        return f"Saved to {self.memory_path}."
 
-    def log_today(self, note: str) -> ToolResponse:
+    @tool_text
+    def log_today(self, note: str) -> str:
         """Append a note to today's memory log (memory/YYYY-MM-DD.md).
 
         Use it for things worth recalling later that are not durable facts: what was done,
@@ -167,10 +169,10 @@ class LongTermMemory:
         lines = [" ".join(_MARKER.sub("", ln).split()) for ln in note.splitlines()]
         text = "\n".join(f"- {line}" for line in lines if line)
         if not text:
-            return _text("Error: `note` is empty; nothing was logged.")
+            return "Error: `note` is empty; nothing was logged."
         path = self.daily_path()
         added, _ = append_unique_lines(path, text, header=f"# {path.stem}\n\n")
-        return _text(f"Logged to {path}." if added else "Already logged today; nothing added.")
+        return f"Logged to {path}." if added else "Already logged today; nothing added."
 
     async def memory_prompt(self, counter: TokenCounter, max_tokens: int) -> str | None:
         """MEMORY.md without its change log, cut at a line end to `max_tokens` (head kept).
@@ -278,7 +280,8 @@ async def consolidate(
     Args:
         working_dir: The package's working directory.
         model: The model that rewrites MEMORY.md; `None` merges extractively.
-        formatter: The formatter of `model`.
+        formatter: The formatter of `model` (AgentScope 1.x; on 2.x the model owns it, and
+            `None` is fine).
         days: How many days of notes, ending today, to consider.
         now: The current time (local when naive); its date is "today" and the log's date.
         timeout_seconds: Longest wait for the model before merging extractively.
@@ -318,7 +321,7 @@ async def _consolidate(
     old = await asyncio.to_thread(_read, memory_path)
     body, log = _split(old)
     new_body, reason = None, None
-    if model is not None and formatter is not None:
+    if model is not None and has_model(model, formatter):
         new_body, reason = await _model_merge(model, formatter, body, fresh, timeout)
     source: Literal["model", "extractive"] = "model" if new_body else "extractive"
     new_body = new_body or _merge_lines(body, [text for _, text in fresh])
@@ -346,7 +349,7 @@ async def _consolidate(
 
 async def _model_merge(
     model: ChatModelBase,
-    formatter: FormatterBase,
+    formatter: FormatterBase | None,
     body: str,
     notes: list[tuple[str, str]],
     timeout: float,
@@ -393,7 +396,7 @@ class ConsolidationScheduler:
             config: When to run and how many days of notes to merge.
             working_dir: The package's working directory.
             model: The model that rewrites MEMORY.md; `None` merges extractively.
-            formatter: The formatter of `model`.
+            formatter: The formatter of `model` (AgentScope 1.x; `None` on 2.x).
         """
         self.config = config
         self.working_dir = Path(working_dir)

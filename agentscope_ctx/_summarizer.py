@@ -1,4 +1,4 @@
-"""`Summarizer`: a ReAct agent that keeps long-term notes when the context is compacted.
+"""`Summarizer`: an agent that keeps long-term notes when the context is compacted.
 
 It reads the messages leaving the context and records, in today's ``memory/YYYY-MM-DD.md``,
 personal facts and preferences of the user and try-error lessons (what failed, how it was
@@ -8,6 +8,9 @@ hidden files (the consolidation's lock and state). Started in the background; it
 errors and never raises them. Each of its model calls has a time limit (a hanging provider
 must not keep it, or `ContextManager.close`, waiting forever).
 
+It runs through `_runner.run_agent` (a `ReActAgent` on AgentScope 1.x, an `Agent` on 2.x, its
+file tools allowed without asking); the tools answer with a text (`tool_text`).
+
 What it costs is bounded: its model sees the messages as `bounded_transcript` renders them
 (tool output reduced to a few lines, the whole under `max_input_tokens`), and a memory file it
 reads is shown up to its last `_MAX_READ_CHARS` characters (every prompt of its ReAct loop
@@ -16,23 +19,22 @@ carries what it read). `SummarizerQueue` decides when it runs.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import FormatterBase
-from agentscope.memory import InMemoryMemory
-from agentscope.message import Msg, TextBlock
-from agentscope.model import ChatModelBase, ChatResponse
-from agentscope.tool import Toolkit, ToolResponse
-
+from ._entry import Msg
+from ._line import IS_1X
 from ._long_term import append_unique_lines
+from ._runner import AgentTool, run_agent, tool_text
 from ._summarizer_input import bounded_transcript
 from ._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+    from agentscope.model import ChatModelBase
 
 __all__ = ["SILENT", "MemoryFiles", "Summarizer"]
 
@@ -62,12 +64,13 @@ reworded.
 when nothing was worth keeping."""
 
 
-def _reply(text: str) -> ToolResponse:
-    return ToolResponse(content=[TextBlock(type="text", text=text)])
-
-
 class MemoryFiles:
-    """Read, write and edit tools for the files of one directory, and nothing outside it."""
+    """Read, write and edit tools for the files of one directory, and nothing outside it.
+
+    Each answers with a text (`tool_text`: a 1.x `ToolResponse` on AgentScope 1.x, a `str` on
+    2.x); a refused path or a failed write is an answer starting with "Error:", not an
+    exception.
+    """
 
     def __init__(self, root: Path) -> None:
         """Initialize the tools.
@@ -99,7 +102,8 @@ class MemoryFiles:
             raise ValueError(f"file_path {file_path!r} is not a memory file")
         return path
 
-    def read_memory_file(self, file_path: str) -> ToolResponse:
+    @tool_text
+    def read_memory_file(self, file_path: str) -> str:
         """Read a memory file (a long one: its end, where the newest notes are).
 
         Args:
@@ -108,18 +112,19 @@ class MemoryFiles:
         try:
             path = self._resolve(file_path)
             if not path.exists():
-                return _reply(f"{file_path} does not exist yet (write_memory_file creates it).")
+                return f"{file_path} does not exist yet (write_memory_file creates it)."
             text = path.read_text(encoding="utf-8")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
-            return _reply(f"Error: {exc}")
+            return f"Error: {exc}"
         if len(text) > _MAX_READ_CHARS:
             start = len(text) - _MAX_READ_CHARS
             if text[start - 1] != "\n":  # begin at a line start, if one is in reach
                 start = text.find("\n", start, len(text) - 1) + 1 or start
             text = f"[... the first {start} of {len(text)} characters left out]\n{text[start:]}"
-        return _reply(text or f"{file_path} is empty.")
+        return text or f"{file_path} is empty."
 
-    def write_memory_file(self, file_path: str, content: str, mode: str = "append") -> ToolResponse:
+    @tool_text
+    def write_memory_file(self, file_path: str, content: str, mode: str = "append") -> str:
         """Write to a memory file. Appending skips lines the file already holds.
 
         Args:
@@ -133,19 +138,20 @@ class MemoryFiles:
             if mode == "overwrite":
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(content.rstrip() + "\n", encoding="utf-8")
-                return _reply(f"Wrote {file_path}.")
+                return f"Wrote {file_path}."
             if mode != "append":
-                return _reply(f"Error: mode {mode!r} is unknown; use 'append' or 'overwrite'.")
+                return f"Error: mode {mode!r} is unknown; use 'append' or 'overwrite'."
             header = f"# {path.stem}\n\n"
             added, skipped = append_unique_lines(path, content, header=header)
         except (OSError, ValueError, UnicodeDecodeError) as exc:
-            return _reply(f"Error: {exc}")
+            return f"Error: {exc}"
         if not added:
-            return _reply(f"Nothing appended: {file_path} already holds every line.")
+            return f"Nothing appended: {file_path} already holds every line."
         dupes = f"; skipped {skipped} line(s) it already held" if skipped else ""
-        return _reply(f"Appended {added} line(s) to {file_path}{dupes}.")
+        return f"Appended {added} line(s) to {file_path}{dupes}."
 
-    def edit_memory_file(self, file_path: str, old_text: str, new_text: str) -> ToolResponse:
+    @tool_text
+    def edit_memory_file(self, file_path: str, old_text: str, new_text: str) -> str:
         """Replace one exact occurrence of `old_text` in a memory file by `new_text`.
 
         Args:
@@ -159,42 +165,11 @@ class MemoryFiles:
             count = text.count(old_text) if old_text else 0
             if count != 1:
                 found = "is not in" if count == 0 else f"occurs {count} times in"
-                return _reply(f"Error: old_text {found} {file_path}; nothing changed.")
+                return f"Error: old_text {found} {file_path}; nothing changed."
             path.write_text(text.replace(old_text, new_text, 1), encoding="utf-8")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
-            return _reply(f"Error: {exc}")
-        return _reply(f"Edited {file_path}.")
-
-
-class _TimedModel(ChatModelBase):
-    """`inner`, with every call abandoned (`TimeoutError`) after `timeout` seconds; for a
-    streamed answer, the whole stream counts."""
-
-    def __init__(self, inner: ChatModelBase, timeout: float) -> None:
-        super().__init__(model_name=inner.model_name, stream=inner.stream)
-        self.inner = inner
-        self.timeout = timeout
-
-    async def __call__(
-        self, *args: Any, **kwargs: Any
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        deadline = asyncio.get_running_loop().time() + self.timeout
-        result = await asyncio.wait_for(self.inner(*args, **kwargs), self.timeout)
-        if isinstance(result, ChatResponse):
-            return result
-        return self._stream(result, deadline)
-
-    @staticmethod
-    async def _stream(
-        chunks: AsyncGenerator[ChatResponse, None], deadline: float
-    ) -> AsyncGenerator[ChatResponse, None]:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                chunk = await asyncio.wait_for(anext(chunks), max(deadline - loop.time(), 0))
-            except StopAsyncIteration:
-                return
-            yield chunk
+            return f"Error: {exc}"
+        return f"Edited {file_path}."
 
 
 class Summarizer:
@@ -204,7 +179,7 @@ class Summarizer:
         self,
         *,
         model: ChatModelBase,
-        formatter: FormatterBase,
+        formatter: FormatterBase | None,
         memory_dir: Path,
         counter: TokenCounter | None = None,
         max_iters: int = 8,
@@ -215,7 +190,8 @@ class Summarizer:
 
         Args:
             model: The model of the Summarizer agent.
-            formatter: The formatter of `model`.
+            formatter: The formatter of `model`: required on AgentScope 1.x; on 2.x ignored
+                (the model owns its formatter), `None` is fine.
             memory_dir: The `memory/` directory its tools are confined to.
             counter: Counts the transcript's tokens; tiktoken's default encoding when `None`.
             max_iters: Reasoning-acting iterations of one run.
@@ -223,7 +199,12 @@ class Summarizer:
                 (see `bounded_transcript`); its instructions and tools come on top.
             timeout_seconds: Longest wait for one model call (a streamed answer: for all of
                 it); a call that takes longer ends the run, its notes written so far kept.
+
+        Raises:
+            ValueError: `formatter` is `None` on AgentScope 1.x.
         """
+        if IS_1X and formatter is None:
+            raise ValueError("Summarizer: an AgentScope 1.x model needs its formatter")
         self._model = model
         self._formatter = formatter
         self.memory_dir = Path(memory_dir)
@@ -244,23 +225,22 @@ class Summarizer:
         """
         try:
             day = (today or date.today()).isoformat()
-            toolkit = Toolkit()
             files = MemoryFiles(self.memory_dir)
-            for tool in (files.read_memory_file, files.write_memory_file, files.edit_memory_file):
-                toolkit.register_tool_function(tool)
-            agent = ReActAgent(
+            answer = await run_agent(
+                self._model,
+                self._formatter,
                 name="summarizer",
                 sys_prompt=_SYSTEM.format(today=day, silent=SILENT),
-                model=_TimedModel(self._model, self.timeout_seconds),
-                formatter=self._formatter,
-                toolkit=toolkit,
-                memory=InMemoryMemory(),
+                prompt=await self.prompt(messages, day),
+                tools=[
+                    AgentTool(files.read_memory_file, read_only=True),
+                    AgentTool(files.write_memory_file),
+                    AgentTool(files.edit_memory_file),
+                ],
                 max_iters=self.max_iters,
+                call_timeout=self.timeout_seconds,
             )
-            agent.set_console_output_enabled(False)
-            prompt = await self.prompt(messages, day)
-            reply = await agent.reply(Msg("user", prompt, "user"))
-            answer = (reply.get_text_content() or "").strip()
+            answer = answer.strip()
             logger.info("Summarizer: %s", answer[:200])
             return answer
         except TimeoutError:

@@ -1,10 +1,17 @@
-"""This package's functions as AgentScope 2.x tools, allowed without asking the user.
+"""`function_tool`: a plain Python function as an AgentScope 2.x tool that runs without asking.
 
-A 2.x `FunctionTool` without a `permission` asks the user before every call; our tools are
-safe by construction (`remember`/`log_today` write under `memory/` only, `search_history`
-reads the index), so they are allowed outright (a deny rule of the agent's permission engine
-still applies). The functions are the same as on 1.x; what they return (a `ToolResponse` of
-text blocks, or a string) is given to the agent as one text.
+A 2.x `FunctionTool` built without `permission=` asks the user before every call
+(`tool/_adapters.py`: its `check_permissions` answers ASK), which parks a reply of an agent
+nobody watches (the Summarizer) and interrupts the main agent's user for our own memory
+tools. The tools agentscope_ctx adds are safe by construction (each refuses what it must not
+do: paths outside its directory, empty input), so they are allowed; the agent's permission
+engine still applies its deny and ask rules first, so a user can forbid one.
+
+How the result reaches the model: the function returns `str` (the functions of this package
+do, via `agentscope_ctx._runner.tool_text`), a `ToolChunk`, or a `ToolResponse` of text
+blocks (taken as its text); it becomes one `TextBlock`, the toolkit accumulates it into the
+call's `ToolResponse`, and the agent stores that as the `ToolResultBlock` the formatter sends
+to the model.
 """
 
 from __future__ import annotations
@@ -23,16 +30,33 @@ from .._recall import Recall
 __all__ = ["function_tool", "memory_tools", "search_tool"]
 
 
-def function_tool(func: Callable[..., Any], *, read_only: bool) -> FunctionTool:
-    """`func` as a 2.x tool (its name, docstring and signature), allowed without asking.
+def function_tool(
+    func: Callable[..., Any],
+    *,
+    read_only: bool,
+    name: str | None = None,
+    reason: str | None = None,
+) -> FunctionTool:
+    """`func` as a 2.x `FunctionTool`, allowed without asking the user.
+
+    The schema comes from the function as on 1.x: its name, the first paragraph of its
+    Google-style docstring (the description) and its typed parameters with their `Args:`
+    descriptions.
 
     Args:
-        func: the tool function (sync or async; returns text, a `ToolChunk`, or a
-            `ToolResponse` of text blocks).
-        read_only: the tool has no side effects (the agent may take its fast ALLOW path
-            and run it concurrently with others).
+        func: A function or bound method (sync or async) returning the result's text, a
+            `ToolChunk`, or a `ToolResponse` of text blocks.
+        read_only: Whether it only reads. Read-only tools take the permission engine's fast
+            path and may run concurrently with other calls of a batch; the others run one at
+            a time (our writers append to shared files).
+        name: The tool's name; the function's name by default.
+        reason: The permission decision's message (shown in permission events); a generic
+            one by default.
+
+    Returns:
+        The tool, for `Toolkit(tools=[...])` or `await toolkit.add_tool(...)`.
     """
-    spec = FunctionTool(func)  # reads the name, description and schema off `func`
+    spec = FunctionTool(func, name=name)  # reads the description and schema off `func`
 
     async def call(**kwargs: Any) -> ToolChunk:
         result = func(**kwargs)
@@ -51,7 +75,7 @@ def function_tool(func: Callable[..., Any], *, read_only: bool) -> FunctionTool:
         is_concurrency_safe=read_only,
         permission=PermissionDecision(
             behavior=PermissionBehavior.ALLOW,
-            message=f"{spec.name} is an agentscope_ctx tool: allowed.",
+            message=reason or f"{spec.name} is an agentscope_ctx tool: allowed without asking.",
         ),
     )
 
