@@ -17,6 +17,7 @@ from agentscope.message import ToolCallBlock, UserMsg
 from agentscope.middleware import MiddlewareBase
 from agentscope.tool import Toolkit
 
+from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._providers import Models, build_model
 from agentscope_ctx._tokens import TokenCounter
 from agentscope_ctx._v2._demo import NOTICE_EVENT, ScriptedChatModel, _Session
