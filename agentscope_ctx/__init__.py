@@ -10,8 +10,8 @@ Start with `ContextManager(ContextConfig.default(), model=...).attach(agent)`: o
 from YAML, `build_model` a provider's model; `ShellTool` and `fetch_url` are ready-made tools.
 
 The package imports on both lines; the names that exist on one line only (`ContextMemory`
-and `AtomicJSONSession` on 1.x, `ContextMiddleware` on 2.x) raise an `ImportError` that says
-so on the other.
+and `AtomicJSONSession` on 1.x; `ContextMiddleware` and `function_tool`, a function as a 2.x
+tool allowed without asking, on 2.x) raise an `ImportError` that says so on the other.
 """
 
 import typing as _typing
@@ -49,7 +49,7 @@ if _line.IS_1X:
     from ._memory import ContextMemory
     from ._session import AtomicJSONSession
 else:
-    from ._v2 import ContextManager, ContextMiddleware
+    from ._v2 import ContextManager, ContextMiddleware, function_tool
 
 __all__ = [
     "TRUNCATION_NOTICE_MARKER",
@@ -84,12 +84,13 @@ __all__ = [
     "build_agent",
     "build_model",
     "fetch_url",
+    "function_tool",
     "load_models",
 ]
 
 __version__ = "0.1.0"
 
-_ONLY_2X = frozenset({"ContextMiddleware"})
+_ONLY_2X = frozenset({"ContextMiddleware", "function_tool"})
 _MISSING = frozenset(__all__) - set(globals())
 """Public names that need the other AgentScope line."""
 if _MISSING:

@@ -13,5 +13,13 @@ if IS_1X:
 from ._manager import ContextManager  # after the line check
 from ._middleware import NOTICE_EVENT, ContextMiddleware
 from ._read_file import READ_FILE, ReadFileTool
+from ._tools import function_tool
 
-__all__ = ["NOTICE_EVENT", "READ_FILE", "ContextManager", "ContextMiddleware", "ReadFileTool"]
+__all__ = [
+    "NOTICE_EVENT",
+    "READ_FILE",
+    "ContextManager",
+    "ContextMiddleware",
+    "ReadFileTool",
+    "function_tool",
+]
