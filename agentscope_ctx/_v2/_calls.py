@@ -23,7 +23,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agentscope.message import Msg, UserMsg
-from agentscope.model import ChatResponse
+from agentscope.model import AnthropicChatModel, ChatResponse
 
 from .._calibration import PromptUsage
 from .._guard import is_context_overflow
@@ -80,7 +80,7 @@ def prompt_usage(usage: Any, model: Any) -> PromptUsage | None:
         return None
     cached = int(getattr(usage, "cache_input_tokens", 0) or 0)
     created = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-    if "anthropic" in type(model).__name__.lower():
+    if isinstance(getattr(model, "inner", model), AnthropicChatModel):  # (a wrapper's inner)
         tokens += cached + created
     return PromptUsage(tokens, complete=True, cached=cached)
 

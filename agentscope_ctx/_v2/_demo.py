@@ -22,7 +22,7 @@ from agentscope.credential import CredentialBase
 from agentscope.event import CustomEvent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
-from agentscope.model import AnthropicChatModel, ChatModelBase, ChatResponse, ChatUsage
+from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
 from agentscope.tool import ToolBase, ToolChoice, Toolkit
 from pydantic import BaseModel
 
@@ -38,6 +38,7 @@ from ..demo._scripted import (
     describe_rejection,
     rejection_reason,
 )
+from ._calls import prompt_usage
 from ._manager import ContextManager
 from ._middleware import NOTICE_EVENT
 from ._tools import function_tool
@@ -93,15 +94,10 @@ class ScriptedChatModel(ChatModelBase):
 
 
 def provider_prompt(model: ChatModelBase, usage: ChatUsage | None) -> tuple[int, int] | None:
-    """The prompt tokens a 2.x provider reported and the part read from its cache, or `None`.
-    Anthropic's `input_tokens` leave out the cached and cache-writing parts; the OpenAI-style
-    providers' include them."""
-    if usage is None or usage.input_tokens <= 0:
-        return None
-    tokens = usage.input_tokens
-    if isinstance(model, AnthropicChatModel):
-        tokens += usage.cache_input_tokens + usage.cache_creation_input_tokens
-    return tokens, usage.cache_input_tokens
+    """The prompt tokens a 2.x provider reported and the part read from its cache, or `None`
+    (as the calibration reads them: `_calls.prompt_usage`)."""
+    reported = prompt_usage(usage, model)
+    return None if reported is None else (reported.tokens, reported.cached or 0)
 
 
 class RecordingChatModel(ChatModelBase):
