@@ -249,3 +249,39 @@ async def test_search_history_finds_what_left_the_context(tmp_path: Path) -> Non
     response = await binding.recall.search_history("worker-0 job=7")
     found = "".join(b.text for b in response.content if isinstance(b, TextBlock))
     assert "worker-0" in found, found
+
+
+async def test_a_saved_state_reloads_into_a_new_process(tmp_path: Path) -> None:
+    """AgentState is what 2.x persists: saved as JSON after a compacted session and loaded
+    into a new agent with a new manager, it keeps the summary (ours, from middle_context),
+    the calibration, and every message; the next reply goes on within budget."""
+    config = _config(tmp_path, mask_after=None, recent_max_share=None)
+    run = await _run(tmp_path, config)
+    saved = run["agent"].state.model_dump_json()
+    summary = run["agent"].state.middle_context["agentscope_ctx"]["summary"]
+    assert summary and run["agent"].state.middle_context["agentscope_ctx"]["calibration"]
+
+    from agentscope.state import AgentState
+
+    state = AgentState.model_validate_json(saved)
+    model = FakeChatModel(default="Still fine.")
+    manager = ContextManager(config, model=FakeChatModel(default=_SUMMARY))
+    agent = Agent(
+        name="analyst",
+        system_prompt="You read logs.",
+        model=model,
+        toolkit=_toolkit(tmp_path / "logs"),
+        middlewares=[manager.middleware()],
+        state=state,
+    )
+    before = {entry.id for msg in state.context for entry, _ in to_entries(msg)}
+    reply = await agent.reply(UserMsg(name="user", content="Anything new?"))
+    assert reply.get_text_content() == "Still fine."
+    memory = manager.memory_of(agent)
+    assert memory.compact_summary == summary
+    assert memory.calibration  # the factor learnt in the first process
+    after = {entry.id for msg in agent.state.context for entry, _ in to_entries(msg)}
+    assert before <= after | manager.dialog.ids()
+    usage = await manager.context_usage(agent)
+    assert usage.calibrated_total <= BUDGET
+    await manager.close()
