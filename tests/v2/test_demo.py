@@ -185,3 +185,19 @@ async def test_i14_4_demo_on_a_real_2x_openai_model(
     assert report.answer == "Done."  # the server's answer once its script ran out
     assert all(r.get("stream", False) is stream for r in server.requests)
     assert "provider counted" in report.render()
+
+
+async def test_i14_4_demo_compacts_within_budget_on_2x(tmp_path: Path) -> None:
+    """With the ladder's cheap rungs off (`mask_after: null`), the logs demo on a 2.x `Agent`
+    relieves its prompt by compaction: the summary on `AgentState`, the older messages in
+    dialog/, every prompt within the budget, the buried error still found."""
+    config = ContextConfig(
+        working_dir=tmp_path / "ignored",
+        max_input_tokens=16_000,
+        tool_result={"mask_after": None, "recent_max_share": None},
+        summarizer={"enabled": False},
+    )
+    report = await run_demo("logs", tmp_path / "demo", config=config, out=lambda _: None)
+    assert report.compactions >= 1 and report.dialog_messages > 0
+    assert report.peak <= report.budget == 16_000
+    assert "Disk quota" in report.answer
