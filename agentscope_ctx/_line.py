@@ -5,13 +5,53 @@ Both lines export ``agentscope.__version__``; nothing else names the line as che
 module layouts differ: 1.x has ``agentscope.memory`` and ``agentscope.token``, 2.x has
 ``agentscope.middleware`` and ``agentscope.state``). A 0.x or 3.x AgentScope counts as 2.x:
 the code for the newest line is the better guess, and it fails loudly where it does not fit.
+
+AgentScope 1.0.21 installed alone does not import: it needs `mcp<2` (mcp 2 removed
+`streamablehttp_client`), `greenlet` and `tqdm`, which it does not declare so that a fresh
+install gets them. Those fixes are the `agentscope1` extra of this package (a plain install takes
+the newest AgentScope, 2.x). So when AgentScope does not import and the installed distribution
+is a 1.x release and the failure names one of them, the `ImportError` raised here says to
+install ``agentscope-ctx[agentscope1]`` (the original error chained); any other import failure
+passes through unchanged.
 """
 
 from __future__ import annotations
 
-import agentscope
+import re
+from importlib import metadata
 
 __all__ = ["AGENTSCOPE_VERSION", "IS_1X"]
+
+EXTRA_1X = "agentscope-ctx[agentscope1]"
+"""What a 1.x project installs: AgentScope 1.x and the fixes a fresh 1.x install needs."""
+
+_FIXED_BY_EXTRA = re.compile(r"\b(mcp|greenlet|tqdm)\b")
+"""What a fresh AgentScope 1.0.21 install fails on: `streamablehttp_client` from mcp 2, the
+missing greenlet (through SQLAlchemy's asyncio check) and the missing tqdm."""
+
+
+def _installed_version() -> str | None:
+    try:
+        return metadata.version("agentscope")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+try:
+    import agentscope
+except ImportError as error:
+    _version = _installed_version()
+    if (
+        _version is None
+        or not _version.startswith("1.")
+        or not _FIXED_BY_EXTRA.search(f"{error.name} {error}")
+    ):
+        raise
+    raise ImportError(
+        f"AgentScope {_version} is installed but does not import ({error}). AgentScope 1.x "
+        "needs mcp<2, greenlet and tqdm, which it does not install itself: "
+        f'pip install "{EXTRA_1X}"'
+    ) from error
 
 AGENTSCOPE_VERSION: str = str(agentscope.__version__)
 """The installed AgentScope version, e.g. ``"1.0.21"`` or ``"2.0.11"``."""

@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import Msg
-
 from agentscope_ctx._dialog import DialogStore
+from agentscope_ctx._entry import Msg
 from agentscope_ctx._search import Filters, SearchIndex
 from agentscope_ctx._tool_results import ToolResultStore
 

@@ -7,6 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x(
+            "ContextMemory as a 1.x MemoryBase over AgentScope's own memories, on a ReActAgent"
+        ),
+        allow_module_level=True,
+    )
+
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.memory import AsyncSQLAlchemyMemory, InMemoryMemory

@@ -13,12 +13,19 @@ from typing import Any
 
 import pytest
 
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("the benchmarks drive 1.x ReActAgents and 1.x messages"), allow_module_level=True
+    )
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import __main__ as bench_all  # noqa: E402
-from benchmarks import bench_pipeline, bench_tokens, bench_truncation  # noqa: E402
+from benchmarks import __main__ as bench_all
+from benchmarks import bench_pipeline, bench_tokens, bench_truncation
 
 
 def _positive(value: Any) -> bool:

@@ -7,6 +7,12 @@ import re
 from typing import Any, Literal
 
 import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(reason_1x("the Compactor runs as a 1.x ReActAgent"), allow_module_level=True)
+
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 from hypothesis import HealthCheck, given, settings

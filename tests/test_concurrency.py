@@ -22,6 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("ContextManager on ReActAgents and consolidation as a 1.x agent"),
+        allow_module_level=True,
+    )
+
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 

@@ -9,8 +9,14 @@ import math
 from pathlib import Path
 from xml.etree import ElementTree
 
-import openai
 import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(reason_1x("the demos run a ReActAgent"), allow_module_level=True)
+
+import openai
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentscope_ctx._dialog as dialog_module
 from agentscope_ctx._dialog import DialogStore
 from agentscope_ctx._errors import ContextUsageError, PersistenceError
+from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -263,7 +263,7 @@ WRITER = textwrap.dedent(
     """
     import asyncio, os, sys, time
     from pathlib import Path
-    from agentscope.message import Msg
+    from agentscope_ctx._entry import Msg
     import agentscope_ctx._dialog as dialog
     from agentscope_ctx._dialog import DialogStore
 

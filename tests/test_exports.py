@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import agentscope_ctx
+from tests.lines import IS_1X
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,31 +29,44 @@ def test_public_names_are_exactly_all() -> None:
     assert public == set(agentscope_ctx.__all__) - {"__version__"}
 
 
+ONLY_1X = ["ContextManager", "ContextMemory", "ModelConfig", "Models", "ShellTool", "build_agent"]
+"""Public names of the 1.x adapter (on 2.x they raise an ImportError naming the line)."""
+
+
 def test_design_contract_names() -> None:
-    from agentscope_ctx import (  # noqa: F401
-        TRUNCATION_NOTICE_MARKER,
-        ContextConfig,
-        ContextManager,
-        ContextMemory,
-    )
+    from agentscope_ctx import TRUNCATION_NOTICE_MARKER, ContextConfig  # noqa: F401
 
     assert TRUNCATION_NOTICE_MARKER == "<<<TRUNCATED>>>"
+    if IS_1X:
+        from agentscope_ctx import ContextManager, ContextMemory  # noqa: F401
 
 
 def test_i11_16_newcomer_names_are_public() -> None:
-    from agentscope_ctx import (  # noqa: F401
-        ModelConfig,
-        Models,
-        ShellTool,
-        build_agent,
-        build_model,
-        fetch_url,
-        load_models,
-    )
+    names = {"build_agent", "build_model", "load_models", "ShellTool", "fetch_url"}
+    if IS_1X:
+        from agentscope_ctx import (  # noqa: F401
+            ModelConfig,
+            Models,
+            ShellTool,
+            build_agent,
+            build_model,
+            fetch_url,
+            load_models,
+        )
 
-    assert {"build_agent", "build_model", "load_models", "ShellTool", "fetch_url"} <= set(
-        agentscope_ctx.__all__
-    )
+        assert names <= set(agentscope_ctx.__all__)
+    else:
+        assert names <= agentscope_ctx._ONLY_1X
+
+
+@pytest.mark.parametrize("name", ONLY_1X)
+def test_i14_1x_names_on_2x_say_which_line_they_need(name: str) -> None:
+    if IS_1X:
+        assert name in agentscope_ctx.__all__ and not agentscope_ctx._ONLY_1X
+        return
+    assert name not in agentscope_ctx.__all__
+    with pytest.raises(ImportError, match=rf"{name} needs AgentScope 1\.x; AgentScope 2\."):
+        getattr(agentscope_ctx, name)
 
 
 def _imports(path: Path) -> list[tuple[str, str]]:
@@ -71,8 +85,9 @@ def test_i11_16_examples_import_only_public_names(path: Path) -> None:
     for module, name in _imports(path):
         assert not any(part.startswith("_") for part in module.split(".")), (path.name, module)
         assert not name.startswith("_"), (path.name, module, name)
-        if module == "agentscope_ctx":
-            assert name in agentscope_ctx.__all__, (path.name, name)
+        if module == "agentscope_ctx":  # public on one line at least
+            public = set(agentscope_ctx.__all__) | agentscope_ctx._ONLY_1X
+            assert name in public, (path.name, name)
 
 
 def test_i11_16_core_modules_do_not_import_the_demos() -> None:

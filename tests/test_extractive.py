@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from agentscope.message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from agentscope_ctx._extractive import (
     render_msg,
     validate_summary,
 )
+from tests.lines import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 PARSER_SOURCE = """def parse_header(line: str) -> dict[str, str]:
     if not line.startswith("HDR"):

@@ -12,6 +12,15 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("long-term memory tools and consolidation run as 1.x agents"),
+        allow_module_level=True,
+    )
+
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.tool import Toolkit
 

@@ -6,6 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("ContextMemory as a 1.x MemoryBase, saved by AgentScope 1.x sessions"),
+        allow_module_level=True,
+    )
+
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.memory import AsyncSQLAlchemyMemory, InMemoryMemory

@@ -5,6 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
+import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(reason_1x("the 1.x Toolkit middleware"), allow_module_level=True)
+
 from agentscope.message import ImageBlock, TextBlock, ToolUseBlock
 from agentscope.tool import Toolkit, ToolResponse
 

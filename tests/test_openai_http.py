@@ -14,6 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("AgentScope 1.x's OpenAIChatModel on a ReActAgent"), allow_module_level=True
+    )
+
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock

