@@ -35,9 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import Msg
-
 from agentscope_ctx._dialog import DialogStore
+from agentscope_ctx._entry import Msg
 from agentscope_ctx._search import INDEX_AT_SAVE_BYTES, Filters, SearchIndex
 from agentscope_ctx._tool_results import ToolResultStore
 
