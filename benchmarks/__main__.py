@@ -1,12 +1,21 @@
 """Run every benchmark: ``python -m benchmarks`` (from the repository root).
 
-Prints the machine, then one report per benchmark, and writes all the numbers to
-``benchmarks/results/latest.json``. Numbers only: nothing here asserts a time limit.
+Runs on whichever AgentScope line is installed. Prints the machine (the AgentScope version
+with it), then one report per benchmark, and writes all the numbers to
+``benchmarks/results/latest.json`` and ``latest-<line>.json`` (``latest-1.x.json``,
+``latest-2.x.json``: run it in both venvs, then ``python -m benchmarks.compare`` prints the
+lines side by side). A benchmark that only makes sense on the other line is skipped, with
+the reason printed. Numbers only: nothing here asserts a time limit.
+
+On both lines: tokens, truncation, pipeline (the core's step), search. `cost` is
+`bench_cost` on 1.x (a `ReActAgent`) and `bench_cost2` on 2.x (an `Agent`); `baseline` (1.x's
+`CompressionConfig`) is 1.x only, `steady2` (the 2.x adapter's step) 2.x only.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -19,35 +28,58 @@ from typing import Any
 if __package__ in (None, ""):  # `python benchmarks/__main__.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import (
-    bench_baseline,
-    bench_cost,
-    bench_pipeline,
-    bench_search,
-    bench_tokens,
-    bench_truncation,
-)
+from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
 
+LINE = "1.x" if IS_1X else "2.x"
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 
-BENCHES: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-    ("tokens", bench_tokens.main),
-    ("truncation", bench_truncation.main),
-    ("pipeline", bench_pipeline.main),
-    ("baseline", bench_baseline.main),
-    ("cost", bench_cost.main),
-    ("search", bench_search.main),
+_PLAN: list[tuple[str, str | None, str | None, str]] = [
+    # name, module on 1.x, module on 2.x, why it is skipped on the other line
+    ("tokens", "bench_tokens", "bench_tokens", ""),
+    ("truncation", "bench_truncation", "bench_truncation", ""),
+    ("pipeline", "bench_pipeline", "bench_pipeline", ""),
+    (
+        "steady2",
+        None,
+        "bench_steady2",
+        "the 2.x adapter's step (AgentState <-> memory); on 1.x, `pipeline` is the step",
+    ),
+    (
+        "baseline",
+        "bench_baseline",
+        None,
+        "1.x's ReActAgent.CompressionConfig; 2.x's own context management is in `cost`",
+    ),
+    ("cost", "bench_cost", "bench_cost2", ""),
+    ("search", "bench_search", "bench_search", ""),
 ]
+
+
+def _runner(module: str) -> Callable[[], dict[str, Any]]:
+    def run() -> dict[str, Any]:
+        result: dict[str, Any] = importlib.import_module(f"benchmarks.{module}").main()
+        return result
+
+    return run
+
+
+BENCHES: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+    (name, _runner(one if IS_1X else two))
+    for name, one, two, _ in _PLAN
+    if (one if IS_1X else two) is not None
+]
+"""The benchmarks of the installed line (imported when they run)."""
+
+SKIPPED: dict[str, str] = {
+    name: f"AgentScope {'2' if IS_1X else '1'}.x only: {why}"
+    for name, one, two, why in _PLAN
+    if (one if IS_1X else two) is None
+}
+"""The benchmarks of the other line, with the reason."""
 
 
 def machine() -> dict[str, Any]:
     """Where the numbers were taken."""
-    try:
-        import agentscope
-
-        agentscope_version = getattr(agentscope, "__version__", "?")
-    except ImportError:  # pragma: no cover
-        agentscope_version = None
     try:
         import tiktoken
 
@@ -63,7 +95,8 @@ def machine() -> dict[str, Any]:
         "processor": platform.processor() or None,
         "cpu_count": os.cpu_count(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "agentscope": agentscope_version,
+        "agentscope": AGENTSCOPE_VERSION,
+        "agentscope_line": LINE,
         "tiktoken": tiktoken_version,
         "agentscope_ctx": __version__,
     }
@@ -72,7 +105,7 @@ def machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmarks named in `argv` (all by default), print and save the results."""
     names = argv if argv else [name for name, _ in BENCHES]
-    unknown = set(names) - {name for name, _ in BENCHES}
+    unknown = set(names) - {name for name, _ in BENCHES} - set(SKIPPED)
     if unknown:
         raise SystemExit(
             f"unknown benchmark(s): {sorted(unknown)}; known: {[name for name, _ in BENCHES]}"
@@ -81,7 +114,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("agentscope-ctx benchmarks")
     for key, value in info.items():
         print(f"  {key:<15} {value}")
-    results: dict[str, Any] = {"machine": info, "benchmarks": {}, "seconds": {}}
+    results: dict[str, Any] = {"machine": info, "benchmarks": {}, "seconds": {}, "skipped": {}}
+    for name, why in SKIPPED.items():
+        if not argv or name in names:
+            print(f"  skipped {name}: {why}")
+            results["skipped"][name] = why
     started = time.perf_counter()
     for name, bench in BENCHES:
         if name not in names:
@@ -94,11 +131,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"({name}: {results['seconds'][name]:.1f} s)")
     results["seconds"]["total"] = round(time.perf_counter() - started, 2)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(results, indent=2, default=str, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    text = json.dumps(results, indent=2, default=str, ensure_ascii=False) + "\n"
+    by_line = RESULTS.with_name(f"{RESULTS.stem}-{LINE}.json")
+    for path in (RESULTS, by_line):
+        path.write_text(text, encoding="utf-8")
     print()
-    print(f"total {results['seconds']['total']:.1f} s; results written to {RESULTS}")
+    print(f"total {results['seconds']['total']:.1f} s; results written to {RESULTS} and {by_line}")
     return results
 
 

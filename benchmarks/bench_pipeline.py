@@ -1,7 +1,9 @@
 """Benchmark the pre-reasoning pipeline (DESIGN.md §3): steady-state step cost and compaction.
 
 Run ``python benchmarks/bench_pipeline.py`` (or ``python -m benchmarks.bench_pipeline``);
-`main()` returns the numbers as a dict.
+`main()` returns the numbers as a dict. It measures the line-neutral core (a `ContextMemory`
+of the core's entries), so it runs on AgentScope 1.x and 2.x alike; the 2.x adapter's own
+step (state → memory → state around the same pipeline) is `bench_steady2`.
 
 1. Steady state: a history of 50, 200, 800, 3200 messages (user requests, assistant tool
    calls, tool results of a few KB) in a `ContextMemory`, `max_input_tokens` so large that
@@ -27,11 +29,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import Msg
-from agentscope.tool import Toolkit, ToolResponse
-
-from agentscope_ctx import Compactor, ContextConfig, ContextMemory, DialogStore, TokenCounter
+from agentscope_ctx._compactor import Compactor
+from agentscope_ctx._config import ContextConfig
+from agentscope_ctx._dialog import DialogStore
+from agentscope_ctx._entry import Msg
+from agentscope_ctx._memory import ContextMemory
 from agentscope_ctx._pipeline import ContextPipeline, PromptParts
+from agentscope_ctx._tokens import TokenCounter
 from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 
 HISTORY_SIZES = (50, 200, 800, 3200)
@@ -50,31 +54,35 @@ _NAMES = ["config", "parser", "result", "items", "path", "buffer", "retry", "tok
 # -- a minimal agent ---------------------------------------------------------------------
 
 
-def run_shell(command: str) -> ToolResponse:
-    """Run a shell command.
-
-    Args:
-        command: The command line.
-    """
-    raise NotImplementedError
-
-
-def read_file(file_path: str, start_line: int = 1) -> ToolResponse:
-    """Read a text file.
-
-    Args:
-        file_path: The file to read.
-        start_line: The first line to return.
-    """
-    raise NotImplementedError
+def _schema(name: str, description: str, params: dict[str, Any], required: list[str]) -> Any:
+    parameters = {"properties": params, "required": required, "type": "object"}
+    function = {"name": name, "parameters": parameters, "description": description}
+    return {"type": "function", "function": function}
 
 
 def _make_parts() -> PromptParts:
-    """The fixed parts of the prompt an adapter would read off the agent."""
-    toolkit = Toolkit()
-    toolkit.register_tool_function(run_shell)
-    toolkit.register_tool_function(read_file)
-    return PromptParts("You are a careful coding assistant. " * 20, toolkit.get_json_schemas())
+    """The fixed parts of the prompt an adapter would read off the agent: a system prompt and
+    the schemas of two tools (as AgentScope 1.x's `Toolkit` writes them)."""
+    shell = _schema(
+        "run_shell",
+        "Run a shell command.",
+        {"command": {"description": "The command line.", "type": "string"}},
+        ["command"],
+    )
+    read = _schema(
+        "read_file",
+        "Read a text file.",
+        {
+            "file_path": {"description": "The file to read.", "type": "string"},
+            "start_line": {
+                "default": 1,
+                "description": "The first line to return.",
+                "type": "integer",
+            },
+        },
+        ["file_path"],
+    )
+    return PromptParts("You are a careful coding assistant. " * 20, [shell, read])
 
 
 _PARTS = _make_parts()

@@ -16,8 +16,7 @@ import statistics
 import time
 from typing import Any
 
-from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
-
+from agentscope_ctx._entry import Msg
 from agentscope_ctx._tokens import TokenCounter, _encode_len
 
 WORDS = (
@@ -78,9 +77,9 @@ def build_history(n_messages: int, seed: int = 0) -> list[Msg]:
                 ]
             )
             arguments = {"path": f"src/{rng.choice(CODE_NAMES)}.py", "limit": rng.randint(1, 500)}
-            use = ToolUseBlock(type="tool_use", id=call_id, name=tool, input=arguments)
-            result = ToolResultBlock(type="tool_result", id=call_id, name=tool, output=output)
-            msgs.append(Msg("agent", [TextBlock(type="text", text="Checking."), use], "assistant"))
+            use = {"type": "tool_use", "id": call_id, "name": tool, "input": arguments}
+            result = {"type": "tool_result", "id": call_id, "name": tool, "output": output}
+            msgs.append(Msg("agent", [{"type": "text", "text": "Checking."}, use], "assistant"))
             msgs.append(Msg("system", [result], "system"))
     return msgs[:n_messages]
 

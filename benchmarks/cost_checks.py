@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import Msg
-from agentscope.tool import ToolResponse
-
 from agentscope_ctx import TRUNCATION_NOTICE_MARKER
+from agentscope_ctx._entry import Msg
 from benchmarks.cost_session import Step, user_task
 
-Reader = Callable[[str, int, int], Awaitable[ToolResponse]]
+Reader = Callable[[str, int, int], Awaitable[Any]]
+"""The manager's `read_file`: a `ToolResponse` of 1.x (dict blocks) or 2.x (pydantic)."""
 
 _HINT_RE = re.compile(
     r"call `read_file` with file_path=(?P<path>[^\n]+) start_line=(?P<line>\d+)"
@@ -86,7 +85,7 @@ async def follow(text: str, read: Reader) -> tuple[str | None, tuple[int, int], 
     parts, position = [cut.excerpt], cut.next
     for _ in range(_MAX_READS):
         response = await read(cut.file_path, *position)
-        chunk = "".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
+        chunk = response_text(response)
         if chunk.startswith("Error:"):
             return None, cut.start, chunk[:200]
         more = parse_cut(chunk)
@@ -98,16 +97,37 @@ async def follow(text: str, read: Reader) -> tuple[str | None, tuple[int, int], 
     return None, cut.start, "the chain does not end"
 
 
+def response_text(response: Any) -> str:
+    """The text of a tool's response, on either line."""
+    parts = []
+    for block in response.content:
+        if isinstance(block, dict):
+            parts.append(str(block.get("text", "")) if block.get("type") == "text" else "")
+        else:
+            parts.append(str(getattr(block, "text", "") or ""))
+    return "".join(parts)
+
+
 def tool_results(msgs: Sequence[Msg]) -> list[dict[str, Any]]:
     """Every tool_result block of `msgs`, in order."""
     return [dict(block) for msg in msgs for block in msg.get_content_blocks("tool_result")]
 
 
-def check_messages(msgs: Sequence[Msg], plan: Sequence[Sequence[Step]]) -> dict[str, Any]:
-    """Nothing lost: `msgs` (dialog + memory) hold every message of the session exactly once."""
+def check_messages(
+    msgs: Sequence[Msg],
+    plan: Sequence[Sequence[Step]],
+    issued: set[str] | None = None,
+    answers: int | None = None,
+) -> dict[str, Any]:
+    """Nothing lost: `msgs` (dialog + memory) hold every message of the session exactly once.
+
+    When the provider rejected calls, fewer messages were made: `issued` are the call ids the
+    model did make, `answers` the turns it ended with an answer (default: all of the plan).
+    """
     ids = Counter(msg.id for msg in msgs)
-    expected = sum(2 + 2 * len(steps) for steps in plan)
     planned = {step.call_id for steps in plan for step in steps}
+    planned = planned if issued is None else planned & issued
+    expected = len(plan) + 2 * len(planned) + (len(plan) if answers is None else answers)
     results = Counter(str(block.get("id")) for block in tool_results(msgs))
     uses = Counter(str(b.get("id")) for m in msgs for b in m.get_content_blocks("tool_use"))
     texts = {m.get_text_content() for m in msgs if m.role == "user"}

@@ -1,25 +1,28 @@
 """The scripted sessions of the cost benchmark (`bench_cost`): scenarios, real files, models.
 
 A scenario is a list of turns; each turn is a user task followed by tool calls that view one
-file each with AgentScope's own `view_text_file` tool, and a final answer. The files are cut
-from real sources on this machine (AgentScope's package and the standard library,
-concatenated in sorted order) and, for every fourth output, from CJK text generated from a
-fixed seed (this machine holds no CJK corpus of size: the largest found is 18 KB).
-Everything is seeded: the same scenario gives the same files and the same script (the
-scripted models are in `cost_models`).
+file each with a `view_text_file` tool (AgentScope 1.x's own; its twin on 2.x), and a final
+answer. Of every four outputs, three are cut from real sources on this machine (the standard
+library's, concatenated in sorted order: the same files under either AgentScope line) and one
+is CJK prose generated from a fixed seed (this machine holds no CJK corpus of size: the
+largest found is 18 KB). A scenario with `json` makes one of the three source outputs JSON
+records with Chinese fields instead (what a database or API tool returns): Chinese and JSON
+are where a bytes / 4 estimate undercounts tokens. Everything is
+seeded: the same scenario gives the same files and the same script (the scripted models are
+in `cost_models` and `cost_models2`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import math
 import random
 import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import agentscope
 
 SYS_PROMPT = (
     "You are a careful software engineer working in a repository. Read the files the user "
@@ -61,6 +64,8 @@ class Scenario:
     sizes: tuple[int, ...]
     """UTF-8 size of each viewed file, `turns * calls` of them, in call order."""
     seed: int = 0
+    json: bool = False
+    """Whether every fourth output (the second of four) is JSON records with Chinese fields."""
 
 
 def stress(turns: int = 6, calls: int = 8, budget: int = 24_000, seed: int = 1) -> Scenario:
@@ -79,19 +84,26 @@ def everyday(turns: int = 10, calls: int = 10, budget: int = 128_000, seed: int 
     return Scenario("everyday", budget, turns, calls, sizes, seed)
 
 
+def everyday_json() -> Scenario:
+    """`everyday` with JSON outputs: the same sizes, a quarter of the outputs JSON records."""
+    return dataclasses.replace(everyday(), name="everyday-json", json=True)
+
+
 def _log_uniform(rng: random.Random, low: int, high: int) -> int:
     return int(math.exp(rng.uniform(math.log(low), math.log(high))))
 
 
 @functools.lru_cache(maxsize=1)
 def source_pool(limit: int = 8_000_000) -> bytes:
-    """Real source text: AgentScope's `.py` files, then the standard library's top-level
-    modules, in sorted path order, up to `limit` bytes."""
-    roots = [Path(agentscope.__file__).parent, Path(sysconfig.get_paths()["stdlib"])]
+    """Real source text: the standard library's top-level modules, then its packages (not
+    its tests, nor site-packages), in sorted path order, up to `limit` bytes."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skip = {"site-packages", "test", "tests", "idlelib", "lib2to3"}
+    packages = (p for p in sorted(root.glob("*/**/*.py")) if not skip & set(p.parts))
     parts: list[bytes] = []
     size = 0
-    for root, pattern in zip(roots, ("**/*.py", "*.py"), strict=True):
-        for path in sorted(root.glob(pattern)):
+    for paths in (sorted(root.glob("*.py")), packages):
+        for path in paths:
             try:
                 data = path.read_bytes()
                 data.decode("utf-8")
@@ -123,6 +135,28 @@ def cjk_text(size: int, seed: int) -> str:
     return _cut_bytes("".join(lines).encode("utf-8"), size)
 
 
+def json_records(size: int, seed: int) -> str:
+    """About `size` UTF-8 bytes of JSON records with Chinese fields (indented, one field a
+    line), generated from `seed`."""
+    rng = random.Random(seed)
+    rows: list[dict[str, object]] = []
+    total = 0
+    while total < size:
+        words = [rng.choice(_CJK_WORDS) for _ in range(rng.randint(3, 10))]
+        row = {
+            "id": len(rows) + 1,
+            "名称": "".join(words[:2]),
+            "城市": rng.choice(["上海", "北京", "深圳", "杭州", "成都"]),
+            "状态": rng.choice(["完成", "进行中", "失败"]),
+            "金额": round(rng.random() * 10_000, 2),
+            "标签": words[2:5],
+            "备注": "".join(words) + rng.choice(_CJK_ENDS),
+        }
+        rows.append(row)
+        total += len(json.dumps(row, ensure_ascii=False, indent=1).encode("utf-8")) + 2
+    return _cut_bytes(json.dumps(rows, ensure_ascii=False, indent=1).encode("utf-8"), size)
+
+
 def _cut_bytes(data: bytes, size: int) -> str:
     """`data` cut to at most `size` bytes, at a line end (whole characters)."""
     text = data[:size].decode("utf-8", errors="ignore")
@@ -151,6 +185,9 @@ def write_files(scenario: Scenario, root: Path) -> list[list[Step]]:
             if n % 4 == 3:
                 path = root / "docs" / f"notes_{n:03d}.txt"
                 text = cjk_text(size, scenario.seed * 1_000 + n)
+            elif scenario.json and n % 4 == 1:
+                path = root / "data" / f"records_{n:03d}.json"
+                text = json_records(size, scenario.seed * 1_000 + n)
             else:
                 path = root / "src" / f"module_{n:03d}.py"
                 start = rng.randrange(max(len(pool) - size, 1))

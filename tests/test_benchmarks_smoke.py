@@ -130,6 +130,27 @@ def test_main_writes_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert "truncation" in saved["benchmarks"]
 
 
+def test_main_runs_the_1x_set() -> None:
+    names = [name for name, _ in bench_all.BENCHES]
+    assert {"pipeline", "baseline", "cost"} <= set(names) and "steady2" not in names
+    assert "2.x only" in bench_all.SKIPPED["steady2"]
+    assert bench_all.machine()["agentscope"].startswith("1.")
+
+
+def test_cost_session_json_outputs(tmp_path: Path) -> None:
+    from benchmarks.cost_session import everyday, everyday_json, write_files
+
+    plain, mixed = everyday(turns=1, calls=4), everyday_json()
+    assert mixed.sizes == everyday().sizes and mixed.json and not plain.json
+    steps = write_files(plain, tmp_path / "a")[0]
+    assert [Path(s.file_path).suffix for s in steps] == [".py", ".py", ".py", ".txt"]
+    mixed_steps = write_files(mixed, tmp_path / "b")[0][:4]
+    record = Path(mixed_steps[1].file_path)
+    assert record.suffix == ".json"
+    text = record.read_text(encoding="utf-8")
+    assert '"城市"' in text and abs(len(text.encode("utf-8")) - mixed.sizes[1]) < 400
+
+
 def test_baseline_bench_tiny(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
