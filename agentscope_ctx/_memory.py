@@ -34,6 +34,22 @@ else:
         def state_dict(self) -> dict[str, Any]:
             return {name: getattr(self, name) for name in self._state_names}
 
+        # What `ContextMemory` calls on a backend: on 2.x there are no AgentScope memories,
+        # so a `backend` (1.x only) never exists there.
+        async def add(self, memories: Any, marks: Any = None, **kwargs: Any) -> None:
+            raise NotImplementedError
+
+        async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+            raise NotImplementedError
+
+        async def clear(self) -> None:
+            raise NotImplementedError
+
+        async def update_messages_mark(
+            self, new_mark: str | None, old_mark: str | None = None, msg_ids: Any = None
+        ) -> int:
+            raise NotImplementedError
+
 
 _GUIDE = {
     "en": (

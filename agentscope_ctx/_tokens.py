@@ -26,7 +26,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import tiktoken
 import tiktoken.load
@@ -40,7 +40,11 @@ if IS_1X:
 else:
 
     class TokenCounterBase:
-        """AgentScope 2.x has no token counter classes (models count bytes / 4)."""
+        """AgentScope 2.x has no token counter classes (models count bytes / 4): a counter
+        given to `TokenCounter(counter=...)` there is any object with this method."""
+
+        async def count(self, messages: list[dict[str, Any]], **kwargs: Any) -> int:
+            raise NotImplementedError
 
 
 __all__ = ["TokenCounter", "make_encoding"]

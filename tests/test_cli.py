@@ -14,10 +14,6 @@ import pytest
 import agentscope_ctx
 from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
-from tests.lines import requires_1x
-
-demo_1x = requires_1x("`agentscope-ctx demo` runs a ReActAgent")
-agent_1x = requires_1x("`agentscope-ctx consolidate` runs the consolidation as a 1.x agent")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,7 +57,7 @@ def test_help_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> No
         ["gc", "--retention-days", "soon"],
         ["inspect", "a", "b"],
         ["consolidate", "--days", "0"],
-        pytest.param(["demo", "nope"], marks=demo_1x),
+        ["demo", "nope"],
     ],
 )
 def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,7 +65,6 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
     assert "Traceback" not in capsys.readouterr().err
 
 
-@demo_1x
 def test_inspect_a_demo_dir(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", str(demo_dir)]) == 0
     out = capsys.readouterr().out
@@ -77,7 +72,6 @@ def test_inspect_a_demo_dir(demo_dir: Path, capsys: pytest.CaptureFixture[str]) 
     assert "tool_result/:" in out and "memory/: 1 file(s)" in out
 
 
-@demo_1x
 def test_gc_deletes_only_expired_files(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files = sorted((demo_dir / "tool_result").glob("*.txt"))
     assert len(files) >= 2
@@ -88,7 +82,6 @@ def test_gc_deletes_only_expired_files(demo_dir: Path, capsys: pytest.CaptureFix
     assert not files[0].exists() and all(f.exists() for f in files[1:])
 
 
-@demo_1x
 def test_consolidate_merges_the_demo_notes(
     demo_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -99,7 +92,7 @@ def test_consolidate_merges_the_demo_notes(
     assert "nothing new" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", ["inspect", "gc", pytest.param("consolidate", marks=agent_1x)])
+@pytest.mark.parametrize("command", ["inspect", "gc", "consolidate"])
 def test_missing_working_dir_exits_1(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -107,7 +100,7 @@ def test_missing_working_dir_exits_1(
     assert "does not exist" in _one_line_error(capsys.readouterr().err)
 
 
-@pytest.mark.parametrize("command", ["inspect", "gc", pytest.param("consolidate", marks=agent_1x)])
+@pytest.mark.parametrize("command", ["inspect", "gc", "consolidate"])
 def test_corrupt_working_dirs_exit_1(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -155,7 +148,6 @@ def test_console_script_entry_point(tmp_path: Path) -> None:
     _one_line_error(done.stderr)
 
 
-@demo_1x
 def test_i11_16_inspect_after_demo_finds_the_demo_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
