@@ -50,8 +50,10 @@ Origin = tuple[str, tuple[Block, ...]]
 _KINDS = ("image", "audio", "video")
 
 
-def to_entries(msg: Msg) -> list[tuple[Entry, Origin]]:
-    """The entries of one 2.x message, each with its origin."""
+def to_entries(msg: Msg, start: int = 0) -> list[tuple[Entry, Origin]]:
+    """The entries of one 2.x message, each with its origin; from block `start` on (an
+    assistant message grows by appended blocks: only its new part needs converting, from the
+    first block of its last entry)."""
     stamp = msg.created_at
     if msg.role != "assistant":
         entry = Entry(msg.name, _dicts(msg.content), msg.role, dict(msg.metadata), stamp)
@@ -67,7 +69,7 @@ def to_entries(msg: Msg) -> list[tuple[Entry, Origin]]:
             out.append((entry, (msg.id, tuple(run))))
             run.clear()
 
-    for block in msg.content:
+    for block in msg.content[start:]:
         if isinstance(block, ToolResultBlock):
             close_run()
             entry = Entry("system", [_dict(block)], "system", {}, stamp)

@@ -238,8 +238,9 @@ class ContextManager(Services):
                 logger.exception("agentscope_ctx: could not read the agent's state")
                 return None
             report = await self.run_pipeline(binding.pipeline, **kwargs)
+            changed = report is None or bool(report.truncated or report.compacted)
             try:
-                binding.mirror.push(state)
+                binding.mirror.push(state, changed=changed)
             except Exception:
                 logger.exception("agentscope_ctx: could not write the agent's state")
             return report

@@ -105,6 +105,14 @@ class StateMirror:
             known = self._converted.get(msg.id)
             if known is not None and known[0] is msg and known[1] == len(msg.content):
                 pairs = known[2]
+            elif known is not None and known[0] is msg and 0 < known[1] < len(msg.content):
+                # grown by appended blocks (the live reply): convert from its last entry on
+                kept = known[2][:-1] if msg.role == "assistant" else []
+                start = sum(len(origin[1]) for _, origin in kept)
+                fresh = to_entries(msg, start) if msg.role == "assistant" else to_entries(msg)
+                for entry, origin in fresh:
+                    self._origin[entry.id] = origin
+                pairs = kept + fresh
             else:
                 pairs = to_entries(msg)
                 for entry, origin in pairs:
@@ -115,11 +123,25 @@ class StateMirror:
 
     # -- memory → state ----------------------------------------------------------------
 
-    def push(self, state: AgentState) -> None:
+    def push(self, state: AgentState, *, changed: bool = True) -> None:
         """Write the memory back to `state`: rebuilt messages where entries changed, the
-        summary the model is shown, and this package's slot in `middle_context`."""
+        summary the model is shown, and this package's slot in `middle_context`. With
+        `changed=False` (the pipeline changed no message) only the last two."""
         memory = self.memory
+        if changed:
+            self._push_context(state)
+        summary = memory.summary_message()
+        text = "" if summary is None else str(summary.content)
+        if _text(state.summary) != text:
+            state.summary = text
+        state.middle_context[STATE_KEY] = {
+            "summary": memory.compact_summary,
+            "calibration": dict(memory.calibration),
+        }
+
+    def _push_context(self, state: AgentState) -> None:
         context: list[Msg] = []
+        memory = self.memory
         for msg_id, entries in self._groups(memory.messages()):
             context.append(self._message(msg_id, entries))
         reply_id = state.reply_context.reply_id
@@ -131,14 +153,6 @@ class StateMirror:
             context.append(empty)
         if [id(m) for m in context] != [id(m) for m in state.context]:
             state.context = context
-        summary = memory.summary_message()
-        text = "" if summary is None else str(summary.content)
-        if _text(state.summary) != text:
-            state.summary = text
-        state.middle_context[STATE_KEY] = {
-            "summary": memory.compact_summary,
-            "calibration": dict(memory.calibration),
-        }
 
     def _message(self, msg_id: str, entries: list[Entry]) -> Msg:
         """The 2.x message for `entries` (all from message `msg_id`): the known object

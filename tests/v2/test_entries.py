@@ -161,3 +161,30 @@ def test_someone_elses_summary_is_kept(tmp_path: object) -> None:
         assert mirror.memory.compact_summary == "written by AgentScope's compression"
 
     asyncio.run(main())
+
+
+@settings(max_examples=60, deadline=None)
+@given(_blocks(), st.lists(st.integers(1, 3), max_size=8))
+def test_a_growing_reply_converts_only_its_new_part_the_same(
+    blocks: list[object], steps: list[int]
+) -> None:
+    """The live reply grows by appended blocks; the mirror converts from its last entry on,
+    and ends with exactly the entries of a conversion from scratch."""
+
+    async def main(tmp: str) -> None:
+        reply = Msg(name="agent", role="assistant", content=[])
+        state = _state(reply)
+        mirror = StateMirror(ContextMemory(tmp))
+        await mirror.pull(state)
+        rest = list(blocks)
+        for n in [*steps, len(rest)]:
+            reply.content.extend(rest[:n])  # type: ignore[arg-type]
+            del rest[:n]
+            await mirror.pull(state)
+            fresh = [(e.id, e.content) for e, _ in to_entries(reply)]
+            assert [(m.id, m.content) for m in mirror.memory.messages()] == fresh
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(main(tmp))
