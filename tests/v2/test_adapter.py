@@ -285,3 +285,30 @@ async def test_a_saved_state_reloads_into_a_new_process(tmp_path: Path) -> None:
     usage = await manager.context_usage(agent)
     assert usage.calibrated_total <= BUDGET
     await manager.close()
+
+
+async def test_manual_compress_context_goes_through_our_pipeline(tmp_path: Path) -> None:
+    """`agent.compress_context(instructions=...)` (AgentScope's manual compression) compacts
+    through agentscope_ctx, the instructions reaching the compactor's prompt; the agent's own
+    compression (a structured-output call) never runs."""
+    from agentscope.message import HintBlock
+
+    config = _config(tmp_path, mask_after=None, recent_max_share=None)
+    helper = FakeChatModel(default=_SUMMARY)
+    manager = ContextManager(config, model=helper)
+    agent = Agent(
+        name="a",
+        system_prompt="s",
+        model=FakeChatModel(default="ok"),
+        toolkit=Toolkit(),
+        middlewares=[manager.middleware()],
+    )
+    for n in range(4):
+        await agent.reply(UserMsg(name="user", content=f"note {n}: " + "word " * 200))
+    await agent.compress_context(instructions=HintBlock(hint="keep the note numbers"))
+    assert manager.dialog.ids(), "the older messages went to dialog/"
+    assert "## Goal" in str(agent.state.summary)
+    prompts = [str(call["formatted"]) for call in helper.calls]
+    assert any("keep the note numbers" in p for p in prompts)
+    assert all(call["tool_choice"] is None and not call["tools"] for call in helper.calls)
+    await manager.close()
