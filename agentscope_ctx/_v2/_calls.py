@@ -134,10 +134,12 @@ async def _recover(
 ) -> list[Msg] | None:
     """Compact after a context-length error; the messages to retry with, or `None`."""
     try:
-        binding.notify(
+        notice = (
             "[agentscope_ctx] the provider says the prompt is too long: "
             "emergency compaction, then one retry"
         )
+        logger.info("%s", notice)
+        binding.notify(notice)
         pipeline = binding.pipeline
         pipeline.calibration.on_overflow(error, pipeline.last_estimate)
         rejected = math.ceil(pipeline.last_estimate * pipeline.scale)

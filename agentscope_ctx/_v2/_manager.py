@@ -68,8 +68,8 @@ class _Binding:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def notify(self, text: str) -> None:
-        """Queue a notice for the user (yielded as an event before the next reasoning)."""
-        logger.info("%s", text)
+        """Queue a notice for the user (yielded as an event before the next reasoning); the
+        pipeline has logged it already."""
         self.notices.append(text)
 
     def take_notices(self) -> list[str]:

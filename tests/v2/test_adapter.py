@@ -312,3 +312,19 @@ async def test_manual_compress_context_goes_through_our_pipeline(tmp_path: Path)
     assert any("keep the note numbers" in p for p in prompts)
     assert all(call["tool_choice"] is None and not call["tools"] for call in helper.calls)
     await manager.close()
+
+
+async def test_each_notice_is_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A compaction's notice goes to the `agentscope_ctx` log once (and once as an event)."""
+    import logging
+
+    config = _config(tmp_path, mask_after=None, recent_max_share=None)
+    with caplog.at_level(logging.INFO, logger="agentscope_ctx"):
+        run = await _run(tmp_path, config)
+    logged = [r.getMessage() for r in caplog.records if "compacted" in r.getMessage()]
+    events = [
+        e.value["text"]
+        for e in run["events"]
+        if isinstance(e, CustomEvent) and "compacted" in e.value["text"]
+    ]
+    assert events and logged == events
