@@ -1,0 +1,110 @@
+"""Issue 19.1 on 2.x: a masked `read_file` result stays reachable byte for byte, in a real
+2.x `Agent` with a real `Toolkit` and real files (only the model is scripted). The line-neutral
+property and the 1.x twin are in `tests/test_read_snapshot.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import Agent
+from agentscope.message import Msg, TextBlock, ToolResultBlock, UserMsg
+from agentscope.tool import FunctionTool, Toolkit
+
+from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx._truncation import parse_notice
+from tests.chain import follow_chain
+from tests.lines import text_of
+from tests.test_read_snapshot import EDITED, LINES
+from tests.v2.fakes import ALLOW, FakeChatModel, text, tool_call
+
+
+def _output(block: ToolResultBlock) -> str:
+    if isinstance(block.output, str):
+        return block.output
+    return "".join(item.text for item in block.output if isinstance(item, TextBlock))
+
+
+def _results(messages: list[Msg]) -> dict[str, ToolResultBlock]:
+    return {
+        block.id: block
+        for msg in messages
+        for block in msg.content
+        if isinstance(block, ToolResultBlock)
+    }
+
+
+@pytest.mark.parametrize("edit", [True, False])
+async def test_i19_1_v2_masked_read_file_result_stays_reachable(tmp_path: Path, edit: bool) -> None:
+    """The agent reads a 3,000-line workspace file, the file is edited (or not), pressure
+    masks the old result: its notice then leads to exactly what the agent saw, and
+    `search_history` finds a word of it."""
+    work = tmp_path / "big.txt"
+    work.write_text(LINES, encoding="utf-8")
+
+    def run_shell(command: str) -> str:
+        """Run a shell command.
+
+        Args:
+            command (str): the command line.
+        """
+        return "".join(f"{command}: build step {i} INFO ok\n" for i in range(90))
+
+    def edit_file(_messages: Any) -> Any:
+        if edit:
+            work.write_text(EDITED, encoding="utf-8")
+        return tool_call("run_shell", "s0", command="make 0")
+
+    model = FakeChatModel(
+        [
+            tool_call("read_file", "r1", file_path=str(work)),
+            edit_file,
+            *(tool_call("run_shell", f"s{i}", command=f"make {i}") for i in range(1, 6)),
+            tool_call("search_history", "q1", query="alphaorig5"),
+            text("done"),
+        ]
+    )
+    config = ContextConfig.model_validate(
+        {
+            "working_dir": str(tmp_path / "ctx"),
+            "max_input_tokens": 6_000,
+            "read_roots": [str(tmp_path)],
+            "tool_result": {"recent_n": 1, "mask_after": 2, "recent_max_bytes": 8_000},
+            "summarizer": {"enabled": False},
+        }
+    )
+    manager = ContextManager(config)
+    agent = Agent(
+        name="worker",
+        system_prompt="You work on files.",
+        model=model,
+        toolkit=Toolkit(tools=[FunctionTool(run_shell, permission=ALLOW)]),
+        middlewares=[manager.middleware()],
+    )
+    try:
+        reply = await agent.reply(UserMsg(name="user", content="Read big.txt, then build."))
+        assert reply.get_text_content() == "done"
+    finally:
+        await manager.close()
+
+    # What the model was shown of read_file: the prompt right after the read.
+    shown = _output(_results(model.calls[1]["messages"])["r1"])
+    assert parse_notice(shown) is not None and "alphaorig5 " in shown
+
+    results = _results(agent.state.context)
+    masked = _output(results["r1"])
+    parsed = parse_notice(masked)
+    assert parsed is not None and len(masked.encode()) < 800  # masked: the notice alone
+    snapshot = Path(parsed[1].file_path)
+    assert snapshot.parent == manager.store.dir
+    assert snapshot.read_bytes() == shown.encode("utf-8")
+
+    async def read(path: str, line: int, offset: int) -> str:
+        return text_of(await manager.reader.read_file(path, line, offset))
+
+    assert await follow_chain(masked, read) == shown
+    assert (work.read_text(encoding="utf-8") == EDITED) is edit
+
+    found = _output(results["q1"])
+    assert "alphaorig5" in found and snapshot.name in found, found
