@@ -77,9 +77,15 @@ def _blocks(msg: Msg, kind: str) -> list[dict[str, object]]:
 
 
 def _first_words(msg: Msg) -> str | None:
+    """The quoted first words of a user's turn; `None` for anything else, such as a tool
+    result or a 2.x runtime hint (``<system-reminder>...``: the framework's, not the user's
+    words; the extractive summary skips them the same way)."""
     if msg.role != "user" or _blocks(msg, "tool_result"):
         return None
-    words = " ".join(msg_text(msg).split()).split(" ")
+    said = msg_text(msg)
+    if said.lstrip().startswith("<system-"):
+        return None
+    words = " ".join(said.split()).split(" ")
     text = " ".join(words[:_WORDS])
     if not text:
         return None

@@ -98,6 +98,13 @@ def test_the_eviction_index_has_the_time_range_of_either_line(form: str) -> None
     assert text.splitlines()[1].startswith("- 2026-12-03 14:48 → 14:55 · 2 messages · user: ")
 
 
+def test_a_runtime_hint_is_not_quoted_as_the_users_words() -> None:
+    hint = "<system-reminder>Treat the following as the ground truth at this point"
+    msgs = [stamped("please fix the flaky test", NOW.isoformat()), stamped(hint, NOW.isoformat())]
+    entry = eviction_index(msgs, "", 1_200).splitlines()[1]
+    assert entry.endswith('· user: "please fix the flaky test"'), entry
+
+
 @given(
     a=st.datetimes(datetime(2000, 1, 1), datetime(2099, 12, 31)),
     b=st.datetimes(datetime(2000, 1, 1), datetime(2099, 12, 31)),

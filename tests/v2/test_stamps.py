@@ -31,6 +31,7 @@ async def test_i19_10_v2_eviction_index_and_time_filters(tmp_path: Path) -> None
     assert first is not None, entries
     assert before.strftime("%Y-%m-%d %H:%M") <= first[1] <= after.strftime("%Y-%m-%d %H:%M")
     assert 'cat(path="log0.txt")' in summary
+    assert "<system-" not in summary  # 2.x runtime hints are not the user's words
 
     # A dialog hit (the assistant's call, compacted away) within an hour either side.
     recall = manager.bind(agent).recall
