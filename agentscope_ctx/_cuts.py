@@ -31,7 +31,7 @@ nor when a harder cut would not shrink it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +39,12 @@ from ._entry import Msg
 from ._errors import OffloadError
 from ._failures import FailureLog
 from ._offload import block_budget, clean_text, offload_text
+from ._search_text import key_args
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
-from ._truncation import Position, head, parse_notice, retruncate, utf8_len
+from ._truncation import Position, head, notice_paths, parse_notice, retruncate, utf8_len
 
-__all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "unsaved_excerpt"]
+__all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "Describe", "unsaved_excerpt"]
 
 READ_FILE = "read_file"
 """The package's continuation tool: its output's notices are its own."""
@@ -57,6 +58,8 @@ _MASK_MIN_BYTES = 768
 
 Calls = Mapping[str, tuple[str, dict[str, Any]]]
 """Tool calls by id: (tool name, arguments), to find the limits of their results."""
+Describe = Callable[[list[str], str, str], Awaitable[None]]
+"""Names the tool and its key arguments on outputs just saved: (paths, tool, args)."""
 
 
 @dataclass
@@ -115,6 +118,7 @@ class Cutter:
         *,
         counter: TokenCounter | None = None,
         token_cap: int | None = None,
+        describe: Describe | None = None,
     ) -> None:
         """Args:
         store: where cut parts are saved.
@@ -122,12 +126,15 @@ class Cutter:
         failures: where failures to save are reported (once).
         counter: with `token_cap`, bounds a fresh output's excerpt in tokens too.
         token_cap: most tokens of a fresh output's excerpt.
+        describe: told which tool made the tool outputs it saves (the recall's index
+            names them in its hits and filters by tool).
         """
         self.store = store
         self.policy = policy
         self.failures = failures or FailureLog()
         self.counter = counter
         self.token_cap = token_cap
+        self.describe = describe
 
     async def fresh_limit(self, text: str, limit: int) -> int:
         """`limit` for a fresh output, lowered so that the excerpt is worth at most
@@ -213,6 +220,10 @@ class Cutter:
                 limit = _MASK_BYTES if mask else limits.old if old else limits.recent
                 out, view = await self._output(block.get("output"), limit, name, old or everything)
                 kept[i], shown[i] = {**block, "output": out}, {**block, "output": view}
+                if self.describe is not None and out != block.get("output"):
+                    saved = set(notice_paths(out)) - set(notice_paths(block.get("output")))
+                    if saved:
+                        await self.describe(sorted(saved), name, key_args(tool_input))
             elif kind == "tool_use":
                 arguments = block.get("input")
                 if isinstance(arguments, dict):

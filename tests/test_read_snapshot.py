@@ -172,7 +172,7 @@ async def _session(tmp_path: Path, *, edit: bool) -> None:
             tool_call("read_file", call_id="r1", file_path="big.txt"),
             edit_file,
             *(tool_call("run_shell", call_id=f"s{i}", command=f"make {i}") for i in range(1, 6)),
-            tool_call("search_history", call_id="q1", query="alphaorig5"),
+            tool_call("search_history", call_id="q1", query="alphaorig5", tool="read_file"),
             text("done"),
         ]
     )
@@ -219,6 +219,7 @@ async def _session(tmp_path: Path, *, edit: bool) -> None:
 
     found = text_of_result(results["q1"])
     assert "alphaorig5" in found and snapshot.name in found, found
+    assert "saved output of read_file(file_path=" in found, found
 
 
 def text_of_result(block: Any) -> str:

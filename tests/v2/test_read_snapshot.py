@@ -61,7 +61,7 @@ async def test_i19_1_v2_masked_read_file_result_stays_reachable(tmp_path: Path, 
             tool_call("read_file", "r1", file_path=str(work)),
             edit_file,
             *(tool_call("run_shell", f"s{i}", command=f"make {i}") for i in range(1, 6)),
-            tool_call("search_history", "q1", query="alphaorig5"),
+            tool_call("search_history", "q1", query="alphaorig5", tool="read_file"),
             text("done"),
         ]
     )
@@ -108,3 +108,4 @@ async def test_i19_1_v2_masked_read_file_result_stays_reachable(tmp_path: Path, 
 
     found = _output(results["q1"])
     assert "alphaorig5" in found and snapshot.name in found, found
+    assert "saved output of read_file(file_path=" in found, found
