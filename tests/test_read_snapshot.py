@@ -167,14 +167,45 @@ async def _session(tmp_path: Path, *, edit: bool) -> None:
             work.write_text(EDITED, encoding="utf-8")
         return tool_call("run_shell", call_id="s0", command="make 0")
 
+    seen: dict[str, str] = {}  # each tool output as the model first saw it
+    chain: list[str] = []  # the masked read_file result, then the reads that follow it
+
+    def look(messages: list[dict[str, Any]]) -> str:
+        """Note each tool output of the prompt as first seen; the newest one's call id."""
+        ids = [str(m["tool_call_id"]) for m in messages if m.get("role") == "tool"]
+        for call_id in ids:
+            seen.setdefault(call_id, _content(messages, call_id))
+        return ids[-1]
+
+    def follow(messages: list[dict[str, Any]]) -> Any:
+        """The model's policy once it searched: follow the masked read_file result's
+        notice with read_file, through the agent, until no notice is left."""
+        newest = look(messages)
+        chain.append(_content(messages, "r1") if newest == "q1" else seen[newest])
+        parsed = parse_notice(chain[-1])
+        if parsed is None:
+            return text("done")
+        notice = parsed[1]
+        return tool_call(
+            "read_file",
+            call_id=f"f{len(chain)}",
+            file_path=notice.file_path,
+            start_line=notice.next.line,
+            line_offset=notice.next.offset,
+        )
+
+    def search(messages: list[dict[str, Any]]) -> Any:
+        look(messages)
+        return tool_call("search_history", call_id="q1", query="alphaorig5", tool="read_file")
+
     model = FakeChatModel(
         [
             tool_call("read_file", call_id="r1", file_path="big.txt"),
             edit_file,
             *(tool_call("run_shell", call_id=f"s{i}", command=f"make {i}") for i in range(1, 6)),
-            tool_call("search_history", call_id="q1", query="alphaorig5", tool="read_file"),
-            text("done"),
-        ]
+            search,
+        ],
+        default=follow,
     )
     agent = ReActAgent(
         name="worker",
@@ -194,14 +225,18 @@ async def _session(tmp_path: Path, *, edit: bool) -> None:
         await manager.close()
 
     # What the model was shown of read_file, as sent (the prompt right after the read).
-    seen = [
-        m["content"]
-        for m in model.calls[1]["messages"]
-        if m.get("role") == "tool" and m.get("tool_call_id") == "r1"
-    ]
-    assert len(seen) == 1
-    shown = seen[0] if isinstance(seen[0], str) else "".join(p["text"] for p in seen[0])
+    shown = _content(model.calls[1]["messages"], "r1")
     assert parse_notice(shown) is not None and "alphaorig5 " in shown
+    # The agent followed the masked result's notice through its own read_file: the excerpts
+    # it was shown concatenate back to what it saw of the file first.
+    assert len(chain) >= 2 and len(chain[0].encode()) < 800
+    reads = iter(chain[1:])
+
+    async def replay(path: str, line: int, offset: int) -> str:
+        return next(reads)
+
+    assert await follow_chain(chain[0], replay) == shown
+    assert next(reads, None) is None
 
     results = {b["id"]: b for m in memory.messages() for b in m.get_content_blocks("tool_result")}
     masked = results["r1"]["output"][0]["text"]
@@ -220,6 +255,14 @@ async def _session(tmp_path: Path, *, edit: bool) -> None:
     found = text_of_result(results["q1"])
     assert "alphaorig5" in found and snapshot.name in found, found
     assert "saved output of read_file(file_path=" in found, found
+
+
+def _content(messages: list[dict[str, Any]], call_id: str) -> str:
+    """The text of the tool message answering `call_id` in a formatted prompt."""
+    found = [m["content"] for m in messages if m.get("tool_call_id") == call_id]
+    assert len(found) == 1
+    content = found[0]
+    return content if isinstance(content, str) else "".join(p["text"] for p in content)
 
 
 def text_of_result(block: Any) -> str:

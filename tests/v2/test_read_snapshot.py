@@ -14,6 +14,7 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx._v2 import READ_FILE
 from tests.chain import follow_chain
 from tests.lines import text_of
 from tests.test_read_snapshot import EDITED, LINES
@@ -56,14 +57,45 @@ async def test_i19_1_v2_masked_read_file_result_stays_reachable(tmp_path: Path, 
             work.write_text(EDITED, encoding="utf-8")
         return tool_call("run_shell", "s0", command="make 0")
 
+    seen: dict[str, str] = {}  # each tool output as the model first saw it
+    chain: list[str] = []  # the masked read_file result, then the reads that follow it
+
+    def look(messages: list[Msg]) -> str:
+        """Note each tool output of the prompt as first seen; the newest one's call id."""
+        blocks = _results(messages)
+        for call_id, block in blocks.items():
+            seen.setdefault(call_id, _output(block))
+        return list(blocks)[-1]
+
+    def follow(messages: list[Msg]) -> Any:
+        """The model's policy once it searched: follow the masked read_file result's
+        notice with read_file, through the agent, until no notice is left."""
+        newest = look(messages)
+        chain.append(_output(_results(messages)["r1"]) if newest == "q1" else seen[newest])
+        parsed = parse_notice(chain[-1])
+        if parsed is None:
+            return text("done")
+        notice = parsed[1]
+        return tool_call(
+            READ_FILE,
+            f"f{len(chain)}",
+            file_path=notice.file_path,
+            start_line=notice.next.line,
+            line_offset=notice.next.offset,
+        )
+
+    def search(messages: list[Msg]) -> Any:
+        look(messages)
+        return tool_call("search_history", "q1", query="alphaorig5", tool="read_file")
+
     model = FakeChatModel(
         [
             tool_call("read_file", "r1", file_path=str(work)),
             edit_file,
             *(tool_call("run_shell", f"s{i}", command=f"make {i}") for i in range(1, 6)),
-            tool_call("search_history", "q1", query="alphaorig5", tool="read_file"),
-            text("done"),
-        ]
+            search,
+        ],
+        default=follow,
     )
     config = ContextConfig.model_validate(
         {
@@ -91,6 +123,16 @@ async def test_i19_1_v2_masked_read_file_result_stays_reachable(tmp_path: Path, 
     # What the model was shown of read_file: the prompt right after the read.
     shown = _output(_results(model.calls[1]["messages"])["r1"])
     assert parse_notice(shown) is not None and "alphaorig5 " in shown
+    # The agent followed the masked result's notice through its own read_file: the excerpts
+    # it was shown concatenate back to what it saw of the file first.
+    assert len(chain) >= 2 and len(chain[0].encode()) < 800
+    reads = iter(chain[1:])
+
+    async def replay(path: str, line: int, offset: int) -> str:
+        return next(reads)
+
+    assert await follow_chain(chain[0], replay) == shown
+    assert next(reads, None) is None
 
     results = _results(agent.state.context)
     masked = _output(results["r1"])
