@@ -120,6 +120,16 @@ async def test_a_fresh_read_file_output_is_not_copied(tmp_path: Path) -> None:
     assert not store.dir.exists()
 
 
+def test_bench_read_snapshot_tiny(capsys: Any) -> None:
+    from benchmarks import bench_read_snapshot
+
+    rows = bench_read_snapshot.main(rounds=3)
+    assert set(rows) == {"workspace_snapshot", "store_retruncate"}
+    for row in rows.values():
+        assert row["output_bytes"] > 30_000 and row["median_us"] > 0 and row["p90_us"] > 0
+    assert "mask cut median" in capsys.readouterr().out
+
+
 if IS_1X:
     from agentscope.agent import ReActAgent
     from agentscope.formatter import OpenAIChatFormatter
