@@ -13,12 +13,25 @@ A notice is trusted (and the text cut harder from it, `retruncate`) only when th
 wrote it: the output of its own `read_file`, or a notice naming a file of the store that
 begins with the excerpt. Anything else that merely ends like a notice is content: it is saved
 and cut like any text, so that nothing a tool returned is dropped on a forged notice's word.
+
+`read_file` output that the model has seen is snapshotted before it shrinks (issue 19.1). Its
+notice points at the file that was read, which may be a workspace file the agent edits later:
+cut harder from that notice, the chain would go on in today's file, not in what the agent was
+shown. So a harder cut of a `read_file` output whose notice names a file outside the store
+(second truncation, masking, the last-resort fit) saves the output itself, excerpt and notice
+byte for byte as the model saw it, to `tool_result/` like any other output (indexed for
+`search_history`), and cuts it from there; the chain then runs through the snapshot and ends
+with the original notice, so the agent can still read on in the live file. The text saved is
+the one held in the context, which is exactly what was shown: a copy of the file taken now
+would hold the edited content. Nothing is copied when the output first enters the context
+(reading a file stays free), nor when its notice names a file of the store (never rewritten),
+nor when a harder cut would not shrink it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +39,12 @@ from ._entry import Msg
 from ._errors import OffloadError
 from ._failures import FailureLog
 from ._offload import block_budget, clean_text, offload_text
+from ._search_text import key_args
 from ._tokens import TokenCounter
 from ._tool_results import ToolResultPolicy, ToolResultStore
-from ._truncation import Position, head, parse_notice, retruncate, utf8_len
+from ._truncation import Position, head, notice_paths, parse_notice, retruncate, utf8_len
 
-__all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "unsaved_excerpt"]
+__all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "Describe", "unsaved_excerpt"]
 
 READ_FILE = "read_file"
 """The package's continuation tool: its output's notices are its own."""
@@ -44,6 +58,8 @@ _MASK_MIN_BYTES = 768
 
 Calls = Mapping[str, tuple[str, dict[str, Any]]]
 """Tool calls by id: (tool name, arguments), to find the limits of their results."""
+Describe = Callable[[list[str], str, str], Awaitable[None]]
+"""Names the tool and its key arguments on outputs just saved: (paths, tool, args)."""
 
 
 @dataclass
@@ -102,6 +118,7 @@ class Cutter:
         *,
         counter: TokenCounter | None = None,
         token_cap: int | None = None,
+        describe: Describe | None = None,
     ) -> None:
         """Args:
         store: where cut parts are saved.
@@ -109,12 +126,15 @@ class Cutter:
         failures: where failures to save are reported (once).
         counter: with `token_cap`, bounds a fresh output's excerpt in tokens too.
         token_cap: most tokens of a fresh output's excerpt.
+        describe: told which tool made the tool outputs it saves (the recall's index
+            names them in its hits and filters by tool).
         """
         self.store = store
         self.policy = policy
         self.failures = failures or FailureLog()
         self.counter = counter
         self.token_cap = token_cap
+        self.describe = describe
 
     async def fresh_limit(self, text: str, limit: int) -> int:
         """`limit` for a fresh output, lowered so that the excerpt is worth at most
@@ -135,17 +155,22 @@ class Cutter:
             return True
         return notice.start == Position() and self.store.holds(notice.file_path, excerpt)
 
-    async def text(self, raw: object, limit: int, *, tool: str = "") -> tuple[str, str]:
+    async def text(
+        self, raw: object, limit: int, *, tool: str = "", shown: bool = False
+    ) -> tuple[str, str]:
         """(text to keep, text to show) for `raw` within `limit` bytes. The kept text is cut
         only once the full text is saved; when saving fails it stays whole and the model is
         shown a marked cut of it. A `limit` of `_MASK_BYTES` masks: the notice alone, except
-        for texts too short for that to help."""
+        for texts too short for that to help. `shown`: the model has seen `raw` (a harder
+        cut): a `read_file` output pointing outside the store is then snapshotted first
+        (see the module docstring)."""
         text = clean_text(raw)
         if limit <= _MASK_BYTES and utf8_len(text) <= _MASK_MIN_BYTES:
             return text, text
         if self.trusted(text, tool=tool):
-            text = retruncate(text, max_bytes=limit)
-            return text, text
+            shorter = retruncate(text, max_bytes=limit)
+            if shorter == text or not (shown and self._points_outside(text, tool)):
+                return shorter, shorter
         try:
             text = await offload_text(text, limit, self.store)
         except OffloadError as exc:
@@ -153,6 +178,12 @@ class Cutter:
             return text, unsaved_excerpt(text, limit)
         self.failures.recovered("tool_result")
         return text, text
+
+    def _points_outside(self, text: str, tool: str) -> bool:
+        """Whether `text` is a `read_file` output whose notice names a file that may change
+        (any file but the store's own)."""
+        parsed = parse_notice(text) if tool == READ_FILE else None
+        return parsed is not None and not self.store.owns(parsed[1].file_path)
 
     async def cut(
         self,
@@ -189,6 +220,10 @@ class Cutter:
                 limit = _MASK_BYTES if mask else limits.old if old else limits.recent
                 out, view = await self._output(block.get("output"), limit, name, old or everything)
                 kept[i], shown[i] = {**block, "output": out}, {**block, "output": view}
+                if self.describe is not None and out != block.get("output"):
+                    saved = set(notice_paths(out)) - set(notice_paths(block.get("output")))
+                    if saved:
+                        await self.describe(sorted(saved), name, key_args(tool_input))
             elif kind == "tool_use":
                 arguments = block.get("input")
                 if isinstance(arguments, dict):
@@ -210,7 +245,7 @@ class Cutter:
         if isinstance(output, str):
             if fresh:
                 limit = await self.fresh_limit(clean_text(output), limit)
-            return await self.text(output, limit, tool=tool)
+            return await self.text(output, limit, tool=tool, shown=old)
         if not isinstance(output, list):
             return output, output
         texts = [i for i, b in enumerate(output) if isinstance(b, dict) and b.get("type") == "text"]
@@ -222,7 +257,7 @@ class Cutter:
             if block.get("type") == "text":
                 raw = block.get("text", "")
                 own = await self.fresh_limit(clean_text(raw), per_block) if fresh else per_block
-                text, view = await self.text(raw, own, tool=tool)
+                text, view = await self.text(raw, own, tool=tool, shown=old)
                 kept[i], shown[i] = {**block, "text": text}, {**block, "text": view}
             elif block.get("type") in MEDIA_KINDS and (old or _is_data_url(block)):
                 kept[i], shown[i] = await self._mask(block)

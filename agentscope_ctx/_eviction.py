@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ._entry import Msg
 from ._extractive import msg_text
 from ._search_text import SEARCH_TOOL, key_args
+from ._stamps import local_stamp
 
 __all__ = ["EVICTION_HEADER", "eviction_index", "split_summary", "with_index"]
 
@@ -62,8 +63,9 @@ def _parse(previous: str) -> list[_Entry]:
 
 
 def _minute(msg: Msg) -> str | None:
-    stamp = str(msg.timestamp or "")
-    return stamp[:16] if re.match(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", stamp) else None
+    """``YYYY-MM-DD HH:MM`` of the message's stamp, of either line (2.x writes ISO)."""
+    stamp = local_stamp(msg.timestamp)
+    return stamp[:16] if stamp is not None and len(stamp) >= 16 else None
 
 
 def _blocks(msg: Msg, kind: str) -> list[dict[str, object]]:
@@ -75,9 +77,15 @@ def _blocks(msg: Msg, kind: str) -> list[dict[str, object]]:
 
 
 def _first_words(msg: Msg) -> str | None:
+    """The quoted first words of a user's turn; `None` for anything else, such as a tool
+    result or a 2.x runtime hint (``<system-reminder>...``: the framework's, not the user's
+    words; the extractive summary skips them the same way)."""
     if msg.role != "user" or _blocks(msg, "tool_result"):
         return None
-    words = " ".join(msg_text(msg).split()).split(" ")
+    said = msg_text(msg)
+    if said.lstrip().startswith("<system-"):
+        return None
+    words = " ".join(said.split()).split(" ")
     text = " ".join(words[:_WORDS])
     if not text:
         return None

@@ -26,7 +26,7 @@ from ._accountant import Accountant, PromptParts
 from ._calibration import CacheStats, Calibration, PromptUsage
 from ._compaction import Compaction, CompactorLike, split_point
 from ._config import ContextConfig
-from ._cuts import Cutter
+from ._cuts import Cutter, Describe
 from ._dialog import DialogStore
 from ._entry import Msg
 from ._failures import FailureLog
@@ -78,12 +78,14 @@ class ContextPipeline:
         failures: FailureLog | None = None,
         prompt_parts: Callable[[], PromptParts] = lambda: PromptParts(),
         notify: Callable[[str], Awaitable[None]] | None = None,
+        describe: Describe | None = None,
     ) -> None:
         """Args (besides the parts of the core it composes):
         prompt_parts: what of the prompt is not in memory (the adapter reads it off the
             agent at each call: the system prompt and tool schemas may change).
         notify: how the adapter tells the user what happened (compactions, failures);
             the pipeline itself writes no user output.
+        describe: names the tool on outputs the ladder saves (the recall's index).
         """
         self.config = config
         self.memory = memory
@@ -99,6 +101,7 @@ class ContextPipeline:
             self.failures,
             counter=counter,
             token_cap=None if share is None else int(share * config.max_input_tokens),
+            describe=describe,
         )
         self.accountant = Accountant(
             memory, counter, self.calibration, prompt_parts, on_reset=self._reset

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from ._failures import FailureLog
 from ._search import Filters, SearchIndex, SearchResult
 from ._search_hits import ROLES, Hit
 from ._search_text import SEARCH_TOOL, key_args
+from ._stamps import local_stamp
 from ._truncation import parse_notice, utf8_len
 
 __all__ = [
@@ -42,21 +42,21 @@ __all__ = [
 
 logger = logging.getLogger("agentscope_ctx")
 
-_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}(?::\d{2})?))?")
-
 
 def parse_time(value: str | None, name: str) -> str | None:
-    """A ``since``/``until`` filter as stored (``YYYY-MM-DD[ HH:MM[:SS]]``), or `None`.
+    """A ``since``/``until`` filter as the index stores times (local
+    ``YYYY-MM-DD[ HH:MM[:SS]]``, see `local_stamp`), or `None`. Accepted: ``2026-12-02``,
+    ``2026-12-02 14:30``, with seconds, and ISO forms (``T``, an offset).
 
     Raises:
         ValueError: not such a date (the message is shown to the agent).
     """
     if value is None or not str(value).strip():
         return None
-    match = _TIME.fullmatch(str(value).strip())
-    if match is None:
+    stamp = local_stamp(str(value))
+    if stamp is None:
         raise ValueError(f"{name} must look like 2026-12-02 or 2026-12-02 14:30; got {value!r}")
-    return match[1] + (f" {match[2]}" if match[2] else "")
+    return stamp
 
 
 def _describe(hit: Hit, shared: bool) -> str:

@@ -35,6 +35,7 @@ from ._failures import FailureLog
 from ._search_db import IndexDatabase, Owner, add_doc, drop_one, set_owner, write
 from ._search_hits import Filters, SearchResult, build_hits, ranked_rows
 from ._search_text import Query, chunk_lines, parse_query, record_parts
+from ._stamps import local_stamp
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
@@ -320,7 +321,7 @@ class SearchIndex:
         agent, session, ts = record.get("agent"), record.get("session"), msg.get("timestamp")
         agent = agent if isinstance(agent, str) else None
         session = session if isinstance(session, str) else None
-        ts = ts if isinstance(ts, str) else None
+        ts = local_stamp(ts) or (ts if isinstance(ts, str) else None)  # 2.x: ISO stamps
         parts = record_parts(msg)
         args = next(iter(parts.calls.values()))[1] if len(parts.calls) == 1 else None
         tools = ",".join(parts.tools) or None

@@ -36,8 +36,8 @@ WHERE chunks MATCH :match AND chunks.rowid >= :low
     AND (:session IS NULL OR d.session = :session)
     AND (:role IS NULL OR d.role = :role)
     AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
-    AND (:since IS NULL OR d.ts >= :since)
-    AND (:until IS NULL OR d.ts <= :until || '~')
+    AND (:since IS NULL OR replace(d.ts, 'T', ' ') >= :since)
+    AND (:until IS NULL OR replace(d.ts, 'T', ' ') <= :until || '~')
 ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
 LIMIT :limit
 """

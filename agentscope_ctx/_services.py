@@ -153,6 +153,7 @@ class Services:
             failures=self.failures,
             prompt_parts=prompt_parts,
             notify=notify,
+            describe=None if recall is None else recall.describe_saved,
         )
         return pipeline, recall, store
 
