@@ -108,6 +108,12 @@ class CompactorConfig(_Section):
     """Input budget of the compactor's own model; `None` means the main `max_input_tokens`.
     Larger histories are summarised in chunks, oldest first."""
 
+    carry_max_chars: int = Field(default=4_000, ge=400)
+    """Cap, in characters, on what every summary carries by code whoever wrote it (DESIGN.md
+    §13): the user's own words, verbatim and newest first, and the artifact trail (files
+    read, edited, written; commands and their outcome; the newest errors). It is also held to
+    a tenth of `max_input_tokens` (at about 3.5 characters a token) when that is smaller."""
+
 
 class SummarizerConfig(_Section):
     """The Summarizer: writes long-term notes to `memory/YYYY-MM-DD.md` at compaction."""

@@ -114,6 +114,8 @@ class ContextPipeline:
             failures=self.failures,
             notify=self._notify,
             on_compacted=on_compacted,
+            read_saved=store.read_saved,
+            internal=store.owns,
         )
         self.cache = CacheStats()
         """The provider's prompt-cache reads over the session (where it reports them)."""

@@ -117,6 +117,7 @@ class Services:
             formatter=formatter,
             counter=self.counter,
             max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
+            read_saved=self.store.read_saved,
         )
         self.failures = FailureLog()
         self.recall_config: RecallConfig = self.config.recall
