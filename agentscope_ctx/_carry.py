@@ -218,8 +218,9 @@ def _add(
                 outcome = judge(result, read_saved).label() if result is not None else None
                 state.runs.append(f"{shown} → {outcome or 'no result yet'}")
                 if outcome and outcome.startswith("failed: ") and error_lines(outcome[8:]):
-                    error = f"{_clip(outcome[8:], _CLIP_ERROR)} ({shown})"
-                    state.errors = [error, *[e for e in state.errors if e != error]]
+                    error = _clip(outcome[8:], _CLIP_ERROR)
+                    older = [e for e in state.errors if e.rsplit(" (`", 1)[0] != error]
+                    state.errors = [f"{error} ({shown})", *older]
     del state.errors[_NEWEST_ERRORS:]
 
 
@@ -283,12 +284,15 @@ def _unquote(quotes: str) -> list[str]:
 
 
 def _render(state: _Carry, max_chars: int) -> str:
+    """The user's words take what they need of the block, at least three fifths when the
+    trail needs more; the trail the rest."""
     if not (state.turns or state.earlier or state.runs or state.earlier_runs
             or any(state.files.values())):  # fmt: skip
         return ""
-    trail = _render_trail(state, max(max_chars * 2 // 5, 200))
-    room = max_chars - len(CARRY_HEADER) - len(trail) - 2
-    users = _render_users(state, max(room, 120))
+    room = max_chars - len(CARRY_HEADER) - 2
+    wanted = len(_render_trail(state, room))
+    users = _render_users(state, max(room * 3 // 5, room - wanted))
+    trail = _render_trail(state, room - len(users))
     text = "\n".join(part for part in (CARRY_HEADER, users, trail) if part)
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
@@ -343,9 +347,12 @@ def _earlier_line(state: _Carry, folded: list[_Turn], room: int) -> str:
 
 
 def _render_trail(state: _Carry, budget: int) -> str:
+    """Within `budget`: the oldest runs fold first, then the older errors go (the newest
+    stays), then the oldest paths of the longest list fold into its count."""
     runs, earlier, failed = list(state.runs), state.earlier_runs, state.earlier_failed
     files = {k: list(v) for k, v in state.files.items()}
     more = dict(state.files_more)
+    errors = list(state.errors)
     while True:
         lines = [_TRAIL]
         for kind in _KINDS:
@@ -355,15 +362,19 @@ def _render_trail(state: _Carry, budget: int) -> str:
         lines += [f"- ran: {run}" for run in runs]
         if earlier:
             lines.append(f"- earlier: {earlier} run{'s' if earlier > 1 else ''}, {failed} failed")
-        if state.errors:
-            lines += [_ERRORS, *(f"- {e}" for e in state.errors)]
+        if errors:
+            lines += [_ERRORS, *(f"- {e}" for e in errors)]
         text = "\n".join(lines)
-        if len(text) <= budget or not (runs or any(len(v) > 1 for v in files.values())):
+        if len(text) <= budget:
             return text if len(lines) > 1 else ""
-        if len(runs) > 1 or (runs and not any(len(v) > 1 for v in files.values())):
+        if runs:
             earlier += 1
             failed += runs.pop(0).split(" → ", 1)[-1].startswith("failed")
-        else:  # the longest list loses its oldest path
+        elif len(errors) > 1:
+            errors.pop()
+        elif any(len(v) > 1 for v in files.values()):
             kind = max(_KINDS, key=lambda k: len(files[k]))
             files[kind].pop(0)
             more[kind] += 1
+        else:
+            return text if len(lines) > 1 else ""
