@@ -22,6 +22,7 @@ from ._errors import PersistenceError
 from ._eviction import eviction_index, split_summary, with_index
 from ._failures import FailureLog
 from ._outcome import ReadSaved
+from ._pins import protected
 
 __all__ = ["Compaction", "CompactionOutcome", "CompactorLike", "split_point"]
 
@@ -138,6 +139,14 @@ class Compaction:
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
         keep = int(ratio * calibration.budget / calibration.scale)  # in raw estimate units
         older = msgs[: split_point(msgs, counts, keep)]
+        share = int(self.config.pin_max_share * calibration.budget / calibration.scale)
+        pinned, unprotected = protected(msgs, self.accountant.ledger.counts, share)
+        older = [m for m in older if m.id not in pinned]  # pins stay, in their place
+        if unprotected:
+            await self.notify(
+                f"[agentscope_ctx] {unprotected} pinned message(s) over pin_max_share "
+                f"({self.config.pin_max_share:g} of the budget) are compacted like the rest"
+            )
         if not older:
             return CompactionOutcome(note="nothing to compact: the newest messages form one unit")
         await self.notify(

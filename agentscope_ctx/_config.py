@@ -243,6 +243,13 @@ class ContextConfig(_Section):
     nothing under the trigger; 0 applies each cut as soon as it is due (the behaviour
     before the ladder). Over the trigger, every due cut is applied."""
 
+    pin_max_share: float = Field(default=0.25, gt=0, le=0.5)
+    """Pinned messages (metadata ``agentscope_ctx.pinned``, or `ContextManager.pin`) are never
+    masked, cut harder or compacted while together they hold at most this share of
+    `max_input_tokens`, newest pins first. Past it, the oldest pins are treated as unpinned
+    (masked and compacted like any other message), so that the prompt holds its budget; the
+    notice of that run says so."""
+
     tool_result: ToolResultConfig = Field(default_factory=ToolResultConfig)
     """Two-stage truncation of tool output."""
 

@@ -104,7 +104,12 @@ class ContextPipeline:
             memory, counter, self.calibration, prompt_parts, on_reset=self._reset
         )
         self.ladder = Ladder(
-            config.tool_result, config.clear_at_least, self.accountant, cutter, self._notify
+            config.tool_result,
+            config.clear_at_least,
+            self.accountant,
+            cutter,
+            self._notify,
+            pin_max_share=config.pin_max_share,
         )
         self.compaction = Compaction(
             config,

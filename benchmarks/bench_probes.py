@@ -123,8 +123,12 @@ def _call(n: int, name: str, **args: Any) -> Msg:
 
 
 def _result(n: int, name: str, text: str) -> Msg:
-    block = {"type": "tool_result", "id": f"c{n}", "name": name,
-             "output": [{"type": "text", "text": text}]}  # fmt: skip
+    block = {
+        "type": "tool_result",
+        "id": f"c{n}",
+        "name": name,
+        "output": [{"type": "text", "text": text}],
+    }
     return Msg("system", [block], "system")
 
 
@@ -143,9 +147,12 @@ def _round(kind: str, r: int, truth: Probes) -> list[Msg]:
             _result(n + 1, "run_shell", log),
             _call(n + 2, "edit_file", file_path=f"src/mod{r}.py", old="int(x)", new="parse(x)"),
             _result(n + 2, "edit_file", "edited"),
-            Msg("assistant", f"I decided to use parse_token_{r} because int() rejects "
-                             f"hex_{r} input. Next I will run test_parse_{r} again.",
-                "assistant"),  # fmt: skip
+            Msg(
+                "assistant",
+                f"I decided to use parse_token_{r} because int() rejects "
+                f"hex_{r} input. Next I will run test_parse_{r} again.",
+                "assistant",
+            ),
         ]
         truth.facts.append(f"ValueError: bad token {r}")
         truth.files += [f"src/mod{r}.py"]
@@ -161,9 +168,13 @@ def _round(kind: str, r: int, truth: Probes) -> list[Msg]:
             _result(n, "run_shell", lines),
             _call(n + 1, "read_file", file_path=f"logs/node{r}.log"),
             _result(n + 1, "read_file", lines[:4_000]),
-            Msg("assistant", f"The root cause is disk full on /var/lib/db{r}. I decided to "
-                             f"rotate_db{r} because the volume_{r} is at 100%. Next I will "
-                             f"check node-{r + 1}.", "assistant"),  # fmt: skip
+            Msg(
+                "assistant",
+                f"The root cause is disk full on /var/lib/db{r}. I decided to "
+                f"rotate_db{r} because the volume_{r} is at 100%. Next I will "
+                f"check node-{r + 1}.",
+                "assistant",
+            ),
         ]
         truth.facts.append(f"disk full on /var/lib/db{r}")
         truth.files += [f"logs/node{r}.log"]
@@ -172,16 +183,21 @@ def _round(kind: str, r: int, truth: Probes) -> list[Msg]:
     else:
         task = f"Research library lib{r}: when was it released, and what port it listens on."
         page = "".join(f"<p>paragraph {i} about lib{r}</p>\n" for i in range(500))
-        page += f"<p>lib{r} was released on 2026-0{1 + r % 9}-1{r % 10}; it listens on {8000 + r}</p>\n"
+        page += (
+            f"<p>lib{r} was released on 2026-0{1 + r % 9}-1{r % 10}; it listens on {8000 + r}</p>\n"
+        )
         msgs = [
             Msg("user", task, "user"),
             _call(n, "fetch_url", url=f"https://example.org/lib{r}"),
             _result(n, "fetch_url", page),
             _call(n + 1, "write_file", file_path=f"notes/lib{r}.md", content=f"lib{r} notes"),
             _result(n + 1, "write_file", "written"),
-            Msg("assistant", f"lib{r} listens on {8000 + r}. I decided to cite source_{r} "
-                             f"because mirror_{r} is stale. Next I will compare lib{r + 1}.",
-                "assistant"),  # fmt: skip
+            Msg(
+                "assistant",
+                f"lib{r} listens on {8000 + r}. I decided to cite source_{r} "
+                f"because mirror_{r} is stale. Next I will compare lib{r + 1}.",
+                "assistant",
+            ),
         ]
         truth.facts.append(f"listens on {8000 + r}")
         truth.files += [f"notes/lib{r}.md"]
@@ -231,8 +247,8 @@ async def _session(kind: str, writer: str, folder: Path) -> dict[int, dict[str, 
             # the next prompt: the newest user instruction arrives, then the model is asked
             await memory.add(Msg("user", truth.task, "user"))
             await pipe.run()
-            prompt = memory.compact_summary + "\n" + "\n".join(
-                render_msg(m) for m in memory.messages()
+            prompt = (
+                memory.compact_summary + "\n" + "\n".join(render_msg(m) for m in memory.messages())
             )
             scores[r] = _score(prompt, truth)
             await memory.delete([memory.messages()[-1].id])

@@ -15,8 +15,9 @@ import pytest
 from tests.lines import IS_1X, reason_1x
 
 if not IS_1X:
-    pytest.skip(reason_1x("drives a ReActAgent through ContextManager's hooks"),
-                allow_module_level=True)  # fmt: skip
+    pytest.skip(
+        reason_1x("drives a ReActAgent through ContextManager's hooks"), allow_module_level=True
+    )
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
@@ -151,3 +152,73 @@ async def test_constraints_files_and_errors_survive_compactions(
         assert path in prompt, path
     assert "ValueError: bad input" in prompt
     assert "→ ok" not in "".join(line for line in summary.splitlines() if "pytest" in line)
+
+
+async def test_pinned_messages_survive_ten_compactions_and_masking(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A message made pinned (metadata) and a tool result pinned later (`ContextManager.pin`,
+    its call kept with it) are never masked, cut harder or compacted over ten compactions."""
+    from agentscope_ctx._ladder import MASKED
+    from agentscope_ctx._pins import PIN_MARK
+
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    for turn in range(10):
+        (root / "src" / f"mod{turn}.py").write_text("x = 1\n")
+    monkeypatch.chdir(root)
+    config = ContextConfig.model_validate(
+        {
+            "working_dir": str(tmp_path / "ctx"),
+            "max_input_tokens": 8_000,
+            "keep_recent_ratio": 0.01,
+            "clear_at_least": 0,
+            "read_roots": [str(root), str(tmp_path / "ctx")],
+            "tool_result": {
+                "recent_n": 1,
+                "mask_after": 1,
+                "recent_max_bytes": 2_000,
+                "old_max_bytes": 1_100,
+            },
+            "summarizer": {"enabled": False},
+        }
+    )
+    model = FakeChatModel(default="ok")
+    agent = ReActAgent(
+        name="coder",
+        sys_prompt="You fix code.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=_toolkit(root),
+    )
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(
+        config, model=FakeChatModel(default=LAZY), formatter=OpenAIChatFormatter()
+    )
+    memory = manager.attach(agent)
+    persona = Msg("user", "Persona: answer in French, always.", "user", metadata={PIN_MARK: True})
+    model.enqueue(_steps(0)[0], "Ran the tests.")  # one output, not masked yet
+    await agent(persona)
+    result = next(m for m in memory.messages() if "tool_result" in str(m.content))
+    shown = json.dumps(result.content, ensure_ascii=False)
+    await manager.pin(agent, result.id)
+    with pytest.raises(Exception, match="no message with id"):
+        await manager.pin(agent, "no-such-message")
+    for turn in range(1, 10):
+        model.enqueue(*_steps(turn))
+        await agent(Msg("user", f"Go on with {turn}.", "user"))
+        plan = manager._binding(agent).pipeline.ladder.plan
+        assert MASKED in plan.applied.values()  # masking ran around them
+        await manager.compact(agent)
+    ids = [m.id for m in memory.messages()]
+    assert persona.id in ids and result.id in ids
+    call = ids[ids.index(result.id) - 1]  # its tool call stays with it
+    assert "tool_use" in str(memory.messages()[ids.index(call)].content)
+    assert json.dumps(result.content, ensure_ascii=False) == shown
+    prompt = json.dumps(model.calls[-1]["messages"], ensure_ascii=False)
+    assert "Persona: answer in French, always." in prompt
+    assert len(manager.dialog.ids()) > 20
+    await manager.pin(agent, result.id, pinned=False)
+    await manager.compact(agent)
+    assert result.id not in [m.id for m in memory.messages()]
+    await manager.close()

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from agentscope.agent import Agent
-from agentscope.message import UserMsg
+from agentscope.message import ToolResultBlock, UserMsg
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx._ladder import MASKED
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 
 LAZY = "\n".join(
@@ -148,3 +149,71 @@ async def test_constraints_files_and_errors_survive_compactions(
         assert path in prompt, path
     assert "ValueError: bad input" in prompt
     assert "→ ok" not in "".join(line for line in summary.splitlines() if "pytest" in line)
+
+
+async def test_pinned_messages_survive_ten_compactions_and_masking(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A message made pinned (metadata) and a reply pinned later (`ContextManager.pin`) are
+    never masked, cut harder or compacted over ten compactions under pressure."""
+    from agentscope_ctx._pins import PIN_MARK
+
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    for turn in range(10):
+        (root / "src" / f"mod{turn}.py").write_text("x = 1\n")
+    monkeypatch.chdir(root)
+    config = ContextConfig.model_validate(
+        {
+            "working_dir": str(tmp_path / "ctx"),
+            "max_input_tokens": 8_000,
+            "keep_recent_ratio": 0.01,
+            "read_roots": [str(root), str(tmp_path / "ctx")],
+            "tool_result": {
+                "recent_n": 1,
+                "mask_after": 1,
+                "recent_max_bytes": 2_000,
+                "old_max_bytes": 1_100,
+            },
+            "summarizer": {"enabled": False},
+            "clear_at_least": 0,  # each due cut (masking included) as soon as it is due
+        }
+    )
+    model = FakeChatModel(default="ok")
+    manager = ContextManager(config, model=FakeChatModel(default=LAZY))
+    agent = Agent(
+        name="coder",
+        system_prompt="You fix code.",
+        model=model,
+        toolkit=_toolkit(root),
+        middlewares=[manager.middleware()],
+    )
+    persona = UserMsg(name="user", content="Persona: answer in French, always.")
+    persona.metadata[PIN_MARK] = True
+    model.enqueue(*_steps(0))
+    async for _ in agent.reply_stream(persona):
+        pass
+    reply = agent.state.context[-1]
+    shown = json.dumps([b.model_dump() for b in reply.content], ensure_ascii=False)
+    await manager.pin(agent, reply.id)
+    with pytest.raises(Exception, match="no message with id"):
+        await manager.pin(agent, "no-such-message")
+    for turn in range(1, 10):
+        model.enqueue(*_steps(turn))
+        async for _ in agent.reply_stream(UserMsg(name="user", content=f"Go on with {turn}.")):
+            pass
+        masked = manager.bind(agent).pipeline.ladder.plan.applied
+        assert any(level == MASKED for level in masked.values())  # masking ran around it
+        await manager.compact(agent)
+    ids = [msg.id for msg in agent.state.context]
+    assert persona.id in ids and reply.id in ids
+    kept = next(msg for msg in agent.state.context if msg.id == reply.id)
+    assert json.dumps([b.model_dump() for b in kept.content], ensure_ascii=False) == shown
+    prompt = json.dumps(model.calls[-1]["formatted"], ensure_ascii=False)
+    assert "Persona: answer in French, always." in prompt
+    assert "src/mod9.py" in prompt and len(manager.dialog.ids()) > 20
+    await manager.pin(agent, reply.id, pinned=False)
+    await manager.compact(agent)  # unpinned: its calls and results leave like any others
+    left = [msg for msg in agent.state.context if msg.id == reply.id]
+    assert not any(isinstance(b, ToolResultBlock) for msg in left for b in msg.content)
+    await manager.close()
