@@ -3,7 +3,8 @@
 The older messages are split off (the newest `keep_recent_ratio` of the budget stays, a
 tool_use never apart from its tool_result), summarised by the compactor, appended to
 `dialog/` durably, and only then removed from memory; the summary takes their place, with
-the eviction index of what left (issue 13) after it.
+what is carried by code whoever wrote it (the user's words and the artifact trail, `_carry`)
+and the eviction index of what left (issue 13) after it.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ._accountant import Accountant
+from ._carry import carried, split_carry, with_carry
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._entry import Msg
 from ._errors import PersistenceError
 from ._eviction import eviction_index, split_summary, with_index
 from ._failures import FailureLog
+from ._outcome import ReadSaved
+from ._pins import protected
 
 __all__ = ["Compaction", "CompactionOutcome", "CompactorLike", "split_point"]
 
@@ -95,7 +99,12 @@ class Compaction:
         failures: FailureLog,
         notify: Notify,
         on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
+        read_saved: ReadSaved | None = None,
+        internal: Callable[[str], bool] = lambda path: False,
     ) -> None:
+        """`read_saved` reads a saved output back (bounded) to judge a run whose output was
+        cut or masked; `internal` tells the package's own paths (saved outputs) apart from the
+        agent's artifacts (see `_carry`)."""
         self.config = config
         self.accountant = accountant
         self.memory = accountant.memory
@@ -104,6 +113,8 @@ class Compaction:
         self.failures = failures
         self.notify = notify
         self.on_compacted = on_compacted
+        self.read_saved = read_saved
+        self.internal = internal
         self._stalled_at: int | None = None
 
     def stalled(self, tokens: int) -> bool:
@@ -128,6 +139,14 @@ class Compaction:
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
         keep = int(ratio * calibration.budget / calibration.scale)  # in raw estimate units
         older = msgs[: split_point(msgs, counts, keep)]
+        share = int(self.config.pin_max_share * calibration.budget / calibration.scale)
+        pinned, unprotected = protected(msgs, self.accountant.ledger.counts, share)
+        older = [m for m in older if m.id not in pinned]  # pins stay, in their place
+        if unprotected:
+            await self.notify(
+                f"[agentscope_ctx] {unprotected} pinned message(s) over pin_max_share "
+                f"({self.config.pin_max_share:g} of the budget) are compacted like the rest"
+            )
         if not older:
             return CompactionOutcome(note="nothing to compact: the newest messages form one unit")
         await self.notify(
@@ -135,8 +154,17 @@ class Compaction:
             f"({tokens_before} tokens, threshold {threshold})...",
         )
         previous, previous_index = split_summary(self.memory.compact_summary)
+        previous, previous_carry = split_carry(previous)
         result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
-        summary = result.summary
+        carry_chars = min(self.config.compactor.carry_max_chars, calibration.budget * 7 // 20)
+        carry = carried(
+            older,
+            previous_carry,
+            max(carry_chars, 400),
+            read_saved=self.read_saved,
+            internal=self.internal,
+        )
+        summary = with_carry(result.summary, carry)
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)
             index = eviction_index(
                 older, previous_index, self.config.recall.eviction_index_max_chars

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 from ._config import CompactorConfig
 from ._entry import Msg
 from ._extractive import extractive_summary, render_msg, validate_summary
+from ._outcome import ReadSaved
 from ._runner import format_prompt, has_model, run_agent_once
 from ._tokens import TokenCounter
 
@@ -159,6 +160,7 @@ class Compactor:
         formatter: FormatterBase | None,
         counter: TokenCounter,
         max_input_tokens: int,
+        read_saved: ReadSaved | None = None,
     ) -> None:
         """Initialize the compactor.
 
@@ -170,11 +172,14 @@ class Compactor:
             counter: Counts tokens for budgets and validation.
             max_input_tokens: The main input budget, used when `config.max_input_tokens` is
                 `None`.
+            read_saved: Reads a saved output back (bounded), so that the extractive fallback
+                judges a run whose output was cut or masked from the whole output.
         """
         self.config = config
         self._model = model
         self._formatter = formatter
         self._counter = counter
+        self._read_saved = read_saved
         self.budget = config.max_input_tokens or max_input_tokens
         """The compactor's own input budget, in tokens."""
         self.max_summary_tokens = max(256, self.budget // 4)
@@ -337,7 +342,11 @@ class Compactor:
         max_chars = 12_000
         while True:
             text = extractive_summary(
-                summary, messages, language=self.config.language, max_chars=max_chars
+                summary,
+                messages,
+                language=self.config.language,
+                max_chars=max_chars,
+                read_saved=self._read_saved,
             )
             if (
                 max_chars <= 1_000

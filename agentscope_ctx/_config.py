@@ -108,6 +108,12 @@ class CompactorConfig(_Section):
     """Input budget of the compactor's own model; `None` means the main `max_input_tokens`.
     Larger histories are summarised in chunks, oldest first."""
 
+    carry_max_chars: int = Field(default=4_000, ge=400)
+    """Cap, in characters, on what every summary carries by code whoever wrote it (DESIGN.md
+    §13): the user's own words, verbatim and newest first, and the artifact trail (files
+    read, edited, written; commands and their outcome; the newest errors). It is also held to
+    a tenth of `max_input_tokens` (at about 3.5 characters a token) when that is smaller."""
+
 
 class SummarizerConfig(_Section):
     """The Summarizer: writes long-term notes to `memory/YYYY-MM-DD.md` at compaction."""
@@ -236,6 +242,13 @@ class ContextConfig(_Section):
     provider's cached prompt prefix from that message on. `None` (the default) rewrites
     nothing under the trigger; 0 applies each cut as soon as it is due (the behaviour
     before the ladder). Over the trigger, every due cut is applied."""
+
+    pin_max_share: float = Field(default=0.25, gt=0, le=0.5)
+    """Pinned messages (metadata ``agentscope_ctx.pinned``, or `ContextManager.pin`) are never
+    masked, cut harder or compacted while together they hold at most this share of
+    `max_input_tokens`, newest pins first. Past it, the oldest pins are treated as unpinned
+    (masked and compacted like any other message), so that the prompt holds its budget; the
+    notice of that run says so."""
 
     tool_result: ToolResultConfig = Field(default_factory=ToolResultConfig)
     """Two-stage truncation of tool output."""

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._entry import Msg
+from ._outcome import ReadSaved, error_lines, judge
 
 __all__ = [
     "MIN_SUMMARY_CHARS",
@@ -42,8 +43,8 @@ _PARTS = ("Done", "In progress", "Blocked")
 _ALIASES = {"目标": "Goal", "约束": "Constraints", "进展": "Progress", "关键决策": "Key Decisions",
             "下一步": "Next Steps", "关键上下文": "Critical Context"}  # fmt: skip
 _NONE = {"en": "(none)", "zh": "（无）"}
-_LABELS = {"en": ("Error", "File", "ok", "failed", "no result yet"),
-           "zh": ("错误", "文件", "成功", "失败", "尚无结果")}  # fmt: skip
+_LABELS = {"en": ("Error", "File", "ok", "failed", "no result yet", "not seen whole"),
+           "zh": ("错误", "文件", "成功", "失败", "尚无结果", "未完整查看")}  # fmt: skip
 # (item clip, cap scale) tried in turn until the summary fits `max_chars`.
 _LEVELS = ((200, 1.0), (120, 0.5), (80, 0.25), (48, 0.0))
 _CAPS = {"Goal": 4, "Constraints": 8, "Done": 8, "In progress": 4, "Blocked": 4,
@@ -63,13 +64,6 @@ _PLAN = re.compile(
     r"\b(next|then|will|I'll|let me|plan|going to|need to)\b|接下来|然后|下一步|计划|将", re.I
 )
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
-# An error *report* starts its line (after pytest's "E" or a "path:line:" prefix), so source
-# code that merely mentions `ValueError` is not taken for a failure.
-_ERROR = re.compile(
-    r"^(?:E\s+)?(?:\S+:\d+:\s*)?"
-    r"(?:[\w.]*(?:Error|Exception)\b|FAILED\b|ERROR\b|fatal:|error(?:\[\w+\])?:|panic:)"
-)
-_RETURNCODE = re.compile(r"<returncode>\s*(-?[1-9]\d*)\s*</returncode>|\bexit code:? (-?[1-9]\d*)")
 _EXT = r"(?:py|pyi|md|markdown|txt|json|jsonl|ya?ml|toml|ini|cfg|sh|js|ts|tsx|jsx|go|rs|java|c|h|cc|cpp|hpp|cs|rb|php|html|css|sql|csv|ipynb|lock|log)"  # noqa: E501
 _PATH = re.compile(
     r"(?<![\w/.:\\-])("
@@ -191,18 +185,15 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SPLIT.split(text) if s.strip()]
 
 
-def _error_lines(text: str) -> list[str]:
-    lines = [line.strip() for line in text.splitlines()]
-    return [re.sub(r"^E\s+", "", ln) for ln in lines if _ERROR.match(ln)]
-
-
 def _paths(text: str) -> list[str]:
     return [m[1] + m[2] for m in _PATH.finditer(text)]
 
 
-def _extract(messages: Sequence[Msg], lang: str) -> dict[str, list[str]]:
+def _extract(
+    messages: Sequence[Msg], lang: str, read_saved: ReadSaved | None
+) -> dict[str, list[str]]:
     """New items found in the messages, by section (Critical Context in message order)."""
-    err_label, file_label, ok, failed, pending = _LABELS[lang]
+    err_label, file_label, ok, failed, pending, unseen = _LABELS[lang]
     new: dict[str, list[str]] = {key: [] for key in _CAPS}
     results: dict[str, str] = {}
     for msg in messages:
@@ -221,7 +212,7 @@ def _extract(messages: Sequence[Msg], lang: str) -> dict[str, list[str]]:
         if msg.role == "user" and text.strip() and not text.lstrip().startswith("<system-"):
             new["Goal"].append(text)
             new["Constraints"] += [s for s in _sentences(text) if _CONSTRAINT.search(s)]
-            note(text, _error_lines(text))
+            note(text, error_lines(text))
         elif msg.role == "assistant" and text.strip():
             new["Key Decisions"] += [s for s in _sentences(text) if _DECISION.search(s)]
             plan = [ln for ln in text.splitlines() if _LIST_ITEM.match(ln)]
@@ -238,13 +229,15 @@ def _extract(messages: Sequence[Msg], lang: str) -> dict[str, list[str]]:
                 note(args, [])
                 new["In progress"].append(f"{call} → {pending}")
                 continue
-            errors = _error_lines(result)
-            code = _RETURNCODE.search(result)
+            outcome = judge(result, read_saved)
+            errors = error_lines(result)
+            if outcome.status == "failed" and outcome.detail not in errors:
+                errors += error_lines(outcome.detail)  # from the saved file of a cut output
             note(args + "\n" + result, errors)
-            if errors:
-                new["Blocked"].append(f"{call} → {failed}: {errors[-1]}")
-            elif code:
-                new["Blocked"].append(f"{call} → {failed}: exit code {code[1] or code[2]}")
+            if outcome.status == "failed":
+                new["Blocked"].append(f"{call} → {failed}: {outcome.detail}")
+            elif outcome.status == "unseen":
+                new["In progress"].append(f"{call} → {unseen}")
             else:
                 new["Done"].append(f"{call} → {ok}")
     new["Next Steps"] = [_LIST_ITEM.sub("", ln) for ln in last_plan]
@@ -286,6 +279,7 @@ def extractive_summary(
     *,
     language: str = "en",
     max_chars: int = 12_000,
+    read_saved: ReadSaved | None = None,
 ) -> str:
     """Build the sectioned summary from the messages alone, merged into the previous one.
 
@@ -298,13 +292,17 @@ def extractive_summary(
         messages: The messages the summary replaces, oldest first.
         language: `"en"` or `"zh"`: the language of labels and placeholders.
         max_chars: Upper bound of the result's length, in characters.
+        read_saved: Reads back a saved output by its path (head and tail, bounded), so that
+            a tool call whose output was cut or masked before compaction is judged from the
+            whole output; without it (or when it gives `None`) such a call is reported "not
+            seen whole" unless its excerpt already shows the failure, never "ok".
 
     Returns:
         The summary as Markdown.
     """
     lang = language if language in _NONE else "en"
     old = _parse(previous_summary)
-    new = _extract(messages, lang)
+    new = _extract(messages, lang, read_saved)
     if not new["Next Steps"]:
         new["Next Steps"], old["Next Steps"] = old["Next Steps"], []
     else:

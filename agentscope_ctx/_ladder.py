@@ -23,6 +23,7 @@ from ._accountant import Accountant
 from ._config import ToolResultConfig
 from ._cuts import Calls, Cut, Cutter
 from ._entry import Msg
+from ._pins import protected
 from ._tokens import TokenCounter
 
 __all__ = ["MASKED", "OLD", "CutPlan", "Ladder", "Relief"]
@@ -134,6 +135,8 @@ class Ladder:
         accountant: the agent's accountant (its ledger says where each message is).
         cutter: cuts a message's parts, saving them first.
         notify: tells the user (through the adapter) when the rungs relieved the prompt.
+        pin_max_share: the share of the budget pinned messages may hold (see `_pins`):
+            those are never cut harder or masked.
     """
 
     def __init__(
@@ -143,8 +146,11 @@ class Ladder:
         accountant: Accountant,
         cutter: Cutter,
         notify: Callable[[str], Awaitable[None]],
+        *,
+        pin_max_share: float = 0.25,
     ) -> None:
         self.config = config
+        self.pin_max_share = pin_max_share
         self.clear_at_least = clear_at_least
         self.accountant = accountant
         self.memory = accountant.memory
@@ -184,8 +190,10 @@ class Ladder:
         if self.config.mask_after is not None:
             await self._rung(relief, "masking", MASKED)
             if relief.tokens_after > threshold:
+                pinned = self.pinned()
                 for k in range(self._boundary(1, 0)):
-                    self.plan.mark(t.tool_msgs[k], MASKED)
+                    if t.tool_msgs[k] not in pinned:
+                        self.plan.mark(t.tool_msgs[k], MASKED)
                 await self._rung(relief, "masking under pressure", MASKED)
         if relief.freed:
             rungs = ", ".join(f"{name} -{freed}" for name, freed in relief.freed.items())
@@ -200,7 +208,10 @@ class Ladder:
         """Rung (d), the last resort when the prompt is still over `target`: the old limits
         for every tool output and call, newest included, then, largest message first, the
         text and media of the remaining messages, until the prompt fits."""
-        shown = [m for m in self.memory.messages() if m.id not in self.memory.hidden]
+        pinned = self.pinned()
+        shown = [
+            m for m in self.memory.messages() if m.id not in self.memory.hidden | pinned
+        ]
         changed = 0
         for msg in shown:
             changed += await self.cut(msg, old=True)
@@ -242,15 +253,26 @@ class Ladder:
         masking beyond `mask_after` (looking only at what moved since the last run)."""
         t = self.accountant.ledger
         upto = self._boundary(self.config.recent_n, t.old_upto)
+        pinned = self.pinned() if upto > t.old_upto else set()
         for k in range(t.old_upto, upto):
-            self.plan.mark(t.tool_msgs[k], OLD)
+            if t.tool_msgs[k] not in pinned:
+                self.plan.mark(t.tool_msgs[k], OLD)
         t.old_upto = upto
         if self.config.mask_after is None:
             return
         upto = self._boundary(max(self.config.mask_after, self.config.recent_n), t.mask_upto)
+        pinned = self.pinned() if upto > t.mask_upto else set()
         for k in range(t.mask_upto, upto):
-            self.plan.mark(t.tool_msgs[k], MASKED)
+            if t.tool_msgs[k] not in pinned:
+                self.plan.mark(t.tool_msgs[k], MASKED)
         t.mask_upto = upto
+
+    def pinned(self) -> set[str]:
+        """Ids of the messages the pins protect now (within `pin_max_share`)."""
+        calibration = self.accountant.calibration
+        share = int(self.pin_max_share * calibration.budget / calibration.scale)
+        kept, _ = protected(self.memory.messages(), self.accountant.ledger.counts, share)
+        return kept
 
     def _boundary(self, n: int, floor: int) -> int:
         """Index in `tool_msgs` of the oldest message among the newest `n` tool-result

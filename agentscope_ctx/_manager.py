@@ -204,6 +204,20 @@ class ContextManager(Services):
         await binding.memory.refresh()
         return await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
 
+    async def pin(self, agent: Any, msg_id: str, *, pinned: bool = True) -> None:
+        """Pin (or, with `pinned=False`, unpin) message `msg_id` of the agent's memory: it is
+        then never masked, cut harder or compacted (within `pin_max_share` of the budget;
+        see `agentscope_ctx._pins`). The same as making the message with the metadata
+        ``{"agentscope_ctx.pinned": True}``, which is also how to pin in a memory shared
+        by several processes (a pin made here is this process's).
+
+        Raises:
+            ContextUsageError: no message of the agent's memory has that id.
+        """
+        binding = self._binding(agent)
+        await binding.memory.refresh()
+        self.pin_message(binding.pipeline, binding.memory, msg_id, pinned)
+
     async def context_usage(self, agent: Any) -> ContextUsage:
         """Tokens by part of the prompt the agent would send now."""
         binding = self._binding(agent)

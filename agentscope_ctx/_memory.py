@@ -12,6 +12,7 @@ from ._entry import Msg
 from ._failures import FailureLog
 from ._line import IS_1X
 from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read, write_summary
+from ._pins import PIN_MARK
 
 __all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "ContextMemory"]
 
@@ -361,6 +362,23 @@ class ContextMemory(MemoryBase):
     def messages(self) -> list[Msg]:
         """The live messages (the stored objects themselves, in order)."""
         return [msg for msg, _ in self.content]
+
+    def pin(self, msg_id: str, pinned: bool = True) -> int:
+        """Set (or clear) the pin mark in the metadata of message `msg_id` (on 2.x, of every
+        entry made from the 2.x message `msg_id`); returns how many messages carry it now
+        (0: no such message)."""
+        found = 0
+        for msg, _ in self.content:
+            if msg.id != msg_id and not str(msg.id).startswith(f"{msg_id}/"):
+                continue
+            metadata = dict(msg.metadata or {})
+            if pinned:
+                metadata[PIN_MARK] = True
+            else:
+                metadata.pop(PIN_MARK, None)
+            msg.metadata = metadata
+            found += 1
+        return found
 
     def replace_content(self, msg_id: str, content: Any) -> None:
         """Replace the content of one stored message (a harder truncation of its output).

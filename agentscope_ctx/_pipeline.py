@@ -107,7 +107,12 @@ class ContextPipeline:
             memory, counter, self.calibration, prompt_parts, on_reset=self._reset
         )
         self.ladder = Ladder(
-            config.tool_result, config.clear_at_least, self.accountant, cutter, self._notify
+            config.tool_result,
+            config.clear_at_least,
+            self.accountant,
+            cutter,
+            self._notify,
+            pin_max_share=config.pin_max_share,
         )
         self.compaction = Compaction(
             config,
@@ -117,6 +122,8 @@ class ContextPipeline:
             failures=self.failures,
             notify=self._notify,
             on_compacted=on_compacted,
+            read_saved=store.read_saved,
+            internal=store.owns,
         )
         self.cache = CacheStats()
         """The provider's prompt-cache reads over the session (where it reports them)."""

@@ -20,6 +20,7 @@ from ._compactor import Compactor
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._entry import Msg
+from ._errors import ContextUsageError
 from ._failures import FailureLog
 from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
@@ -117,6 +118,7 @@ class Services:
             formatter=formatter,
             counter=self.counter,
             max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
+            read_saved=self.store.read_saved,
         )
         self.failures = FailureLog()
         self.recall_config: RecallConfig = self.config.recall
@@ -156,6 +158,25 @@ class Services:
             describe=None if recall is None else recall.describe_saved,
         )
         return pipeline, recall, store
+
+    @staticmethod
+    def pin_message(
+        pipeline: ContextPipeline, memory: ContextMemory, msg_id: str, pinned: bool
+    ) -> None:
+        """Pin (or unpin) message `msg_id` of `memory`: cuts planned for it are dropped.
+
+        Raises:
+            ContextUsageError: no message of the context has that id.
+        """
+        if not memory.pin(msg_id, pinned):
+            raise ContextUsageError(
+                f"no message with id {msg_id!r} in the agent's context (a message compacted "
+                "away can no longer be pinned)"
+            )
+        due = pipeline.ladder.plan.due
+        for msg in memory.messages():
+            if msg.id == msg_id or str(msg.id).startswith(f"{msg_id}/"):
+                due.pop(msg.id, None)
 
     async def usage(self, pipeline: ContextPipeline, memory: ContextMemory) -> ContextUsage:
         """Tokens by part of the prompt the agent would send now."""

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._entry import Msg
-from ._extractive import _ERROR, _blocks, _result_text, msg_text
+from ._extractive import _blocks, _result_text, msg_text
+from ._outcome import ERROR_LINE as _ERROR
 from ._tokens import TokenCounter
 from ._truncation import TRUNCATION_NOTICE_MARKER
 

@@ -101,6 +101,32 @@ class ToolResultStore:
         finally:
             os.close(fd)
 
+    def read_saved(self, path: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
+        """The text of a saved output of this store, boundedly: its first `head` and last
+        `tail` bytes (joined by a line ``[...]`` when the file is larger), so that how a cut
+        or masked run ended can be judged from the whole output (`_outcome.judge`). `None`
+        when `path` is not a regular file of this store or cannot be read."""
+        if not self.owns(path):
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            if size <= head + tail:
+                return os.read(fd, size).decode("utf-8", "replace")
+            first = os.read(fd, head).decode("utf-8", "replace")
+            os.lseek(fd, size - tail, os.SEEK_SET)
+            last = os.read(fd, tail).decode("utf-8", "replace")
+            return f"{first}\n[...]\n{last}"
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
     def cleanup(self, referenced: Iterable[str | Path], *, now: float | None = None) -> list[Path]:
         """Delete expired files of this store that no live message points to.
 

@@ -120,8 +120,11 @@ async def test_every_planted_fact_is_found_in_one_or_two_calls(tmp_path: Path) -
         await agent(Msg("user", f"Note: {fact(k)[0]}. Now run report {n}.", "user"))
     assert len(user_facts) + 3 * len(SIZES) == 56
     prompt = json.dumps(model.calls[-1]["messages"], ensure_ascii=False)
-    in_prompt = [k for k in range(56) if fact(k)[2] in prompt]
-    assert len(in_prompt) < 14, in_prompt  # most facts left the context
+    # The user's own words are carried by code across compactions (DESIGN.md §13): their
+    # facts stay in the prompt. Most facts of the tool outputs left it.
+    assert all(fact(k)[2] in prompt for k in user_facts)
+    in_prompt = [k for k in range(3 * len(SIZES)) if fact(k)[2] in prompt]
+    assert len(in_prompt) < 14, in_prompt
 
     calls: list[int] = []
     for k in range(56):

@@ -26,6 +26,7 @@ from .._entry import Msg
 from .._errors import ContextUsageError
 from .._line import AGENTSCOPE_VERSION
 from .._memory import ContextMemory
+from .._pins import PIN_MARK
 from .._pipeline import ContextPipeline, PipelineReport, PromptParts
 from .._recall import Recall
 from .._services import ContextUsage, Services
@@ -256,6 +257,28 @@ class ContextManager(Services):
             report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
             binding.mirror.push(agent.state)
         return report
+
+    async def pin(self, agent: Agent, msg_id: str, *, pinned: bool = True) -> None:
+        """Pin (or, with `pinned=False`, unpin) the message `msg_id` of `agent.state.context`:
+        it is then never masked, cut harder or compacted (within `pin_max_share` of the
+        budget). The mark is the message's metadata ``{"agentscope_ctx.pinned": True}``, so
+        it is saved with the state; a message can also be made with it.
+
+        Raises:
+            ContextUsageError: no message of the agent's context has that id.
+        """
+        binding = self._binding(agent)
+        await self.refresh_parts(agent, binding)
+        async with binding.lock:
+            for msg in agent.state.context:
+                if msg.id == msg_id:
+                    if pinned:
+                        msg.metadata[PIN_MARK] = True
+                    else:
+                        msg.metadata.pop(PIN_MARK, None)
+                    binding.mirror.reconvert(msg_id)
+            await binding.mirror.pull(agent.state)
+            self.pin_message(binding.pipeline, binding.memory, msg_id, pinned)
 
     async def context_usage(self, agent: Agent) -> ContextUsage:
         """Tokens by part of the prompt the agent would send now."""

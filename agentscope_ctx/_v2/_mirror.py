@@ -121,6 +121,10 @@ class StateMirror:
             yield from pairs
         self._converted = converted
 
+    def reconvert(self, msg_id: str) -> None:
+        """Convert message `msg_id` afresh at the next pull (its metadata changed: a pin)."""
+        self._converted.pop(msg_id, None)
+
     # -- memory → state ----------------------------------------------------------------
 
     def push(self, state: AgentState, *, changed: bool = True) -> None:

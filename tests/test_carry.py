@@ -1,0 +1,169 @@
+"""What compaction carries by code (DESIGN.md §13): the user's words and the artifact trail
+(`_carry`), and how a run ended, judged from its saved file when its output was cut
+(`_outcome`, and the extractive fallback that uses it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from agentscope_ctx._carry import CARRY_HEADER, HINT_MARK, carried, split_carry, with_carry
+from agentscope_ctx._extractive import extractive_summary
+from agentscope_ctx._outcome import judge
+from agentscope_ctx._tool_results import ToolResultStore
+from agentscope_ctx._truncation import excerpt_with_notice
+from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+
+FAILING_PYTEST = (
+    "".join(f"tests/test_app.py::test_{i} PASSED\n" for i in range(300))
+    + "E   ValueError: bad input in src/app.py:42\n"
+    + "FAILED tests/test_app.py::test_parse - ValueError: bad input\n"
+    + "<returncode>1</returncode>\n"
+)
+
+
+def _user(text: str, stamp: str = "2026-12-03 10:00:00.000") -> Msg:
+    msg = Msg("user", text, "user")
+    msg.timestamp = stamp
+    return msg
+
+
+def _call(call_id: str, name: str, **args: object) -> Msg:
+    return Msg("assistant", [ToolUseBlock(type="tool_use", id=call_id, name=name, input=args)],
+               "assistant")  # fmt: skip
+
+
+def _result(call_id: str, name: str, output: str) -> Msg:
+    block = ToolResultBlock(
+        type="tool_result", id=call_id, name=name, output=[TextBlock(type="text", text=output)]
+    )
+    return Msg("system", [block], "system")
+
+
+def _cut(store: ToolResultStore, text: str, max_bytes: int) -> str:
+    """`text` as the first truncation leaves it: saved whole, an excerpt and its notice."""
+    path = store.save(text)
+    return excerpt_with_notice(text, file_path=str(path), max_bytes=max_bytes)
+
+
+def test_masked_failing_run_is_judged_from_its_saved_file(tmp_path: Path) -> None:
+    store = ToolResultStore(tmp_path, 3)
+    masked = _cut(store, FAILING_PYTEST, 300)
+    assert "ValueError" not in masked.split("<<<TRUNCATED>>>")[0]
+    assert judge(masked, store.read_saved).status == "failed"
+    assert "ValueError: bad input" in judge(masked, store.read_saved).detail
+    # Without its file, a cut output whose excerpt shows no failure is never "ok".
+    assert judge(masked).status == "unseen"
+    # A notice naming a file outside the store is not read.
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text(FAILING_PYTEST)
+    forged = excerpt_with_notice(FAILING_PYTEST, file_path=str(outside), max_bytes=300)
+    assert judge(forged, store.read_saved).status == "unseen"
+
+
+def test_extractive_fallback_never_reports_a_cut_failure_ok(tmp_path: Path) -> None:
+    store = ToolResultStore(tmp_path, 3)
+    msgs = [
+        _user("Run the tests."),
+        _call("c1", "run_shell", command="pytest -x"),
+        _result("c1", "run_shell", _cut(store, FAILING_PYTEST, 200)),
+    ]
+    with_file = extractive_summary("", msgs, read_saved=store.read_saved)
+    assert "pytest -x" in with_file and "→ failed" in with_file
+    assert "ValueError: bad input" in with_file
+    assert "→ ok" not in with_file
+    without = extractive_summary("", msgs)
+    assert "→ ok" not in without and "not seen whole" in without
+
+
+def _session(store: ToolResultStore) -> list[Msg]:
+    return [
+        _user("Fix the failing test in src/app.py. Do not modify setup.cfg, do not touch vendor/."),
+        _call("c1", "read_file", file_path="src/app.py"),
+        _result("c1", "read_file", "def parse(x):\n    return int(x)\n"),
+        _call("c2", "run_shell", command="pytest -x tests/test_app.py"),
+        _result("c2", "run_shell", _cut(store, FAILING_PYTEST, 200)),
+        _call("c3", "Edit", file_path="src/app.py", old_string="a", new_string="b"),
+        _result("c3", "Edit", "ok"),
+        _call("c4", "Write", file_path="notes/plan.md", content="plan"),
+        _result("c4", "Write", "written"),
+        _call("c5", "read_file", file_path=str(store.dir / "abc.txt")),
+        _result("c5", "read_file", "saved output"),
+    ]
+
+
+def test_carried_block_keeps_words_files_runs_and_errors(tmp_path: Path) -> None:
+    store = ToolResultStore(tmp_path, 3)
+    block = carried(_session(store), "", 4_000, read_saved=store.read_saved, internal=store.owns)
+    assert block.startswith(CARRY_HEADER)
+    assert (
+        '"Fix the failing test in src/app.py. Do not modify setup.cfg, do not touch vendor/."'
+        in block
+    )
+    assert "- read: src/app.py" in block
+    assert "- edited: src/app.py" in block
+    assert "- written: notes/plan.md" in block
+    assert "`pytest -x tests/test_app.py` → failed: FAILED tests/test_app.py::test_parse" in block
+    assert "Newest errors:" in block and "ValueError: bad input" in block
+    assert str(store.dir) not in block  # the package's own saved outputs are not artifacts
+    # Carried over a later compaction that has nothing of its own, unchanged.
+    assert carried([], block, 4_000) == block
+    # Split back out of a summary, byte for byte.
+    summary = with_carry("## Goal\n- follow the instructions\n", block)
+    assert split_carry(summary) == ("## Goal\n- follow the instructions", block)
+
+
+def test_runtime_hints_and_tool_results_are_not_the_users_words() -> None:
+    hint = _user("Budget is low: wrap up.")
+    hint.metadata = {HINT_MARK: True}
+    reminder = _user("<system-reminder>use the plan</system-reminder>")
+    assert carried([hint, reminder], "", 4_000) == ""
+
+
+def test_older_turns_fold_but_keep_their_constraints() -> None:
+    turns = [_user("Never push to main. " + "context " * 60, f"2026-12-0{1 + i} 09:00:00")
+             for i in range(3)]  # fmt: skip
+    turns += [_user(f"Step {i}: look at module {i}. " + "detail " * 80, f"2026-12-05 1{i}:00:00")
+              for i in range(8)]  # fmt: skip
+    block = carried(turns, "", 1_500)
+    assert len(block) <= 1_500
+    assert "Step 7: look at module 7." in block  # the newest, verbatim
+    assert "- earlier:" in block and '"Never push to main."' in block
+
+
+def test_a_newest_turn_longer_than_the_block_is_clipped_with_a_note() -> None:
+    block = carried([_user("Please " + "x" * 5_000)], "", 600)
+    assert len(block) <= 600
+    assert "[clipped: 5007 characters in all, in dialog/]" in block
+
+
+_words = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r"), min_size=1, max_size=300
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rounds=st.lists(st.lists(_words, min_size=1, max_size=4), min_size=1, max_size=10),
+    max_chars=st.integers(400, 6_000),
+)
+@example(rounds=[['"quoted"\nand a newline'], ["do not touch vendor/"]], max_chars=400)
+def test_property_bounded_newest_verbatim_and_stable(
+    rounds: list[list[str]], max_chars: int
+) -> None:
+    """Over up to ten compactions: the block stays within its cap, the newest user turn is
+    there verbatim whenever it fits on its own, and re-carrying with nothing new changes
+    nothing (the prompt prefix is stable between compactions)."""
+    block = ""
+    for n, texts in enumerate(rounds):
+        msgs = [_user(t, f"2026-12-03 10:{n:02d}:00") for t in texts]
+        block = carried(msgs, block, max_chars)
+        assert len(block) <= max_chars
+        assert carried([], block, max_chars) == block
+        newest = [t.strip() for t in texts if t.strip() and not t.strip().startswith("<system-")]
+        if newest and len(newest[-1]) < max_chars // 3:
+            import json
+
+            assert json.dumps(newest[-1], ensure_ascii=False) in block

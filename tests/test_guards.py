@@ -1,0 +1,224 @@
+"""What the agent still knows after compaction, on a real 1.x `ReActAgent` (DESIGN.md §13): the
+1.x twin of `tests/v2/test_guards.py`. With a lazy compactor model (the five headings and
+generic lines) and with the extractive fallback, after 1, 3 and 10 compactions the next prompt
+holds the user's constraints and first task, the newest instruction, every file the agent
+touched and the newest error; a failed run is never reported ok."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("drives a ReActAgent through ContextManager's hooks"), allow_module_level=True
+    )
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import Toolkit, ToolResponse
+
+from agentscope_ctx import ContextConfig, ContextManager
+from tests.fakes import FakeChatModel, tool_call
+
+LAZY = "\n".join(
+    f"## {title}\n- {line}"
+    for title, line in (
+        ("Goal", "complete the task"),
+        ("Constraints", "follow the instructions"),
+        ("Progress", "work is ongoing"),
+        ("Key Decisions", "none"),
+        ("Next Steps", "continue"),
+    )
+)
+FIRST = "Fix the failing test in src/app.py. Do not modify setup.cfg, do not touch vendor/."
+FAILING = (
+    "".join(f"tests/test_app.py::test_{i} PASSED\n" for i in range(400))
+    + "E   ValueError: bad input in src/app.py:42\n"
+    + "FAILED tests/test_app.py::test_parse - ValueError: bad input\n"
+    + "[exit code 1]\n"
+)
+
+
+def _toolkit(root: Path) -> Toolkit:
+    def _text(text: str) -> ToolResponse:
+        return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+    def run_shell(command: str) -> ToolResponse:
+        """Run a shell command.
+
+        Args:
+            command (str): the command line.
+        """
+        if command.startswith("pytest"):
+            return _text(FAILING)
+        return _text("".join(f"{command}: line {i} ok\n" for i in range(300)))
+
+    def edit_file(file_path: str, old: str, new: str) -> ToolResponse:
+        """Replace text in a file.
+
+        Args:
+            file_path (str): the file.
+            old (str): the text to replace.
+            new (str): its replacement.
+        """
+        path = root / file_path
+        path.write_text(path.read_text().replace(old, new))
+        return _text(f"edited {file_path}")
+
+    def write_file(file_path: str, content: str) -> ToolResponse:
+        """Write a file.
+
+        Args:
+            file_path (str): the file.
+            content (str): its text.
+        """
+        (root / file_path).parent.mkdir(parents=True, exist_ok=True)
+        (root / file_path).write_text(content)
+        return _text(f"wrote {file_path}")
+
+    toolkit = Toolkit()
+    for fn in (run_shell, edit_file, write_file):
+        toolkit.register_tool_function(fn)
+    return toolkit
+
+
+def _steps(turn: int) -> list[Any]:
+    return [
+        tool_call("run_shell", f"t{turn}a", command=f"pytest -x tests/test_app.py  # {turn}"),
+        tool_call("edit_file", f"t{turn}b", file_path=f"src/mod{turn}.py", old="x", new="y"),
+        tool_call("write_file", f"t{turn}c", file_path=f"notes/n{turn}.md", content="n" * 50),
+        tool_call("run_shell", f"t{turn}d", command=f"cat big{turn}.log"),
+        f"Turn {turn} done.",
+    ]
+
+
+@pytest.mark.parametrize("writer", ["lazy", "extractive"])
+@pytest.mark.parametrize(("budget", "compactions"), [(3_000, 3), (8_000, 10), (128_000, 1)])
+async def test_constraints_files_and_errors_survive_compactions(
+    tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
+) -> None:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    for turn in range(compactions):
+        (root / "src" / f"mod{turn}.py").write_text("x = 1\n")
+    monkeypatch.chdir(root)
+    config = ContextConfig.model_validate(
+        {
+            "working_dir": str(tmp_path / "ctx"),
+            "max_input_tokens": budget,
+            "keep_recent_ratio": 0.01,
+            "read_roots": [str(root), str(tmp_path / "ctx")],
+            "tool_result": {"recent_n": 1, "recent_max_bytes": 2_000, "old_max_bytes": 1_100},
+            "summarizer": {"enabled": False},
+            "compactor": {"enabled": writer == "lazy"},
+        }
+    )
+    helper = FakeChatModel(default=LAZY)
+    model = FakeChatModel(default="ok")
+    agent = ReActAgent(
+        name="coder",
+        sys_prompt="You fix code.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=_toolkit(root),
+    )
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(config, model=helper, formatter=OpenAIChatFormatter())
+    manager.attach(agent)
+    touched: list[str] = []
+    for turn in range(compactions):
+        model.enqueue(*_steps(turn))
+        touched += [f"src/mod{turn}.py", f"notes/n{turn}.md"]
+        await agent(
+            Msg("user", FIRST if turn == 0 else f"Now continue with module {turn}.", "user")
+        )
+        await manager.compact(agent)
+    model.enqueue("Looked.")
+    await agent(Msg("user", "Where are we?", "user"))
+    await manager.close()
+    prompt = json.dumps(model.calls[-1]["messages"], ensure_ascii=False)
+    summary = agent.memory.compact_summary  # type: ignore[attr-defined]
+    for needle in ("Do not modify setup.cfg, do not touch vendor/.", "Fix the failing test"):
+        assert needle in prompt, needle
+    assert "Where are we?" in prompt
+    for path in touched:
+        assert path in prompt, path
+    assert "ValueError: bad input" in prompt
+    assert "→ ok" not in "".join(line for line in summary.splitlines() if "pytest" in line)
+
+
+async def test_pinned_messages_survive_ten_compactions_and_masking(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A message made pinned (metadata) and a tool result pinned later (`ContextManager.pin`,
+    its call kept with it) are never masked, cut harder or compacted over ten compactions."""
+    from agentscope_ctx._ladder import MASKED
+    from agentscope_ctx._pins import PIN_MARK
+
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    for turn in range(10):
+        (root / "src" / f"mod{turn}.py").write_text("x = 1\n")
+    monkeypatch.chdir(root)
+    config = ContextConfig.model_validate(
+        {
+            "working_dir": str(tmp_path / "ctx"),
+            "max_input_tokens": 8_000,
+            "keep_recent_ratio": 0.01,
+            "clear_at_least": 0,
+            "read_roots": [str(root), str(tmp_path / "ctx")],
+            "tool_result": {
+                "recent_n": 1,
+                "mask_after": 1,
+                "recent_max_bytes": 2_000,
+                "old_max_bytes": 1_100,
+            },
+            "summarizer": {"enabled": False},
+        }
+    )
+    model = FakeChatModel(default="ok")
+    agent = ReActAgent(
+        name="coder",
+        sys_prompt="You fix code.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=_toolkit(root),
+    )
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(
+        config, model=FakeChatModel(default=LAZY), formatter=OpenAIChatFormatter()
+    )
+    memory = manager.attach(agent)
+    persona = Msg("user", "Persona: answer in French, always.", "user", metadata={PIN_MARK: True})
+    model.enqueue(_steps(0)[0], "Ran the tests.")  # one output, not masked yet
+    await agent(persona)
+    result = next(m for m in memory.messages() if "tool_result" in str(m.content))
+    shown = json.dumps(result.content, ensure_ascii=False)
+    await manager.pin(agent, result.id)
+    with pytest.raises(Exception, match="no message with id"):
+        await manager.pin(agent, "no-such-message")
+    for turn in range(1, 10):
+        model.enqueue(*_steps(turn))
+        await agent(Msg("user", f"Go on with {turn}.", "user"))
+        plan = manager._binding(agent).pipeline.ladder.plan
+        assert MASKED in plan.applied.values()  # masking ran around them
+        await manager.compact(agent)
+    ids = [m.id for m in memory.messages()]
+    assert persona.id in ids and result.id in ids
+    call = ids[ids.index(result.id) - 1]  # its tool call stays with it
+    assert "tool_use" in str(memory.messages()[ids.index(call)].content)
+    assert json.dumps(result.content, ensure_ascii=False) == shown
+    prompt = json.dumps(model.calls[-1]["messages"], ensure_ascii=False)
+    assert "Persona: answer in French, always." in prompt
+    assert len(manager.dialog.ids()) > 20
+    await manager.pin(agent, result.id, pinned=False)
+    await manager.compact(agent)
+    assert result.id not in [m.id for m in memory.messages()]
+    await manager.close()
