@@ -25,9 +25,11 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, Models, ShellTool
 from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
 from agentscope_ctx.demo._report import DemoReport
+from tests.demo_rungs import assert_every_rung
 from tests.fakes import FakeChatModel, text, tool_call
 
 
@@ -50,6 +52,30 @@ async def test_demo_compacts_continues_and_stays_within_budget(name: str, tmp_pa
     assert "=== report" in output and "compactions" in output
     assert "ladder reliefs" in output
     assert report.answer
+
+
+async def test_i20_4_default_demo_shows_every_rung(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20, item 4 (1.x): one offline run of the default demo shows a first truncation
+    and its continuation read, masking, a model compaction into dialog/ and a
+    search_history hit, in the report and on the chart."""
+    lines: list[str] = []
+    report = await run_demo("logs", tmp_path, out=lines.append)
+    assert_every_rung(report, tmp_path)
+    assert any(line.startswith("  compactor | prompt") for line in lines)
+    assert report.peak <= report.budget
+    # the report and `inspect` say which count is which, and agree on the context's size
+    assert f"our count ({report.counter}) of the request as sent" in report.render()
+    assert report.context_now is not None and report.counter.startswith("tiktoken:")
+    capsys.readouterr()
+    assert cli_main(["inspect", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        f"context {report.context_now:,} of {report.budget:,} tokens by the context manager's "
+        f"estimate ({report.counter}, " in shown
+    )
+    assert f"context at the end   {report.context_now:,} tokens" in report.render()
 
 
 async def test_logs_demo_finds_the_buried_error(tmp_path: Path) -> None:

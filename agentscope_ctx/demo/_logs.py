@@ -307,6 +307,7 @@ def _postmortem(seen: dict[str, Any]) -> list[list[Step]]:
         return answer(_drafts(seen))
 
     update_turn: list[Step] = [
+        shell("queue", "grep -rc 'queue paused' logs/app", "Is the queue still paused?"),
         shell("resumed", "grep -c 'GET /v1/checkout' logs/app/api-02.log", "Checkouts today?"),
         drafts,
     ]
@@ -343,7 +344,8 @@ def _drafts(seen: dict[str, Any]) -> str:
             f"`{first}`); postgres hit `No space left on device` on the same volume "
             "(/var/lib/ledger). Queue paused, no data loss. Actions: free space + raise quota "
             "(storage team), replay paused checkouts (payments), alert at 80% (SRE). "
-            f"Today's checkout requests on api-02 so far: {_lines(seen, 'resumed', 1)[0]}.",
+            f"Today's checkout requests on api-02 so far: {_lines(seen, 'resumed', 1)[0]}; "
+            f"'queue paused' lines per log: {', '.join(_lines(seen, 'queue', 3))}.",
         ]
     )
 
@@ -370,6 +372,8 @@ def _report(seen: dict[str, Any], *, detailed: bool) -> str:
         parts += ["", "## Detection", "Nothing alerted on the volume; users reported it. Logs:"]
         parts += [f"- `{line}`" for line in _lines(seen, "checkpoint", 4)]
         parts += [f"- `{line}`" for line in _lines(seen, "first", 3)]
+        parts += ["The last quota errors, at the end of the logs:"]
+        parts += [f"- `{line}`" for line in _lines(seen, "last", 3)]
         parts += [
             f"- ledger-sync retries that failed: {_lines(seen, 'retries', 1)[0]}",
             f"- API lines naming the ledger (per host): {', '.join(_lines(seen, 'hosts', 2))}",

@@ -57,6 +57,10 @@ class Rung:
     """The prompt before and after, by the context manager's estimate (ladder rungs)."""
     file: str | None = None
     """The file it wrote or read, relative to the working dir."""
+    line: int | None = None
+    """Where in `file`: the line a continuation read started at, a search's best hit."""
+    text: str | None = None
+    """What a continuation read returned (its excerpt, without its own notice)."""
     ok: bool = True
     """False when it did not do what it should (a read that did not continue the saved
     output, a search without hits)."""

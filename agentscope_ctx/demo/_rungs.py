@@ -78,7 +78,18 @@ def _continuation_reads(stats: PromptStats, root: Path) -> list[Rung]:
     detail = f"read_file {file} from line {read.start.line}{offset}: {result}" + (
         f" (and {more} more continuation reads)" if more > 0 else ""
     )
-    return [Rung(CONTINUATION_READ, read.step, False, detail, file=file, ok=bool(read.follows))]
+    return [
+        Rung(
+            CONTINUATION_READ,
+            read.step,
+            False,
+            detail,
+            file=file,
+            line=read.start.line,
+            text=read.returned,
+            ok=bool(read.follows),
+        )
+    ]
 
 
 def _reliefs(reliefs: list[Announcement]) -> list[Rung]:
@@ -142,7 +153,9 @@ def _searches(stats: PromptStats, root: Path) -> list[Rung]:
         elif file is not None and file.startswith("tool_result/"):
             where += " (a saved output)"
         detail = f"{search.query!r}: {search.hits} hit(s), {where}"
-        rungs.append(Rung(SEARCH_HIT, search.step, False, detail, file=file))
+        rungs.append(
+            Rung(SEARCH_HIT, search.step, False, detail, file=file, line=search.first_line)
+        )
     return rungs
 
 

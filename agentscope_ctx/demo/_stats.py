@@ -51,8 +51,10 @@ class ContinuationRead:
     step: int
     file_path: str
     start: Position
+    returned: str | None = None
+    """The text it returned (without its own notice); `None` until seen."""
     returned_bytes: int | None = None
-    """UTF-8 size of the text it returned (without its own notice); `None` until seen."""
+    """UTF-8 size of `returned`."""
     follows: bool | None = None
     """Whether that text is the saved file's next bytes from `start` (`None`: not seen)."""
 
@@ -236,7 +238,7 @@ class PromptStats:
                 continue
             parsed = parse_notice(texts[-1])
             excerpt = texts[-1] if parsed is None else parsed[0]
-            call.returned_bytes = utf8_len(excerpt)
+            call.returned, call.returned_bytes = excerpt, utf8_len(excerpt)
             path = Path(call.file_path)
             if not path.is_absolute() and self.root is not None:
                 path = self.root / path

@@ -105,6 +105,8 @@ class _Reading:
         self.decisions: list[str] = []
         self.context: list[str] = []
         self.answered_last = False
+        self.last_call = ""
+        self._saved: set[str] = set()
 
     def read(self, entries: list[tuple[str, list[str]]]) -> None:
         for role, lines in entries:
@@ -114,8 +116,8 @@ class _Reading:
             self._other(lines)
 
     def _user(self, text: str) -> None:
-        if not text.strip():
-            return
+        if not text.strip() or text.lstrip().startswith("<system-reminder>"):
+            return  # (AgentScope 2.x adds the time as a user message: not a request)
         self.requests.append(_clip(text))
         self.answered_last = False
         for sentence in re.split(r"(?<=[.!?])\s+", text):
@@ -128,7 +130,8 @@ class _Reading:
         while k < len(lines):
             call, result = _CALL.match(lines[k]), _RESULT.match(lines[k])
             if call is not None:
-                self.done.append(_call_item(call[1], call[2]))
+                self.last_call = _call_item(call[1], call[2])
+                self.done.append(self.last_call)
             elif result is not None:
                 output: list[str] = []
                 while k + 1 < len(lines) and _CALL.match(lines[k + 1]) is None:
@@ -144,13 +147,16 @@ class _Reading:
             self._answer(said)
 
     def _result(self, tool: str, output: str) -> None:
-        parsed = parse_notice(output)
+        parsed = parse_notice(output.rstrip("\n"))
         if parsed is not None:
             excerpt, notice = parsed
-            self.context.append(
-                f"full output of `{tool}` ({notice.total_lines} lines) saved in "
-                f"{notice.file_path}; read on with read_file"
-            )
+            if notice.file_path not in self._saved:  # the first output that points there
+                self._saved.add(notice.file_path)
+                what = self.last_call or f"`{tool}`"
+                self.context.append(
+                    f"{notice.total_lines} lines, whole in {notice.file_path} (from: {what}); "
+                    "read on with read_file"
+                )
             output = excerpt
         for line in output.splitlines():
             if _ERROR.search(line) and "transient" not in line:
