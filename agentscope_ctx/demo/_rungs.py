@@ -35,6 +35,11 @@ def _relative(path: str | None, root: Path) -> str | None:
         return path
 
 
+def _saved(file: str | None) -> bool:
+    """Whether `file` (relative) is a saved output (else a file the agent read in place)."""
+    return file is not None and file.startswith("tool_result/")
+
+
 def _size(path: Path) -> int | None:
     try:
         return path.stat().st_size
@@ -52,12 +57,13 @@ def _first_truncation(stats: PromptStats, root: Path) -> list[Rung]:
     whole = f"{size:,} bytes, " if size is not None else ""
     more = len(stats.first_cuts) - 1
     tool = f"{cut.tool}'s output" if cut.tool else "a tool's output"
+    file = _relative(notice.file_path, root)
+    kept = "saved whole in" if _saved(file) else "the file it read:"
     detail = (
         f"{tool} ({whole}{notice.total_lines:,} lines) entered the context as a "
-        f"{notice.n_bytes:,}-byte excerpt + notice; whole in {_relative(notice.file_path, root)}"
+        f"{notice.n_bytes:,}-byte excerpt + notice; {kept} {file}"
         + (f" (and {more} more outputs cut)" if more > 0 else "")
     )
-    file = _relative(notice.file_path, root)
     return [Rung(FIRST_TRUNCATION, cut.step - 1, True, detail, file=file)]
 
 
@@ -71,7 +77,8 @@ def _continuation_reads(stats: PromptStats, root: Path) -> list[Rung]:
     if read.follows is None:
         result = "its answer was not seen"
     elif read.follows:
-        result = f"returned the next {read.returned_bytes:,} bytes of the saved output"
+        what = "the saved output" if _saved(file) else "the file"
+        result = f"returned the next {read.returned_bytes:,} bytes of {what}"
     else:
         result = "returned text that is NOT the file's next bytes"
     more = len(stats.reads) - 1
