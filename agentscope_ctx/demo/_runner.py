@@ -57,8 +57,9 @@ small local model, so that a short session walks up the whole ladder."""
 
 SCRIPTED_NOTE = (
     "NOTE: the model in this demo is SCRIPTED (offline, no LLM, no API key): it replays a plan "
-    "of tool calls and reacts to the tool results it sees. The agent, tools, files, truncation, "
-    "dialog/ and compaction are all real."
+    "of tool calls and reacts to the tool results it sees; the compactor's model is scripted too "
+    "(it writes the summary from the transcript it is sent). The agent, tools, files, "
+    "truncation, dialog/, compaction and search are all real."
 )
 
 
