@@ -210,6 +210,7 @@ class Services:
                 "provider_prompt_tokens": None if last is None else last.tokens,
                 "provider_cached_tokens": None if last is None else last.cached,
                 "cache_reuse": pipeline.cache.reuse,
+                "counter": self.counter.backend,
             }
             await asyncio.to_thread(write_usage, self.working_dir, agent_name, fields)
         except Exception:

@@ -5,9 +5,14 @@ The record (one file per agent name, replaced atomically)::
 
     {"v": 1, "agent": "worker", "updated": "2026-12-03T08:20:00+00:00",
      "prompt_tokens": 9120, "max_input_tokens": 16000,
-     "provider_prompt_tokens": 9301, "provider_cached_tokens": 8704, "cache_reuse": 0.81}
+     "provider_prompt_tokens": 9301, "provider_cached_tokens": 8704, "cache_reuse": 0.81,
+     "counter": "tiktoken:o200k_base"}
 
-``provider_*`` and ``cache_reuse`` are ``null`` where the provider did not report them.
+``prompt_tokens`` is the context manager's estimate of the agent's context after the reply
+(its messages before formatting, the reply's answer included), counted by ``counter``;
+``provider_prompt_tokens`` is the provider's count of the last prompt sent. ``provider_*``
+and ``cache_reuse`` are ``null`` where the provider did not report them; ``counter`` is
+missing in records written before it was added.
 """
 
 from __future__ import annotations

@@ -86,11 +86,13 @@ def _mtime(path: Path) -> float:
     return (report if report.exists() else path).stat().st_mtime
 
 
-def _new_demo_dir() -> Path:
-    """`DEMO_DIR` if absent or empty, else the first free ``agentscope_ctx_demo_N``."""
+def _new_demo_dir(parent: Path | None = None) -> Path:
+    """`DEMO_DIR` (in `parent`, default the current directory) if absent or empty, else the
+    first free ``agentscope_ctx_demo_N`` beside it."""
+    base = DEMO_DIR if parent is None else parent / DEMO_DIR
     n = 1
     while True:
-        path = DEMO_DIR if n == 1 else Path(f"{DEMO_DIR}_{n}")
+        path = base if n == 1 else Path(f"{base}_{n}")
         if not path.exists() or (path.is_dir() and not any(path.iterdir())):
             return path
         n += 1
@@ -157,7 +159,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         models = load_models(args.model_config)
         if models is None:
             raise CliError(f"{args.model_config!r} has no model: section", code=2)
-    working_dir = Path(args.working_dir).expanduser() if args.working_dir else _new_demo_dir()
+    working_dir = _demo_working_dir(args.working_dir, config)
     if working_dir.exists() and not working_dir.is_dir():
         raise CliError(f"working dir {str(working_dir)!r} is not a directory")
     report = asyncio.run(run_demo(args.name, working_dir, config=config, models=models))
@@ -165,6 +167,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if report.peak > report.budget:
         raise CliError(f"peak prompt {report.peak} tokens exceeded the budget {report.budget}")
     return 0
+
+
+def _demo_working_dir(arg: str | None, config: ContextConfig | None) -> Path:
+    """Where a demo runs: `--working-dir` as given; else, when the config sets `working_dir`,
+    a fresh run dir inside it (the demo's made-up logs and history never mix with the
+    dialog/ and tool_result/ of a working dir in use); else a fresh one here."""
+    configured = config is not None and "working_dir" in config.model_fields_set
+    if arg:
+        if configured:
+            assert config is not None
+            print(f"(--working-dir is used, not the config's working_dir {config.working_dir})")
+        return Path(arg).expanduser()
+    if configured:
+        assert config is not None
+        parent = Path(config.working_dir).expanduser()
+        if parent.exists() and not parent.is_dir():
+            raise CliError(f"the config's working_dir {str(parent)!r} is not a directory")
+        path = _new_demo_dir(parent)
+        print(f"(the run goes to {path}, a fresh run dir inside the config's working_dir)")
+        return path
+    return _new_demo_dir()
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -200,10 +223,17 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     for usage in read_usage(path):
         cache = usage.get("cache_reuse")
         provider = usage.get("provider_prompt_tokens")
+        counter = usage.get("counter")
+        how = f"{counter}, " if isinstance(counter, str) else ""
         print(
-            f"agent {usage.get('agent')!s}: last prompt {usage.get('prompt_tokens', 0):,} of "
-            f"{usage.get('max_input_tokens', 0):,} tokens"
-            + (f" (provider counted {provider:,})" if isinstance(provider, int) else "")
+            f"agent {usage.get('agent')!s}: context {usage.get('prompt_tokens', 0):,} of "
+            f"{usage.get('max_input_tokens', 0):,} tokens by the context manager's estimate "
+            f"({how}messages before formatting, after its last reply)"
+            + (
+                f"; last prompt sent {provider:,} tokens by the provider's count"
+                if isinstance(provider, int)
+                else ""
+            )
             + (
                 f"; {cache:.0%} of the provider's prompt tokens read from its cache"
                 if isinstance(cache, float)
@@ -322,7 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("name", nargs="?", default="logs", help="logs (default), web or skills")
     demo.add_argument(
-        "--config", metavar="FILE", help="context settings (YAML; fields or under context:)"
+        "--config",
+        metavar="FILE",
+        help="context settings (YAML; fields or under context:); its working_dir, if set, "
+        f"holds the run: {DEMO_DIR}, then {DEMO_DIR}_2, ... inside it",
     )
     demo.add_argument(
         "--model-config",
@@ -334,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--working-dir",
         metavar="DIR",
         help=f"where the demo writes (default: ./{DEMO_DIR} if absent or empty, else the "
-        f"first free ./{DEMO_DIR}_N)",
+        f"first free ./{DEMO_DIR}_N; inside the --config's working_dir when it sets one)",
     )
     demo.set_defaults(func=_cmd_demo)
 

@@ -460,4 +460,5 @@ async def test_i12_05_cache_reads_reach_context_usage_and_inspect(
     capsys.readouterr()
     assert cli_main(["inspect", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert f"(provider counted {prompt:,}); {cached / prompt:.0%} of the provider's" in out
+    assert f"; last prompt sent {prompt:,} tokens by the provider's count; " in out
+    assert f"count; {cached / prompt:.0%} of the provider's" in out

@@ -194,3 +194,44 @@ def test_i11_16_readme_has_no_machine_paths() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert not re.search(r"(?<![\w.~])/(work|root|home|tmp|Users)/", readme)
     assert "`~/.agentscope_ctx`" in readme.split("## Use it", 1)[1].split("\n## ", 1)[0]
+
+
+def test_i20_demo_config_working_dir_holds_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`demo --config FILE` honours the config's working_dir: each run goes to a fresh run
+    dir inside it (the working dir's own dialog/ and tool_result/ stay as they were), and
+    says so; `--working-dir` wins, and says that too; a config without working_dir keeps
+    the default (here)."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    state = tmp_path / "state"
+    (state / "dialog").mkdir(parents=True)  # a working dir in use
+    (state / "dialog" / "2026-12-01.jsonl").write_text("", encoding="utf-8")
+    config = tmp_path / "ctx.yaml"
+    config.write_text(f"working_dir: {state}\nmax_input_tokens: 14000\n", encoding="utf-8")
+    for run in ("agentscope_ctx_demo", "agentscope_ctx_demo_2"):
+        assert main(["demo", "skills", "--config", str(config)]) == 0
+        out = capsys.readouterr().out
+        assert f"(the run goes to {state / run}, a fresh run dir inside the config's" in out
+        assert f"working dir: {state / run}" in out and (state / run / "report.svg").exists()
+        assert "of 14,000 budget" in out
+    assert sorted(p.name for p in state.iterdir()) == [
+        "agentscope_ctx_demo",
+        "agentscope_ctx_demo_2",
+        "dialog",
+    ]
+    assert [p.name for p in (state / "dialog").iterdir()] == ["2026-12-01.jsonl"]
+    assert list(here.iterdir()) == []
+
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["demo", "skills", "--config", str(config), "--working-dir", str(elsewhere)]) == 0
+    out = capsys.readouterr().out
+    assert f"(--working-dir is used, not the config's working_dir {state})" in out
+    assert f"working dir: {elsewhere}" in out
+
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("max_input_tokens: 14000\n", encoding="utf-8")
+    assert main(["demo", "skills", "--config", str(plain)]) == 0
+    assert f"working dir: {here / 'agentscope_ctx_demo'}" in capsys.readouterr().out

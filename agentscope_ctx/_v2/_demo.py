@@ -3,12 +3,13 @@ middleware (the line adapter of `agentscope_ctx.demo._runner`).
 
 `ScriptedChatModel` plays the demo's `Script` as a 2.x chat model and reports usage the way
 a provider does (`ChatUsage.input_tokens` = our count of the formatted prompt), so that
-calibration sees a provider's numbers. With a real model (`--model-config`),
+calibration sees a provider's numbers; `ScriptedCompactorChatModel` writes the Compactor's
+summaries (`demo._summary.write_summary`). With a real model (`--model-config`),
 `RecordingChatModel` wraps it. The context manager's notices (compactions, reliefs) come as
 `CustomEvent(name="agentscope_ctx", value={"text": ...})` from the agent's `reply_stream`.
 
 The context part is a 2.x `ContextManager` (its middleware given to the `Agent`), with the
-compactor model of `--model-config` when there is one (else extractive summaries).
+compactor model of `--model-config` when there is one, else the scripted compactor model.
 """
 
 from __future__ import annotations
@@ -38,12 +39,19 @@ from ..demo._scripted import (
     describe_rejection,
     rejection_reason,
 )
+from ..demo._summary import answer_compactor
 from ._calls import prompt_usage
 from ._manager import ContextManager
 from ._middleware import NOTICE_EVENT
 from ._tools import function_tool
 
-__all__ = ["NOTICE_EVENT", "RecordingChatModel", "ScriptedChatModel", "start_session"]
+__all__ = [
+    "NOTICE_EVENT",
+    "RecordingChatModel",
+    "ScriptedChatModel",
+    "ScriptedCompactorChatModel",
+    "start_session",
+]
 
 _CONTEXT_SIZE = 128_000
 """The scripted model's context window: a common provider's (the demo's budget is ours)."""
@@ -79,18 +87,57 @@ class ScriptedChatModel(ChatModelBase):
     ) -> ChatResponse:
         formatted = await self.formatter.format(messages)
         step, tokens, move = await self.script.play(formatted, tools)
-        if move.tool is None:
-            answer = move.text
-            content: list[TextBlock | ToolCallBlock] = [TextBlock(text=answer)]
-        else:
-            answer = json.dumps(move.arguments)
-            content = [ToolCallBlock(id=f"call_{step:03d}", name=move.tool, input=answer)]
+        content: list[TextBlock | ToolCallBlock] = [TextBlock(text=move.text)] if move.text else []
+        answer = move.text
+        if move.tool is not None:
+            arguments = json.dumps(move.arguments)
+            answer += arguments
+            content.append(ToolCallBlock(id=f"call_{step:03d}", name=move.tool, input=arguments))
         usage = ChatUsage(
             input_tokens=tokens,
             output_tokens=await self.script.stats.counter.count_text(answer),
             time=0.0,
         )
         return ChatResponse(content=content, is_last=True, usage=usage)  # type: ignore[arg-type]
+
+
+class ScriptedCompactorChatModel(ChatModelBase):
+    """The compactor's model offline: answers the Compactor's prompt (formatted by the real
+    `OpenAIChatFormatter`) with the summary `demo._summary.write_summary` writes from it,
+    counted in `stats.compactor_calls`."""
+
+    class Parameters(BaseModel):
+        """The scripted compactor model takes no parameters."""
+
+    def __init__(self, stats: PromptStats, on_step: Callable[[str], None] | None) -> None:
+        super().__init__(
+            credential=CredentialBase(),
+            model="scripted-compactor",
+            parameters=ScriptedCompactorChatModel.Parameters(),
+            stream=False,
+            max_retries=0,
+            context_size=_CONTEXT_SIZE,
+        )
+        self.formatter = OpenAIChatFormatter()
+        self.stats = stats
+        self.on_step = on_step
+
+    async def _call_api(
+        self,
+        model_name: str,
+        messages: list[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        formatted = await self.formatter.format(messages)
+        text = await answer_compactor(self.stats, formatted, self.on_step)
+        usage = ChatUsage(
+            input_tokens=await self.stats.counter.count(formatted),
+            output_tokens=await self.stats.counter.count_text(text),
+            time=0.0,
+        )
+        return ChatResponse(content=[TextBlock(text=text)], is_last=True, usage=usage)
 
 
 def provider_prompt(model: ChatModelBase, usage: ChatUsage | None) -> tuple[int, int] | None:
@@ -243,11 +290,10 @@ async def start_session(
     else:
         model = RecordingChatModel(models.model, stats=stats, on_step=out)
     tools: list[ToolBase] = [function_tool(tool, read_only=True) for tool in setup.tools]
-    manager = ContextManager(
-        cfg,
-        model=None if models is None else models.compactor_model,
-        token_counter=stats.counter,
+    compactor: ChatModelBase = (
+        ScriptedCompactorChatModel(stats, out) if models is None else models.compactor_model
     )
+    manager = ContextManager(cfg, model=compactor, token_counter=stats.counter)
     agent = Agent(
         name=agent_name(name),
         system_prompt=setup.sys_prompt,

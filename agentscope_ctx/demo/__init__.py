@@ -1,7 +1,9 @@
 """Offline demos: a real `ReActAgent` with real tools and files, a scripted model, and the
 context manager attached. Each run ends with a report and an SVG chart.
 
-- ``logs``: the log detective (grep/tail/read_file over megabytes of logs);
+- ``logs`` (the default): the log detective (grep/tail/read_file over megabytes of logs),
+  then the incident report: one run walks up the whole ladder, from a first truncation to a
+  model compaction into dialog/ and a search_history hit in what left the context;
 - ``web``: a web reader fetching large HTML pages from a local server (the Browser Use case);
 - ``skills``: reads several `SKILL.md` files and long Markdown docs (Markdown protection).
 """
@@ -48,7 +50,8 @@ async def run_demo(
         name: one of `DEMOS`.
         working_dir: where the demo's data, `dialog/`, `tool_result/` and the chart go.
         config: context settings to use instead of the demo's (its `working_dir` and
-            `read_roots` are replaced by the demo directory).
+            `read_roots` are replaced by the demo directory; the CLI picks that directory
+            inside the config's `working_dir` when the config sets one).
         models: a real model (and compactor model) to run instead of the scripted one
             (see `agentscope_ctx.load_models`).
         out: where progress lines go.

@@ -1,7 +1,10 @@
 """`render_chart`: a demo's prompt sizes as a hand-written SVG line chart.
 
 Our count of every prompt sent, the provider's count where it reported one, the prompts it
-rejected, the budget and compaction-trigger lines, and a marker at each compaction. Axis
+rejected, the budget and compaction-trigger lines, and a marker at each rung of the run (a
+line between two steps for the context manager's: first truncation, second truncation,
+masking, compaction; a ring on the step for the model's: a continuation read, a
+`search_history` hit), each with a tooltip saying what it did. Axis
 ticks are round numbers (1, 2, 2.5 or 5 times a power of ten), and no two labels overlap:
 each label takes the first free spot among a few candidates, estimated from its text, or
 is left out (every marker keeps a tooltip).
@@ -14,7 +17,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from ._report import DemoReport
+from ._report import (
+    COMPACTION,
+    CONTINUATION_READ,
+    EXTRACTIVE_COMPACTION,
+    FIRST_TRUNCATION,
+    MASKING,
+    SEARCH_HIT,
+    SEARCH_MISS,
+    SECOND_TRUNCATION,
+    DemoReport,
+    Rung,
+)
 
 __all__ = ["nice_step", "render_chart"]
 
@@ -149,7 +163,10 @@ def render_chart(report: DemoReport) -> str:
     x_ticks = [i for i in range(1, n + 1) if i % x_step == 0 or x_step == 1] or [1]
     for i in x_ticks:
         labels.place(str(i), [(x(i), _TOP + plot_h + 16, "middle")], css="xtick")
-    labels.place("model call (step)", [(left + plot_w / 2, HEIGHT - 10, "middle")], fill="#000")
+    counted = f"; tokens: our count, {report.counter}" if report.counter else ""
+    labels.place(
+        f"model call (step){counted}", [(left + plot_w / 2, HEIGHT - 10, "middle")], fill="#000"
+    )
     for value, colour, text in (
         (report.budget, "#c0392b", f"budget {report.budget:,}"),
         (report.threshold, "#e67e22", f"compaction trigger {report.threshold:,}"),
@@ -170,25 +187,94 @@ def render_chart(report: DemoReport) -> str:
             ],
             fill=colour,
         )
-    for at_step in report.compaction_steps:
-        cx = x(at_step + 0.5) if n > 1 else x(1)
-        emergency = at_step in report.rejected
-        text = "emergency compaction" if emergency else "compaction"
-        parts.append(
-            f'<line x1="{cx:.1f}" y1="{_TOP}" x2="{cx:.1f}" y2="{_TOP + plot_h}" '
-            f'stroke="#8e44ad" stroke-width="1.5"><title>{text} after step {at_step}</title>'
-            "</line>"
-        )
-        rows = [_TOP + 12 + 14 * r for r in range(4)]
-        labels.place(
-            text,
-            [(cx + 3, r, "start") for r in rows] + [(cx - 3, r, "end") for r in rows],
-            fill="#8e44ad",
-        )
+    parts += _rungs(report, labels, x, y, plot_h)
     parts += _series(values, provider, report.rejected, x, y)
     parts += labels.parts
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+_RUNG_STYLE = {  # colour, dash, label
+    FIRST_TRUNCATION: ("#7f8c8d", "2,3", "1st truncation"),
+    SECOND_TRUNCATION: ("#5d9cec", "5,3", "2nd truncation"),
+    MASKING: ("#27ae60", "5,3", "masking"),
+    COMPACTION: ("#8e44ad", "", "model compaction"),
+    EXTRACTIVE_COMPACTION: ("#8e44ad", "", "extractive compaction"),
+    CONTINUATION_READ: ("#2c3e50", "", "read on"),
+    SEARCH_HIT: ("#d35400", "", "search hit"),
+    SEARCH_MISS: ("#c0392b", "", "search: no hit"),
+}
+_ORDER = (
+    COMPACTION,
+    EXTRACTIVE_COMPACTION,
+    SEARCH_HIT,
+    SEARCH_MISS,
+    MASKING,
+    SECOND_TRUNCATION,
+    FIRST_TRUNCATION,
+    CONTINUATION_READ,
+)
+"""Labels are placed in this order: every compaction and search, the first of the others."""
+_EVERY = frozenset(_ORDER[:4])
+_HEAVY = frozenset(_ORDER[:2])
+
+
+def _rungs(
+    report: DemoReport,
+    labels: _Labels,
+    x: Callable[[float], float],
+    y: Callable[[float], float],
+    plot_h: float,
+) -> list[str]:
+    """A line (rungs of the context manager: between two steps) or a ring (tool calls of
+    the model: on the step's point) at each rung, each with a tooltip; labels where they
+    fit (see `_ORDER`)."""
+    n = len(report.prompt_tokens)
+    rungs = list(report.rungs)
+    compacted = {r.step for r in rungs if r.kind in (COMPACTION, EXTRACTIVE_COMPACTION)}
+    for at_step in report.compaction_steps:  # a report made without rungs
+        if at_step not in compacted:
+            rungs.append(Rung(COMPACTION, at_step, True, f"compaction after step {at_step}"))
+    parts: list[str] = []
+    spots: list[tuple[Rung, float, float]] = []
+    for rung in rungs:
+        colour, dash, _ = _RUNG_STYLE.get(rung.kind, ("#555", "", rung.kind))
+        emergency = rung.after and rung.step in report.rejected and rung.kind in _HEAVY
+        tip = escape(
+            f"{'emergency ' if emergency else ''}{rung.kind}, {rung.when()}: {rung.detail}"
+        )
+        if rung.after:
+            cx = x(rung.step + 0.5) if n > 1 else x(1)
+            width = "1.5" if rung.kind in _HEAVY else "1"
+            dashes = f' stroke-dasharray="{dash}"' if dash else ""
+            parts.append(
+                f'<line x1="{cx:.1f}" y1="{_TOP}" x2="{cx:.1f}" y2="{_TOP + plot_h}" '
+                f'stroke="{colour}" stroke-width="{width}"{dashes}><title>{tip}</title></line>'
+            )
+            spots.append((rung, cx, _TOP + 12))
+        elif 1 <= rung.step <= n:
+            cx, cy = x(rung.step), y(report.prompt_tokens[rung.step - 1])
+            parts.append(
+                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="7" fill="none" stroke="{colour}" '
+                f'stroke-width="2"><title>{tip}</title></circle>'
+            )
+            spots.append((rung, cx, cy - 12))
+    first: set[str] = set()
+    rank = {kind: k for k, kind in enumerate(_ORDER)}
+    for rung, cx, top in sorted(spots, key=lambda s: (rank.get(s[0].kind, 99), s[0].at)):
+        if rung.kind not in _EVERY and rung.kind in first:
+            continue
+        first.add(rung.kind)
+        colour, _, text = _RUNG_STYLE.get(rung.kind, ("#555", "", rung.kind))
+        if rung.after and rung.step in report.rejected and rung.kind in _HEAVY:
+            text = "emergency compaction"
+        rows = [top + 14 * r for r in range(6)] if rung.after else [top, top - 14, top + 30]
+        labels.place(
+            text,
+            [(cx + 3, r, "start") for r in rows] + [(cx - 3, r, "end") for r in rows],
+            fill=colour,
+        )
+    return parts
 
 
 def _steps() -> list[int]:

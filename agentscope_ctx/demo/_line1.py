@@ -1,6 +1,7 @@
 """The demos on AgentScope 1.x: a `ReActAgent` with the `ContextManager` attached.
 
-`ScriptedModel` plays the demo's `Script` as a 1.x chat model; with a real model,
+`ScriptedModel` plays the demo's `Script` as a 1.x chat model, and `ScriptedCompactorModel`
+writes the Compactor's summaries (`_summary.write_summary`); with a real model,
 `RecordingModel` wraps it. The manager's notices (compactions, reliefs) are the lines it
 logs, which a log handler passes on to the demo's `Notices`.
 """
@@ -24,8 +25,9 @@ from .._providers import Models
 from ._recording import RecordingModel
 from ._runner import DemoSetup, Notices, agent_name
 from ._scripted import PromptStats, Script
+from ._summary import answer_compactor
 
-__all__ = ["ScriptedModel", "start_session"]
+__all__ = ["ScriptedCompactorModel", "ScriptedModel", "start_session"]
 
 
 class ScriptedModel(ChatModelBase):
@@ -46,17 +48,36 @@ class ScriptedModel(ChatModelBase):
         step, _, move = await self.script.play(messages, tools)
         if move.tool is None:
             return ChatResponse(content=[TextBlock(type="text", text=move.text)])
-        return ChatResponse(
-            content=[
-                ToolUseBlock(
-                    type="tool_use",
-                    id=f"call_{step:03d}",
-                    name=move.tool,
-                    input=move.arguments,
-                    raw_input=json.dumps(move.arguments),
-                )
-            ]
+        said = [TextBlock(type="text", text=move.text)] if move.text else []
+        call = ToolUseBlock(
+            type="tool_use",
+            id=f"call_{step:03d}",
+            name=move.tool,
+            input=move.arguments,
+            raw_input=json.dumps(move.arguments),
         )
+        return ChatResponse(content=[*said, call])
+
+
+class ScriptedCompactorModel(ChatModelBase):
+    """The compactor's model offline: answers the Compactor's prompt with the summary
+    `_summary.write_summary` writes from it (counted in `stats.compactor_calls`)."""
+
+    def __init__(self, stats: PromptStats, on_step: Callable[[str], None] | None) -> None:
+        super().__init__(model_name="scripted-compactor", stream=False)
+        self.stats = stats
+        self.on_step = on_step
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        text = await answer_compactor(self.stats, messages, self.on_step)
+        return ChatResponse(content=[TextBlock(type="text", text=text)])
 
 
 class _LogNotices(logging.Handler):
@@ -119,7 +140,12 @@ async def start_session(
         script = Script(setup.turns, stats=stats, on_step=out)
         model = ScriptedModel(script)
         formatter: FormatterBase = OpenAIChatFormatter()
-        manager = ContextManager(cfg, model=None, token_counter=stats.counter)
+        manager = ContextManager(
+            cfg,
+            model=ScriptedCompactorModel(stats, out),
+            formatter=OpenAIChatFormatter(),
+            token_counter=stats.counter,
+        )
     else:
         model = RecordingModel(models.model, stats=stats, on_step=out)
         formatter = models.formatter

@@ -1,4 +1,12 @@
-"""`DemoReport`: what a demo run did, in numbers and as a few aligned lines of text."""
+"""`DemoReport`: what a demo run did, in numbers and as a few aligned lines of text.
+
+Besides the totals, the report lists the *rungs* of the run, in order, each with the step it
+happened at (or after) and what it did: the first truncation of an output and the file that
+holds it whole, a continuation read and whether it returned the saved file's next bytes, each
+relief of the ladder's cheap rungs (second truncation, masking), each compaction (who wrote
+the summary, the messages moved and the `dialog/` file they went to), each `search_history`
+call and where its best hit was.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,64 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DemoReport"]
+__all__ = [
+    "COMPACTION",
+    "CONTINUATION_READ",
+    "EXTRACTIVE_COMPACTION",
+    "FIRST_TRUNCATION",
+    "MASKING",
+    "SEARCH_HIT",
+    "SEARCH_MISS",
+    "SECOND_TRUNCATION",
+    "DemoReport",
+    "Rung",
+]
+
+FIRST_TRUNCATION = "first truncation"
+CONTINUATION_READ = "continuation read"
+SECOND_TRUNCATION = "second truncation"
+MASKING = "masking"
+COMPACTION = "model compaction"
+"""A compaction whose summary the (compactor) model wrote."""
+EXTRACTIVE_COMPACTION = "extractive compaction"
+"""A compaction whose summary the deterministic fallback wrote."""
+SEARCH_HIT = "search_history hit"
+SEARCH_MISS = "search_history miss"
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the run: what the package did, when, and to what."""
+
+    kind: str
+    """One of the kinds above (`FIRST_TRUNCATION`, ... `SEARCH_MISS`)."""
+    step: int
+    """The step (model call) it happened at, or after (see `after`)."""
+    after: bool
+    """True: between `step` and the next one (the context manager's rungs); False: at
+    `step` (a tool call of the model)."""
+    detail: str
+    """One line saying what it did."""
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    """The prompt before and after, by the context manager's estimate (ladder rungs)."""
+    file: str | None = None
+    """The file it wrote or read, relative to the working dir."""
+    line: int | None = None
+    """Where in `file`: the line a continuation read started at, a search's best hit."""
+    text: str | None = None
+    """What a continuation read returned (its excerpt, without its own notice)."""
+    ok: bool = True
+    """False when it did not do what it should (a read that did not continue the saved
+    output, a search without hits)."""
+
+    @property
+    def at(self) -> float:
+        """Its place on the step axis (after step n: n + 0.5)."""
+        return self.step + 0.5 if self.after else float(self.step)
+
+    def when(self) -> str:
+        return f"{'after step' if self.after else 'step'} {self.step}"
 
 
 @dataclass
@@ -45,6 +110,20 @@ class DemoReport:
     dialog_messages: int = 0
     chart: Path | None = None
     answer: str = ""
+    """The agent's last answer."""
+    answers: list[str] = field(default_factory=list)
+    """Its answer to each user turn, in order."""
+    rungs: list[Rung] = field(default_factory=list)
+    """What the package did, in order (see the module docstring)."""
+    counter: str = ""
+    """How we counted the prompts (the token counter's backend, e.g. tiktoken:o200k_base)."""
+    context_now: int | None = None
+    """The context manager's estimate of the agent's context at the end (what
+    `agentscope-ctx inspect` shows), `None` when it left none."""
+
+    def of(self, *kinds: str) -> list[Rung]:
+        """The rungs of these kinds, in order."""
+        return [rung for rung in self.rungs if rung.kind in kinds]
 
     @property
     def steps(self) -> int:
@@ -73,6 +152,11 @@ class DemoReport:
     def render(self) -> str:
         """The report as a few aligned lines."""
         ok = "within" if self.peak <= self.budget else "OVER"
+        counted = (
+            f"our count ({self.counter}) of the request as sent"
+            if self.counter
+            else ("our count of what was sent")
+        )
         steps = f"{self.steps}"
         if self.rejected:
             steps += f" ({len(self.rejected)} rejected by the provider)"
@@ -81,7 +165,7 @@ class DemoReport:
             (
                 "peak prompt",
                 f"{self.peak:,} tokens of {self.budget:,} budget "
-                f"({self.peak / self.budget:.0%}, {ok} budget; our count of what was sent)",
+                f"({self.peak / self.budget:.0%}, {ok} budget; {counted})",
             ),
         ]
         if self.provider_peak is not None:
@@ -135,11 +219,29 @@ class DemoReport:
                 f"{self.bytes_offloaded:,} bytes in {self.offloaded_files} tool_result/ files",
             ),
             ("files written", f"{self.files_written} under {self.working_dir}"),
-            ("chart", str(self.chart) if self.chart else "-"),
         ]
+        if self.context_now is not None:
+            rows.append(
+                (
+                    "context at the end",
+                    f"{self.context_now:,} tokens by the context manager's estimate (messages "
+                    "before formatting, the final answer included: the figure `agentscope-ctx "
+                    "inspect` shows)",
+                )
+            )
+        rows.append(("chart", str(self.chart) if self.chart else "-"))
         width = max(len(key) for key, _ in rows)
         lines = [f"=== report: demo {self.name!r} ==="]
         lines += [f"  {key:<{width}}  {value}" for key, value in rows]
+        if self.rungs:
+            lines.append(
+                "  rungs, in order (tokens before -> after: the context manager's estimate):"
+            )
+            when = max(len(rung.when()) for rung in self.rungs)
+            kind = max(len(rung.kind) for rung in self.rungs)
+            for rung in self.rungs:
+                mark = "" if rung.ok else "  [!]"
+                lines.append(f"    {rung.when():<{when}}  {rung.kind:<{kind}}  {rung.detail}{mark}")
         return "\n".join(lines)
 
 

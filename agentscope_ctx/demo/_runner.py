@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Awaitable, Callable, Sequence
+import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,8 +24,10 @@ from .._dialog import DialogStore
 from .._line import IS_1X
 from .._providers import Models
 from .._tokens import TokenCounter
+from .._usage_file import read_usage
 from ._chart import render_chart
 from ._report import DemoReport
+from ._rungs import collect_rungs
 from ._scripted import PromptStats, Step
 
 __all__ = [
@@ -37,7 +40,7 @@ __all__ = [
 ]
 
 DEFAULT_CONTEXT: dict[str, Any] = {
-    "max_input_tokens": 16_000,
+    "max_input_tokens": 8_000,
     "compact_trigger_ratio": 0.75,
     "keep_recent_ratio": 0.3,
     "tool_result": {
@@ -49,12 +52,14 @@ DEFAULT_CONTEXT: dict[str, Any] = {
     },
     "summarizer": {"enabled": False},
 }
-"""Context settings of the demos: a small budget, so that compaction happens within a minute."""
+"""Context settings of the demos (each may override some): a small budget, the window of a
+small local model, so that a short session walks up the whole ladder."""
 
 SCRIPTED_NOTE = (
     "NOTE: the model in this demo is SCRIPTED (offline, no LLM, no API key): it replays a plan "
-    "of tool calls and reacts to the tool results it sees. The agent, tools, files, truncation, "
-    "dialog/ and compaction are all real."
+    "of tool calls and reacts to the tool results it sees; the compactor's model is scripted too "
+    "(it writes the summary from the transcript it is sent). The agent, tools, files, "
+    "truncation, dialog/, compaction and search are all real."
 )
 
 
@@ -74,24 +79,81 @@ class DemoSetup:
     cleanup: Callable[[], Awaitable[None]] | None = None
 
 
+_COMPACTED = re.compile(
+    r"compacted (\d+) messages: (\d+) -> (\d+) tokens; summary by (\w+)(.*?); "
+    r"raw messages saved in "
+)
+_RELIEVED = re.compile(r"relieved (\d+) -> (\d+) tokens without a model call \((.*); threshold")
+
+
+@dataclass
+class Announcement:
+    """A compaction or relief the context manager announced."""
+
+    step: int
+    """Model calls before it."""
+    tokens_before: int
+    tokens_after: int
+    """The manager's estimate of the prompt before and after."""
+    rungs: str = ""
+    """A relief's rungs with the tokens each freed ("second truncation -3785, ...")."""
+    moved: int = 0
+    """A compaction's messages moved to `dialog/`."""
+    source: str = ""
+    """Who wrote a compaction's summary: "model", "model_retry" or "extractive" (with why)."""
+    files: list[str] = field(default_factory=list)
+    """The `dialog/` files the compaction appended to (relative to the working dir)."""
+
+
 class Notices:
     """Notes each "[agentscope_ctx] compacted ..." and "... relieved ..." (the ladder's cheap
-    rungs) notice the context manager gives, at the step it came after, and shows it."""
+    rungs) notice the context manager gives, at the step it came after, and shows it. At a
+    compaction it looks which `dialog/` files grew."""
 
-    def __init__(self, stats: PromptStats, out: Callable[[str], None]) -> None:
+    def __init__(
+        self, stats: PromptStats, out: Callable[[str], None], working_dir: Path | None = None
+    ) -> None:
         self.stats = stats
         self.out = out
+        self.working_dir = working_dir
         self.steps: list[int] = []
         self.reliefs: list[int] = []
+        self.compactions: list[Announcement] = []
+        self.relief_notices: list[Announcement] = []
+        self._dialog_sizes: dict[str, int] = {}
 
     def note(self, message: str) -> None:
         """Take one notice of the context manager (other texts are ignored)."""
+        step = len(self.stats.prompt_tokens)
         if message.startswith("[agentscope_ctx] compacted"):
-            self.steps.append(len(self.stats.prompt_tokens))
+            self.steps.append(step)
             self.out(f"  {message}")
+            match = _COMPACTED.search(message)
+            if match is not None:
+                before, after = int(match[2]), int(match[3])
+                notice = Announcement(step, before, after, moved=int(match[1]))
+                notice.source = match[4] + match[5]
+                notice.files = self._grown_dialog_files()
+                self.compactions.append(notice)
         elif message.startswith("[agentscope_ctx] relieved"):
-            self.reliefs.append(len(self.stats.prompt_tokens))
+            self.reliefs.append(step)
             self.out(f"  {message}")
+            match = _RELIEVED.search(message)
+            if match is not None:
+                self.relief_notices.append(
+                    Announcement(step, int(match[1]), int(match[2]), rungs=match[3])
+                )
+
+    def _grown_dialog_files(self) -> list[str]:
+        if self.working_dir is None:
+            return []
+        folder = self.working_dir / "dialog"
+        sizes = {p.name: p.stat().st_size for p in folder.glob("*.jsonl")}
+        grown = [
+            name for name, size in sorted(sizes.items()) if size > self._dialog_sizes.get(name, 0)
+        ]
+        self._dialog_sizes = sizes
+        return [f"dialog/{name}" for name in grown]
 
 
 class DemoSession(Protocol):
@@ -146,6 +208,15 @@ def demo_config(
     return ContextConfig(**fields, working_dir=working_dir, read_roots=[working_dir])
 
 
+def _context_now(working_dir: Path, agent: str) -> int | None:
+    """The manager's estimate of the agent's context at its last reply (its usage record)."""
+    for record in read_usage(working_dir):
+        if record.get("agent") == agent and isinstance(record.get("prompt_tokens"), int):
+            tokens: int = record["prompt_tokens"]
+            return tokens
+    return None
+
+
 def _tree_size(path: Path) -> tuple[int, int]:
     files = [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
     return len(files), sum(p.stat().st_size for p in files)
@@ -173,8 +244,8 @@ async def run_setup(
     With `models`, the demo runs on that real model (and its compactor model) instead of
     the scripted one."""
     cfg = demo_config(working_dir, setup.context, config)
-    stats = PromptStats(TokenCounter(cfg.token_counter))
-    notices = Notices(stats, out)
+    stats = PromptStats(TokenCounter(cfg.token_counter), root=working_dir)
+    notices = Notices(stats, out, working_dir)
     session = await _start_session()(
         name, setup, cfg, stats=stats, models=models, notices=notices, out=out
     )
@@ -189,16 +260,7 @@ async def run_setup(
         await session.close()
         if setup.cleanup is not None:
             await setup.cleanup()
-    report = await asyncio.to_thread(
-        _report,
-        name,
-        working_dir,
-        cfg,
-        stats,
-        notices.steps,
-        notices.reliefs,
-        answers,
-    )
+    report = await asyncio.to_thread(_report, name, working_dir, cfg, stats, notices, answers)
     return report
 
 
@@ -212,8 +274,7 @@ def _report(
     working_dir: Path,
     cfg: ContextConfig,
     stats: PromptStats,
-    compaction_steps: Sequence[int],
-    relief_steps: Sequence[int],
+    notices: Notices,
     answers: list[str],
 ) -> DemoReport:
     stored, _ = DialogStore(cfg.working_dir).read()  # what the manager saved (both lines)
@@ -228,8 +289,8 @@ def _report(
         provider_cached=list(stats.provider_cached),
         rejected=dict(stats.rejected),
         retries=list(stats.retries),
-        compaction_steps=list(compaction_steps),
-        relief_steps=list(relief_steps),
+        compaction_steps=list(notices.steps),
+        relief_steps=list(notices.reliefs),
         continuation_reads=stats.continuation_reads,
         first_truncations=stats.first_truncations,
         second_truncations=stats.second_truncations,
@@ -237,6 +298,10 @@ def _report(
         offloaded_files=offloaded,
         dialog_messages=len(stored),
         answer=answers[-1] if answers else "",
+        answers=list(answers),
+        rungs=collect_rungs(stats, notices, working_dir),
+        counter=stats.counter_name,
+        context_now=_context_now(working_dir, agent_name(name)),
     )
     chart = working_dir / "report.svg"
     chart.write_text(render_chart(report), encoding="utf-8")

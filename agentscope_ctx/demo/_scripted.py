@@ -7,20 +7,20 @@ step of the plan is a function of what the agent just saw (the last tool result 
 it received), so it can follow a truncation notice with `read_file` at the hinted
 `start_line`, or pick a line number out of a `grep` result.
 
-It also measures what a real model would have received: the token count of every prompt,
-and whether a truncation notice it saw before came back cut harder (a second truncation).
+What a real model would have received is measured by `PromptStats` (in `_stats`): the token
+count of every prompt, the notices seen and cut harder, the continuation reads and searches.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._guard import is_context_overflow
-from .._tokens import TokenCounter
 from .._truncation import Notice, parse_notice
+from ._stats import PromptStats
 
 __all__ = [
     "Move",
@@ -31,6 +31,7 @@ __all__ = [
     "describe",
     "describe_rejection",
     "rejection_reason",
+    "say",
 ]
 
 
@@ -64,6 +65,7 @@ class Move:
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
     text: str = ""
+    """The final answer; with a tool call, what the model says before it (its reasoning)."""
     continuation: bool = False
     """Set by the model: this call follows a truncation notice's hint."""
 
@@ -82,6 +84,12 @@ def answer(text: str) -> Move:
     return Move(text=text)
 
 
+def say(text: str, move: Move) -> Move:
+    """`move` (a tool call), with `text` said before it, as models explain their next call."""
+    move.text = text
+    return move
+
+
 def follow(obs: Observation, fallback: Move) -> Move:
     """`read_file` at the continuation the last notice hints at; `fallback` without one."""
     notice = obs.notice
@@ -91,97 +99,6 @@ def follow(obs: Observation, fallback: Move) -> Move:
     if notice.next.offset:
         args["line_offset"] = notice.next.offset
     return Move(tool="read_file", arguments=args)
-
-
-def _content_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-def _tool_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
-    """Texts of the tool results in a formatted prompt (OpenAI or Anthropic style), in order."""
-    texts: list[str] = []
-    for message in messages:
-        if message.get("role") == "tool":
-            texts.append(_content_text(message.get("content")))
-            continue
-        content = message.get("content")
-        if isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and part.get("type") == "tool_result":
-                    texts.append(_content_text(part.get("content")))
-    return texts
-
-
-class PromptStats:
-    """What the prompts a model received show: their token counts, the truncation notices
-    seen for the first time and those that came back cut harder (second truncation), and the
-    `read_file` calls that follow a notice's hint (continuation reads). With a real model,
-    also what the provider counted and which prompts it rejected."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self.prompt_tokens: list[int] = []
-        """Our count of each prompt sent, in order (step n is index n - 1)."""
-        self.provider_tokens: list[int | None] = []
-        """The prompt tokens the provider reported for each step (`None`: no usage)."""
-        self.provider_cached: list[int | None] = []
-        """The part of them it read from its prompt cache (`None`: not reported)."""
-        self.rejected: dict[int, str] = {}
-        """Steps the provider refused, with its reason (one line)."""
-        self.retries: list[int] = []
-        """Steps that retried a prompt the provider had refused as too long."""
-        self.first_truncations = 0
-        self.second_truncations = 0
-        self.continuation_reads = 0
-        self._seen: dict[tuple[str, int, int], int] = {}
-        self._harder: set[tuple[str, int, int]] = set()
-        self._hints: set[tuple[str, int, int]] = set()
-
-    async def observe(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
-    ) -> tuple[int, list[str]]:
-        """Count a prompt and watch its notices; returns its tokens and its tool-result texts."""
-        tokens = await self.counter.count(messages, tools=tools)
-        self.prompt_tokens.append(tokens)
-        self.provider_tokens.append(None)
-        self.provider_cached.append(None)
-        texts = _tool_texts(messages)
-        for text in texts:
-            parsed = parse_notice(text)
-            if parsed is None:
-                continue
-            notice = parsed[1]
-            self._hints.add((notice.file_path, notice.next.line, notice.next.offset))
-            key = (notice.file_path, notice.start.line, notice.start.offset)
-            before = self._seen.get(key)
-            if before is None:
-                self.first_truncations += 1
-                self._seen[key] = notice.n_bytes
-            elif notice.n_bytes < before and key not in self._harder:
-                self._harder.add(key)
-                self.second_truncations += 1
-        return tokens, texts
-
-    def note_call(self, tool: str, arguments: Mapping[str, Any]) -> bool:
-        """Record a tool call of the model; True when it is a continuation read."""
-        if tool != "read_file":
-            return False
-        try:
-            key = (
-                str(arguments.get("file_path", "")),
-                int(arguments.get("start_line", 1)),
-                int(arguments.get("line_offset", 0)),
-            )
-        except (TypeError, ValueError):
-            return False
-        if key in self._hints:
-            self.continuation_reads += 1
-            return True
-        return False
 
 
 class Script:

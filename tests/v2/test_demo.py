@@ -22,9 +22,11 @@ from agentscope_ctx._providers import Models, build_model
 from agentscope_ctx._tokens import TokenCounter
 from agentscope_ctx._v2._demo import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx._v2._tools import function_tool
+from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
+from tests.demo_rungs import assert_every_rung
 from tests.openai_server import Reply, Server, base_url, serving
 
 
@@ -56,14 +58,41 @@ async def test_i14_3_demo_runs_on_a_2x_agent_with_real_tools(name: str, tmp_path
     assert report.answer and "Done." not in report.answer
 
 
+async def test_i20_4_default_demo_shows_every_rung_on_2x(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20, item 4 (2.x): one offline run of the default demo shows a first truncation
+    and its continuation read, masking, a model compaction into dialog/ and a
+    search_history hit, in the report and on the chart."""
+    lines: list[str] = []
+    report = await run_demo("logs", tmp_path, out=lines.append)
+    assert_every_rung(report, tmp_path)
+    assert any(line.startswith("  compactor | prompt") for line in lines)
+    assert report.peak <= report.budget
+    # the report and `inspect` say which count is which, and agree on the context's size
+    assert f"our count ({report.counter}) of the request as sent" in report.render()
+    assert report.context_now is not None and report.counter.startswith("tiktoken:")
+    capsys.readouterr()
+    assert cli_main(["inspect", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        f"context {report.context_now:,} of {report.budget:,} tokens by the context manager's "
+        f"estimate ({report.counter}, " in shown
+    )
+    assert f"context at the end   {report.context_now:,} tokens" in report.render()
+    # the scripted 2.x model reports its prompt's size as a provider does: our count
+    last = report.prompt_tokens[-1]
+    assert f"last prompt sent {last:,} tokens by the provider's count" in shown
+
+
 async def test_i14_3_logs_demo_finds_the_buried_error_on_2x(tmp_path: Path) -> None:
     report = await run_demo("logs", tmp_path, out=lambda _: None)
     worker = (tmp_path / "logs" / "app" / "worker-03.log").read_text().splitlines()
     buried = next(i for i, line in enumerate(worker, 1) if "ledger-sync failed" in line)
     quota = sum("Disk quota exceeded" in line for line in worker)
     # the answer quotes what the real tools found: the line read in place, grep's count
-    assert f"worker-03 line {buried}" in report.answer
-    assert f"`Disk quota exceeded` {quota} times" in report.answer
+    assert f"worker-03 line {buried}" in report.answers[1]
+    assert f"`Disk quota exceeded` {quota} times" in report.answers[1]
     assert sum(p.stat().st_size for p in (tmp_path / "logs").rglob("*.log")) > 2_000_000
     # the grep output saved whole is what `grep -rn ERROR logs` prints
     saved = [p.read_text(encoding="utf-8") for p in (tmp_path / "tool_result").iterdir()]
@@ -175,9 +204,10 @@ async def test_i14_4_demo_on_a_real_2x_openai_model(
     )
     assert lines[0].startswith("NOTE: the model in this demo is REAL: OpenAIChatModel")
     steps = [line for line in lines if line.startswith("  step ")]
-    assert (
-        [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1)) == [1, 2, 3, 4]
-    )
+    # the server's three answers in the first turn, then its "Done." to each of the others
+    turns = len(report.answers)
+    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
+    assert report.steps == 3 + turns - 1 and turns == 6
     assert "(provider " in steps[0] and "run_shell(command='grep -rn ERROR logs')" in steps[0]
     sent = [server.usage(r)["prompt_tokens"] for r in server.requests]
     assert report.provider_tokens == sent and report.provider_peak == max(sent)
@@ -200,4 +230,4 @@ async def test_i14_4_demo_compacts_within_budget_on_2x(tmp_path: Path) -> None:
     report = await run_demo("logs", tmp_path / "demo", config=config, out=lambda _: None)
     assert report.compactions >= 1 and report.dialog_messages > 0
     assert report.peak <= report.budget == 16_000
-    assert "Disk quota" in report.answer
+    assert "Disk quota" in report.answers[0]

@@ -1,0 +1,95 @@
+"""Checks shared by the demo tests of both lines: the default demo shows every rung of the
+ladder, in order, and each left its trace on disk."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from xml.etree import ElementTree
+
+from agentscope_ctx._dialog import DialogStore
+from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx.demo import DemoReport
+from agentscope_ctx.demo._report import (
+    COMPACTION,
+    CONTINUATION_READ,
+    EXTRACTIVE_COMPACTION,
+    FIRST_TRUNCATION,
+    MASKING,
+    SEARCH_HIT,
+    SEARCH_MISS,
+)
+
+
+def _msg(line: str) -> dict[str, object]:
+    """The message of a dialog/ record (`_dialog_record`: {"v": 1, "msg": {...}, ...})."""
+    msg: dict[str, object] = json.loads(line)["msg"]
+    return msg
+
+
+def _texts(msg: dict[str, object]) -> str:
+    return json.dumps(msg.get("content"), ensure_ascii=False)
+
+
+def assert_every_rung(report: DemoReport, root: Path) -> None:
+    """One offline run of the default demo: a first truncation and a continuation read that
+    returned the saved output's next bytes; a masking relief; a model compaction that moved
+    messages to dialog/; a search_history hit in what left the context; each in the report
+    (in that order) and marked on the chart."""
+    (first,) = report.of(FIRST_TRUNCATION)
+    (read,) = report.of(CONTINUATION_READ)
+    masking = report.of(MASKING)
+    compactions = report.of(COMPACTION)
+    hits = report.of(SEARCH_HIT)
+    assert masking and compactions and hits, [r.kind for r in report.rungs]
+    assert not report.of(EXTRACTIVE_COMPACTION, SEARCH_MISS)
+    assert first.at < read.at < masking[0].at < compactions[0].at < hits[0].at
+
+    # the first truncation: the whole output is in tool_result/, bigger than what was shown;
+    # the continuation read follows its notice and returned the file's next bytes
+    assert first.file is not None and first.file.startswith("tool_result/")
+    saved = (root / first.file).read_text(encoding="utf-8")
+    assert read.file == first.file and read.ok and read.line is not None and read.line > 1
+    assert read.text and parse_notice(read.text) is None
+    rest = "".join(saved.splitlines(keepends=True)[read.line - 1 :])
+    assert rest.startswith(read.text) and len(read.text) < len(rest)
+
+    # masking and compaction brought the prompt down, without and with a model call; the
+    # compaction came when the cheap rungs could not bring it under the trigger
+    for rung in [*masking, *compactions]:
+        assert rung.tokens_before is not None and rung.tokens_after is not None
+        assert rung.tokens_before > report.threshold and rung.tokens_after < rung.tokens_before
+    assert compactions[0].tokens_after is not None
+    assert compactions[0].tokens_after <= report.threshold
+    assert all("compactor model" in rung.detail for rung in compactions)
+
+    # dialog/: the moved messages, the first user turn among them
+    files = {rung.file for rung in compactions}
+    assert all(file is not None and file.startswith("dialog/") for file in files)
+    lines = {f: (root / f).read_text(encoding="utf-8").splitlines() for f in files if f}
+    stored, _ = DialogStore(root).read()
+    assert sum(map(len, lines.values())) == len(stored) == report.dialog_messages > 0
+    moved = [re.search(r"(\d+) messages moved to dialog/", rung.detail) for rung in compactions]
+    assert sum(int(m[1]) for m in moved if m) == report.dialog_messages
+    every = [_msg(line) for day in lines.values() for line in day]
+    assert any("Checkout failed for many users" in _texts(msg) for msg in every)
+
+    # the search found what left the context: its best hit is a line of a dialog file
+    (hit,) = hits
+    assert hit.file in lines and hit.line is not None
+    found = _msg(lines[hit.file][hit.line - 1])
+    assert "No space left on device" in _texts(found) and found["role"] == "assistant"
+    assert "No space left on device" in report.answers[-1]
+
+    # the report names each rung with its step; the chart marks each
+    rendered = report.render()
+    for rung in report.rungs:
+        assert f"{rung.when()}" in rendered and rung.detail in rendered
+    assert report.chart is not None
+    svg = ElementTree.fromstring(report.chart.read_text(encoding="utf-8"))
+    tips = [node.text or "" for node in svg.iter("{http://www.w3.org/2000/svg}title")]
+    for kind in (FIRST_TRUNCATION, CONTINUATION_READ, MASKING, COMPACTION, SEARCH_HIT):
+        assert any(tip.startswith(f"{kind}, ") for tip in tips), kind
+    labels = {node.text for node in svg.iter("{http://www.w3.org/2000/svg}text")}
+    assert {"model compaction", "search hit", "masking", "read on"} <= labels
