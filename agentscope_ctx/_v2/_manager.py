@@ -34,6 +34,7 @@ from .._tool_results import ToolResultStore
 from ._middleware import ContextMiddleware
 from ._mirror import StateMirror
 from ._tools import memory_tools, search_tool
+from ._workspace import cap_images, clean_read_cache, offload_left, offload_reminder
 
 __all__ = ["ContextManager"]
 
@@ -229,6 +230,11 @@ class ContextManager(Services):
         async with binding.lock:
             state = binding.agent.state
             try:
+                await cap_images(binding.agent, self.working_dir / "media")
+            except Exception:
+                logger.exception("agentscope_ctx: could not apply the agent's max_image_num")
+            before = list(state.context)
+            try:
                 await binding.mirror.pull(state)
                 if not binding.note_loaded:
                     binding.note_loaded = True
@@ -243,7 +249,26 @@ class ContextManager(Services):
                 binding.mirror.push(state, changed=changed)
             except Exception:
                 logger.exception("agentscope_ctx: could not write the agent's state")
+                return report
+            if report is not None and changed:
+                await self._after_changes(binding, before, report)
             return report
+
+    async def _after_changes(
+        self, binding: _Binding, before: list[Any], report: PipelineReport
+    ) -> None:
+        """What AgentScope does after its own compression (see `_workspace`): the read
+        cache keeps only files the model still sees; what left goes to the offloader too."""
+        agent = binding.agent
+        try:
+            await clean_read_cache(agent)
+            if report.compacted:
+                path = await offload_left(agent, before)
+                if path is not None and binding.mirror.offload_note != offload_reminder(path):
+                    binding.mirror.offload_note = offload_reminder(path)
+                    binding.mirror.push(agent.state, changed=False)
+        except Exception:
+            logger.exception("agentscope_ctx: could not update the read cache or offloader")
 
     # -- public operations -------------------------------------------------------------
 
@@ -252,9 +277,11 @@ class ContextManager(Services):
         binding = self._binding(agent)
         await self.refresh_parts(agent, binding)
         async with binding.lock:
+            before = list(agent.state.context)
             await binding.mirror.pull(agent.state)
             report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
             binding.mirror.push(agent.state)
+            await self._after_changes(binding, before, report)
         return report
 
     async def context_usage(self, agent: Agent) -> ContextUsage:
