@@ -4,16 +4,20 @@ Each was a failure of AgentScope's own tests with a `ContextManager` attached (i
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
+import re
 from pathlib import Path
 
+import pytest
 from agentscope.agent import Agent
 from agentscope.message import (
     AssistantMsg,
     Base64Source,
     DataBlock,
+    HintBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -23,15 +27,15 @@ from agentscope.message import (
 from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, Toolkit
 from agentscope.workspace import LocalWorkspace
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._failures import FailureLog
 from agentscope_ctx._offload import cut_texts
 from agentscope_ctx._tool_results import ToolResultStore
-from agentscope_ctx._v2._workspace import read_paths_seen
+from agentscope_ctx._v2._workspace import cap_images, read_paths_seen
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
-
-PNG = base64.b64encode(b"\x89PNG fake image bytes").decode()
 
 
 def _config(tmp_path: Path, **fields: object) -> ContextConfig:
@@ -230,3 +234,92 @@ async def test_a_cut_output_and_the_compacted_context_reach_the_offloader(
     reminder = f"The compressed context is offloaded to '{offloaded}'"
     assert reminder in str(agent.state.summary)
     assert agent.state.middle_context["agentscope_ctx"]["offload_note"].count(reminder) == 1
+
+
+async def test_a_read_masked_by_age_leaves_the_read_cache(tmp_path: Path) -> None:
+    files = [tmp_path / f"f{i}.py" for i in range(4)]
+    context: list[UserMsg | AssistantMsg] = []
+    for i, f in enumerate(files):
+        body = "".join(f"line {n} of {f.name}\n" for n in range(300))
+        f.write_text(body)
+        context += [UserMsg("user", f"read {f.name}"), _read(f"r{i}", str(f), body)]
+    agent = Agent(
+        name="Friday",
+        system_prompt="You are Friday.",
+        model=FakeChatModel(),
+        toolkit=Toolkit(),
+        state=AgentState(context=context),
+    )
+    config = _config(tmp_path, clear_at_least=1, tool_result={"recent_n": 1, "mask_after": 2})
+    ContextManager(config).attach(agent)
+    for f in files:
+        await agent.state.tool_context.cache_file(file_path=str(f), lines=["x\n"])
+
+    await agent.compress_context()  # outside a reply: one run of the pipeline
+
+    masked = read_paths_seen(agent.state.context) ^ {str(f) for f in files}
+    assert masked == {str(files[0]), str(files[1])}  # older than mask_after: notice alone
+    for f in files:
+        cached = await agent.state.tool_context.get_cache(str(f))
+        assert (cached is None) == (str(f) in masked), f
+
+
+_PLACES = st.sampled_from(["user", "assistant", "result", "hint"])
+
+
+def _image_context(places: list[str]) -> list[UserMsg | AssistantMsg]:
+    """One message per image, at the given place (user/assistant top level, inside a tool
+    result, inside a hint), each image distinct."""
+    msgs: list[UserMsg | AssistantMsg] = []
+    for i, place in enumerate(places):
+        image = DataBlock(
+            name=f"img{i}",
+            source=Base64Source(
+                data=base64.b64encode(f"image {i}".encode()).decode(), media_type="image/png"
+            ),
+        )
+        if place == "user":
+            msgs.append(UserMsg("user", [image, TextBlock(text=f"see {i}")]))
+        elif place == "assistant":
+            msgs.append(AssistantMsg("Friday", [TextBlock(text=f"drew {i}"), image]))
+        elif place == "result":
+            call = ToolCallBlock(id=f"c{i}", name="view", input="{}")
+            result = ToolResultBlock(
+                id=f"c{i}", name="view", output=[image], state=ToolResultState.SUCCESS
+            )
+            msgs.append(AssistantMsg("Friday", [call, result]))
+        else:
+            msgs.append(AssistantMsg("Friday", [HintBlock(hint=[TextBlock(text="hint"), image])]))
+    return msgs
+
+
+@settings(max_examples=30, deadline=None)
+@given(places=st.lists(_PLACES, max_size=9), limit=st.integers(0, 6))
+def test_image_cap_keeps_the_newest_and_saves_the_rest(
+    tmp_path_factory: pytest.TempPathFactory, places: list[str], limit: int
+) -> None:
+    media = tmp_path_factory.mktemp("media")
+    agent = Agent(
+        name="Friday",
+        system_prompt="You are Friday.",
+        model=FakeChatModel(),
+        state=AgentState(context=_image_context(places)),
+    )
+    agent.context_config = agent.context_config.model_copy(update={"max_image_num": limit})
+    ids = [[b.id for b in m.content] for m in agent.state.context]
+
+    replaced = asyncio.run(cap_images(agent, media))
+
+    excess = max(len(places) - limit, 0)
+    assert replaced == excess
+    dump = json.dumps([m.model_dump() for m in agent.state.context])
+    for i in range(len(places)):  # the oldest are notices naming a file that reads back
+        if i < excess:
+            assert f"image named 'img{i}' is offloaded into " in dump
+            assert f'"name": "img{i}"' not in dump
+        else:
+            assert f'"name": "img{i}"' in dump
+    for text in re.findall(r"offloaded into (\S+), you can", dump):
+        assert Path(text).read_bytes().startswith(b"image ")
+    assert [[b.id for b in m.content] for m in agent.state.context] == ids  # block ids kept
+    assert asyncio.run(cap_images(agent, media)) == 0  # idempotent
