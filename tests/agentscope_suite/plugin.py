@@ -26,6 +26,8 @@ ATTACHED: list[Any] = []
 """The managers attached during the run (for the summary line)."""
 
 _BASE: Path | None = None
+_ORIGINAL: Any = None
+"""`Agent.__init__` as AgentScope defines it (restored at the end of the run)."""
 
 
 def _working_dir() -> Path:
@@ -44,15 +46,16 @@ def _ours(agent: Any) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _BASE
+    global _BASE, _ORIGINAL
     from agentscope.agent import Agent
 
     from agentscope_ctx import ContextConfig, ContextManager
 
-    _BASE = Path(tempfile.mkdtemp(prefix="agentscope-suite-"))
     original = Agent.__init__
     if getattr(original, "__agentscope_ctx__", False):
         return
+    _BASE = Path(tempfile.mkdtemp(prefix="agentscope-suite-"))
+    _ORIGINAL = original
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -78,5 +81,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    global _BASE, _ORIGINAL
+    if _ORIGINAL is not None:
+        from agentscope.agent import Agent
+
+        Agent.__init__ = _ORIGINAL  # type: ignore[method-assign]
+        _ORIGINAL = None
     if _BASE is not None:
         shutil.rmtree(_BASE, ignore_errors=True)
+        _BASE = None

@@ -18,6 +18,7 @@ checkout comes from git. The run needs AgentScope's test extras beside the packa
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -128,6 +129,7 @@ def _run(python: str, tests: Path, files: list[str], *, attached: bool) -> dict[
         return _outcomes(report, set(files))
 
 
+@functools.cache
 def _has_xdist(python: str) -> bool:
     probe = subprocess.run([python, "-c", "import xdist"], capture_output=True, check=False)
     return probe.returncode == 0
