@@ -34,7 +34,13 @@ from .._tool_results import ToolResultStore
 from ._middleware import ContextMiddleware
 from ._mirror import StateMirror
 from ._tools import memory_tools, search_tool
-from ._workspace import cap_images, clean_read_cache, offload_left, offload_reminder
+from ._workspace import (
+    ImageCounts,
+    cap_images,
+    clean_read_cache,
+    offload_left,
+    offload_reminder,
+)
 
 __all__ = ["ContextManager"]
 
@@ -66,6 +72,7 @@ class _Binding:
     cutting: bool = False
     note_loaded: bool = False
     notices: list[str] = field(default_factory=list)
+    image_counts: ImageCounts = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def notify(self, text: str) -> None:
@@ -230,7 +237,7 @@ class ContextManager(Services):
         async with binding.lock:
             state = binding.agent.state
             try:
-                await cap_images(binding.agent, self.working_dir / "media")
+                await cap_images(binding.agent, self.working_dir / "media", binding.image_counts)
             except Exception:
                 logger.exception("agentscope_ctx: could not apply the agent's max_image_num")
             before = list(state.context)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MASKED_EXCERPT_BYTES",
+    "ImageCounts",
     "cap_images",
     "clean_read_cache",
     "offload_left",
@@ -78,21 +79,45 @@ def _is_image(block: object) -> bool:
     return isinstance(block, DataBlock) and block.source.media_type.startswith("image/")
 
 
+ImageCounts = dict[str, tuple[Msg, int, int]]
+"""By message id: the message object, its block count, its number of images (a cache that
+keeps the check O(changed messages): a 2.x agent keeps unchanged messages as the same
+objects and only appends blocks to its live reply)."""
+
+
+def _in_message(msg: Msg) -> list[tuple[int, int | None]]:
+    found: list[tuple[int, int | None]] = []
+    if isinstance(msg.content, str):
+        return found
+    for b, block in enumerate(msg.content):
+        if _is_image(block):
+            found.append((b, None))
+        elif isinstance(block, ToolResultBlock) and isinstance(block.output, list):
+            found.extend((b, j) for j, sub in enumerate(block.output) if _is_image(sub))
+        elif isinstance(block, HintBlock) and isinstance(block.hint, list):
+            found.extend((b, j) for j, sub in enumerate(block.hint) if _is_image(sub))
+    return found
+
+
+def _count(context: Sequence[Msg], counts: ImageCounts) -> int:
+    total = 0
+    seen: ImageCounts = {}
+    for msg in context:
+        known = counts.get(msg.id)
+        n_blocks = 0 if isinstance(msg.content, str) else len(msg.content)
+        if known is None or known[0] is not msg or known[1] != n_blocks:
+            known = (msg, n_blocks, len(_in_message(msg)))
+        seen[msg.id] = known
+        total += known[2]
+    counts.clear()
+    counts.update(seen)
+    return total
+
+
 def _images(context: Sequence[Msg]) -> list[tuple[int, int, int | None]]:
     """Where the images are, oldest first: (message, block, index inside the block's
     output or hint list, or `None` at the top level)."""
-    found: list[tuple[int, int, int | None]] = []
-    for m, msg in enumerate(context):
-        if isinstance(msg.content, str):
-            continue
-        for b, block in enumerate(msg.content):
-            if _is_image(block):
-                found.append((m, b, None))
-            elif isinstance(block, ToolResultBlock) and isinstance(block.output, list):
-                found.extend((m, b, j) for j, sub in enumerate(block.output) if _is_image(sub))
-            elif isinstance(block, HintBlock) and isinstance(block.hint, list):
-                found.extend((m, b, j) for j, sub in enumerate(block.hint) if _is_image(sub))
-    return found
+    return [(m, b, j) for m, msg in enumerate(context) for b, j in _in_message(msg)]
 
 
 def _image_at(block: object, j: int | None) -> DataBlock:
@@ -129,15 +154,16 @@ async def _saved_url(agent: Agent, block: DataBlock, media_dir: Path) -> str:
     return str(path)
 
 
-async def cap_images(agent: Agent, media_dir: Path) -> int:
+async def cap_images(agent: Agent, media_dir: Path, counts: ImageCounts | None = None) -> int:
     """Replace the oldest images over the agent's `max_image_num` by a notice (saved
     first); the number replaced. Changed messages are replaced by copies (block ids kept),
-    so that a mirror of the state sees the change."""
+    so that a mirror of the state sees the change. `counts` (kept by the caller between
+    calls) makes the check cheap when nothing changed."""
     limit = getattr(agent.context_config, "max_image_num", None)
     context = agent.state.context
-    images = _images(context)
-    if not isinstance(limit, int) or len(images) <= limit:
+    if not isinstance(limit, int) or _count(context, {} if counts is None else counts) <= limit:
         return 0
+    images = _images(context)
     excess = images[: len(images) - limit]
     notices: dict[tuple[int, int, int | None], str] = {}
     for m, b, j in excess:  # save all first: an interruption leaves the context unchanged
@@ -225,6 +251,8 @@ def read_paths_seen(context: Iterable[Msg]) -> set[str]:
 async def clean_read_cache(agent: Agent) -> None:
     """Drop the read-cache entries of files whose `Read` the model no longer sees."""
     tool_context = agent.state.tool_context
+    if not tool_context.read_file_cache:
+        return  # the common case (no built-in Read in use): no scan
     seen = read_paths_seen(agent.state.context)
     dropped = [e.file_path for e in tool_context.read_file_cache if e.file_path not in seen]
     if dropped:

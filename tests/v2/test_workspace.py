@@ -34,6 +34,7 @@ from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._failures import FailureLog
 from agentscope_ctx._offload import cut_texts
 from agentscope_ctx._tool_results import ToolResultStore
+from agentscope_ctx._v2._workspace import _images as _images_in
 from agentscope_ctx._v2._workspace import cap_images, read_paths_seen
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 
@@ -308,7 +309,8 @@ def test_image_cap_keeps_the_newest_and_saves_the_rest(
     agent.context_config = agent.context_config.model_copy(update={"max_image_num": limit})
     ids = [[b.id for b in m.content] for m in agent.state.context]
 
-    replaced = asyncio.run(cap_images(agent, media))
+    counts: dict = {}  # kept between calls, as the manager does
+    replaced = asyncio.run(cap_images(agent, media, counts))
 
     excess = max(len(places) - limit, 0)
     assert replaced == excess
@@ -322,4 +324,9 @@ def test_image_cap_keeps_the_newest_and_saves_the_rest(
     for text in re.findall(r"offloaded into (\S+), you can", dump):
         assert Path(text).read_bytes().startswith(b"image ")
     assert [[b.id for b in m.content] for m in agent.state.context] == ids  # block ids kept
-    assert asyncio.run(cap_images(agent, media)) == 0  # idempotent
+    assert asyncio.run(cap_images(agent, media, counts)) == 0  # idempotent
+    # more images later (new messages; the live reply grows): the cap still holds
+    agent.state.context += _image_context(["user", "result"])
+    agent.state.context[-1].content.append(_image_context(["assistant"])[0].content[1])
+    asyncio.run(cap_images(agent, media, counts))
+    assert len(_images_in(agent.state.context)) == min(limit, len(places) + 3)
