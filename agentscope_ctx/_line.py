@@ -59,3 +59,26 @@ AGENTSCOPE_VERSION: str = str(agentscope.__version__)
 IS_1X: bool = AGENTSCOPE_VERSION.split(".", 1)[0] == "1"
 """Whether the installed AgentScope is a 1.x release. Type checkers see both branches of an
 ``if IS_1X:`` unless told otherwise (mypy: ``--always-false IS_1X`` for the 2.x run)."""
+
+MIN_2X = "2.0.11"
+"""The oldest AgentScope 2.x the adapter works with: `FunctionTool(permission=...)`, which
+every tool we add needs (before it, a custom tool asks the user at every call), came in
+2.0.11. pyproject's range leaves 2.0.0-2.0.10 out; this is the check for an install that
+got one anyway (`--no-deps`, a pinned environment)."""
+
+
+def require_supported(version: str) -> None:
+    """Refuse an AgentScope 2.x older than `MIN_2X`, naming it (1.x and 3.x pass here).
+
+    Raises:
+        ImportError: `version` is a 2.x release before `MIN_2X`.
+    """
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    if match is None or match[1] != "2":
+        return
+    minimum = tuple(int(p) for p in MIN_2X.split("."))
+    if tuple(int(p) for p in match.groups()) < minimum:
+        raise ImportError(
+            f"agentscope_ctx needs AgentScope >= {MIN_2X} on the 2.x line; {version} is "
+            f'installed: pip install -U "agentscope>={MIN_2X},<3"'
+        )

@@ -35,6 +35,13 @@ from .._tool_results import ToolResultStore
 from ._middleware import ContextMiddleware
 from ._mirror import StateMirror
 from ._tools import memory_tools, search_tool
+from ._workspace import (
+    ImageCounts,
+    cap_images,
+    clean_read_cache,
+    offload_left,
+    offload_reminder,
+)
 
 __all__ = ["ContextManager"]
 
@@ -66,6 +73,7 @@ class _Binding:
     cutting: bool = False
     note_loaded: bool = False
     notices: list[str] = field(default_factory=list)
+    image_counts: ImageCounts = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def notify(self, text: str) -> None:
@@ -230,6 +238,11 @@ class ContextManager(Services):
         async with binding.lock:
             state = binding.agent.state
             try:
+                await cap_images(binding.agent, self.working_dir / "media", binding.image_counts)
+            except Exception:
+                logger.exception("agentscope_ctx: could not apply the agent's max_image_num")
+            before = list(state.context)
+            try:
                 await binding.mirror.pull(state)
                 if not binding.note_loaded:
                     binding.note_loaded = True
@@ -244,7 +257,26 @@ class ContextManager(Services):
                 binding.mirror.push(state, changed=changed)
             except Exception:
                 logger.exception("agentscope_ctx: could not write the agent's state")
+                return report
+            if report is not None and changed:
+                await self._after_changes(binding, before, report)
             return report
+
+    async def _after_changes(
+        self, binding: _Binding, before: list[Any], report: PipelineReport
+    ) -> None:
+        """What AgentScope does after its own compression (see `_workspace`): the read
+        cache keeps only files the model still sees; what left goes to the offloader too."""
+        agent = binding.agent
+        try:
+            await clean_read_cache(agent)
+            if report.compacted:
+                path = await offload_left(agent, before)
+                if path is not None and binding.mirror.offload_note != offload_reminder(path):
+                    binding.mirror.offload_note = offload_reminder(path)
+                    binding.mirror.push(agent.state, changed=False)
+        except Exception:
+            logger.exception("agentscope_ctx: could not update the read cache or offloader")
 
     # -- public operations -------------------------------------------------------------
 
@@ -253,9 +285,11 @@ class ContextManager(Services):
         binding = self._binding(agent)
         await self.refresh_parts(agent, binding)
         async with binding.lock:
+            before = list(agent.state.context)
             await binding.mirror.pull(agent.state)
             report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
             binding.mirror.push(agent.state)
+            await self._after_changes(binding, before, report)
         return report
 
     async def pin(self, agent: Agent, msg_id: str, *, pinned: bool = True) -> None:

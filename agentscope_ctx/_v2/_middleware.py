@@ -57,6 +57,7 @@ from .._search_text import key_args
 from .._truncation import parse_notice
 from ._calls import guarded_call
 from ._read_file import READ_FILE, ReadFileTool
+from ._workspace import offload_output
 
 if TYPE_CHECKING:
     from agentscope.agent import Agent
@@ -157,7 +158,10 @@ class ContextMiddleware(MiddlewareBase):
         limit = None if call is None else self._limit(agent, binding, call)
         async for item in next_handler(**input_kwargs):
             if limit is not None and call is not None and isinstance(item, ToolResponse):
+                whole = item
                 item = await self._cut(item, limit, binding, call)
+                if item is not whole:  # saved and cut: the agent's workspace gets a copy
+                    await offload_output(agent, call, list(whole.content))
             yield item
 
     async def on_model_call(

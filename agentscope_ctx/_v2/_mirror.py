@@ -51,6 +51,9 @@ class StateMirror:
         self._synced: dict[str, object] = {}
         """By entry id: the content object last reconciled with the memory."""
         self._loaded = False
+        self.offload_note = ""
+        """Appended to the summary the model is shown: where the agent's offloader keeps the
+        compacted context (AgentScope's reminder; see `_workspace`)."""
 
     # -- state → memory ----------------------------------------------------------------
 
@@ -92,6 +95,8 @@ class StateMirror:
         if not isinstance(summary, str):
             summary = _text(state.summary)  # someone else's summary: it stays the summary
         self.memory.adopt([], summary)
+        note = data.get("offload_note")
+        self.offload_note = note if isinstance(note, str) else ""
         calibration = data.get("calibration")
         if isinstance(calibration, dict):
             self.memory.calibration = {
@@ -136,11 +141,14 @@ class StateMirror:
             self._push_context(state)
         summary = memory.summary_message()
         text = "" if summary is None else str(summary.content)
+        if text and self.offload_note:
+            text = f"{text}\n{self.offload_note}"
         if _text(state.summary) != text:
             state.summary = text
         state.middle_context[STATE_KEY] = {
             "summary": memory.compact_summary,
             "calibration": dict(memory.calibration),
+            **({"offload_note": self.offload_note} if self.offload_note else {}),
         }
 
     def _push_context(self, state: AgentState) -> None:
