@@ -47,12 +47,12 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _FCHMOD = hasattr(os, "fchmod")
 
 
-def private_dir(path: Path) -> None:
+def private_dir(path: Path, *, tighten: bool = True) -> None:
     """Make sure `path` is a directory only its owner can enter.
 
-    Creates it and its missing parents with mode ``0700``; an existing directory that others
-    can read or enter loses those bits, and so do the regular files directly inside it. A
-    symbolic link is left alone (the stores refuse or resolve it themselves).
+    Creates it and its missing parents with mode ``0700``; with `tighten`, an existing
+    directory that others can read or enter loses those bits, and so do the regular files
+    directly inside it. A symbolic link is left alone (the stores refuse or resolve it).
 
     Raises:
         OSError: A missing directory cannot be created.
@@ -62,7 +62,12 @@ def private_dir(path: Path) -> None:
     except FileNotFoundError:
         _make(Path(path))
         return
-    if sys.platform != "win32" and stat.S_ISDIR(info.st_mode) and info.st_mode & _OTHERS:
+    if (
+        tighten
+        and sys.platform != "win32"
+        and stat.S_ISDIR(info.st_mode)
+        and info.st_mode & _OTHERS
+    ):
         _tighten_dir(Path(path), info.st_mode)
 
 
