@@ -8,12 +8,13 @@ search index, and SQLite's ``-wal``, ``-shm`` and ``-journal`` files (SQLite giv
 mode of their database, which is created ``0600`` before SQLite opens it).
 
 Files and directories made earlier with looser modes (an older version, another umask, by
-hand) are tightened when the package next uses them: a directory when a process first writes
-to it, together with the regular files directly inside (the package's directories are flat),
-and a file whenever it is opened to be written. Only the group and other bits are dropped.
-A working dir the package creates is ``0700``; an existing one is left as it is (it may be a
-shared project directory), as everything the package writes lives in its subdirectories. What
-cannot be tightened (a file of another user) is logged, never fatal.
+hand) are tightened when the package next uses them: a directory when a context manager
+starts or a process writes to it, together with the regular files directly inside (the
+package's directories are flat), and a file whenever it is opened to be written. Only the
+group and other bits are dropped. A working dir the package creates is ``0700``; an existing
+one is left as it is (it may be a shared project directory), as everything the package
+writes lives in its subdirectories. What cannot be tightened (a file of another user) is
+logged, never fatal.
 
 `write_atomic` replaces a file through a temporary file of a unique name (two writers never
 share one), and `file_lock` serializes the read-modify-write cycles of several processes
@@ -34,7 +35,15 @@ from pathlib import Path
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["DIR_MODE", "FILE_MODE", "file_lock", "private_dir", "tighten_fd", "write_atomic"]
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "STORE_DIRS",
+    "file_lock",
+    "private_dir",
+    "tighten_fd",
+    "write_atomic",
+]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -42,17 +51,19 @@ DIR_MODE = 0o700
 """Mode of the directories the package makes (before the umask, which can only narrow it)."""
 FILE_MODE = 0o600
 """Mode of the files the package makes."""
+STORE_DIRS = ("dialog", "index", "memory", "tool_result", "usage")
+"""The package's directories in a working dir (tightened when a manager starts)."""
 _OTHERS = 0o077
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _FCHMOD = hasattr(os, "fchmod")
 
 
-def private_dir(path: Path, *, tighten: bool = True) -> None:
+def private_dir(path: Path, *, tighten: bool = True, create: bool = True) -> None:
     """Make sure `path` is a directory only its owner can enter.
 
-    Creates it and its missing parents with mode ``0700``; with `tighten`, an existing
-    directory that others can read or enter loses those bits, and so do the regular files
-    directly inside it. A symbolic link is left alone (the stores refuse or resolve it).
+    With `create`, makes it and its missing parents with mode ``0700``; with `tighten`, an
+    existing directory that others can read or enter loses those bits, and so do the regular
+    files directly inside it. A symbolic link is left alone (the stores refuse or resolve it).
 
     Raises:
         OSError: A missing directory cannot be created.
@@ -60,7 +71,8 @@ def private_dir(path: Path, *, tighten: bool = True) -> None:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        _make(Path(path))
+        if create:
+            _make(Path(path))
         return
     if (
         tighten

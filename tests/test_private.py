@@ -283,3 +283,13 @@ async def test_files_made_earlier_with_looser_modes_are_tightened(tmp_path: Path
     # shared project directory); everything the package keeps in it is private.
     assert loose(working_dir, include_root=False) == []
     assert stat.S_IMODE(working_dir.stat().st_mode) == 0o755
+
+
+def test_a_new_manager_tightens_the_stores_an_older_version_left_open(tmp_path: Path) -> None:
+    working_dir = tmp_path / "ctx"
+    (working_dir / "tool_result").mkdir(parents=True, mode=0o755)
+    (working_dir / "tool_result" / "old.txt").write_text(SECRET)
+    os.chmod(working_dir / "tool_result", 0o755)
+    ContextManager(_config(working_dir))
+    assert loose(working_dir, include_root=False) == []
+    assert [p.name for p in working_dir.iterdir()] == ["tool_result"]  # nothing made
