@@ -7,7 +7,8 @@ Layout under ``{working_dir}/memory/``:
   (``- YYYY-MM-DD: merged N notes from ...``);
 - ``YYYY-MM-DD.md``: the daily notes (the agent's `log_today`, the Summarizer), local dates;
 - ``.consolidate.lock`` (``flock``-ed while a consolidation runs) and ``.consolidate.json``
-  (the SHA-256 of each daily note already merged, so that a rerun adds nothing);
+  (the SHA-256 of each daily note already merged, so that a rerun adds nothing, and short
+  hashes of its lines, so that a note that grows is merged for its new lines only);
 - ``.lock``: ``flock``-ed for each read-modify-write of a memory file (`remember`, `log_today`,
   the Summarizer's appends, the consolidation's write), so that processes sharing the
   directory lose nothing; held for a moment, never across a model call.
@@ -358,21 +359,70 @@ async def _consolidate(
     timeout: float,
 ) -> ConsolidationReport:
     today = (now or datetime.now()).date()
-    state_path, memory_path = memory_dir / ".consolidate.json", memory_dir / "MEMORY.md"
+    state_path = memory_dir / ".consolidate.json"
     notes = await asyncio.to_thread(_recent_notes, memory_dir, today, days)
     try:
-        state: dict[str, str] = dict(json.loads(_read(state_path) or "{}").get("merged", {}))
+        raw = json.loads(_read(state_path) or "{}")
+        state: dict[str, str] = dict(raw.get("merged", {}))
+        known: dict[str, list[str]] = dict(raw.get("lines", {}))
     except (ValueError, AttributeError, TypeError):
         logger.warning("Ignoring the unreadable %s: every recent note is merged again.", state_path)
-        state = {}
+        state, known = {}, {}
     digests = {day: hashlib.sha256(text.encode()).hexdigest() for day, text in notes}
     fresh = [(day, text) for day, text in notes if state.get(day) != digests[day]]
     if not fresh:
         return ConsolidationReport(False, (), 0, False, "none")
-    # Compare-and-swap: the merge is written only over the MEMORY.md it was made from. If
-    # MEMORY.md changed meanwhile (a hand edit, a `remember`), the model merges again from
-    # what it holds now; if it changes once more, the notes are merged extractively under the
-    # lock. A line removed from MEMORY.md during the run is never brought back by it.
+    # Of a note merged before, only the lines added since are merged: a line deleted from
+    # MEMORY.md after it was merged does not come back when its note grows.
+    new_parts = [(day, _new_lines(text, set(known.get(day, ())))) for day, text in fresh]
+    to_merge = [(day, text) for day, text in new_parts if text]
+    added, changed, reason = 0, False, None
+    source: Literal["model", "extractive", "none"] = "none"
+    if to_merge:
+        added, changed, source, reason = await _merge_into_memory(
+            memory_dir, model, formatter, to_merge, timeout, today
+        )
+    state.update({day: digests[day] for day, _ in fresh})
+    for day, text in fresh:
+        known[day] = sorted(set(known.get(day, ())) | _line_ids(text))
+    done = dict(sorted(state.items())[-366:])
+    lines = {day: ids for day, ids in known.items() if day in done}
+    write_atomic(state_path, json.dumps({"merged": done, "lines": lines}, indent=1) + "\n")
+    notes_done = tuple(day for day, _ in fresh)
+    return ConsolidationReport(False, notes_done, added, changed, source, reason)
+
+
+def _line_ids(text: str) -> set[str]:
+    """Short hashes of the items of a note (the state file keeps these, not the text)."""
+    return {hashlib.sha256(_key(ln).encode()).hexdigest()[:16] for ln in _items(text)}
+
+
+def _items(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip() and not _heading(ln)]
+
+
+def _new_lines(text: str, known: set[str]) -> str:
+    """The items of a note not among `known` (hashes from `_line_ids`), in order."""
+    items = _items(text)
+    return "\n".join(ln for ln in items if _line_ids(ln).isdisjoint(known))
+
+
+async def _merge_into_memory(
+    memory_dir: Path,
+    model: ChatModelBase | None,
+    formatter: FormatterBase | None,
+    notes: list[tuple[str, str]],
+    timeout: float,
+    today: date,
+) -> tuple[int, bool, Literal["model", "extractive"], str | None]:
+    """Merge `notes` into MEMORY.md; returns (bullets added, changed, source, reason).
+
+    Compare-and-swap: the merge is written only over the MEMORY.md it was made from. If
+    MEMORY.md changed meanwhile (a hand edit, a `remember`), the model merges again from what
+    it holds now; if it changes once more, the notes are merged extractively under the lock.
+    A line removed from MEMORY.md during the run is never brought back by it.
+    """
+    memory_path = memory_dir / "MEMORY.md"
     snapshot = await asyncio.to_thread(_read, memory_path)
     deleted: set[str] = set()
     reason: str | None = None
@@ -380,7 +430,7 @@ async def _consolidate(
         merged = None
         if model is not None and has_model(model, formatter):
             body = _split(snapshot)[0]
-            merged, reason = await _model_merge(model, formatter, body, fresh, timeout)
+            merged, reason = await _model_merge(model, formatter, body, notes, timeout)
         with file_lock(memory_dir / _WRITE_LOCK):  # no await from the read to the write
             current = _read(memory_path)
             if current != snapshot:
@@ -393,19 +443,14 @@ async def _consolidate(
                 merged = None
             body, log = _split(current)
             source: Literal["model", "extractive"] = "model" if merged else "extractive"
-            new_body = _without(merged, deleted) if merged else _merge_lines(body, fresh, deleted)
-            added = len(_keys(new_body) - _keys(body))
+            new_body = _without(merged, deleted) if merged else _merge_lines(body, notes, deleted)
             changed = new_body.strip() != body.strip()
             if changed:
-                dates = ", ".join(day for day, _ in fresh)
-                log.append(f"- {today}: merged {len(fresh)} notes from {dates} ({source})")
+                dates = ", ".join(day for day, _ in notes)
+                log.append(f"- {today}: merged {len(notes)} notes from {dates} ({source})")
                 write_atomic(memory_path, _join(new_body, log))
-            break
-    state.update({day: digests[day] for day, _ in fresh})
-    done = dict(sorted(state.items())[-366:])
-    write_atomic(state_path, json.dumps({"merged": done}, indent=1) + "\n")
-    notes_done = tuple(day for day, _ in fresh)
-    return ConsolidationReport(False, notes_done, added, changed, source, reason)
+            return len(_keys(new_body) - _keys(body)), changed, source, reason
+    raise AssertionError("unreachable: the last attempt always writes or keeps MEMORY.md")
 
 
 async def _model_merge(

@@ -269,3 +269,24 @@ async def test_remember_during_a_consolidation_is_kept(tmp_path: Path) -> None:
     assert "- The user works from Lisbon" in lines
     assert "- Lesson: run ruff before committing" in lines
     assert len([ln for ln in lines if "sk-live-OLD" in ln]) == 1  # not deleted: kept once
+
+
+async def test_a_line_deleted_by_hand_stays_deleted_when_its_note_grows(tmp_path: Path) -> None:
+    memory_dir = tmp_path / "memory"
+    memory_dir.mkdir()
+    note = memory_dir / "2026-03-14.md"
+    note.write_text(NOTE, encoding="utf-8")
+    await consolidate(tmp_path, now=NOW)
+    memory_md = memory_dir / "MEMORY.md"
+    text = memory_md.read_text(encoding="utf-8")
+    memory_md.write_text(text.replace("- The deploy key is sk-live-OLD\n", ""), encoding="utf-8")
+    with note.open("a", encoding="utf-8") as file:  # the day goes on
+        file.write("- Uses uv\n")
+
+    report = await consolidate(tmp_path, now=NOW)
+
+    lines = memory_lines(tmp_path)
+    assert report.changed and report.added == 1
+    assert "- Uses uv" in lines and "- Lesson: run ruff before committing" in lines
+    assert not any("sk-live-OLD" in line for line in lines)
+    assert "sk-live" not in (memory_dir / ".consolidate.json").read_text()  # hashes, no text
