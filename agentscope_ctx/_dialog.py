@@ -20,8 +20,9 @@ processes sharing one ``working_dir``; readers take it shared. A line that does 
 torn write, a hand edit) is skipped and reported by the reader, never fatal; a writer first ends
 such a fragment with ``\\n`` so new records stay whole.
 
-Nothing outside ``dialog/`` is ever written or read through it: the store refuses a ``dialog``
-that is a symbolic link, and opens the day files and ``.lock`` relative to the directory with
+The directory is ``0700`` and its files ``0600`` (`agentscope_ctx._private`). Nothing outside
+``dialog/`` is ever written or read through it: the store refuses a ``dialog`` that is a
+symbolic link, and opens the day files and ``.lock`` relative to the directory with
 ``O_NOFOLLOW`` and only when they are regular files. Appending to a refused file raises a
 `PersistenceError` naming it; a reader skips it and reports it (line 0).
 """
@@ -44,6 +45,7 @@ from ._dialog_dir import DialogDir, refused_reason
 from ._dialog_record import date_prefix, decode_record, encode_record
 from ._entry import Msg
 from ._errors import ContextUsageError, PersistenceError
+from ._private import FILE_MODE, private_dir, tighten_fd
 
 if sys.platform != "win32":
     import fcntl
@@ -78,12 +80,14 @@ def _append_file(folder: DialogDir, name: str, data: bytes) -> tuple[int, int]:
     path = folder.path / name
     try:
         try:
-            fd = folder.open(name, _APPEND | os.O_CREAT | os.O_EXCL)
+            fd = folder.open(name, _APPEND | os.O_CREAT | os.O_EXCL, FILE_MODE)
             created = True
         except FileExistsError:
             fd = folder.open(name, _APPEND)
             created = False
         try:
+            if not created:
+                tighten_fd(fd, path)  # made by an older version or another umask
             size = os.fstat(fd).st_size
             if size:
                 os.lseek(fd, size - 1, os.SEEK_SET)
@@ -334,12 +338,14 @@ class DialogStore:
                 yield None
                 return
             try:
-                self._dialog_dir.mkdir(parents=True, exist_ok=True)
+                private_dir(self._dialog_dir)
                 DialogDir.fsync_path(self._dialog_dir.parent)
             except OSError as exc:
                 raise PersistenceError(
                     f"cannot create dialog directory {str(self._dialog_dir)!r}: {exc}"
                 ) from exc
+        elif create:
+            private_dir(self._dialog_dir)  # tightens one an older version left readable
         folder = DialogDir(self._dialog_dir)
         try:
             yield folder
@@ -363,7 +369,7 @@ class DialogStore:
             return
         fd: int | None = None
         try:
-            fd = folder.open(_LOCK_NAME, os.O_RDONLY | os.O_CREAT)
+            fd = folder.open(_LOCK_NAME, os.O_RDONLY | os.O_CREAT, FILE_MODE)
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         except (OSError, PersistenceError) as exc:
             if fd is not None:

@@ -7,7 +7,14 @@ Layout under ``{working_dir}/memory/``:
   (``- YYYY-MM-DD: merged N notes from ...``);
 - ``YYYY-MM-DD.md``: the daily notes (the agent's `log_today`, the Summarizer), local dates;
 - ``.consolidate.lock`` (``flock``-ed while a consolidation runs) and ``.consolidate.json``
-  (the SHA-256 of each daily note already merged, so that a rerun adds nothing).
+  (the SHA-256 of each daily note already merged, so that a rerun adds nothing, and short
+  hashes of its lines, so that a note that grows is merged for its new lines only);
+- ``.lock``: ``flock``-ed for each read-modify-write of a memory file (`remember`, `log_today`,
+  the Summarizer's appends, the consolidation's write), so that processes sharing the
+  directory lose nothing; held for a moment, never across a model call.
+
+Every file is private to its owner (``0600`` in a ``0700`` directory, `_private`); MEMORY.md
+is replaced atomically, through a temporary file of a unique name.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
 from ._config import ConsolidationConfig
+from ._private import FILE_MODE, file_lock, private_dir, tighten_fd, write_atomic
 from ._runner import has_model, run_agent_once, tool_text
 from ._tokens import TokenCounter
 
@@ -48,9 +56,14 @@ __all__ = [
 logger = logging.getLogger("agentscope_ctx")
 
 _TITLE = "# Long-term memory"
+_WRITE_LOCK = ".lock"
+_MODEL_ATTEMPTS = 2
+"""Model merges of one consolidation run: one more when MEMORY.md changed during the first;
+after that the merge is made extractively under the lock."""
 _CHANGELOG = "## Change log"
 _DAY_FILE = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 _MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _MAX_MODEL_CHARS = 100_000
 _MERGE_PROMPT = (
     "You maintain MEMORY.md, the long-term memory of an AI agent about its user and its work. "
@@ -75,25 +88,38 @@ def append_unique_lines(path: Path, text: str, *, header: str = "") -> tuple[int
     """Append the non-blank lines of `text` that `path` does not hold yet.
 
     Lines compare without list markers, extra spaces or case. Creates the file (starting with
-    `header`) and its directory when missing.
+    `header`) and its directory when missing (private to the owner). Holds the directory's
+    write lock from the read to the write, so concurrent appends (threads, processes) neither
+    lose nor duplicate a line.
 
     Returns:
         How many lines were appended, and how many were skipped as duplicates.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = _read(path)
-    seen = {_key(line) for line in (existing or header).splitlines() if line.strip()}
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
-    new: list[str] = []
-    for line in lines:
-        if _key(line) not in seen:
-            seen.add(_key(line))
-            new.append(line)
-    if new:
-        glue = header if not existing else "" if existing.endswith("\n") else "\n"
-        with path.open("a", encoding="utf-8") as file:
-            file.write(glue + "\n".join(new) + "\n")
+    private_dir(path.parent)
+    with file_lock(path.parent / _WRITE_LOCK):
+        existing = _read(path)
+        seen = {_key(line) for line in (existing or header).splitlines() if line.strip()}
+        lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+        new: list[str] = []
+        for line in lines:
+            if _key(line) not in seen:
+                seen.add(_key(line))
+                new.append(line)
+        if new:
+            glue = header if not existing else "" if existing.endswith("\n") else "\n"
+            _append(path, glue + "\n".join(new) + "\n")
     return len(new), len(lines) - len(new)
+
+
+def _append(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, FILE_MODE)
+    try:
+        tighten_fd(fd, path)
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
 
 
 def _split(text: str) -> tuple[str, list[str]]:
@@ -108,12 +134,6 @@ def _split(text: str) -> tuple[str, list[str]]:
 def _join(body: str, log: list[str]) -> str:
     body = body.strip() or _TITLE
     return body + "\n" + (f"\n{_CHANGELOG}\n" + "\n".join(log) + "\n" if log else "")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class LongTermMemory:
@@ -149,11 +169,15 @@ class LongTermMemory:
         bullet = " ".join(_MARKER.sub("", fact).split())
         if not bullet:
             return "Error: `fact` is empty; nothing was saved."
-        self.memory_dir.mkdir(parents=True, exist_ok=True)
-        body, log = _split(_read(self.memory_path))
-        if any(_key(line) == _key(bullet) for line in body.splitlines()):
-            return "Already in MEMORY.md; nothing was added."
-        _write_atomic(self.memory_path, _join(f"{body or _TITLE}\n- {bullet}", log))
+        try:
+            private_dir(self.memory_dir)
+            with file_lock(self.memory_dir / _WRITE_LOCK):  # other processes remember too
+                body, log = _split(_read(self.memory_path))
+                if any(_key(line) == _key(bullet) for line in body.splitlines()):
+                    return "Already in MEMORY.md; nothing was added."
+                write_atomic(self.memory_path, _join(f"{body or _TITLE}\n- {bullet}", log))
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"Error: cannot save to {self.memory_path}: {exc}"
         return f"Saved to {self.memory_path}."
 
     @tool_text
@@ -171,7 +195,10 @@ class LongTermMemory:
         if not text:
             return "Error: `note` is empty; nothing was logged."
         path = self.daily_path()
-        added, _ = append_unique_lines(path, text, header=f"# {path.stem}\n\n")
+        try:
+            added, _ = append_unique_lines(path, text, header=f"# {path.stem}\n\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"Error: cannot log to {path}: {exc}"
         return f"Logged to {path}." if added else "Already logged today; nothing added."
 
     async def memory_prompt(self, counter: TokenCounter, max_tokens: int) -> str | None:
@@ -228,8 +255,10 @@ class ConsolidationReport:
 def _lock(working_dir: Path) -> tuple[Path, IO[str] | None]:
     """The memory directory, and its lock file open and `flock`-ed (`None`: held elsewhere)."""
     memory_dir = working_dir.expanduser() / "memory"
-    memory_dir.mkdir(parents=True, exist_ok=True)
-    file = (memory_dir / ".consolidate.lock").open("a+")
+    private_dir(memory_dir)
+    path = memory_dir / ".consolidate.lock"
+    file = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, FILE_MODE), "a+")
+    tighten_fd(file.fileno(), path)
     if sys.platform != "win32":
         try:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -248,17 +277,33 @@ def _recent_notes(memory_dir: Path, today: date, days: int) -> list[tuple[str, s
     return notes
 
 
-def _merge_lines(body: str, texts: list[str]) -> str:
-    """`body` with the lines of `texts` it lacks appended as bullets, in order."""
-    seen = {_key(line) for line in body.splitlines() if line.strip()}
+def _keys(body: str) -> set[str]:
+    """The identities of the items of a MEMORY.md body (headings and blank lines are not)."""
+    return {_key(line) for line in body.splitlines() if line.strip() and not _heading(line)}
+
+
+def _heading(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
+def _merge_lines(body: str, notes: list[tuple[str, str]], skip: set[str]) -> str:
+    """`body` with the note lines it lacks appended as bullets, in order (not those whose key
+    is in `skip`)."""
+    seen = _keys(body) | skip
     out = [body.strip() or _TITLE]
-    for text in texts:
+    for _, text in notes:
         for line in text.splitlines():
             item = " ".join(_MARKER.sub("", line).split())
-            if item and not line.lstrip().startswith("#") and _key(item) not in seen:
+            if item and not _heading(line) and _key(item) not in seen:
                 seen.add(_key(item))
                 out.append(f"- {item}")
     return "\n".join(out)
+
+
+def _without(body: str, keys: set[str]) -> str:
+    """`body` without the item lines whose key is in `keys`."""
+    lines = body.splitlines()
+    return "\n".join(ln for ln in lines if _heading(ln) or _key(ln) not in keys)
 
 
 async def consolidate(
@@ -276,6 +321,13 @@ async def consolidate(
     nothing. Without a model, or when the model fails, bullets are merged extractively (new
     lines appended, duplicates dropped, order kept). Runs are serialized by `flock` on
     `.consolidate.lock`: a run that finds it held returns at once with `skipped=True`.
+
+    Edits made to MEMORY.md while the model merges (by hand, by `remember`) are kept: the
+    merge is written only if MEMORY.md still holds what the merge started from (checked and
+    written under the memory write lock); else the model merges again from the new content,
+    and if MEMORY.md changed once more, the notes are merged extractively into it under the
+    lock. A line removed from MEMORY.md during a run is not brought back by that run, from
+    the model's answer or from a note.
 
     Args:
         working_dir: The package's working directory.
@@ -307,44 +359,98 @@ async def _consolidate(
     timeout: float,
 ) -> ConsolidationReport:
     today = (now or datetime.now()).date()
-    state_path, memory_path = memory_dir / ".consolidate.json", memory_dir / "MEMORY.md"
+    state_path = memory_dir / ".consolidate.json"
     notes = await asyncio.to_thread(_recent_notes, memory_dir, today, days)
     try:
-        state: dict[str, str] = dict(json.loads(_read(state_path) or "{}").get("merged", {}))
+        raw = json.loads(_read(state_path) or "{}")
+        state: dict[str, str] = dict(raw.get("merged", {}))
+        known: dict[str, list[str]] = dict(raw.get("lines", {}))
     except (ValueError, AttributeError, TypeError):
         logger.warning("Ignoring the unreadable %s: every recent note is merged again.", state_path)
-        state = {}
+        state, known = {}, {}
     digests = {day: hashlib.sha256(text.encode()).hexdigest() for day, text in notes}
     fresh = [(day, text) for day, text in notes if state.get(day) != digests[day]]
     if not fresh:
         return ConsolidationReport(False, (), 0, False, "none")
-    old = await asyncio.to_thread(_read, memory_path)
-    body, log = _split(old)
-    new_body, reason = None, None
-    if model is not None and has_model(model, formatter):
-        new_body, reason = await _model_merge(model, formatter, body, fresh, timeout)
-    source: Literal["model", "extractive"] = "model" if new_body else "extractive"
-    new_body = new_body or _merge_lines(body, [text for _, text in fresh])
-    # A `remember` may have landed while we awaited: keep what it added. From here to the
-    # write nothing awaits, so no tool call of this event loop can slip in between.
-    current = _read(memory_path)
-    current_body, current_log = _split(current)
-    if current != old:
-        had = {_key(line) for line in body.splitlines()}
-        meanwhile = [ln for ln in current_body.splitlines() if _key(ln) not in had]
-        new_body, log = _merge_lines(new_body, ["\n".join(meanwhile)]), current_log
-    before = {_key(line) for line in current_body.splitlines() if line.strip()}
-    added = len({_key(line) for line in new_body.splitlines() if line.strip()} - before)
-    changed = new_body.strip() != current_body.strip()
-    if changed:
-        dates = ", ".join(day for day, _ in fresh)
-        log.append(f"- {today.isoformat()}: merged {len(fresh)} notes from {dates} ({source})")
-        _write_atomic(memory_path, _join(new_body, log))
+    # Of a note merged before, only the lines added since are merged: a line deleted from
+    # MEMORY.md after it was merged does not come back when its note grows.
+    new_parts = [(day, _new_lines(text, set(known.get(day, ())))) for day, text in fresh]
+    to_merge = [(day, text) for day, text in new_parts if text]
+    added, changed, reason = 0, False, None
+    source: Literal["model", "extractive", "none"] = "none"
+    if to_merge:
+        added, changed, source, reason = await _merge_into_memory(
+            memory_dir, model, formatter, to_merge, timeout, today
+        )
     state.update({day: digests[day] for day, _ in fresh})
-    merged = dict(sorted(state.items())[-366:])
-    _write_atomic(state_path, json.dumps({"merged": merged}, indent=1) + "\n")
+    for day, text in fresh:
+        known[day] = sorted(set(known.get(day, ())) | _line_ids(text))
+    done = dict(sorted(state.items())[-366:])
+    lines = {day: ids for day, ids in known.items() if day in done}
+    write_atomic(state_path, json.dumps({"merged": done, "lines": lines}, indent=1) + "\n")
     notes_done = tuple(day for day, _ in fresh)
     return ConsolidationReport(False, notes_done, added, changed, source, reason)
+
+
+def _line_ids(text: str) -> set[str]:
+    """Short hashes of the items of a note (the state file keeps these, not the text)."""
+    return {hashlib.sha256(_key(ln).encode()).hexdigest()[:16] for ln in _items(text)}
+
+
+def _items(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip() and not _heading(ln)]
+
+
+def _new_lines(text: str, known: set[str]) -> str:
+    """The items of a note not among `known` (hashes from `_line_ids`), in order."""
+    items = _items(text)
+    return "\n".join(ln for ln in items if _line_ids(ln).isdisjoint(known))
+
+
+async def _merge_into_memory(
+    memory_dir: Path,
+    model: ChatModelBase | None,
+    formatter: FormatterBase | None,
+    notes: list[tuple[str, str]],
+    timeout: float,
+    today: date,
+) -> tuple[int, bool, Literal["model", "extractive"], str | None]:
+    """Merge `notes` into MEMORY.md; returns (bullets added, changed, source, reason).
+
+    Compare-and-swap: the merge is written only over the MEMORY.md it was made from. If
+    MEMORY.md changed meanwhile (a hand edit, a `remember`), the model merges again from what
+    it holds now; if it changes once more, the notes are merged extractively under the lock.
+    A line removed from MEMORY.md during the run is never brought back by it.
+    """
+    memory_path = memory_dir / "MEMORY.md"
+    snapshot = await asyncio.to_thread(_read, memory_path)
+    deleted: set[str] = set()
+    reason: str | None = None
+    for attempt in range(1, _MODEL_ATTEMPTS + 1):
+        merged = None
+        if model is not None and has_model(model, formatter):
+            body = _split(snapshot)[0]
+            merged, reason = await _model_merge(model, formatter, body, notes, timeout)
+        with file_lock(memory_dir / _WRITE_LOCK):  # no await from the read to the write
+            current = _read(memory_path)
+            if current != snapshot:
+                deleted |= _keys(_split(snapshot)[0]) - _keys(_split(current)[0])
+                snapshot = current
+                if merged is not None and attempt < _MODEL_ATTEMPTS:
+                    continue  # merge again, from what MEMORY.md holds now
+                if merged is not None:
+                    reason = "MEMORY.md kept changing during the model merge"
+                merged = None
+            body, log = _split(current)
+            source: Literal["model", "extractive"] = "model" if merged else "extractive"
+            new_body = _without(merged, deleted) if merged else _merge_lines(body, notes, deleted)
+            changed = new_body.strip() != body.strip()
+            if changed:
+                dates = ", ".join(day for day, _ in notes)
+                log.append(f"- {today}: merged {len(notes)} notes from {dates} ({source})")
+                write_atomic(memory_path, _join(new_body, log))
+            return len(_keys(new_body) - _keys(body)), changed, source, reason
+    raise AssertionError("unreachable: the last attempt always writes or keeps MEMORY.md")
 
 
 async def _model_merge(

@@ -8,6 +8,8 @@ On disk, under ``{working_dir}/index/``:
   one (SQLite finds its journal files by name);
 - ``.lock``: ``flock``-ed while a database is created or replaced.
 
+All of them are private to their owner (``0600`` in a ``0700`` directory, `_private`).
+
 Schema, ``PRAGMA user_version`` 1 (paths are relative to ``working_dir``)::
 
     sources(path, kind, inode, size, lines, stamp)  how far each file is indexed (bytes and
@@ -29,7 +31,6 @@ import logging
 import os
 import re
 import sqlite3
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -39,10 +40,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from ._errors import PersistenceError
+from ._private import FILE_MODE, file_lock, private_dir, write_atomic
 from ._search_text import Chunk, index_text
-
-if sys.platform != "win32":
-    import fcntl
 
 __all__ = ["IndexDatabase", "Owner", "add_doc", "drop_one", "set_owner", "write"]
 
@@ -95,19 +94,6 @@ def write(db: sqlite3.Connection) -> Iterator[None]:
             db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
-
-
-@contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    if sys.platform == "win32":
-        yield
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 class IndexDatabase:
@@ -168,6 +154,7 @@ class IndexDatabase:
         path = self.dir / name
         if not _DB_NAME.fullmatch(name) or not path.is_file():
             raise sqlite3.DatabaseError(f"no such database file {name[:80]!r}")
+        private_dir(self.dir)  # tightens a database an older version left readable
         db = sqlite3.connect(
             path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
         )
@@ -195,24 +182,22 @@ class IndexDatabase:
         since `bad` (the pointer seen when the problem was found)."""
         self._close()
         self._key = None
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with _flock(self.dir / ".lock"):
+        private_dir(self.dir)
+        with file_lock(self.dir / ".lock"):
             key = self._pointer_key()
             if key is not None and key != bad:
                 return
             name = f"search-{uuid.uuid4().hex[:12]}.sqlite3"
+            # Created private before SQLite opens it: its -wal, -shm and -journal files take
+            # the database's mode.
+            os.close(os.open(self.dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
             db = sqlite3.connect(self.dir / name, isolation_level=None)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(_SCHEMA)
             finally:
                 db.close()
-            tmp = self.dir / f".current.{name}.tmp"
-            with open(tmp, "w", encoding="utf-8") as file:
-                file.write(name + "\n")
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, self.dir / "current")
+            write_atomic(self.dir / "current", name + "\n")
             for entry in os.scandir(self.dir):  # older generations (open elsewhere: harmless)
                 if entry.name.startswith("search-") and not entry.name.startswith(name):
                     Path(entry.path).unlink(missing_ok=True)

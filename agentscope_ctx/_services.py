@@ -25,6 +25,7 @@ from ._failures import FailureLog
 from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
 from ._pipeline import ContextPipeline, PipelineReport, PromptParts
+from ._private import STORE_DIRS, private_dir
 from ._read_file import FileReader
 from ._recall import Recall, RecallConfig
 from ._search import SearchIndex
@@ -106,6 +107,8 @@ class Services:
         self.counter = counter
         working_dir = self.config.working_dir.resolve()
         self.working_dir = working_dir
+        for name in STORE_DIRS:  # made by an older version, maybe readable by others
+            private_dir(working_dir / name, create=False)
         self.store = ToolResultStore(working_dir, self.config.tool_result.retention_days)
         self.policy = ToolResultPolicy(self.config.tool_result)
         self.dialog = DialogStore(working_dir)

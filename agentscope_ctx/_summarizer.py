@@ -2,10 +2,13 @@
 
 It reads the messages leaving the context and records, in today's ``memory/YYYY-MM-DD.md``,
 personal facts and preferences of the user and try-error lessons (what failed, how it was
-fixed), merging with what the file already holds. Its file tools (`MemoryFiles`) are confined
-to the memory directory: absolute paths elsewhere, ``..`` and symlinks are refused, and so are
-hidden files (the consolidation's lock and state). Started in the background; it logs its
-errors and never raises them. Each of its model calls has a time limit (a hanging provider
+fixed), skipping what the file already holds. Its file tools (`MemoryFiles`) allow exactly
+that job: they read the memory files (absolute paths elsewhere, ``..``, symlinks and hidden
+files such as the consolidation's lock and state are refused) and append lines to today's
+notes. Nothing else can be written: not MEMORY.md, which every agent is shown (the messages
+it reads may carry a prompt injection from a tool's output), not an older note, and no line
+of today's note is changed or removed. Started in the background; it logs its errors and
+never raises them. Each of its model calls has a time limit (a hanging provider
 must not keep it, or `ContextManager.close`, waiting forever).
 
 It runs through `_runner.run_agent` (a `ReActAgent` on AgentScope 1.x, an `Agent` on 2.x, its
@@ -56,29 +59,32 @@ Not the task's ordinary progress, not what is already recorded.
 
 Procedure:
 1. Call `read_memory_file` with file_path="{today}.md" (and "MEMORY.md" to see what is known).
-2. Add each new item as one bullet line starting with "- Fact:", "- Preference:" or \
-"- Lesson:" with `write_memory_file` (mode "append"); use `edit_memory_file` to correct an \
-existing line the conversation contradicts. Never repeat an item the files already hold, even \
-reworded.
+2. Append each new item as one bullet line starting with "- Fact:", "- Preference:" or \
+"- Lesson:" with `write_memory_file` (file_path="{today}.md"; it only appends, and only to \
+that file); where the conversation contradicts a recorded item, append the correction as a \
+new item. Never repeat an item the files already hold, even reworded.
 3. Then answer with one short sentence saying what you recorded, or with exactly {silent} \
 when nothing was worth keeping."""
 
 
 class MemoryFiles:
-    """Read, write and edit tools for the files of one directory, and nothing outside it.
+    """The Summarizer's tools: read the files of one directory, append to one file in it.
 
     Each answers with a text (`tool_text`: a 1.x `ToolResponse` on AgentScope 1.x, a `str` on
     2.x); a refused path or a failed write is an answer starting with "Error:", not an
     exception.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, today: date | None = None) -> None:
         """Initialize the tools.
 
         Args:
             root: The directory the tools are confined to.
+            today: The date of the only file that can be written, ``{today}.md`` (appended
+                to); today's local date by default.
         """
         self.root = Path(root)
+        self.note = f"{(today or date.today()).isoformat()}.md"
 
     def _resolve(self, file_path: str) -> Path:
         """The confined path, or `ValueError` saying why `file_path` is refused."""
@@ -124,23 +130,23 @@ class MemoryFiles:
         return text or f"{file_path} is empty."
 
     @tool_text
-    def write_memory_file(self, file_path: str, content: str, mode: str = "append") -> str:
-        """Write to a memory file. Appending skips lines the file already holds.
+    def write_memory_file(self, file_path: str, content: str) -> str:
+        """Append lines to today's notes file; lines it already holds are skipped.
+
+        Only today's notes file can be written, and only at its end: MEMORY.md and older
+        notes are read-only.
 
         Args:
-            file_path: The file name inside the memory directory, e.g. "2025-01-31.md".
+            file_path: Today's notes file, e.g. "2025-01-31.md".
             content: The text: one "- " bullet line per item.
-            mode: "append" (the default) adds the new lines at the end; "overwrite" replaces
-                the whole file with `content` (read it first and keep what it holds).
         """
         try:
             path = self._resolve(file_path)
-            if mode == "overwrite":
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(content.rstrip() + "\n", encoding="utf-8")
-                return f"Wrote {file_path}."
-            if mode != "append":
-                return f"Error: mode {mode!r} is unknown; use 'append' or 'overwrite'."
+            if path != self.root.resolve() / self.note:
+                raise ValueError(
+                    f"file_path {file_path!r} is read-only: only today's notes file "
+                    f"{self.note!r} can be written (appended to)"
+                )
             header = f"# {path.stem}\n\n"
             added, skipped = append_unique_lines(path, content, header=header)
         except (OSError, ValueError, UnicodeDecodeError) as exc:
@@ -149,27 +155,6 @@ class MemoryFiles:
             return f"Nothing appended: {file_path} already holds every line."
         dupes = f"; skipped {skipped} line(s) it already held" if skipped else ""
         return f"Appended {added} line(s) to {file_path}{dupes}."
-
-    @tool_text
-    def edit_memory_file(self, file_path: str, old_text: str, new_text: str) -> str:
-        """Replace one exact occurrence of `old_text` in a memory file by `new_text`.
-
-        Args:
-            file_path: The file name inside the memory directory, e.g. "2025-01-31.md".
-            old_text: Text the file holds exactly once.
-            new_text: Its replacement (empty to delete it).
-        """
-        try:
-            path = self._resolve(file_path)
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
-            count = text.count(old_text) if old_text else 0
-            if count != 1:
-                found = "is not in" if count == 0 else f"occurs {count} times in"
-                return f"Error: old_text {found} {file_path}; nothing changed."
-            path.write_text(text.replace(old_text, new_text, 1), encoding="utf-8")
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            return f"Error: {exc}"
-        return f"Edited {file_path}."
 
 
 class Summarizer:
@@ -225,7 +210,7 @@ class Summarizer:
         """
         try:
             day = (today or date.today()).isoformat()
-            files = MemoryFiles(self.memory_dir)
+            files = MemoryFiles(self.memory_dir, date.fromisoformat(day))
             answer = await run_agent(
                 self._model,
                 self._formatter,
@@ -235,7 +220,6 @@ class Summarizer:
                 tools=[
                     AgentTool(files.read_memory_file, read_only=True),
                     AgentTool(files.write_memory_file),
-                    AgentTool(files.edit_memory_file),
                 ],
                 max_iters=self.max_iters,
                 call_timeout=self.timeout_seconds,

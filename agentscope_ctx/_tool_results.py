@@ -2,9 +2,10 @@
 
 On disk: ``{working_dir}/tool_result/{uuid4 hex}.txt`` holds the full text of one truncated
 tool output, UTF-8, byte for byte as the tool produced it (no newline translation). It is
-written atomically (temporary file, fsync, rename) before any notice points to it, and
-deleted `retention_days` after its last use: live managers refresh the time of the files their
-messages point to at each cleanup, and never delete one of those.
+written atomically (temporary file, fsync, rename; mode ``0600`` in a ``0700`` directory, see
+`agentscope_ctx._private`) before any notice points to it, and deleted `retention_days` after
+its last use: live managers refresh the time of the files their messages point to at each
+cleanup, and never delete one of those.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from ._config import ToolResultConfig
 from ._errors import OffloadError
+from ._private import private_dir, write_atomic
 
 __all__ = ["Limits", "ToolResultPolicy", "ToolResultStore"]
 
@@ -54,19 +56,10 @@ class ToolResultStore:
             OffloadError: the file could not be written (the caller keeps the output whole).
         """
         path = self.dir / f"{uuid.uuid4().hex}.txt"
-        tmp = path.with_name(f".{path.name}.tmp")
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as file:
-                file.write(text.encode("utf-8") if isinstance(text, str) else text)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, path)
+            private_dir(self.dir)
+            write_atomic(path, text)
         except OSError as exc:
-            try:
-                tmp.unlink(missing_ok=True)
-            except OSError:
-                pass
             raise OffloadError(f"cannot write tool output to {str(path)!r}: {exc}") from exc
         if self.on_saved is not None:
             try:

@@ -1,7 +1,7 @@
 """``usage/{agent}.json`` in the working dir: the latest prompt size and prompt-cache reuse of
 each attached agent, written at the end of each reply, for `agentscope-ctx inspect`.
 
-The record (one file per agent name, replaced atomically)::
+The record (one file per agent name, replaced atomically, private to its owner)::
 
     {"v": 1, "agent": "worker", "updated": "2026-12-03T08:20:00+00:00",
      "prompt_tokens": 9120, "max_input_tokens": 16000,
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from ._private import private_dir, write_atomic
 
 __all__ = ["read_usage", "write_usage"]
 
@@ -47,11 +48,9 @@ def write_usage(working_dir: Path, agent: str, fields: dict[str, Any]) -> None:
         "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **fields,
     }
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        private_dir(path.parent)
+        write_atomic(path, json.dumps(record, ensure_ascii=False))
     except OSError as exc:
         logger.debug("agentscope_ctx: cannot write %s: %s", path, exc)
 

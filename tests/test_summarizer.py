@@ -67,7 +67,7 @@ async def test_writes_todays_notes_and_does_not_duplicate(tmp_path: Path) -> Non
     assert "`2026-03-14.md`" in system and SILENT in system and "Lesson" in system
     assert "Today is 2026-03-14" in user and "E   ValueError: bad header" in user
     names = {schema["function"]["name"] for schema in model.calls[0]["tools"]}
-    assert names == {"read_memory_file", "write_memory_file", "edit_memory_file"}
+    assert names == {"read_memory_file", "write_memory_file"}
 
     # A second run over the same facts: the model reads the file (which holds them) and the
     # write tool refuses the duplicate lines anyway.
@@ -112,25 +112,25 @@ async def test_transcript_is_capped_to_the_newest_messages(tmp_path: Path) -> No
 
 
 def test_write_appends_and_skips_duplicates(tmp_path: Path) -> None:
-    files = MemoryFiles(tmp_path)
-    assert reply_text(files.write_memory_file("n.md", "- a\n- b")) == "Appended 2 line(s) to n.md."
-    reply = reply_text(files.write_memory_file("n.md", "- b\n-  A\n- c"))
-    assert reply == "Appended 1 line(s) to n.md; skipped 2 line(s) it already held."
-    assert (tmp_path / "n.md").read_text() == "# n\n\n- a\n- b\n- c\n"
-    assert reply_text(files.write_memory_file("n.md", "- x", mode="overwrite")) == "Wrote n.md."
-    assert (tmp_path / "n.md").read_text() == "- x\n"
-    assert "unknown" in reply_text(files.write_memory_file("n.md", "- y", mode="truncate"))
+    files = MemoryFiles(tmp_path, TODAY)
+    n = "2026-03-14.md"
+    assert reply_text(files.write_memory_file(n, "- a\n- b")) == f"Appended 2 line(s) to {n}."
+    reply = reply_text(files.write_memory_file(n, "- b\n-  A\n- c"))
+    assert reply == f"Appended 1 line(s) to {n}; skipped 2 line(s) it already held."
+    assert (tmp_path / n).read_text() == "# 2026-03-14\n\n- a\n- b\n- c\n"
 
 
-def test_read_and_edit(tmp_path: Path) -> None:
-    files = MemoryFiles(tmp_path)
-    assert "does not exist yet" in reply_text(files.read_memory_file("n.md"))
-    files.write_memory_file("n.md", "- Fact: uses vim\n- Fact: likes tea")
-    assert reply_text(files.edit_memory_file("n.md", "uses vim", "uses emacs")) == "Edited n.md."
-    assert "- Fact: uses emacs" in reply_text(files.read_memory_file("n.md"))
-    assert "is not in" in reply_text(files.edit_memory_file("n.md", "uses vim", "x"))
-    files.write_memory_file("n.md", "- Fact: likes tea too")
-    assert "occurs 2 times" in reply_text(files.edit_memory_file("n.md", "likes tea", "x"))
+def test_read_any_memory_file_write_only_todays_notes(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("# Long-term memory\n- Fact: uses vim\n")
+    (tmp_path / "2026-03-13.md").write_text("# 2026-03-13\n\n- Lesson: old\n")
+    files = MemoryFiles(tmp_path, TODAY)
+    assert "does not exist yet" in reply_text(files.read_memory_file("2026-03-14.md"))
+    assert "- Fact: uses vim" in reply_text(files.read_memory_file("MEMORY.md"))
+    for name in ("MEMORY.md", "2026-03-13.md", "n.md", str(tmp_path / "MEMORY.md")):
+        reply = reply_text(files.write_memory_file(name, "- Fact: uses emacs"))
+        assert reply.startswith("Error: file_path") and "'2026-03-14.md'" in reply
+    assert (tmp_path / "MEMORY.md").read_text() == "# Long-term memory\n- Fact: uses vim\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2026-03-13.md", "MEMORY.md"]
 
 
 @pytest.mark.parametrize(
@@ -141,11 +141,7 @@ def test_paths_outside_memory_dir_are_refused(tmp_path: Path, path: str) -> None
     memory_dir = tmp_path / "memory"
     memory_dir.mkdir()
     files = MemoryFiles(memory_dir)
-    for response in (
-        files.read_memory_file(path),
-        files.write_memory_file(path, "- pwned"),
-        files.edit_memory_file(path, "a", "b"),
-    ):
+    for response in (files.read_memory_file(path), files.write_memory_file(path, "- pwned")):
         assert reply_text(response).startswith("Error: file_path")
     assert not (tmp_path / "outside.md").exists()
 
@@ -164,10 +160,10 @@ def test_symlinks_are_refused(tmp_path: Path) -> None:
 
 
 def test_absolute_path_inside_is_accepted(tmp_path: Path) -> None:
-    files = MemoryFiles(tmp_path)
-    reply = reply_text(files.write_memory_file(str(tmp_path / "n.md"), "- a"))
+    files = MemoryFiles(tmp_path, TODAY)
+    reply = reply_text(files.write_memory_file(str(tmp_path / "2026-03-14.md"), "- a"))
     assert reply.startswith("Appended 1 line(s)")
-    assert (tmp_path / "n.md").exists()
+    assert (tmp_path / "2026-03-14.md").exists()
 
 
 # -- time limits (issue 11, item 12) ---------------------------------------------------------

@@ -268,7 +268,7 @@ async def test_summarizer_writes_notes_with_its_tools(tmp_path: Path) -> None:
     assert "2026-03-14.md does not exist yet" in sent_tool(model.calls[1])
     assert "Appended 2 line(s) to 2026-03-14.md." in sent_tool(model.calls[2])
     names = {tool["function"]["name"] for tool in model.calls[0]["tools"]}
-    assert names == {"read_memory_file", "write_memory_file", "edit_memory_file"}
+    assert names == {"read_memory_file", "write_memory_file"}
     assert "write_memory_file" in sent(model.calls[0], "system")
 
 
