@@ -23,6 +23,7 @@ from agentscope_ctx._read_file import FileReader
 from agentscope_ctx._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 from agentscope_ctx._truncation import excerpt_with_notice
+from agentscope_ctx.cli import main as cli_main
 from benchmarks import bench_search
 from tests.lines import text_of
 from tests.search_proc import worker
@@ -194,6 +195,63 @@ def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["save"]["20000"]["indexed_at_save"] is True
     assert "search index against history size" in capsys.readouterr().out
     json.dumps(result)
+
+
+# -- one bad character ------------------------------------------------------------------------
+
+
+async def test_a_lone_surrogate_is_stored_exactly_and_never_disables_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Half an emoji in a model's text (issue #19, item 7): every search failed with a UTF-8
+    error, also after deleting the index, and no later record was indexed."""
+    index = SearchIndex(tmp_path)
+    half = "half an emoji \ud83d: the quokka code is 77"
+    await append(index, [msg("before: the lemur")])
+    await append(index, [msg(half, "assistant"), msg("after: the walrus")])
+    stored, report = DialogStore(tmp_path).read()
+    assert [m.content for m in stored][1] == half and not report.bad_lines  # nothing lost
+    for rebuilt in (False, True):
+        if rebuilt:
+            index.close()
+            shutil.rmtree(tmp_path / "index")
+            index = SearchIndex(tmp_path)
+        assert lines_of(index.search("lemur")) == ["before: the lemur"]
+        assert lines_of(index.search("walrus")) == ["after: the walrus"]
+        hit = index.search("quokka code", Filters(agent="alice")).hits[0]
+        assert hit.lines == [(None, "half an emoji \ufffd: the quokka code is 77")]
+        read = await read_from(hit.path, hit.start_line, hit.line_offset)
+        assert read.startswith(r"half an emoji \ud83d: the quokka code is 77")  # as stored
+    # a query or a filter with a lone surrogate is searched with U+FFFD in its place
+    assert lines_of(index.search("\ud83d quokka"))[0].endswith("the quokka code is 77")
+    assert index.search("quokka", Filters(agent="al\udcffice")).hits == []
+    capsys.readouterr()
+    assert cli_main(["search", str(tmp_path), "walrus"]) == 0
+    assert cli_main(["search", str(tmp_path), "\udcff", "quokka"]) == 0  # undecodable argv
+    assert "after: the walrus" in capsys.readouterr().out
+
+
+async def test_every_later_record_is_indexed_whatever_one_record_holds(tmp_path: Path) -> None:
+    """A record whose owner, tool, arguments or session hold lone surrogates, and a line with
+    an invalid UTF-8 byte written by another program, cost their bad characters only."""
+    index = SearchIndex(tmp_path)
+    call = {"type": "tool_use", "id": "u1", "name": "t\ud800ol", "input": {"q": "\udfff"}}
+    result = {"type": "tool_result", "id": "u1", "name": "t\ud800ol", "output": "ok \udc80"}
+    await DialogStore(
+        tmp_path,
+        record_fields={"agent": "b\ud800b", "session": "s\udc00"},
+        on_append=index.dialog_appended,
+    ).append([msg([call], "assistant"), msg([result], "system"), msg("the heron \ud83d")])
+    day = tmp_path / "dialog" / "2026-12-02.jsonl"
+    record = json.dumps({"v": 1, "msg": msg("the ibis").to_dict()}).encode()
+    with open(day, "ab") as file:
+        file.write(record.replace(b"the ibis", b"the \xff ibis") + b"\n")
+    await append(index, [msg("the stork", ts="2026-12-02 11:00:00.000")])
+    assert [h.agent for h in index.search("heron").hits] == ["b\ufffdb"]
+    assert [h.tool for h in index.search("ok", Filters(role="tool")).hits] == ["t\ufffdol"]
+    assert lines_of(index.search("ibis")) == ["the \ufffd ibis"]
+    assert lines_of(index.search("stork")) == ["the stork"]
+    index.db.run(check_consistent)
 
 
 # -- the index is a cache -------------------------------------------------------------------
@@ -410,7 +468,7 @@ async def test_an_unwritable_index_is_logged_once_and_saves_go_on(
 
 
 @settings(max_examples=150, deadline=None)
-@given(query=st.text(max_size=60))
+@given(query=st.text(st.characters(exclude_categories=()), max_size=60))
 @example(query='"unbalanced')
 @example(query='a "b" "c')
 @example(query="*")
@@ -426,6 +484,7 @@ async def test_an_unwritable_index_is_logged_once_and_saves_go_on(
 @example(query="\x00\u200b\ufffd")
 @example(query="0\x00")
 @example(query="数据库 AND")
+@example(query="lynx\ud83d")
 def test_fts5_syntax_in_user_input_never_raises(shared_index: SearchIndex, query: str) -> None:
     result = shared_index.search(query, Filters(agent="alice"), limit=3)
     assert isinstance(result, SearchResult) and len(result.hits) <= 3
