@@ -242,6 +242,27 @@ async def test_search_history_is_registered_names_the_tool_and_filters_by_it(
     await manager.close()
 
 
+async def test_half_an_emoji_in_a_reply_never_disables_search_history(tmp_path: Path) -> None:
+    """A model's text with a lone surrogate leaves the context into dialog/ (issue #19, item
+    7): before, every search_history call answered a UTF-8 error from then on."""
+    manager, agent, model = await attached(
+        tmp_path, max_input_tokens=8_000, tool_result={"mask_after": None, "recent_max_share": None}
+    )
+    agent.set_console_output_enabled(False)  # AgentScope's printing cannot encode it
+    model.enqueue(text("half an emoji \ud83d: the quokka code is 77"))
+    await agent(Msg("user", "say it", "user"))
+    for n in range(3):  # compaction moves the reply (and what follows) to dialog/
+        await run_one(agent, model, n, 3_000, f"note {fact(40 + n)[0]}")
+    stored, _ = manager.dialog.read()
+    texts = [b.get("text") for m in stored for b in m.get_content_blocks("text")]
+    assert "half an emoji \ud83d: the quokka code is 77" in texts  # stored exactly
+    found = await ask(agent, model, tool_call("search_history", "s1", query="quokka code"), "s1")
+    assert "| half an emoji \ufffd: the quokka code is 77" in found, found
+    found = await ask(agent, model, tool_call("search_history", "s2", query=fact(41)[1]), "s2")
+    assert fact(41)[2] in found, found
+    await manager.close()
+
+
 @pytest.mark.parametrize(
     ("arguments", "error"),
     [
