@@ -57,7 +57,7 @@ MAX_TERMS = 16
 """Words and phrases of a query beyond this many are ignored."""
 MAX_QUERY_CHARS = 2_000
 """Characters of a query read; the rest is ignored (parsing stays linear and small)."""
-MAX_QUERY_TOKENS = 64
+MAX_QUERY_TOKENS = 32
 """Tokens (a word, or one CJK character) searched in all; a phrase past it is cut. FTS5 reads
 the match list of each token of a phrase: this bounds the work of one query."""
 

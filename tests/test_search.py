@@ -204,11 +204,15 @@ async def test_a_large_output_is_owned_at_save_and_indexed_at_the_next_search(
 
 
 def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    result = bench_search.main(points=[(40, 0.2)], save_sizes=(20_000,))
+    result = bench_search.main(
+        points=[(40, 0.2)], save_sizes=(20_000,), query_sizes=(3_000,), query_lines=200
+    )
     row = result["points"]["40:0.2"]
     assert row["facts_found"].split("/")[0] == row["facts_found"].split("/")[1] != "0"
     assert row["index_bytes"] > 0 and row["search_p95_ms"] >= row["search_p50_ms"] > 0
     assert result["save"]["20000"]["indexed_at_save"] is True
+    assert result["long_query"]["cjk:3000"]["search_ms"] > 0
+    assert all(row["search_busy"] and row["hits_after"] == 2 for row in result["busy"].values())
     assert "search index against history size" in capsys.readouterr().out
     json.dumps(result)
 
