@@ -334,6 +334,14 @@ def bench_busy(root: Path, search_seconds: float = 1.0) -> dict[str, Any]:
 
 
 def _print(result: dict[str, Any]) -> None:
+    if result["points"]:
+        _print_points(result)
+    if result["save"]:
+        _print_save(result)
+    _print_queries(result)
+
+
+def _print_points(result: dict[str, Any]) -> None:
     print("search index against history size (build = indexing from scratch)")
     print(
         f"  {'messages':>9} {'output':>8} {'history':>9} {'build s':>8} {'MB/s':>6} "
@@ -347,6 +355,9 @@ def _print(result: dict[str, Any]) -> None:
             f" {row['search_p50_ms']:>7.1f} {row['search_p95_ms']:>7.1f}"
             f" {row['catch_up_check_ms']:>8.2f} {row['facts_found']}"
         )
+
+
+def _print_save(result: dict[str, Any]) -> None:
     print("indexing a saved output, against saving it (write + fsync)")
     for size, row in result["save"].items():
         when = "at save" if row["indexed_at_save"] else "at the next search"
@@ -356,6 +367,9 @@ def _print(result: dict[str, Any]) -> None:
             f"{row['index_ms']:.1f} ms ({row['index_to_save']:.1f}x, "
             f"{row['index_mb_per_s']:.1f} MB/s) {when}"
         )
+
+
+def _print_queries(result: dict[str, Any]) -> None:
     if result.get("long_query"):
         print("long queries over CJK text (4 MB by default; median of 5)")
         for name, row in result["long_query"].items():
