@@ -379,7 +379,7 @@ def _print_queries(result: dict[str, Any]) -> None:
                 f"agent's save meanwhile {row['save_during_ms']:.1f} ms"
             )
     if result.get("busy"):
-        print("while another process holds the index (the search may wait 1 s)")
+        print("while another process holds the index (the search may wait 1 s by default)")
         for mode, row in result["busy"].items():
             what = "a write transaction" if mode == "write" else ".lock, index missing"
             print(
@@ -403,6 +403,7 @@ def main(
     save_sizes: Sequence[int] = SAVE_SIZES,
     query_sizes: Sequence[int] = QUERY_SIZES,
     query_lines: int = 20_000,
+    busy_wait: float = 1.0,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the numbers (also printed)."""
     if points is None:
@@ -417,7 +418,7 @@ def main(
         result["save"] = bench_save(base / "save", save_sizes)
         if query_sizes:
             result["long_query"] = bench_long_query(base / "query", query_sizes, query_lines)
-            result["busy"] = bench_busy(base / "busy")
+            result["busy"] = bench_busy(base / "busy", busy_wait)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     _print(result)

@@ -205,7 +205,11 @@ async def test_a_large_output_is_owned_at_save_and_indexed_at_the_next_search(
 
 def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     result = bench_search.main(
-        points=[(40, 0.2)], save_sizes=(20_000,), query_sizes=(3_000,), query_lines=200
+        points=[(40, 0.2)],
+        save_sizes=(20_000,),
+        query_sizes=(3_000,),
+        query_lines=200,
+        busy_wait=0.1,
     )
     row = result["points"]["40:0.2"]
     assert row["facts_found"].split("/")[0] == row["facts_found"].split("/")[1] != "0"
