@@ -209,8 +209,9 @@ class RecallConfig(_Section):
     `tool_result.old_max_bytes`, so that an answer is never cut and saved."""
 
     catch_up_seconds: float = Field(default=10.0, gt=0)
-    """Longest a search spends indexing files the index has not seen yet (after a rebuild);
-    the rest is searched the next time, and the answer says so."""
+    """Longest a search spends indexing files the index has not seen yet (after a rebuild),
+    and waiting for another writer of the index; the rest is searched the next time, and the
+    answer says so."""
 
     eviction_index_max_chars: int = Field(default=1_200, ge=200)
     """Size cap of the eviction index (what was compacted away) shown with the summary."""

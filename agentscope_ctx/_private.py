@@ -27,6 +27,7 @@ import logging
 import os
 import stat
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -123,15 +124,17 @@ def write_atomic(path: Path, data: bytes | str) -> None:
 
 
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path, *, deadline: float | None = None) -> Iterator[None]:
     """Hold an exclusive ``flock`` on `path` (created ``0600`` when missing) while inside.
 
     Every process and every thread that takes it waits for the holder (a ``flock`` belongs
-    to an open file, not to a process). Keep what runs inside short and never take the same
-    lock again inside it.
+    to an open file, not to a process), without a bound, or until `deadline`
+    (`time.monotonic()`) when one is given. Keep what runs inside short and never take the
+    same lock again inside it.
 
     Raises:
         OSError: The lock file cannot be created or opened.
+        TimeoutError: Another holder kept it past `deadline` (raised before entering).
     """
     if sys.platform == "win32":
         yield
@@ -139,7 +142,17 @@ def file_lock(path: Path) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, FILE_MODE)
     try:
         tighten_fd(fd, path)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if deadline is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"{str(path)!r} is held by another process") from None
+                    time.sleep(0.01)
         yield
     finally:
         os.close(fd)  # releases the lock

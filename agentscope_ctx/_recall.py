@@ -88,6 +88,12 @@ def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: 
     where = "all agents' history" if shared else "your history"
     if not result.query.terms:
         return f"Nothing to search for in {query!r}: give words, or a quoted phrase."
+    query = query if len(query) <= 200 else query[:200] + "…"  # a long query is cut
+    if not result.searched:
+        return (
+            "The search index is busy (another process is writing or rebuilding it): nothing "
+            "was searched. Search again in a moment, or read dialog/ with read_file."
+        )
     if not result.hits:
         text = (
             f"No hits for {query!r} in {where} (dialog/, tool_result/, memory/). Try other or "
@@ -105,11 +111,17 @@ def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: 
                 text += tail
                 break
             text += block
+    if result.query.cut:
+        words = " ".join(t if not p else t + "*" for t, p in result.query.terms)
+        text += f"\n(the query is long: only its beginning was searched: {words[:200]!r})"
     if result.pending:
+        why = "busy: another process is writing it" if result.busy else "catching up"
         text += (
-            f"\n(the index is catching up: {result.pending} files not searched yet; "
+            f"\n(the index is {why}: {result.pending} files not searched yet; "
             "search again in a moment)"
         )
+    elif result.busy:
+        text += "\n(the index is busy: another process is writing it; search again in a moment)"
     data = text.encode("utf-8")
     return text if len(data) <= max_bytes else data[: max_bytes - 3].decode("utf-8", "ignore") + "…"
 

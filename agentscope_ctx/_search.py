@@ -16,28 +16,48 @@ that carries its notice).
 
 Several threads and processes may share one ``working_dir``: each indexing step re-reads its
 file's state inside its own write transaction, so nothing is indexed twice.
+
+The index never holds up a save: a notification does not wait for another writer (another
+process's write transaction or rebuild, another thread's search). When the index is busy it
+is skipped; what it would have written is caught up later (the files by the next catch-up,
+the owner and tool of a saved output kept in memory until the next write, at most
+`MAX_PENDING`). A search waits for other writers at most its catch-up time, then searches
+what is indexed and says the index was busy (`SearchResult.busy`).
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import logging
 import os
 import re
 import sqlite3
+import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from ._failures import FailureLog
-from ._search_db import IndexDatabase, Owner, add_doc, drop_one, set_owner, write
+from ._search_db import (
+    BUSY_SECONDS,
+    IndexBusy,
+    IndexDatabase,
+    Owner,
+    add_doc,
+    drop_one,
+    set_owner,
+    write,
+)
 from ._search_hits import Filters, SearchResult, build_hits, ranked_rows
-from ._search_text import Query, chunk_lines, parse_query, record_parts
+from ._search_text import Query, chunk_lines, parse_query, record_parts, storable
 from ._stamps import local_stamp
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
+
+logger = logging.getLogger("agentscope_ctx")
 
 _BATCH_BYTES = 4 << 20
 """Dialog bytes indexed per write transaction (what another writer may wait for)."""
@@ -47,6 +67,9 @@ INDEX_AT_SAVE_BYTES = 8 << 20
 (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
 NOTIFY_SECONDS = 2.0
 """Longest a save spends indexing other files than its own (after an index rebuild)."""
+MAX_PENDING = 10_000
+"""Owners of saved outputs kept in memory while the index is busy (the oldest are dropped
+beyond: a dialog record carrying the output's notice names its owner again)."""
 _FILES = (
     ("tool_result", re.compile(r"[^.].*\.txt")),
     ("dialog", re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")),
@@ -99,6 +122,8 @@ class SearchIndex:
         self.db = IndexDatabase(self.root / "index")
         self.failures = failures or FailureLog()
         self._calls: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._pending: deque[tuple[str, Owner, str | None]] = deque(maxlen=MAX_PENDING)
+        self._pending_lock = threading.Lock()
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -106,13 +131,15 @@ class SearchIndex:
         """A tool output was saved to `path` by `agent`: record the owner and index it."""
         name = self._output_name(path)
         if name is not None:
-            self._notify(lambda db: self._saved(db, name, (agent, session, None, None)))
+            owner, ts = (agent, session, None, None), _stamp(time.time())
+            self._notify(lambda db: self._saved(db, name, owner, ts), (name, owner, ts))
 
     def describe_output(self, path: str | Path, *, tool: str, args: str | None) -> None:
         """Name the tool (and its key arguments) whose output was saved to `path`."""
         name = self._output_name(path)
         if name is not None:
-            self._notify(lambda db: self._owner(db, name, (None, None, tool, args or None)))
+            owner = (None, None, tool, args or None)
+            self._notify(lambda db: self._owner(db, name, owner), (name, owner, None))
 
     def dialog_appended(self) -> None:
         """Records were appended to ``dialog/``: index them (for at most
@@ -136,7 +163,8 @@ class SearchIndex:
             PersistenceError: the index cannot be opened or written.
         """
         deadline = None if seconds is None else time.monotonic() + seconds
-        return self.db.run(lambda db: self._catch_up(db, deadline))
+        wait = BUSY_SECONDS if seconds is None else seconds
+        return self.db.run(lambda db: self._catch_up(db, deadline), wait=wait)
 
     def search(
         self,
@@ -146,30 +174,38 @@ class SearchIndex:
         limit: int = 5,
         catch_up_seconds: float | None = 10.0,
     ) -> SearchResult:
-        """Catch up (for at most `catch_up_seconds`), then the best `limit` hits of `query`
-        by BM25, newest first on ties; a hit showing the same line as a better one is left
-        out. When no chunk has every term, the chunks with any of them.
+        """Catch up (for at most `catch_up_seconds`, which also bounds the wait for other
+        writers), then the best `limit` hits of `query` by BM25, newest first on ties; a hit
+        showing the same line as a better one is left out. When no chunk has every term, the
+        chunks with any of them. When other writers hold the index longer, what is indexed
+        is searched (nothing when the index could not even be opened) and `busy` is set.
 
         Raises:
             PersistenceError: the index cannot be opened or read.
         """
         parsed = parse_query(query) if isinstance(query, str) else query
-        filters = filters or Filters()
+        filters = Filters(**{k: v and storable(v) for k, v in vars(filters or Filters()).items()})
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
+        busy: list[bool] = []
 
         def run(db: sqlite3.Connection) -> SearchResult:
-            pending = self._catch_up(db, deadline)
+            pending = self._catch_up(db, deadline, busy=busy)
             params = {**vars(filters), "limit": 4 * limit + 8}
             rows = ranked_rows(db, parsed.fts(), params, limit)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
                 rows = ranked_rows(db, parsed.fts(every=False), params, limit)
             hits = build_hits(rows, self.root, parsed, limit)
-            return SearchResult(hits=hits, query=parsed, every=every, pending=pending)
+            return SearchResult(hits, parsed, every, pending, busy=bool(busy))
 
-        return self.db.run(run)
+        wait = BUSY_SECONDS if catch_up_seconds is None else catch_up_seconds
+        try:
+            return self.db.run(run, wait=wait)
+        except IndexBusy as exc:
+            logger.info("agentscope_ctx: search without the index: %s", exc)
+            return SearchResult(hits=[], query=parsed, busy=True, searched=False)
 
     def close(self) -> None:
         """Close the database (reopened when needed)."""
@@ -177,13 +213,49 @@ class SearchIndex:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _notify(self, op: Callable[[sqlite3.Connection], object]) -> None:
+    def _notify(
+        self,
+        op: Callable[[sqlite3.Connection], object],
+        owner: tuple[str, Owner, str | None] | None = None,
+    ) -> None:
+        """Run `op` unless the index is busy (never wait: a save is waiting for this); the
+        `owner` it records is kept for the next write when it cannot run."""
+
+        def run(db: sqlite3.Connection) -> None:
+            self._write_pending(db)
+            op(db)
+
         try:
-            self.db.run(op)
+            self.db.run(run, wait=0)
+        except IndexBusy as exc:  # caught up later
+            logger.debug("agentscope_ctx: search index busy, caught up later: %s", exc)
+            self._keep(owner)
         except Exception as exc:  # a cache: never fail the save that notified it
+            self._keep(owner)
             self.failures.failed("search_index", f"search index not updated: {exc}")
         else:
             self.failures.recovered("search_index")
+
+    def _keep(self, owner: tuple[str, Owner, str | None] | None) -> None:
+        if owner is not None:
+            with self._pending_lock:
+                self._pending.append(owner)
+
+    def _write_pending(self, db: sqlite3.Connection) -> None:
+        """Record the owners kept while the index was busy (kept again if it still is)."""
+        with self._pending_lock:
+            if not self._pending:
+                return
+            owners = list(self._pending)
+            self._pending.clear()
+        try:
+            with write(db, self.db.deadline):
+                for name, owner, ts in owners:
+                    set_owner(db, name, owner, ts)
+        except BaseException:
+            with self._pending_lock:
+                self._pending.extendleft(reversed(owners))
+            raise
 
     def _output_name(self, path: str | Path) -> str | None:
         """``tool_result/NAME`` when `path` is a file of this working dir's output store."""
@@ -210,8 +282,16 @@ class SearchIndex:
         return found
 
     def _catch_up(
-        self, db: sqlite3.Connection, deadline: float | None, kinds: Iterable[str] = _ALL_KINDS
+        self,
+        db: sqlite3.Connection,
+        deadline: float | None,
+        kinds: Iterable[str] = _ALL_KINDS,
+        *,
+        busy: list[bool] | None = None,
     ) -> int:
+        """Index what is missing until `deadline`; returns how many files were left. When
+        another writer holds the index past the run's wait, the rest is left and `busy`
+        (when given) gets an entry; without `busy`, `IndexBusy` is raised."""
         kinds = tuple(kinds)
         known = {
             row[0]: row[1:]
@@ -220,14 +300,20 @@ class SearchIndex:
         }
         present = self._files(kinds)  # saved outputs first: dialog records name their owners
         gone = [path for path in known if path not in present]
-        if gone:
-            self._drop(db, gone)
         pending = 0
+        try:
+            self._write_pending(db)
+            if gone:
+                self._drop(db, gone)
+        except IndexBusy:
+            if busy is None:
+                raise
+            busy.append(True)
         for rel, (kind, stat) in present.items():
             state = known.get(rel)
             if state is not None and _up_to_date(kind, state, stat):
                 continue
-            if deadline is not None and time.monotonic() > deadline:
+            if busy or (deadline is not None and time.monotonic() > deadline):
                 pending += 1
                 continue
             try:
@@ -237,26 +323,31 @@ class SearchIndex:
                     self._index_file(db, rel, kind)
             except OSError as exc:  # unreadable now: tried again at the next catch-up
                 self.failures.failed(f"search_index:{rel}", f"cannot index {rel}: {exc}")
+            except IndexBusy:
+                if busy is None:
+                    raise
+                busy.append(True)
+                pending += 1
         return pending
 
-    def _saved(self, db: sqlite3.Connection, name: str, owner: Owner) -> None:
-        with write(db):
-            set_owner(db, name, owner, _stamp(time.time()))
+    def _saved(self, db: sqlite3.Connection, name: str, owner: Owner, ts: str) -> None:
+        with write(db, self.db.deadline):
+            set_owner(db, name, owner, ts)
         if os.path.getsize(self.root / name) <= INDEX_AT_SAVE_BYTES:
             self._index_file(db, name, "tool_result")
 
     def _owner(self, db: sqlite3.Connection, name: str, owner: Owner) -> None:
-        with write(db):
+        with write(db, self.db.deadline):
             set_owner(db, name, owner, None)
 
     def _drop(self, db: sqlite3.Connection, paths: Iterable[str]) -> None:
-        with write(db):
+        with write(db, self.db.deadline):
             for path in paths:
                 drop_one(db, path)
 
     def _index_file(self, db: sqlite3.Connection, rel: str, kind: str) -> None:
         """Index a saved output or a memory file whole (again, when it changed)."""
-        with write(db), open(self.root / rel, "rb") as file:
+        with write(db, self.db.deadline), open(self.root / rel, "rb") as file:
             stat = os.fstat(file.fileno())
             state = db.execute(
                 "SELECT inode, size, stamp FROM sources WHERE path = ?", (rel,)
@@ -283,7 +374,7 @@ class SearchIndex:
         the file was replaced or shrank), `_BATCH_BYTES` per transaction, until `deadline`."""
         more = True
         while more and (deadline is None or time.monotonic() <= deadline):
-            with write(db), open(self.root / rel, "rb") as file:
+            with write(db, self.db.deadline), open(self.root / rel, "rb") as file:
                 stat = os.fstat(file.fileno())
                 state = db.execute(
                     "SELECT inode, size, lines FROM sources WHERE path = ?", (rel,)
@@ -311,9 +402,9 @@ class SearchIndex:
     def _add_record(
         self, db: sqlite3.Connection, rel: str, line: int, offset: int, raw: bytes
     ) -> None:
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        try:  # an invalid byte costs its character, not the record
+            record = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
             return  # a torn or foreign line: the dialog reader reports it
         msg = record.get("msg") if isinstance(record, dict) and record.get("v") == 1 else None
         if not isinstance(msg, dict):
@@ -326,6 +417,8 @@ class SearchIndex:
         args = next(iter(parts.calls.values()))[1] if len(parts.calls) == 1 else None
         tools = ",".join(parts.tools) or None
         values = (rel, "dialog", line, offset, agent, session, parts.role, tools, args, ts)
+        # the text may hold lone surrogates (the record keeps them as \uXXXX escapes):
+        # `add_doc` and `set_owner` store them as U+FFFD
         add_doc(db, values, (c for text in parts.texts for c in chunk_lines(text.split("\n"))))
         for call_id, call in parts.calls.items():
             self._calls[call_id] = call

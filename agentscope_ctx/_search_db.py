@@ -10,6 +10,11 @@ On disk, under ``{working_dir}/index/``:
 
 All of them are private to their owner (``0600`` in a ``0700`` directory, `_private`).
 
+Nobody waits on the index without a bound: each `IndexDatabase.run` says how long it may wait
+(for another thread of this process, ``.lock``, and SQLite's write lock, all within one
+deadline), and raises `IndexBusy` past it. A save waits not at all (its notification is then
+skipped and caught up later); a search waits at most its catch-up time.
+
 Schema, ``PRAGMA user_version`` 1 (paths are relative to ``working_dir``)::
 
     sources(path, kind, inode, size, lines, stamp)  how far each file is indexed (bytes and
@@ -32,24 +37,25 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
 
 from ._errors import PersistenceError
 from ._private import FILE_MODE, file_lock, private_dir, write_atomic
-from ._search_text import Chunk, index_text
+from ._search_text import Chunk, index_text, storable
 
-__all__ = ["IndexDatabase", "Owner", "add_doc", "drop_one", "set_owner", "write"]
+__all__ = ["IndexBusy", "IndexDatabase", "Owner", "add_doc", "drop_one", "set_owner", "write"]
 
 logger = logging.getLogger("agentscope_ctx")
 
 SCHEMA_VERSION = 1
 BUSY_SECONDS = 60.0
-"""How long a writer waits for another process's write transaction."""
+"""How long a caller that gives no wait of its own waits for another writer."""
 DOC_SHIFT = 24
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
 _SCHEMA = f"""
@@ -72,6 +78,20 @@ Owner = tuple[str | None, str | None, str | None, str | None]
 """What is known of a saved output: (agent, session, tool, key arguments)."""
 
 
+class IndexBusy(PersistenceError):
+    """The index is held by another writer (another process's write transaction or
+    ``.lock``, or another thread of this process) for longer than the caller may wait. The
+    files are untouched: what was not indexed is caught up later."""
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether `exc` says another connection holds a lock (wait, do not rebuild)."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return True
+    return "locked" in str(exc).lower()
+
+
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
     """Whether `exc` says the database itself is bad (rebuild), not busy or out of disk."""
     name = str(getattr(exc, "sqlite_errorname", ""))
@@ -84,9 +104,21 @@ def _damaged(exc: sqlite3.DatabaseError) -> bool:
 
 
 @contextmanager
-def write(db: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction, taken at once (other writers wait up to `BUSY_SECONDS`)."""
-    db.execute("BEGIN IMMEDIATE")
+def write(db: sqlite3.Connection, deadline: float | None = None) -> Iterator[None]:
+    """A write transaction, taken at once: waits for another writer until `deadline`
+    (`time.monotonic`; `None`: up to `BUSY_SECONDS`).
+
+    Raises:
+        IndexBusy: another writer held the database past `deadline`.
+    """
+    left = BUSY_SECONDS if deadline is None else max(deadline - time.monotonic(), 0.0)
+    db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if _busy(exc):
+            raise IndexBusy(f"the search index is being written by another process: {exc}") from exc
+        raise
     try:
         yield
     except BaseException:
@@ -94,6 +126,24 @@ def write(db: sqlite3.Connection) -> Iterator[None]:
             db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+@contextmanager
+def _flock(path: Path, deadline: float) -> Iterator[None]:
+    """Hold `path` locked (a private lock file, `_private.file_lock`), waiting for another
+    process until `deadline` at most.
+
+    Raises:
+        IndexBusy: another process held it past `deadline`.
+    """
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(file_lock(path, deadline=deadline))
+        except TimeoutError:
+            raise IndexBusy(
+                f"{str(path)!r} is held by another process (creating the index)"
+            ) from None
+        yield
 
 
 class IndexDatabase:
@@ -105,19 +155,33 @@ class IndexDatabase:
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
         self._key: _Key | None = None
+        self.deadline = 0.0
+        """When the current `run` stops waiting for others (`time.monotonic`): pass it to
+        `write`."""
 
-    def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    def run(self, op: Callable[[sqlite3.Connection], T], *, wait: float = BUSY_SECONDS) -> T:
         """Run `op` on the database; a damaged database is replaced by an empty one and `op`
-        run once more (the caller's catch-up then refills it from the files).
+        run once more (the caller's catch-up then refills it from the files). Waits for other
+        writers (threads, processes) `wait` seconds in all, at most; 0: not at all.
 
         Raises:
+            IndexBusy: another writer held the index longer than `wait`.
             PersistenceError: the database cannot be opened, read, written or replaced.
         """
-        with self._lock:
+        deadline = time.monotonic() + wait
+        if not (self._lock.acquire(timeout=wait) if wait > 0 else self._lock.acquire(False)):
+            raise IndexBusy("the search index is in use by another thread of this process")
+        try:
+            self.deadline = deadline
             for attempt in (1, 2):
                 try:
-                    return op(self._open())
+                    db = self._open()
+                    left = max(deadline - time.monotonic(), 0.0)
+                    db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+                    return op(db)
                 except sqlite3.DatabaseError as exc:
+                    if _busy(exc):
+                        raise IndexBusy(f"search index in {str(self.dir)!r}: {exc}") from exc
                     if attempt == 2 or not _damaged(exc):
                         raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
                     logger.warning("agentscope_ctx: search index damaged (%s): rebuilding", exc)
@@ -127,6 +191,8 @@ class IndexDatabase:
                         raise PersistenceError(f"cannot rebuild the search index: {err}") from err
                 except OSError as exc:
                     raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
+        finally:
+            self._lock.release()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
@@ -156,7 +222,10 @@ class IndexDatabase:
             raise sqlite3.DatabaseError(f"no such database file {name[:80]!r}")
         private_dir(self.dir)  # tightens a database an older version left readable
         db = sqlite3.connect(
-            path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+            path,
+            timeout=max(self.deadline - time.monotonic(), 0.0),
+            isolation_level=None,
+            check_same_thread=False,
         )
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -183,7 +252,7 @@ class IndexDatabase:
         self._close()
         self._key = None
         private_dir(self.dir)
-        with file_lock(self.dir / ".lock"):
+        with _flock(self.dir / ".lock", self.deadline):
             key = self._pointer_key()
             if key is not None and key != bad:
                 return
@@ -211,7 +280,7 @@ def add_doc(db: sqlite3.Connection, values: tuple[object, ...], chunks: Iterable
     cursor = db.execute(
         "INSERT INTO docs(path, kind, line, byte_offset, agent, session, role, tool, args, ts) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        values,
+        _storable(values),
     )
     base = int(cursor.lastrowid or 0) << DOC_SHIFT
     db.executemany(
@@ -235,13 +304,18 @@ def set_owner(
         "INSERT INTO owners VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
         "agent = coalesce(agent, excluded.agent), session = coalesce(session, excluded.session), "
         "tool = coalesce(tool, excluded.tool), args = coalesce(args, excluded.args)",
-        (name, *owner, ts),
+        _storable((name, *owner, ts)),
     )
     db.execute(
         "UPDATE docs SET agent = coalesce(agent, ?), session = coalesce(session, ?), "
         "tool = coalesce(tool, ?), args = coalesce(args, ?) WHERE path = ?",
-        (*owner, name),
+        _storable((*owner, name)),
     )
+
+
+def _storable(values: tuple[object, ...]) -> tuple[object, ...]:
+    """`values` with every string `storable` (no lone surrogate: SQLite takes UTF-8 only)."""
+    return tuple(storable(v) if isinstance(v, str) else v for v in values)
 
 
 def drop_one(db: sqlite3.Connection, path: str) -> None:

@@ -97,7 +97,13 @@ class SearchResult:
     every: bool = True
     """False when no chunk had every term and the hits have some of them."""
     pending: int = 0
-    """Files not searched: the catch-up ran out of time (an index being rebuilt)."""
+    """Files not searched: the catch-up ran out of time (an index being rebuilt) or the index
+    was busy."""
+    busy: bool = False
+    """Another writer (a process, or another agent's search) held the index longer than the
+    search could wait: what it had not indexed yet was not searched."""
+    searched: bool = True
+    """False when the index could not be opened at all (busy): nothing was searched."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -120,7 +126,7 @@ def ranked_rows(
 def _record_offset(path: Path, byte_offset: int, text: str) -> int:
     """Where `text` starts inside the JSON of the record at `byte_offset`, in characters; 0 if
     it cannot be found."""
-    probe = text[:60]
+    probe = text[:60].split("\ufffd")[0]  # may stand for a lone surrogate, stored escaped
     if not probe.strip():
         return 0
     try:

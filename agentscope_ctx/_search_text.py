@@ -8,6 +8,14 @@ Tokens are those of SQLite's ``unicode61`` tokenizer (letters and digits; everyt
 separates, case and diacritics ignored). Chinese, Japanese and Korean text has no spaces, so
 each CJK character is made a token of its own by a zero-width space put between two of them,
 in the index and in the query alike: a CJK word then matches as the phrase of its characters.
+
+A lone surrogate (half of an emoji a model or a tool cut in two; SQLite cannot store it) is
+replaced by U+FFFD wherever text reaches the index or a query (`storable`): the dialog record
+keeps it exactly (``\\uXXXX``, see `_dialog_record`), only the index sees the replacement.
+
+A query is bounded whatever its size: only its first `MAX_QUERY_CHARS` characters are read,
+and at most `MAX_TERMS` words or phrases holding `MAX_QUERY_TOKENS` tokens in all are searched
+(a longer phrase is cut to its first tokens); `Query.cut` says so.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ __all__ = [
     "pick_lines",
     "record_parts",
     "shown_text",
+    "storable",
 ]
 
 SEARCH_TOOL = "search_history"
@@ -46,6 +55,11 @@ CHUNK_CHARS = 2_048
 """Characters per chunk; a longer line is indexed in pieces, each with its `line_offset`."""
 MAX_TERMS = 16
 """Words and phrases of a query beyond this many are ignored."""
+MAX_QUERY_CHARS = 2_000
+"""Characters of a query read; the rest is ignored (parsing stays linear and small)."""
+MAX_QUERY_TOKENS = 32
+"""Tokens (a word, or one CJK character) searched in all; a phrase past it is cut. FTS5 reads
+the match list of each token of a phrase: this bounds the work of one query."""
 
 _CJK = (
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
@@ -56,11 +70,18 @@ _CJK_GAP = re.compile(f"(?<={_CJK})(?={_CJK})")
 _CJK_ZWSP = re.compile(f"(?<={_CJK}){_ZWSP}(?={_CJK})")
 _TOKEN = re.compile(rf"{_CJK}|[^\W_]+")
 _QUOTED = re.compile(r'"([^"]*)"?')
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD: what SQLite can store (it takes
+    UTF-8 only)."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def index_text(text: str) -> str:
-    """`text` as indexed: a zero-width space between two CJK characters."""
-    return text if text.isascii() else _CJK_GAP.sub(_ZWSP, text)
+    """`text` as indexed: a zero-width space between two CJK characters (and `storable`)."""
+    return text if text.isascii() else _CJK_GAP.sub(_ZWSP, storable(text))
 
 
 def shown_text(text: str) -> str:
@@ -218,6 +239,9 @@ class Query:
 
     terms: tuple[tuple[str, bool], ...]
     """(text, is prefix) of each word or phrase that has a token."""
+    cut: bool = False
+    """Whether the query was longer than what is searched (`MAX_QUERY_CHARS`, `MAX_TERMS`,
+    `MAX_QUERY_TOKENS`) and only its beginning was kept."""
 
     def fts(self, *, every: bool = True) -> str:
         """The FTS5 MATCH expression: all terms (`every`), or any of them."""
@@ -234,8 +258,11 @@ class Query:
 
 def parse_query(text: str) -> Query:
     """Split a query into words and ``"quoted phrases"`` (an unclosed quote runs to the end).
-    Terms without a letter or digit are dropped; at most `MAX_TERMS` are kept."""
-    text = text.replace("\x00", " ")  # FTS5 ends a string at NUL
+    Terms without a letter or digit are dropped. Only the first `MAX_QUERY_CHARS` characters
+    are read, and at most `MAX_TERMS` terms of `MAX_QUERY_TOKENS` tokens in all are kept (a
+    phrase that does not fit is cut to the tokens left); `Query.cut` tells."""
+    cut = len(text) > MAX_QUERY_CHARS
+    text = storable(text[:MAX_QUERY_CHARS]).replace("\x00", " ")  # FTS5 ends a string at NUL
     terms: list[tuple[str, bool]] = []
     at = 0
     for match in _QUOTED.finditer(text):
@@ -243,8 +270,33 @@ def parse_query(text: str) -> Query:
         terms.append((match.group(1), False))
         at = match.end()
     terms.extend(_words(text[at:]))
-    kept = [(t, prefix) for t, prefix in terms if tokens(t)]
-    return Query(tuple(dict.fromkeys(kept))[:MAX_TERMS])
+    kept: list[tuple[str, bool]] = []
+    left = MAX_QUERY_TOKENS
+    for term, prefix in dict.fromkeys(terms):
+        count = len(tokens(term))
+        if not count:
+            continue
+        if len(kept) == MAX_TERMS or not left:
+            cut = True
+            break
+        if count > left:
+            term, prefix, cut = _first_tokens(term, left), False, True
+            count = len(tokens(term))
+            if not 0 < count <= left:
+                break
+        kept.append((term, prefix))
+        left -= count
+    return Query(tuple(kept), cut)
+
+
+def _first_tokens(text: str, count: int) -> str:
+    """`text` up to the end of its `count`-th token."""
+    end = 0
+    for number, match in enumerate(_TOKEN.finditer(text), start=1):
+        end = match.end()
+        if number == count:
+            break
+    return text[:end]
 
 
 def _words(text: str) -> list[tuple[str, bool]]:

@@ -4,6 +4,7 @@ Run ``python -m benchmarks search`` (all benchmarks: ``python -m benchmarks``), 
 directly to choose the sizes::
 
     python -m benchmarks.bench_search --points 1000:10 10000:100 100000:1024
+    python -m benchmarks.bench_search --queries-only
 
 Each point is MESSAGES:OUTPUT_MB: that many messages in ``dialog/`` (about 1 KB each, spread
 over days) and that many MB of saved tool output in ``tool_result/`` (log files of 100 KB to
@@ -17,7 +18,11 @@ sets the points of ``python -m benchmarks search``. For each point:
    missing queries; and the catch-up check alone.
 
 Then, at one size, the indexing cost of a saved output (100 KB, 1 MB, 10 MB) against the file
-write itself (`ToolResultStore.save`: write + fsync). Numbers only: no target is asserted.
+write itself (`ToolResultStore.save`: write + fsync). Then long queries (issue #19, item 9:
+up to 100,000 CJK characters) over a CJK history, with the time another agent's save takes
+while one runs; and a save (output + dialog record) and a search while another process holds
+the index (a write transaction, or ``index/.lock`` with the index missing; issue #19, item
+8). Numbers only: no target is asserted.
 """
 
 from __future__ import annotations
@@ -28,16 +33,19 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from agentscope_ctx._dialog import DialogStore
 from agentscope_ctx._entry import Msg
-from agentscope_ctx._search import INDEX_AT_SAVE_BYTES, Filters, SearchIndex
+from agentscope_ctx._search import INDEX_AT_SAVE_BYTES, Filters, SearchIndex, SearchResult
 from agentscope_ctx._tool_results import ToolResultStore
 
 DEFAULT_POINTS = ((1_000, 10), (10_000, 100), (100_000, 300))
@@ -221,7 +229,119 @@ def bench_save(root: Path, sizes: Sequence[int]) -> dict[str, Any]:
     return rows
 
 
+_CJK = "数据库连接失败用户请求超时配置缓存令牌队列部署重试解析器日志服务"
+QUERY_SIZES = (1_000, 20_000, 100_000)
+
+
+def bench_long_query(
+    root: Path, sizes: Sequence[int] = QUERY_SIZES, lines: int = 20_000
+) -> dict[str, Any]:
+    """Search time of CJK queries of `sizes` characters (and of as many characters of
+    space-separated words) over 4 x `lines` CJK lines (4 MB by default); and how long another
+    agent's save (output + notification) takes while such a search runs in a thread (median
+    of 5)."""
+    rng = random.Random(9)
+    index = SearchIndex(root)
+    store = ToolResultStore(root, 7, on_saved=lambda p: index.output_saved(p, agent="a"))
+    for _ in range(4):
+        text = "\n".join("".join(rng.choice(_CJK) for _ in range(60)) for _ in range(lines))
+        store.save(text + "\n")
+    index.catch_up()
+    other = ToolResultStore(root, 7, on_saved=lambda p: index.output_saved(p, agent="b"))
+    rows: dict[str, Any] = {}
+    for size in sizes:
+        for kind, query in (
+            ("cjk", "".join(rng.choice(_CJK) for _ in range(size))),
+            ("words", " ".join(f"w{i}" for i in range(size // 6))[:size]),
+        ):
+            times, saves = [], []
+            for _ in range(5):
+                start = time.perf_counter()
+                index.search(query, limit=5)
+                times.append(time.perf_counter() - start)
+                thread = threading.Thread(target=index.search, args=(query,))
+                thread.start()
+                start = time.perf_counter()
+                other.save("another agent's output\n")
+                saves.append(time.perf_counter() - start)
+                thread.join()
+            rows[f"{kind}:{size}"] = {
+                "search_ms": statistics.median(times) * 1e3,
+                "save_during_ms": statistics.median(saves) * 1e3,
+            }
+    index.close()
+    return rows
+
+
+_HOLDER = """
+import fcntl, os, sqlite3, sys
+index = os.path.join(sys.argv[1], "index")
+if sys.argv[2] == "write":
+    name = open(os.path.join(index, "current")).read().strip()
+    db = sqlite3.connect(os.path.join(index, name), isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+else:
+    os.makedirs(index, exist_ok=True)
+    fd = os.open(os.path.join(index, ".lock"), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+
+def bench_busy(root: Path, search_seconds: float = 1.0) -> dict[str, Any]:
+    """While another process holds the index (a write transaction; ``.lock`` with the index
+    missing): a saved output, a dialog append, and a search given `search_seconds`."""
+    rows: dict[str, Any] = {}
+    for mode in ("write", "lock"):
+        folder = root / mode
+        index = SearchIndex(folder)
+        store = ToolResultStore(folder, 7, on_saved=partial(index.output_saved, agent="a"))
+        dialog = DialogStore(folder, record_fields={"agent": "a"}, on_append=index.dialog_appended)
+        store.save("the history so far\n")
+        index.close()
+        if mode == "lock":
+            shutil.rmtree(folder / "index")
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, str(folder), mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "READY"
+        try:
+            start = time.perf_counter()
+            store.save("an output saved meanwhile\n")
+            saved = time.perf_counter()
+            asyncio.run(dialog.append([Msg("user", "a record appended meanwhile", "user")]))
+            appended = time.perf_counter()
+            result: SearchResult = index.search("meanwhile", catch_up_seconds=search_seconds)
+            searched = time.perf_counter()
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait()
+        after = index.search("meanwhile", limit=5)
+        index.close()
+        rows[mode] = {
+            "save_ms": (saved - start) * 1e3,
+            "append_ms": (appended - saved) * 1e3,
+            "search_ms": (searched - appended) * 1e3,
+            "search_busy": result.busy,
+            "hits_after": len(after.hits),
+        }
+    return rows
+
+
 def _print(result: dict[str, Any]) -> None:
+    if result["points"]:
+        _print_points(result)
+    if result["save"]:
+        _print_save(result)
+    _print_queries(result)
+
+
+def _print_points(result: dict[str, Any]) -> None:
     print("search index against history size (build = indexing from scratch)")
     print(
         f"  {'messages':>9} {'output':>8} {'history':>9} {'build s':>8} {'MB/s':>6} "
@@ -235,6 +355,9 @@ def _print(result: dict[str, Any]) -> None:
             f" {row['search_p50_ms']:>7.1f} {row['search_p95_ms']:>7.1f}"
             f" {row['catch_up_check_ms']:>8.2f} {row['facts_found']}"
         )
+
+
+def _print_save(result: dict[str, Any]) -> None:
     print("indexing a saved output, against saving it (write + fsync)")
     for size, row in result["save"].items():
         when = "at save" if row["indexed_at_save"] else "at the next search"
@@ -244,6 +367,26 @@ def _print(result: dict[str, Any]) -> None:
             f"{row['index_ms']:.1f} ms ({row['index_to_save']:.1f}x, "
             f"{row['index_mb_per_s']:.1f} MB/s) {when}"
         )
+
+
+def _print_queries(result: dict[str, Any]) -> None:
+    if result.get("long_query"):
+        print("long queries over CJK text (4 MB by default; median of 5)")
+        for name, row in result["long_query"].items():
+            kind, size = name.split(":")
+            print(
+                f"  {kind:>5} {int(size):>7} chars: search {row['search_ms']:.1f} ms; another "
+                f"agent's save meanwhile {row['save_during_ms']:.1f} ms"
+            )
+    if result.get("busy"):
+        print("while another process holds the index (the search may wait 1 s by default)")
+        for mode, row in result["busy"].items():
+            what = "a write transaction" if mode == "write" else ".lock, index missing"
+            print(
+                f"  {what:>21}: save {row['save_ms']:.1f} ms, dialog append "
+                f"{row['append_ms']:.1f} ms, search {row['search_ms']:.0f} ms "
+                f"(busy: {row['search_busy']}); once released, {row['hits_after']} hits"
+            )
 
 
 def parse_points(text: str) -> list[tuple[int, float]]:
@@ -258,18 +401,24 @@ def parse_points(text: str) -> list[tuple[int, float]]:
 def main(
     points: Sequence[tuple[int, float]] | None = None,
     save_sizes: Sequence[int] = SAVE_SIZES,
+    query_sizes: Sequence[int] = QUERY_SIZES,
+    query_lines: int = 20_000,
+    busy_wait: float = 1.0,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the numbers (also printed)."""
     if points is None:
         points = parse_points(os.environ[ENV]) if os.environ.get(ENV) else DEFAULT_POINTS
     base = Path(tempfile.mkdtemp(prefix="bench_search_"))
-    result: dict[str, Any] = {"points": {}, "save": {}}
+    result: dict[str, Any] = {"points": {}, "save": {}, "long_query": {}, "busy": {}}
     try:
         for messages, output_mb in points:
             root = base / f"{messages}_{output_mb:g}"
             result["points"][f"{messages}:{output_mb:g}"] = bench_point(root, messages, output_mb)
             shutil.rmtree(root, ignore_errors=True)
         result["save"] = bench_save(base / "save", save_sizes)
+        if query_sizes:
+            result["long_query"] = bench_long_query(base / "query", query_sizes, query_lines)
+            result["busy"] = bench_busy(base / "busy", busy_wait)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     _print(result)
@@ -279,6 +428,12 @@ def main(
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", nargs="+", help="MESSAGES:OUTPUT_MB ...")
+    parser.add_argument(
+        "--queries-only", action="store_true", help="only long queries and a busy index"
+    )
     args = parser.parse_args()
-    main(parse_points(" ".join(args.points)) if args.points else None)
+    if args.queries_only:
+        main(points=[], save_sizes=())
+    else:
+        main(parse_points(" ".join(args.points)) if args.points else None)
     sys.exit(0)

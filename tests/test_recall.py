@@ -245,6 +245,55 @@ async def test_search_history_is_registered_names_the_tool_and_filters_by_it(
     await manager.close()
 
 
+async def test_half_an_emoji_in_a_reply_never_disables_search_history(tmp_path: Path) -> None:
+    """A model's text with a lone surrogate leaves the context into dialog/ (issue #19, item
+    7): before, every search_history call answered a UTF-8 error from then on."""
+    manager, agent, model = await attached(
+        tmp_path, max_input_tokens=8_000, tool_result={"mask_after": None, "recent_max_share": None}
+    )
+    agent.set_console_output_enabled(False)  # AgentScope's printing cannot encode it
+    model.enqueue(text("half an emoji \ud83d: the quokka code is 77"))
+    await agent(Msg("user", "say it", "user"))
+    for n in range(3):  # compaction moves the reply (and what follows) to dialog/
+        await run_one(agent, model, n, 3_000, f"note {fact(40 + n)[0]}")
+    stored, _ = manager.dialog.read()
+    texts = [b.get("text") for m in stored for b in m.get_content_blocks("text")]
+    assert "half an emoji \ud83d: the quokka code is 77" in texts  # stored exactly
+    found = await ask(agent, model, tool_call("search_history", "s1", query="quokka code"), "s1")
+    assert "| half an emoji \ufffd: the quokka code is 77" in found, found
+    found = await ask(agent, model, tool_call("search_history", "s2", query=fact(41)[1]), "s2")
+    assert fact(41)[2] in found, found
+    await manager.close()
+
+
+async def test_a_reply_never_waits_for_another_process_holding_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #19, item 8: a process holding an index write made one reply with one tool call
+    take 75 s (each save waited for it)."""
+    import asyncio
+
+    import agentscope_ctx._search_db as search_db
+    from tests.test_search import HANG_SECONDS, holding
+
+    monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
+    manager, agent, model = await attached(
+        tmp_path, max_input_tokens=8_000, tool_result={"mask_after": None, "recent_max_share": None}
+    )
+    agent.set_console_output_enabled(False)
+    await run_one(agent, model, 0, 3_000, "first")  # the index exists
+    with holding(tmp_path, "write"):
+        for n in (1, 2, 3):  # outputs cut and saved, then compaction appends to dialog/
+            reply = asyncio.ensure_future(run_one(agent, model, n, 3_000, f"n{n}"))
+            done, _ = await asyncio.wait({reply}, timeout=HANG_SECONDS)
+            if not done:
+                reply.cancel()
+            assert done, "the reply waited for the process holding the index"
+    found = await ask(agent, model, tool_call("search_history", "s", query=fact(7)[1]), "s")
+    assert fact(7)[2] in found and "saved output of run_report(n=2, lines=3000)" in found, found
+    await manager.close()
+
+
 @pytest.mark.parametrize(
     ("arguments", "error"),
     [

@@ -3,26 +3,43 @@ is shared safely by processes, and takes any user input as words."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import agentscope_ctx._search as search_module
+import agentscope_ctx._search_db as search_db
 import agentscope_ctx._search_hits as search_hits
-from agentscope_ctx._config import ToolResultConfig
+from agentscope_ctx._config import RecallConfig, ToolResultConfig
 from agentscope_ctx._dialog import DialogStore
 from agentscope_ctx._entry import Msg
 from agentscope_ctx._read_file import FileReader
+from agentscope_ctx._recall import Recall, format_result
 from agentscope_ctx._search import Filters, SearchIndex, SearchResult
+from agentscope_ctx._search_text import (
+    MAX_QUERY_TOKENS,
+    MAX_TERMS,
+    parse_query,
+    storable,
+    tokens,
+)
 from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
 from agentscope_ctx._truncation import excerpt_with_notice
+from agentscope_ctx.cli import main as cli_main
 from benchmarks import bench_search
 from tests.lines import text_of
 from tests.search_proc import worker
@@ -187,13 +204,78 @@ async def test_a_large_output_is_owned_at_save_and_indexed_at_the_next_search(
 
 
 def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    result = bench_search.main(points=[(40, 0.2)], save_sizes=(20_000,))
+    result = bench_search.main(
+        points=[(40, 0.2)],
+        save_sizes=(20_000,),
+        query_sizes=(3_000,),
+        query_lines=200,
+        busy_wait=0.1,
+    )
     row = result["points"]["40:0.2"]
     assert row["facts_found"].split("/")[0] == row["facts_found"].split("/")[1] != "0"
     assert row["index_bytes"] > 0 and row["search_p95_ms"] >= row["search_p50_ms"] > 0
     assert result["save"]["20000"]["indexed_at_save"] is True
+    assert result["long_query"]["cjk:3000"]["search_ms"] > 0
+    assert all(row["search_busy"] and row["hits_after"] == 2 for row in result["busy"].values())
     assert "search index against history size" in capsys.readouterr().out
     json.dumps(result)
+
+
+# -- one bad character ------------------------------------------------------------------------
+
+
+async def test_a_lone_surrogate_is_stored_exactly_and_never_disables_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Half an emoji in a model's text (issue #19, item 7): every search failed with a UTF-8
+    error, also after deleting the index, and no later record was indexed."""
+    index = SearchIndex(tmp_path)
+    half = "half an emoji \ud83d: the quokka code is 77"
+    await append(index, [msg("before: the lemur")])
+    await append(index, [msg(half, "assistant"), msg("after: the walrus")])
+    stored, report = DialogStore(tmp_path).read()
+    assert [m.content for m in stored][1] == half and not report.bad_lines  # nothing lost
+    for rebuilt in (False, True):
+        if rebuilt:
+            index.close()
+            shutil.rmtree(tmp_path / "index")
+            index = SearchIndex(tmp_path)
+        assert lines_of(index.search("lemur")) == ["before: the lemur"]
+        assert lines_of(index.search("walrus")) == ["after: the walrus"]
+        hit = index.search("quokka code", Filters(agent="alice")).hits[0]
+        assert hit.lines == [(None, "half an emoji \ufffd: the quokka code is 77")]
+        read = await read_from(hit.path, hit.start_line, hit.line_offset)
+        assert read.startswith(r"half an emoji \ud83d: the quokka code is 77")  # as stored
+    # a query or a filter with a lone surrogate is searched with U+FFFD in its place
+    assert lines_of(index.search("\ud83d quokka"))[0].endswith("the quokka code is 77")
+    assert index.search("quokka", Filters(agent="al\udcffice")).hits == []
+    capsys.readouterr()
+    assert cli_main(["search", str(tmp_path), "walrus"]) == 0
+    assert cli_main(["search", str(tmp_path), "\udcff", "quokka"]) == 0  # undecodable argv
+    assert "after: the walrus" in capsys.readouterr().out
+
+
+async def test_every_later_record_is_indexed_whatever_one_record_holds(tmp_path: Path) -> None:
+    """A record whose owner, tool, arguments or session hold lone surrogates, and a line with
+    an invalid UTF-8 byte written by another program, cost their bad characters only."""
+    index = SearchIndex(tmp_path)
+    call = {"type": "tool_use", "id": "u1", "name": "t\ud800ol", "input": {"q": "\udfff"}}
+    result = {"type": "tool_result", "id": "u1", "name": "t\ud800ol", "output": "ok \udc80"}
+    await DialogStore(
+        tmp_path,
+        record_fields={"agent": "b\ud800b", "session": "s\udc00"},
+        on_append=index.dialog_appended,
+    ).append([msg([call], "assistant"), msg([result], "system"), msg("the heron \ud83d")])
+    day = tmp_path / "dialog" / "2026-12-02.jsonl"
+    record = json.dumps({"v": 1, "msg": msg("the ibis").to_dict()}).encode()
+    with open(day, "ab") as file:
+        file.write(record.replace(b"the ibis", b"the \xff ibis") + b"\n")
+    await append(index, [msg("the stork", ts="2026-12-02 11:00:00.000")])
+    assert [h.agent for h in index.search("heron").hits] == ["b\ufffdb"]
+    assert [h.tool for h in index.search("ok", Filters(role="tool")).hits] == ["t\ufffdol"]
+    assert lines_of(index.search("ibis")) == ["the \ufffd ibis"]
+    assert lines_of(index.search("stork")) == ["the stork"]
+    index.db.run(check_consistent)
 
 
 # -- the index is a cache -------------------------------------------------------------------
@@ -379,6 +461,114 @@ def test_two_processes_indexing_at_once(tmp_path: Path) -> None:
             assert index.search(f"token{name}x{k}y7", Filters(agent=other)).hits == []
 
 
+T = TypeVar("T")
+HANG_SECONDS = 30.0
+"""How long a test lets a call wait before it calls it a hang (a liveness guard, not a speed
+check: a call that must not wait returns in milliseconds)."""
+
+
+@contextmanager
+def holding(working_dir: Path, mode: str) -> Iterator[None]:
+    """Another process holds the index: a write transaction (`write`) or ``index/.lock``
+    (`lock`), until the block ends."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.index_holder", str(working_dir), mode],
+        cwd=Path(__file__).parent.parent,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        yield
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def unless_hung(work: Callable[[], T]) -> T:
+    """`work()` in a thread; fails if it is still waiting after `HANG_SECONDS`."""
+    box: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(work())
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HANG_SECONDS)
+    assert not thread.is_alive(), "it waited for the process holding the index"
+    if errors:
+        raise errors[0]
+    return box[0]
+
+
+@pytest.mark.parametrize("mode", ["write", "lock"])
+async def test_a_save_never_waits_for_another_process_holding_the_index(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #19, item 8: a process holding a write (indexing a large output) made each save
+    wait up to 60 s; a held ``index/.lock`` with the index missing hung a save for good."""
+    monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
+    index = SearchIndex(tmp_path)
+    await make_history(index)
+    index.close()
+    if mode == "lock":
+        shutil.rmtree(tmp_path / "index")  # the next use must create it: it needs .lock
+    with holding(tmp_path, mode):
+
+        def saves() -> Path:
+            path = save(index, "the yak output\n")
+            index.describe_output(path, tool="dump", args='table="yaks"')
+            asyncio.run(append(index, [msg("the caribou record")]))
+            return path
+
+        path = unless_hung(saves)  # returned while the other process still holds the index
+        busy = unless_hung(lambda: index.search("caribou marmot", catch_up_seconds=0.2))
+        assert busy.busy and busy.searched == (mode == "write")  # a write lets readers read
+        assert lines_of(busy) == (["remember the marmot is called Fred"] if mode == "write" else [])
+        answer = format_result(busy, "caribou marmot", shared=True, max_bytes=4_000)
+        assert "busy" in answer and "again in a moment" in answer
+    assert lines_of(index.search("caribou")) == ["the caribou record"]  # caught up
+    hit = index.search("yak", Filters(agent="alice")).hits[0]
+    assert (hit.path, hit.tool, hit.args) == (path, "dump", 'table="yaks"')  # kept, then written
+    assert index.search("yak", Filters(agent="bob")).hits == []
+    index.db.run(check_consistent)
+
+
+async def test_a_waiting_search_blocks_neither_the_loop_nor_another_agents_save(
+    tmp_path: Path,
+) -> None:
+    """Issue #19, items 8 and 9: one agent's search waiting for the index (here for another
+    process's write) held up another agent's save in the same process."""
+    index = SearchIndex(tmp_path)
+    await make_history(index)
+    alice = Recall(index, RecallConfig(catch_up_seconds=3_600), "alice")
+    with holding(tmp_path, "write"):
+        ToolResultStore(tmp_path, 7).save("a file the index has not seen: the search writes\n")
+        search = asyncio.create_task(alice.search_history("ibex code"))
+        while index.db._lock.acquire(blocking=False):  # until the search thread holds it
+            index.db._lock.release()
+            await asyncio.sleep(0.005)
+        bob = ToolResultStore(tmp_path, 7, on_saved=lambda p: index.output_saved(p, agent="bob"))
+        saved = await asyncio.wait_for(asyncio.to_thread(bob.save, "the zebu\n"), HANG_SECONDS)
+        dialog = DialogStore(
+            tmp_path, record_fields={"agent": "bob"}, on_append=index.dialog_appended
+        )
+        await asyncio.wait_for(dialog.append([msg("bob saw a zebu")]), HANG_SECONDS)
+        assert not search.done()  # still waiting for the other process, off the event loop
+    found = text_of(await asyncio.wait_for(search, HANG_SECONDS))
+    assert "the ibex code is 5150" in found, found
+    hits = index.search("zebu", Filters(agent="bob")).hits
+    assert {h.path for h in hits} >= {saved} and index.search(
+        "zebu", Filters(agent="alice")
+    ).hits == []
+
+
 async def test_listeners_never_fail_a_save(tmp_path: Path) -> None:
     def broken(*_: object) -> None:
         raise RuntimeError("index down")
@@ -410,7 +600,7 @@ async def test_an_unwritable_index_is_logged_once_and_saves_go_on(
 
 
 @settings(max_examples=150, deadline=None)
-@given(query=st.text(max_size=60))
+@given(query=st.text(st.characters(exclude_categories=()), max_size=60))
 @example(query='"unbalanced')
 @example(query='a "b" "c')
 @example(query="*")
@@ -426,9 +616,43 @@ async def test_an_unwritable_index_is_logged_once_and_saves_go_on(
 @example(query="\x00\u200b\ufffd")
 @example(query="0\x00")
 @example(query="数据库 AND")
+@example(query="lynx\ud83d")
 def test_fts5_syntax_in_user_input_never_raises(shared_index: SearchIndex, query: str) -> None:
     result = shared_index.search(query, Filters(agent="alice"), limit=3)
     assert isinstance(result, SearchResult) and len(result.hits) <= 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(query=st.text(st.characters(exclude_categories=()), max_size=3_000))
+@example(query="数据库连接失败" * 20_000)
+@example(query="word " * 20_000)
+@example(query='"' + "长" * 100_000 + '"')
+@example(query="x" * 100_000)
+@example(query=" ".join(f"w{i}*" for i in range(10_000)))
+def test_a_query_is_bounded_whatever_its_size(query: str) -> None:
+    """Issue #19, item 9: a 100,000-character CJK query (one phrase of 100,000 tokens) took
+    over 100 s and held the index meanwhile. Only the beginning is searched, and a query that
+    fits is searched whole."""
+    parsed = parse_query(query)
+    counts = [len(tokens(text)) for text, _ in parsed.terms]
+    assert len(counts) <= MAX_TERMS and all(counts) and sum(counts) <= MAX_QUERY_TOKENS
+    words = query.replace("\x00", " ").split()
+    if len(query) <= 200 and len(words) <= MAX_TERMS and '"' not in query:
+        kept = [w.rstrip("*") for w in dict.fromkeys(words) if tokens(w.rstrip("*"))]
+        if sum(len(tokens(w)) for w in kept) <= MAX_QUERY_TOKENS:
+            assert not parsed.cut and [t for t, _ in parsed.terms] == [storable(w) for w in kept]
+
+
+async def test_a_huge_query_answers_from_its_beginning(tmp_path: Path) -> None:
+    index = SearchIndex(tmp_path)
+    save(index, "数据库连接失败 at startup\nsomething else\n")
+    query = "数据库 连接 失败 " + "长" * 100_000
+    result = index.search(query)
+    assert result.query.cut and not result.every
+    assert lines_of(result)[0] == "数据库连接失败 at startup"
+    answer = format_result(result, query, shared=False, max_bytes=4_000)
+    assert "the query is long: only its beginning was searched" in answer
+    assert len(answer) < 1_000  # the query is quoted short
 
 
 @pytest.fixture(scope="module")

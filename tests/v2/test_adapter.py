@@ -251,6 +251,54 @@ async def test_search_history_finds_what_left_the_context(tmp_path: Path) -> Non
     assert "worker-0" in found, found
 
 
+async def test_half_an_emoji_in_dialog_never_disables_search_history(tmp_path: Path) -> None:
+    """A record with a lone surrogate in dialog/ (issue #19, item 7; on 2.x AgentScope's own
+    token estimate rejects one in the context, but another writer of the working dir, a 1.x
+    agent, stores it): before, every search_history call answered a UTF-8 error."""
+    from agentscope_ctx._dialog import DialogStore
+    from agentscope_ctx._entry import Msg as CoreMsg
+
+    config = _config(tmp_path, mask_after=None, recent_max_share=None)
+    run = await _run(tmp_path, config)
+    agent, manager = run["agent"], run["manager"]
+    half = CoreMsg("analyst", "half an emoji \ud83d: the quokka code is 77", "assistant")
+    await DialogStore(config.working_dir, record_fields={"agent": "analyst"}).append([half])
+    recall = manager.bind(agent).recall
+    assert recall is not None
+    for query, shown in (("quokka code", "the quokka code is 77"), ("worker-0 job=7", "job=7")):
+        response = await recall.search_history(query)
+        found = "".join(b.text for b in response.content if isinstance(b, TextBlock))
+        assert shown in found and not found.startswith("Error"), found
+
+
+async def test_a_reply_never_waits_for_another_process_holding_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #19, item 8: a process holding an index write made one reply with one tool call
+    take 75 s (each save waited for it)."""
+    import asyncio
+
+    import agentscope_ctx._search_db as search_db
+    from agentscope_ctx._search import SearchIndex
+    from tests.test_search import HANG_SECONDS, holding
+
+    monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
+    config = _config(tmp_path, mask_after=None, recent_max_share=None)
+    SearchIndex(config.working_dir).catch_up()  # the index exists
+    with holding(config.working_dir, "write"):
+        reply = asyncio.ensure_future(_run(tmp_path, config))  # 12 reads, cut, compacted
+        done, _ = await asyncio.wait({reply}, timeout=HANG_SECONDS)
+        if not done:
+            reply.cancel()
+        assert done, "the reply waited for the process holding the index"
+    run = reply.result()
+    recall = run["manager"].bind(run["agent"]).recall
+    assert recall is not None
+    response = await recall.search_history("worker-0 job=7")
+    found = "".join(b.text for b in response.content if isinstance(b, TextBlock))
+    assert "worker-0" in found and "job=7" in found, found
+
+
 async def test_a_saved_state_reloads_into_a_new_process(tmp_path: Path) -> None:
     """AgentState is what 2.x persists: saved as JSON after a compacted session and loaded
     into a new agent with a new manager, it keeps the summary (ours, from middle_context),
