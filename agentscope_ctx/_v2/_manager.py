@@ -237,12 +237,15 @@ class ContextManager(Services):
             except Exception:
                 logger.exception("agentscope_ctx: could not read the agent's state")
                 return None
-            report = await self.run_pipeline(binding.pipeline, **kwargs)
-            changed = report is None or bool(report.truncated or report.compacted)
+            report = None
             try:
-                binding.mirror.push(state, changed=changed)
-            except Exception:
-                logger.exception("agentscope_ctx: could not write the agent's state")
+                report = await self.run_pipeline(binding.pipeline, **kwargs)
+            finally:  # also when the prompt cannot fit (raised): what was done is kept
+                changed = report is None or bool(report.truncated or report.compacted)
+                try:
+                    binding.mirror.push(state, changed=changed)
+                except Exception:
+                    logger.exception("agentscope_ctx: could not write the agent's state")
             return report
 
     # -- public operations -------------------------------------------------------------
@@ -253,8 +256,10 @@ class ContextManager(Services):
         await self.refresh_parts(agent, binding)
         async with binding.lock:
             await binding.mirror.pull(agent.state)
-            report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
-            binding.mirror.push(agent.state)
+            try:
+                report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
+            finally:
+                binding.mirror.push(agent.state)
         return report
 
     async def context_usage(self, agent: Agent) -> ContextUsage:
