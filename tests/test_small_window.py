@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from agentscope_ctx import ContextUsageError, PromptTooLargeError
 from agentscope_ctx._compaction import current_turn
 from agentscope_ctx._pipeline import ContextPipeline, PipelineReport
-from tests.lines import Msg
+from tests.lines import IS_1X, Msg, reason_1x
 from tests.test_pipeline import Agent, Result, pipeline, turn
 
 
@@ -192,3 +192,54 @@ async def test_no_compaction_grows_the_prompt_and_the_newest_user_turn_stays(
         assert after < before or (not report.compacted and after <= before)
     if newest is not None:
         assert newest in [m.id for m in memory.messages()]
+
+
+# -- through the 1.x manager (a real ReActAgent) ----------------------------------------
+
+
+@pytest.mark.skipif(not IS_1X, reason=reason_1x("ReActAgent and ContextManager"))
+async def test_1x_manual_compact_of_a_short_context_does_not_grow_it(tmp_path: Path) -> None:
+    from agentscope.agent import ReActAgent
+    from agentscope.formatter import OpenAIChatFormatter
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from tests.fakes import FakeChatModel
+
+    model = FakeChatModel(["hello", "4"])
+    agent = ReActAgent(name="a", sys_prompt="s", model=model, formatter=OpenAIChatFormatter())
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(ContextConfig(working_dir=tmp_path))
+    memory = manager.attach(agent)
+    await agent(Msg("user", "hi", "user"))
+    await agent(Msg("user", "What is 2 + 2?", "user"))
+    ids = [m.id for m in memory.messages()]
+    before = await manager.context_usage(agent)
+    report = await manager.compact(agent, extra_instruction="keep the numbers")
+    after = await manager.context_usage(agent)
+    assert report.compacted == 0 and "not made" in (report.note or "")
+    assert after.total <= before.total and memory.compact_summary == ""
+    assert [m.id for m in memory.messages()] == ids
+    await manager.close()
+
+
+@pytest.mark.skipif(not IS_1X, reason=reason_1x("ReActAgent and ContextManager"))
+async def test_1x_our_tool_schemas_are_short(tmp_path: Path) -> None:
+    """Every prompt carries them: they took 790 tokens (issue #20)."""
+    import json
+
+    from agentscope.agent import ReActAgent
+    from agentscope.formatter import OpenAIChatFormatter
+
+    from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
+    from tests.fakes import FakeChatModel
+
+    agent = ReActAgent(
+        name="a", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
+    )
+    ContextManager(ContextConfig(working_dir=tmp_path)).attach(agent)
+    schemas = agent.toolkit.get_json_schemas()
+    tokens = await TokenCounter("o200k_base").count_text(json.dumps(schemas, ensure_ascii=False))
+    assert tokens <= 620, tokens
+    search = next(s for s in schemas if s["function"]["name"] == "search_history")
+    role = search["function"]["parameters"]["properties"]["role"]
+    assert role["type"] == "string" and "anyOf" not in role
