@@ -183,8 +183,7 @@ class Compaction:
         if least >= freed:
             return await self._not_made(
                 tokens_before,
-                f"the {len(older)} older messages and the summary take {freed} tokens, a "
-                f"summary at least {least}",
+                f"{_older(older)} and the summary take {freed} tokens, a summary at least {least}",
             )
         await self.notify(
             f"[agentscope_ctx] compacting {len(older)} messages "
@@ -196,8 +195,8 @@ class Compaction:
         if new >= freed:
             return await self._not_made(
                 tokens_before,
-                f"the new summary takes {new} tokens, the {len(older)} older messages and the "
-                f"summary it would replace {freed}",
+                f"the new summary takes {new} tokens, {_older(older)} and the summary it "
+                f"would replace {freed}",
             )
         try:
             await self.dialog.append(leaving)  # write-ahead: durable before removal
@@ -231,3 +230,8 @@ class Compaction:
         note = f"not made: it would not make the prompt smaller ({why})"
         await self.notify(f"[agentscope_ctx] compaction {note}")
         return CompactionOutcome(note=note)
+
+
+def _older(older: Sequence[Msg]) -> str:
+    n = len(older)
+    return f"the {n} older message{'' if n == 1 else 's'}"
