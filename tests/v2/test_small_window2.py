@@ -158,3 +158,31 @@ async def test_our_tool_schemas_are_short(tmp_path: Path) -> None:
     role = search["function"]["parameters"]["properties"]["role"]
     assert role["type"] == "string" and "anyOf" not in role and "default" not in role
     await manager.close()
+
+
+async def test_a_hint_is_not_the_current_user_turn(tmp_path: Path) -> None:
+    """AgentScope's runtime-state hints come after the user's message, as user entries: the
+    mirror marks them, so the user's message is the turn that stays (on a state pulled whole
+    and on appended blocks alike)."""
+    from agentscope.message import AssistantMsg
+    from agentscope.state import AgentState
+
+    from agentscope_ctx._compaction import current_turn
+    from agentscope_ctx._memory import ContextMemory
+    from agentscope_ctx._v2._mirror import StateMirror
+
+    user = UserMsg(name="user", content="Sum the numbers in data.csv")
+    reply = AssistantMsg(name="assistant", content=[HintBlock(hint="<system-reminder>now")])
+    state = AgentState(context=[user, reply])
+    mirror = StateMirror(ContextMemory(str(tmp_path)))
+    await mirror.pull(state)
+    assert [m.role for m in mirror.memory.messages()] == ["user", "user"]
+    assert current_turn(mirror.memory.content) == user.id
+    reply.content.append(HintBlock(hint="<system-reminder>later"))
+    await mirror.pull(state)
+    assert current_turn(mirror.memory.content) == user.id
+    earlier = UserMsg(name="user", content="hello")
+    state.context = [earlier, user, reply]  # edited: the mirror starts over (adopts it whole)
+    await mirror.pull(state)
+    assert [m.id for m in mirror.memory.messages()][:2] == [earlier.id, user.id]
+    assert current_turn(mirror.memory.content) == user.id
