@@ -36,6 +36,7 @@ from ._errors import (
     ContextUsageError,
     OffloadError,
     PersistenceError,
+    PromptTooLargeError,
 )
 from ._pipeline import PipelineReport
 from ._providers import ModelConfig, Models, build_model, load_models
@@ -75,6 +76,7 @@ __all__ = [
     "OffloadError",
     "PersistenceError",
     "PipelineReport",
+    "PromptTooLargeError",
     "RecallConfig",
     "ShellTool",
     "SummarizerConfig",

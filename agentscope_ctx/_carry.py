@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,13 +43,11 @@ from ._entry import Msg
 from ._extractive import _CONSTRAINT, _result_text, msg_text
 from ._outcome import ReadSaved, error_lines, judge
 
-__all__ = ["CARRY_HEADER", "HINT_MARK", "carried", "split_carry", "user_words", "with_carry"]
+__all__ = ["CARRY_HEADER", "carried", "split_carry", "user_words", "with_carry"]
 
 CARRY_HEADER = (
     "Kept by code across compactions (the user's words verbatim; find more with search_history):"
 )
-HINT_MARK = "agentscope_ctx.hint"
-"""Metadata mark of a message that is a runtime hint, not the user's words (2.x hints)."""
 _USERS = "User's words, newest first:"
 _TRAIL = "Artifact trail:"
 _ERRORS = "Newest errors:"
@@ -126,8 +124,9 @@ def with_carry(summary: str, block: str) -> str:
 
 def user_words(msg: Msg) -> str | None:
     """The text a user wrote in `msg`, or `None` when it is not a user turn (a tool result,
-    a runtime hint, a ``<system-...>`` reminder, or no text)."""
-    if msg.role != "user" or (msg.metadata or {}).get(HINT_MARK):
+    a ``<system-...>`` reminder, or no text; a hint the memory marks as one is left out by
+    the caller, see `carried`)."""
+    if msg.role != "user":
         return None
     content = msg.content
     if isinstance(content, list) and any(
@@ -145,6 +144,7 @@ def carried(
     *,
     read_saved: ReadSaved | None = None,
     internal: Callable[[str], bool] = lambda path: False,
+    hints: Collection[str] = (),
 ) -> str:
     """The carried block after compacting `msgs` away, given the `previous` block ("" at the
     first compaction); at most `max_chars` characters. The same inputs give the same text.
@@ -156,9 +156,10 @@ def carried(
         read_saved: Reads a cut or masked output back from its saved file (see `_outcome`).
         internal: Whether a path is the package's own (a saved output read on with
             `read_file`): such paths are not the agent's artifacts.
+        hints: Ids of the messages the memory marks as runtime hints (not the user's words).
     """
     state = _parse(previous)
-    _add(state, msgs, read_saved, internal)
+    _add(state, [m for m in msgs if m.id not in hints], read_saved, internal)
     return _render(state, max_chars)
 
 

@@ -5,6 +5,19 @@ tool_use never apart from its tool_result), summarised by the compactor, appende
 `dialog/` durably, and only then removed from memory; the summary takes their place, with
 what is carried by code whoever wrote it (the user's words and the artifact trail, `_carry`)
 and the eviction index of what left (issue 13) after it.
+
+Three rules (DESIGN.md §13):
+
+- **The current user turn never leaves the prompt**: the newest user message (not a tool
+  result, not a hint) stays in memory even when it falls in the older part; the agent's work
+  after it can still be compacted. It is written to `dialog/` with the older part (in order;
+  the store skips it when it leaves later), so the files keep the conversation's order.
+- **Pinned messages stay** (`_pins`, within `pin_max_share`), in their place; like the
+  current turn, they are written to `dialog/` with the older part.
+- **A compaction that would not make the prompt smaller is not made**: before the model
+  call when the older part is smaller than the least a summary takes (the guide, the carried
+  block and the eviction index), after it when the new summary is; nothing is removed, and
+  the notice says so.
 """
 
 from __future__ import annotations
@@ -24,7 +37,18 @@ from ._failures import FailureLog
 from ._outcome import ReadSaved
 from ._pins import protected
 
-__all__ = ["Compaction", "CompactionOutcome", "CompactorLike", "split_point"]
+__all__ = [
+    "HINT_MARK",
+    "Compaction",
+    "CompactionOutcome",
+    "CompactorLike",
+    "current_turn",
+    "split_point",
+]
+
+HINT_MARK = "hint"
+"""The mark of a hint message (AgentScope 1.x's `_MemoryMark.HINT`; the 2.x adapter marks its
+hint entries so): not a user turn."""
 
 Notify = Callable[[str], Awaitable[None]]
 
@@ -59,6 +83,20 @@ class CompactionOutcome:
     source: str | None = None
     """Who wrote the summary: "model", "model_retry" or "extractive"."""
     note: str | None = None
+
+
+def current_turn(content: Sequence[tuple[Msg, Sequence[str]]]) -> str | None:
+    """Id of the current user turn: the newest message with role ``"user"`` that holds no
+    tool result and is not marked as a hint (`None` when there is none)."""
+    for msg, marks in reversed(content):
+        if msg.role != "user" or HINT_MARK in marks:
+            continue
+        content_ = msg.content
+        blocks = content_ if isinstance(content_, list) else []
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+            continue
+        return str(msg.id)
+    return None
 
 
 def split_point(msgs: Sequence[Msg], counts: Sequence[int], keep_tokens: int) -> int:
@@ -138,10 +176,12 @@ class Compaction:
         calibration = self.accountant.calibration
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
         keep = int(ratio * calibration.budget / calibration.scale)  # in raw estimate units
-        older = msgs[: split_point(msgs, counts, keep)]
+        leaving = msgs[: split_point(msgs, counts, keep)]
+        current = current_turn(self.memory.content)
         share = int(self.config.pin_max_share * calibration.budget / calibration.scale)
         pinned, unprotected = protected(msgs, self.accountant.ledger.counts, share)
-        older = [m for m in older if m.id not in pinned]  # pins stay, in their place
+        # the current user turn and the pins stay, in their place
+        older = [m for m in leaving if m.id != current and m.id not in pinned]
         if unprotected:
             await self.notify(
                 f"[agentscope_ctx] {unprotected} pinned message(s) over pin_max_share "
@@ -149,13 +189,8 @@ class Compaction:
             )
         if not older:
             return CompactionOutcome(note="nothing to compact: the newest messages form one unit")
-        await self.notify(
-            f"[agentscope_ctx] compacting {len(older)} messages "
-            f"({tokens_before} tokens, threshold {threshold})...",
-        )
         previous, previous_index = split_summary(self.memory.compact_summary)
         previous, previous_carry = split_carry(previous)
-        result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
         carry_chars = min(self.config.compactor.carry_max_chars, calibration.budget * 7 // 20)
         carry = carried(
             older,
@@ -163,15 +198,39 @@ class Compaction:
             max(carry_chars, 400),
             read_saved=self.read_saved,
             internal=self.internal,
+            hints={m.id for m, marks in self.memory.content if HINT_MARK in marks},
         )
-        summary = with_carry(result.summary, carry)
+        index = ""
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)
             index = eviction_index(
                 older, previous_index, self.config.recall.eviction_index_max_chars
             )
-            summary = with_index(summary, index)
+        # No-grow rule: what leaves (the older messages shown, the summary shown now) against
+        # what would come instead (a summary message, at least its guide and the index).
+        hidden = self.memory.hidden
+        freed = sum(self.accountant.ledger.counts[m.id] for m in older if m.id not in hidden)
+        freed += await self.accountant.summary_tokens()
+        least = await self._summary_tokens(with_index(with_carry("-", carry), index))
+        if least >= freed:
+            return await self._not_made(
+                tokens_before,
+                f"{_older(older)} and the summary take {freed} tokens, a summary at least {least}",
+            )
+        await self.notify(
+            f"[agentscope_ctx] compacting {len(older)} messages "
+            f"({tokens_before} tokens, threshold {threshold})...",
+        )
+        result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
+        summary = with_index(with_carry(result.summary, carry), index)
+        new = await self._summary_tokens(summary)
+        if new >= freed:
+            return await self._not_made(
+                tokens_before,
+                f"the new summary takes {new} tokens, {_older(older)} and the summary it "
+                f"would replace {freed}",
+            )
         try:
-            await self.dialog.append(older)  # write-ahead: durable before removal
+            await self.dialog.append(leaving)  # write-ahead: durable before removal
         except PersistenceError as exc:
             # Nothing is removed; the older messages are only not shown, the new summary
             # standing for them, until a later compaction can save them.
@@ -190,3 +249,20 @@ class Compaction:
         if self.on_compacted is not None:
             await self.on_compacted(older)
         return CompactionOutcome(len(older), result.source, result.reason)
+
+    async def _summary_tokens(self, summary: str) -> int:
+        msg = self.memory.summary_message_for(summary)
+        return 0 if msg is None else await self.accountant.counter.count_msg(msg)
+
+    async def _not_made(self, tokens_before: int, why: str) -> CompactionOutcome:
+        """Skip a compaction that would not shrink the prompt; say so, and wait for growth
+        before trying again (the loop guard)."""
+        self._stalled_at = tokens_before
+        note = f"not made: it would not make the prompt smaller ({why})"
+        await self.notify(f"[agentscope_ctx] compaction {note}")
+        return CompactionOutcome(note=note)
+
+
+def _older(older: Sequence[Msg]) -> str:
+    n = len(older)
+    return f"the {n} older message{'' if n == 1 else 's'}"

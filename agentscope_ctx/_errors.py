@@ -4,7 +4,8 @@ The hierarchy::
 
     ContextError                  root: catch this to catch everything from the package
     ├── ContextUsageError         the developer's mistake: fix the code or the config
-    │   └── ConfigError           a config value or file is invalid (names the field)
+    │   ├── ConfigError           a config value or file is invalid (names the field)
+    │   └── PromptTooLargeError   what never leaves the prompt is over the budget alone
     └── ContextRuntimeError       a failure while an agent runs; inside a running agent
         │                         these are logged and degrade, they never kill a reply
         ├── CompactionError       the compactor could not produce a valid summary
@@ -24,6 +25,7 @@ __all__ = [
     "ContextUsageError",
     "OffloadError",
     "PersistenceError",
+    "PromptTooLargeError",
 ]
 
 
@@ -50,6 +52,23 @@ class ConfigError(ContextUsageError, ValueError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(_bounded(message))
         self.field = field
+
+
+class PromptTooLargeError(ContextUsageError):
+    """Raised before a model call when the parts that never leave the prompt (system prompt,
+    tool schemas, summary, the current user turn) are over the budget on their own: no
+    compaction or cut could make the prompt fit. Fix the setup (a larger window, a shorter
+    system prompt, fewer tools) or the input.
+
+    `parts` maps each part to its tokens (our estimate), `total` is their sum as the provider
+    would count it (calibrated, with a safety margin), `budget` is the budget in tokens.
+    """
+
+    def __init__(self, message: str, *, parts: dict[str, int], total: int, budget: int) -> None:
+        super().__init__(message)
+        self.parts = dict(parts)
+        self.total = total
+        self.budget = budget
 
 
 class ContextRuntimeError(ContextError):

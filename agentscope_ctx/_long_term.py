@@ -159,12 +159,11 @@ class LongTermMemory:
 
     @tool_text
     def remember(self, fact: str) -> str:
-        """Save a durable fact, user preference or lesson to long-term memory (MEMORY.md).
-
-        Use it for what should still be known in future sessions, not for task progress.
+        """Save a durable fact, user preference or lesson to MEMORY.md, for future sessions
+        (not task progress).
 
         Args:
-            fact: One self-contained statement, e.g. "The user prefers pytest over unittest".
+            fact: One self-contained statement, e.g. "The user prefers pytest".
         """
         bullet = " ".join(_MARKER.sub("", fact).split())
         if not bullet:
@@ -182,13 +181,11 @@ class LongTermMemory:
 
     @tool_text
     def log_today(self, note: str) -> str:
-        """Append a note to today's memory log (memory/YYYY-MM-DD.md).
-
-        Use it for things worth recalling later that are not durable facts: what was done,
-        what failed and how it was fixed.
+        """Append a note to today's memory log (memory/YYYY-MM-DD.md): what was done, what
+        failed and how it was fixed.
 
         Args:
-            note: The note, one line or a few.
+            note: One line or a few.
         """
         lines = [" ".join(_MARKER.sub("", ln).split()) for ln in note.splitlines()]
         text = "\n".join(f"- {line}" for line in lines if line)

@@ -29,6 +29,7 @@ from ._middleware import TruncationMiddleware
 from ._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ._services import READ_FILE, ContextUsage, Services
 from ._tokens import TokenCounter
+from ._tool_schema import plain_optionals
 
 __all__ = ["ContextManager", "ContextUsage"]
 
@@ -138,6 +139,8 @@ class ContextManager(Services):
             if func.__name__ not in toolkit.tools:
                 toolkit.register_tool_function(func)
                 added.append(func.__name__)
+                schema = toolkit.tools[func.__name__].json_schema["function"]
+                schema["parameters"] = plain_optionals(schema["parameters"])
         toolkit.register_middleware(middleware.handle)
         compression = getattr(agent, "compression_config", None)
         if compression is not None and getattr(compression, "enable", False):

@@ -224,17 +224,25 @@ class ContextMemory(MemoryBase):
         key = (summary or "", self.long_term_note, len(self.hidden))
         if key == self._summary_key:
             return self._summary_msg
+        self._summary_key = key
+        self._summary_msg = self._summary_for(summary or "", len(self.hidden))
+        return self._summary_msg
+
+    def summary_message_for(self, summary: str) -> Msg | None:
+        """The first message the model would see with `summary` as the summary (and all
+        messages saved): what a compaction would leave, to count before making it."""
+        return self._summary_for(summary, 0)
+
+    def _summary_for(self, summary: str, unsaved: int) -> Msg | None:
         parts = []
         if self.long_term_note:
             parts.append(f"<long_term_memory>\n{self.long_term_note}\n</long_term_memory>")
         if summary:
             guide = _GUIDE[self.language].format(dialog_dir=self.working_dir / "dialog")
-            if self.hidden:
-                guide += _UNSAVED[self.language].format(n=len(self.hidden))
+            if unsaved:
+                guide += _UNSAVED[self.language].format(n=unsaved)
             parts.append(f"<compact_summary>\n{guide}\n\n{summary}\n</compact_summary>")
-        self._summary_key = key
-        self._summary_msg = Msg(SUMMARY_MSG_NAME, "\n\n".join(parts), "user") if parts else None
-        return self._summary_msg
+        return Msg(SUMMARY_MSG_NAME, "\n\n".join(parts), "user") if parts else None
 
     # -- MemoryBase --------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ A pressure ladder of small stages, each a unit with one job, in order:
    masking (old outputs reduced to their notice), then masking of all but the newest;
 4. `Compaction`, only if the prompt is still over the trigger: a model summary of the older
    messages, saved to `dialog/` durably before they leave memory;
-5. `Ladder.fit`, the last resort when the prompt is over the budget.
+5. `Ladder.fit`, the last resort when the prompt is over the budget;
+6. `ensure_fits`: still over it because the parts that never leave the prompt (system
+   prompt, tool schemas, summary, the current user turn) are, a `PromptTooLargeError`.
 
 The core takes plain inputs (`PromptParts`, messages in `ContextMemory`) and writes no user
 output: the adapter gives `prompt_parts` and `notify`.
@@ -30,6 +32,7 @@ from ._cuts import Cutter, Describe
 from ._dialog import DialogStore
 from ._entry import Msg
 from ._failures import FailureLog
+from ._fits import ensure_fits
 from ._ladder import Ladder
 from ._memory import ContextMemory
 from ._tokens import TokenCounter
@@ -142,7 +145,11 @@ class ContextPipeline:
         """Run the pipeline once. `force` compacts whatever the threshold (manual and
         emergency compaction); `keep_ratio` overrides `config.keep_recent_ratio` for it;
         `target` (after a provider rejected a prompt of about that size) is a budget below
-        `max_input_tokens` that the prompt is then fitted to, the newest output included."""
+        `max_input_tokens` that the prompt is then fitted to, the newest output included.
+
+        Raises:
+            PromptTooLargeError: what never leaves the prompt is over the budget alone (see
+                `ensure_fits`); no model call should be made with it."""
         async with self._lock:
             accountant = self.accountant
             report = PipelineReport(threshold=self.threshold, scale=self.scale)
@@ -168,6 +175,8 @@ class ContextPipeline:
             if report.tokens_after > budget:
                 report.truncated += await self.ladder.fit(budget)
                 report.tokens_after = await accountant.calibrated()
+            if report.tokens_after > self.calibration.budget:
+                await ensure_fits(accountant, self.calibration.budget)  # raises if hopeless
             if report.compacted:
                 how = str(report.summary_source) + (f" ({report.note})" if report.note else "")
                 await self._notify(

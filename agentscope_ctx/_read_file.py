@@ -145,14 +145,14 @@ class FileReader:
         start_line: int = 1,
         line_offset: int = 0,
     ) -> ToolResponse:
-        """Read a text file from a line on. Long content is cut, and a notice at the end says
-        how to continue: call this tool again with the `start_line` (and `line_offset`) it
-        gives. Use it to read files and the full tool outputs saved under tool_result/.
+        """Read a text file from `start_line` on. A long read is cut and ends with a notice
+        giving the `start_line` (and `line_offset`) to go on from. Full tool outputs are saved
+        under tool_result/.
 
         Args:
-            file_path (str): path of the file (absolute, or relative to the working directory).
-            start_line (int): first line to read, counting from 1.
-            line_offset (int): characters to skip in the first line (for very long lines).
+            file_path (str): absolute, or relative to the working directory.
+            start_line (int): first line, from 1.
+            line_offset (int): characters to skip in the first line.
         """
         try:
             start = Position(

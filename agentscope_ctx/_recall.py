@@ -177,20 +177,17 @@ class Recall:
         until: str | None = None,
         limit: int | None = None,
     ) -> ToolResponse:
-        """Search your history that left the context: earlier messages (dialog/), the full
-        saved outputs of tools (tool_result/) and long-term memory (memory/). Hits are ranked
-        by relevance; each shows the matching lines and where to read on with `read_file`.
+        """Search what left the context: earlier messages (dialog/), saved tool outputs
+        (tool_result/), memory (memory/). Each hit shows the matching lines and where to read
+        on with `read_file`.
 
         Args:
-            query (str): words to find (every one, else any); "a quoted phrase" matches
-                exactly; word* matches words starting with it.
-            role (str | None): only "user", "assistant", "system", "tool" (tool outputs) or
-                "memory" (long-term memory).
-            tool (str | None): only calls and outputs of this tool.
-            since (str | None): only from this local time on: "2026-12-02" or
-                "2026-12-02 14:30".
-            until (str | None): only up to this local time (a date includes its whole day).
-            limit (int | None): how many hits (default 5, at most 20).
+            query (str): words (all, else any); "a phrase" matches exactly; word* a prefix.
+            role (str | None): "user", "assistant", "system", "tool" or "memory".
+            tool (str | None): only this tool's calls and outputs.
+            since (str | None): from this local time: "2026-12-02" or "2026-12-02 14:30".
+            until (str | None): up to this local time (a date: its whole day).
+            limit (int | None): hits (default 5, at most 20).
         """
         try:
             text = await asyncio.to_thread(

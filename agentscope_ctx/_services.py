@@ -20,7 +20,7 @@ from ._compactor import Compactor
 from ._config import ContextConfig
 from ._dialog import DialogStore
 from ._entry import Msg
-from ._errors import ContextUsageError
+from ._errors import ContextUsageError, PromptTooLargeError
 from ._failures import FailureLog
 from ._long_term import ConsolidationScheduler, LongTermMemory
 from ._memory import ContextMemory
@@ -225,15 +225,16 @@ class Services:
 
     async def run_pipeline(self, pipeline: ContextPipeline, **kwargs: Any) -> PipelineReport | None:
         """One pipeline run (`kwargs` go to `ContextPipeline.run`), then the store's
-        occasional cleanup; failures are logged (`None`: the run failed)."""
+        occasional cleanup; failures are logged (`None`: the run failed), except a
+        `PromptTooLargeError`, which is raised: that prompt must not be sent."""
         try:
             report = await pipeline.run(**kwargs)
             removed = self.store.maybe_cleanup(self._referenced_files)
             if removed:
                 await asyncio.to_thread(self.search_index.drop_outputs, removed)
             return report
-        except asyncio.CancelledError:
-            raise
+        except (asyncio.CancelledError, PromptTooLargeError):
+            raise  # a prompt that cannot fit is not sent: the setup must change
         except Exception:
             logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
             return None

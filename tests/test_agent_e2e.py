@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.dialog_order import dialog_then_live
 from tests.lines import IS_1X, reason_1x
 
 if not IS_1X:
@@ -122,8 +123,7 @@ async def test_long_session_stays_within_budget_and_loses_nothing(
     # nothing lost, nothing duplicated, order kept: dialog/ then memory
     stored, report = manager.dialog.read()
     assert report.bad_lines == []
-    live = [m.id for m in memory.messages()]
-    assert [m.id for m in stored] + live == added
+    assert dialog_then_live(stored, memory.messages()) == added
     assert memory.compact_summary
 
     # every tool_use in memory has its tool_result

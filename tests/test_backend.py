@@ -113,7 +113,9 @@ async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
 
         # nothing lost: every message is in the shared store or in dialog/ exactly once
         dialog = [m.id for m in manager_a.dialog.read()[0]]
-        assert len(set(dialog)) == len(dialog) and not set(dialog) & set(shared)
+        assert len(set(dialog)) == len(dialog)
+        # (a user turn kept in the prompt is written to dialog/ with the work around it)
+        assert all(m.role == "user" for m in memory_b.messages() if m.id in set(dialog))
         questions = [m for m in manager_a.dialog.read()[0] if m.role == "user"]
         assert questions  # a's first request was compacted into dialog/, not dropped
     finally:

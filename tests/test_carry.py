@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx._carry import CARRY_HEADER, HINT_MARK, carried, split_carry, with_carry
+from agentscope_ctx._carry import CARRY_HEADER, carried, split_carry, with_carry
 from agentscope_ctx._extractive import extractive_summary
 from agentscope_ctx._outcome import judge
 from agentscope_ctx._tool_results import ToolResultStore
@@ -117,9 +117,8 @@ def test_carried_block_keeps_words_files_runs_and_errors(tmp_path: Path) -> None
 
 def test_runtime_hints_and_tool_results_are_not_the_users_words() -> None:
     hint = _user("Budget is low: wrap up.")
-    hint.metadata = {HINT_MARK: True}
     reminder = _user("<system-reminder>use the plan</system-reminder>")
-    assert carried([hint, reminder], "", 4_000) == ""
+    assert carried([hint, reminder], "", 4_000, hints={hint.id}) == ""
 
 
 def test_older_turns_fold_but_keep_their_constraints() -> None:

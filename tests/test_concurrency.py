@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.dialog_order import dialog_then_live
 from tests.lines import IS_1X, reason_1x
 
 if not IS_1X:
@@ -104,10 +105,8 @@ def _check_dialog(working_dir: Path) -> tuple[list[Msg], dict[str, int]]:
 def _check_agent(added: list[str], stored: list[Msg], live: list[Msg]) -> None:
     """This agent's messages: each exactly once, dialog/ first then memory, in added order."""
     mine = set(added)
-    in_dialog = [m.id for m in stored if m.id in mine]
-    live_ids = [m.id for m in live]
-    assert not set(in_dialog) & set(live_ids), "messages both in dialog/ and in memory"
-    assert in_dialog + live_ids == added
+    in_dialog = [m for m in stored if m.id in mine]
+    assert dialog_then_live(in_dialog, live) == added
     assert in_dialog, "no compaction happened: the test checks nothing"
 
 

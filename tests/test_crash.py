@@ -145,6 +145,8 @@ async def _check(
 
     if final:
         assert progress.turn == TURNS
+        # (only a user turn kept in the prompt is in both: written with the work around it)
+        overlap = [m.id for m in live if m.id in dialog_set and m.role != "user"]
         assert not overlap, f"after the session, {len(overlap)} messages in dialog/ and memory"
         assert live[-1].get_text_content() == DONE_TEXT.format(turn=TURNS - 1)
         assert not unsaved, "the finished session logged ids after its last save"

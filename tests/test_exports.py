@@ -43,6 +43,17 @@ def test_design_contract_names() -> None:
         from agentscope_ctx import ContextManager, ContextMemory  # noqa: F401
 
 
+def test_error_family_is_public() -> None:
+    """Every exception of `_errors` is public, under the root; the usage branch holds the
+    over-budget error of issue #20."""
+    from agentscope_ctx import _errors
+
+    for name in _errors.__all__:
+        assert name in agentscope_ctx.__all__, name
+        assert issubclass(getattr(agentscope_ctx, name), agentscope_ctx.ContextError)
+    assert issubclass(agentscope_ctx.PromptTooLargeError, agentscope_ctx.ContextUsageError)
+
+
 def test_i11_16_newcomer_names_are_public() -> None:
     names = {"build_agent", "build_model", "load_models", "ShellTool", "fetch_url"}
     from agentscope_ctx import (  # noqa: F401

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.dialog_order import dialog_then_live
 from tests.lines import IS_1X, reason_1x
 
 if not IS_1X:
@@ -225,7 +226,7 @@ async def _compacting_session(
     logs = [r.getMessage() for r in caplog.records]
     stored, report = manager.dialog.read()
     assert report.bad_lines == []
-    assert [m.id for m in stored] + [m.id for m in memory.messages()] == added
+    assert dialog_then_live(stored, memory.messages()) == added
     for call in model.calls:
         assert await COUNTER.count(call["messages"], tools=call["tools"]) <= BUDGET
     return printed, logs, memory, manager

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.dialog_order import dialog_then_live
 from tests.lines import IS_1X, reason_1x
 
 if not IS_1X:
@@ -136,7 +137,7 @@ def check_everything_saved(manager: ContextManager, agent: Any, added: list[str]
     stored, report = manager.dialog.read()
     assert report.bad_lines == []
     live = [m.id for m in manager.memory_of(agent).messages()]
-    assert [m.id for m in stored] + live == added
+    assert dialog_then_live(stored, manager.memory_of(agent).messages()) == added
     assert len(live) < len(added) // 3, "old messages piled up in memory"
     return stored
 
@@ -207,4 +208,4 @@ async def test_i11_04_content_none_in_the_kept_part_last_resort_fit(tmp_path: Pa
     live = manager.memory_of(agent).messages()
     assert added[2] in [m.id for m in live]  # the odd message was kept, not compacted
     stored, _ = manager.dialog.read()
-    assert [m.id for m in stored] + [m.id for m in live] == added
+    assert dialog_then_live(stored, live) == added

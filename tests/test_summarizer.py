@@ -216,14 +216,14 @@ async def test_i11_12_close_returns_while_a_summarizer_waits_on_a_hanging_model(
     agent.set_console_output_enabled(False)
     config = ContextConfig(
         working_dir=tmp_path,
-        max_input_tokens=1_000,
+        max_input_tokens=2_000,  # room for the tools and the summary
         compactor={"enabled": False},
         summarizer={"min_batch_tokens": 0},  # a run at every compaction
     )
     model = FakeChatModel(default=hang)  # the Compactor's and Summarizer's model
     manager = ContextManager(config, model=model, formatter=OpenAIChatFormatter())
     memory = manager.attach(agent)
-    await memory.add(trajectory())
+    await memory.add([m for _ in range(4) for m in trajectory()])  # worth a summary
     report = await manager.compact(agent)
     assert report.compacted  # and the Summarizer started in the background:
     (task,) = manager._background
@@ -350,7 +350,9 @@ def attached(
     agent.set_console_output_enabled(False)
     config = ContextConfig(
         working_dir=tmp_path,
-        max_input_tokens=1_000,
+        # room for the tools (about 700 tokens) and the summary of a long user message
+        max_input_tokens=2_000,
+        keep_recent_ratio=0.125,
         compactor={"enabled": False},
         summarizer=summarizer,
     )
@@ -360,9 +362,11 @@ def attached(
 
 
 async def compact_round(agent: ReActAgent, manager: ContextManager, k: int) -> None:
-    """A long user message (over the kept part: it is evicted) and a short answer."""
+    """A long user message (over the kept part: it is evicted) and a short answer, then the
+    user's next short turn (the current user turn stays in the prompt)."""
     memory = manager.memory_of(agent)
     await memory.add([Msg("user", words(f"[m{k}a]"), "user"), Msg("a", f"[m{k}b]", "assistant")])
+    await memory.add(Msg("user", "go on", "user"))
     assert (await manager.compact(agent)).compacted
 
 

@@ -38,7 +38,6 @@ from agentscope.message import (
     URLSource,
 )
 
-from .._carry import HINT_MARK
 from .._entry import Msg as Entry
 
 __all__ = ["Entry", "Origin", "to_blocks", "to_entries"]
@@ -78,7 +77,7 @@ def to_entries(msg: Msg, start: int = 0) -> list[tuple[Entry, Origin]]:
             out.append((entry, (msg.id, (block,))))
         elif isinstance(block, HintBlock):
             close_run()
-            entry = Entry("user", [_dict(block)], "user", {HINT_MARK: True}, stamp)
+            entry = Entry("user", [_dict(block)], "user", {}, stamp)
             entry.id = f"{msg.id}/{block.id}"
             out.append((entry, (msg.id, (block,))))
         else:

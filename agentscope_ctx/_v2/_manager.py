@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentscope.agent import Agent
 from agentscope.tool import ToolBase
 
+from .._calibration import WINDOW_MARGIN
 from .._config import ContextConfig
 from .._entry import Msg
 from .._errors import ContextUsageError
@@ -193,20 +195,32 @@ class ContextManager(Services):
         return binding
 
     def _budgeted(self, agent: Agent) -> ContextConfig:
-        """The config for `agent`: `max_input_tokens` lowered to its model's
-        `context_size` when that is smaller (2.x models state their window there; so does
-        AgentScope's own compression)."""
+        """The config for `agent`: `max_input_tokens` lowered to what its model's window
+        leaves for the prompt, when that is smaller. A 2.x model states its window (prompt
+        and answer together) as `context_size`; the answer's share is the `max_tokens` its
+        parameters state (up to half the window), else 5% of the window, as for a window a
+        provider states in an error (`WINDOW_MARGIN`)."""
         window = getattr(agent.model, "context_size", None)
-        if not isinstance(window, int) or window <= 0 or window >= self.config.max_input_tokens:
+        if not isinstance(window, int) or window <= 0:
+            return self.config
+        stated = getattr(getattr(agent.model, "parameters", None), "max_tokens", None)
+        if isinstance(stated, int) and 0 < stated <= window // 2:
+            reserved = stated
+        else:
+            reserved = math.ceil(window * WINDOW_MARGIN)
+        budget = window - reserved
+        if budget >= self.config.max_input_tokens:
             return self.config
         logger.info(
-            "agentscope_ctx: agent %r: budget %d tokens (its model's context_size; "
-            "max_input_tokens is %d)",
+            "agentscope_ctx: agent %r: budget %d tokens (its model's context_size %d, less "
+            "%d for the answer; max_input_tokens is %d)",
             agent.name,
+            budget,
             window,
+            reserved,
             self.config.max_input_tokens,
         )
-        return self.config.model_copy(update={"max_input_tokens": window})
+        return self.config.model_copy(update={"max_input_tokens": budget})
 
     def extra_tools(self, binding: _Binding | None = None) -> list[ToolBase]:
         """The tools besides `read_file`: `remember`, `log_today` (and `search_history`)."""
@@ -251,14 +265,18 @@ class ContextManager(Services):
             except Exception:
                 logger.exception("agentscope_ctx: could not read the agent's state")
                 return None
-            report = await self.run_pipeline(binding.pipeline, **kwargs)
-            changed = report is None or bool(report.truncated or report.compacted)
+            report = None
+            pushed = False
             try:
-                binding.mirror.push(state, changed=changed)
-            except Exception:
-                logger.exception("agentscope_ctx: could not write the agent's state")
-                return report
-            if report is not None and changed:
+                report = await self.run_pipeline(binding.pipeline, **kwargs)
+            finally:  # also when the prompt cannot fit (raised): what was done is kept
+                changed = report is None or bool(report.truncated or report.compacted)
+                try:
+                    binding.mirror.push(state, changed=changed)
+                    pushed = True
+                except Exception:
+                    logger.exception("agentscope_ctx: could not write the agent's state")
+            if pushed and report is not None and changed:
                 await self._after_changes(binding, before, report)
             return report
 
@@ -287,8 +305,10 @@ class ContextManager(Services):
         async with binding.lock:
             before = list(agent.state.context)
             await binding.mirror.pull(agent.state)
-            report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
-            binding.mirror.push(agent.state)
+            try:
+                report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
+            finally:
+                binding.mirror.push(agent.state)
             await self._after_changes(binding, before, report)
         return report
 

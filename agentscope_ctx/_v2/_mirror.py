@@ -26,8 +26,9 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentscope.message import Msg, TextBlock
+from agentscope.message import HintBlock, Msg, TextBlock
 
+from .._compaction import HINT_MARK
 from .._memory import ContextMemory
 from ._entries import Entry, Origin, to_blocks, to_entries
 
@@ -68,7 +69,10 @@ class StateMirror:
         if [msg.id for msg in live] != ids[: len(live)]:
             # Not an append: the state was edited or replaced (loaded, cleared): start over.
             # (copies: the memory rebinds the content of its entries, ours stay as converted)
-            memory.adopt([(copy.copy(entry), []) for entry, _ in pairs], memory.compact_summary)
+            memory.adopt(
+                [(copy.copy(entry), _marks(origin)) for entry, origin in pairs],
+                memory.compact_summary,
+            )
             self._synced = {entry.id: entry.content for entry, _ in pairs}
             return
         changed = False
@@ -81,11 +85,11 @@ class StateMirror:
                 changed = True
         if changed:
             memory.revision += 1
-        new = [entry for entry, _ in pairs[len(live) :]]
-        if new:
-            await memory.add(new)
-            for entry in new:
-                self._synced[entry.id] = entry.content
+        new = pairs[len(live) :]
+        for marks, run in itertools.groupby(new, key=lambda pair: _marks(pair[1])):
+            await memory.add([entry for entry, _ in run], marks=marks)
+        for entry, _ in new:
+            self._synced[entry.id] = entry.content
 
     def _load(self, state: AgentState) -> None:
         """First pull: the summary and calibration this package left in the state."""
@@ -213,6 +217,11 @@ class StateMirror:
             if blocks:
                 out.append(msg.model_copy(update={"content": blocks}))
         return out
+
+
+def _marks(origin: Origin) -> list[str]:
+    """A hint entry is marked as one (as 1.x marks its hints): it is not a user turn."""
+    return [HINT_MARK] if any(isinstance(b, HintBlock) for b in origin[1]) else []
 
 
 def _text(summary: str | Sequence[Any]) -> str:

@@ -27,16 +27,16 @@ _INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "file_path": {
             "type": "string",
-            "description": "path of the file (absolute, or relative to the working directory).",
+            "description": "absolute, or relative to the working directory.",
         },
         "start_line": {
             "type": "integer",
-            "description": "first line to read, counting from 1.",
+            "description": "first line, from 1.",
             "default": 1,
         },
         "line_offset": {
             "type": "integer",
-            "description": "characters to skip in the first line (for very long lines).",
+            "description": "characters to skip in the first line.",
             "default": 0,
         },
     },

@@ -26,6 +26,7 @@ from agentscope.tool import FunctionTool, ToolChunk, ToolResponse
 
 from .._long_term import LongTermMemory
 from .._recall import Recall
+from .._tool_schema import plain_optionals
 
 __all__ = ["function_tool", "memory_tools", "search_tool"]
 
@@ -70,7 +71,7 @@ def function_tool(
         call,
         name=spec.name,
         description=spec.description,
-        input_schema=spec.input_schema,
+        input_schema=plain_optionals(spec.input_schema),
         is_read_only=read_only,
         is_concurrency_safe=read_only,
         permission=PermissionDecision(
