@@ -168,7 +168,7 @@ class Cutter:
 
         Media in a tool result are reduced to their notice once `old` (a ``data:`` URL
         always). With `everything` (the last resort), the text and media of every block are
-        cut too, to the old limits."""
+        cut too, to the old limits (with `mask`, to their notices)."""
         content = msg.content
         if isinstance(content, str):
             if not everything:
@@ -197,7 +197,8 @@ class Cutter:
                     args, view_args = await self._arguments(arguments, limit)
                     kept[i], shown[i] = _with_input(block, args), _with_input(block, view_args)
             elif everything and kind == "text":
-                text, view = await self.text(block.get("text", ""), self.policy.standard.old)
+                limit = _MASK_BYTES if mask else self.policy.standard.old
+                text, view = await self.text(block.get("text", ""), limit)
                 kept[i], shown[i] = {**block, "text": text}, {**block, "text": view}
             elif everything and kind in MEDIA_KINDS:
                 kept[i], shown[i] = await self._mask(block)
