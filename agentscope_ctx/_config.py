@@ -106,7 +106,8 @@ class CompactorConfig(_Section):
 
     max_input_tokens: int | None = Field(default=None, ge=1_000)
     """Input budget of the compactor's own model; `None` means the main `max_input_tokens`.
-    Larger histories are summarised in chunks, oldest first."""
+    Larger histories are summarised in chunks, oldest first. The summary itself is at most a
+    quarter of the smaller of this and the main `max_input_tokens`."""
 
 
 class SummarizerConfig(_Section):
