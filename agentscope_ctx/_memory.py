@@ -256,6 +256,13 @@ class ContextMemory(MemoryBase):
         """The summary the summary message presents, whole ("" if none)."""
         return (self.pending_summary if self.hidden else self._compressed_summary) or ""
 
+    def trimmed_summary(self) -> str | None:
+        """The cut of the summary the model is shown (see `trim_summary`), if any."""
+        trim = self._summary_trim
+        if trim is None or trim[:2] != (self.summary_text(), self.long_term_note):
+            return None
+        return trim[2]
+
     def trim_summary(self, shown: str | None, *, note: bool) -> None:
         """The last resort of the pipeline's fit: show the model `shown` (a cut of
         `summary_text`, whose whole text was saved first; `None`: the summary itself) and,
