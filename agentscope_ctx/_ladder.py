@@ -34,7 +34,7 @@ OLD = 1
 MASKED = 2
 """Level of masking: the notice alone."""
 
-_NOTICE_TOKENS = 80
+_NOTICE_TOKENS = 120
 """About what a notice adds to an excerpt, in tokens (the path and the read_file hint)."""
 
 StoreCut = Callable[[Msg, Cut], Awaitable[None]]
@@ -223,7 +223,7 @@ class Ladder:
         for msg in shown:
             if await self.accountant.calibrated() <= target:
                 return changed
-            changed += await self.cut(msg, old=True, mask=True)
+            changed += await self.cut(msg, old=True, mask=True, short=True)
         counts = self.accountant.ledger.counts
         for mask in (False, True):
             if mask:
@@ -231,7 +231,7 @@ class Ladder:
             for msg in sorted(shown, key=lambda m: -counts[m.id]):
                 if await self.accountant.calibrated() <= target:
                     return changed
-                changed += await self.cut(msg, old=True, everything=True, mask=mask)
+                changed += await self.cut(msg, old=True, everything=True, mask=mask, short=mask)
         return changed
 
     async def _fit_summary(self, target: int) -> int:
@@ -255,16 +255,27 @@ class Ladder:
             excess = math.ceil(over / self.accountant.calibration.scale) + _NOTICE_TOKENS
             wanted = int(utf8_len(shown) * (tokens - excess) / tokens)
             limit = max(min(wanted, limit if shown is summary else limit * 3 // 4), _MASK_BYTES)
-            _, shown = await self.cutter.text(summary, limit)
+            _, cut = await self.cutter.text(summary, limit, short=True)
+            if cut == shown:
+                break
+            shown = cut
             memory.trim_summary(shown, note=False)
         return 1
 
     async def cut(
-        self, msg: Msg, *, old: bool, everything: bool = False, mask: bool = False
+        self,
+        msg: Msg,
+        *,
+        old: bool,
+        everything: bool = False,
+        mask: bool = False,
+        short: bool = False,
     ) -> int:
         """Cut `msg` (see `Cutter.cut`) and store the result."""
         calls = self.accountant.ledger.calls
-        cut = await self.cutter.cut(msg, calls, old=old, mask=mask, everything=everything)
+        cut = await self.cutter.cut(
+            msg, calls, old=old, mask=mask, everything=everything, short=short
+        )
         await self._store(msg, cut)
         if mask:
             self.plan.settled(msg.id, MASKED)
