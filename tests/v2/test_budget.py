@@ -14,7 +14,6 @@ import asyncio
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from agentscope.agent import Agent
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
@@ -29,7 +28,14 @@ from tests.v2.fakes import ALLOW, FakeChatModel
 COUNTER = TokenCounter("o200k_base")
 SUMMARY = "\n".join(
     f"## {title}\n- noted"
-    for title in ("Goal", "Constraints", "Progress", "Key Decisions", "Next Steps", "Critical Context")
+    for title in (
+        "Goal",
+        "Constraints",
+        "Progress",
+        "Key Decisions",
+        "Next Steps",
+        "Critical Context",
+    )
 )
 
 Call = tuple[int, int]
@@ -169,5 +175,3 @@ def test_v2_small_budgets_hold(
     budget: int, factor: float, steps: list[list[Call]], words: int
 ) -> None:
     check_small(budget, factor, steps, words)
-
-
