@@ -24,6 +24,7 @@ from ._accountant import Accountant
 from ._config import ToolResultConfig
 from ._cuts import _MASK_BYTES, Calls, Cut, Cutter
 from ._entry import Msg
+from ._offload import clean_text
 from ._tokens import TokenCounter
 from ._truncation import utf8_len
 
@@ -246,7 +247,7 @@ class Ladder:
         if await self.accountant.calibrated() <= target:
             return 0
         memory.trim_summary(None, note=False)
-        summary = memory.summary_text()
+        summary = clean_text(memory.summary_text())  # measured and saved as valid UTF-8
         if not summary:
             return 1
         shown, limit = summary, utf8_len(summary)

@@ -90,3 +90,21 @@ def test_trim_holds_only_for_the_summary_it_was_made_for(tmp_path: Path) -> None
     memory.offer_long_term("another note")
     text = str(memory.summary_message().content)  # type: ignore[union-attr]
     assert "[cut]" not in text and "another note" in text
+
+
+async def test_fit_trims_a_summary_with_a_lone_surrogate(tmp_path: Path) -> None:
+    """Found by test_fuzz_agent: a summary made from a message holding a lone surrogate; the
+    fit measured it as UTF-8 and failed. It is trimmed like any other (the saved file holds
+    it with the surrogate replaced, as tool output is)."""
+    pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
+    agent = Agent()
+    summary = "## Goal\n- \ud800 odd\n" + "".join(f"- fact {i} about the task\n" for i in range(400))
+    await memory.update_compressed_summary(summary)
+    await memory.add(Msg("user", "go on", "user"))
+    report = await run(pipe, agent)
+    assert report.tokens_after <= 1_000
+    trimmed = memory.trimmed_summary()
+    assert trimmed is not None
+    (path,) = notice_paths(trimmed)
+    assert Path(path).read_text().endswith(summary[-200:])
+    assert memory.compact_summary == summary
