@@ -98,7 +98,9 @@ async def test_fit_trims_a_summary_with_a_lone_surrogate(tmp_path: Path) -> None
     it with the surrogate replaced, as tool output is)."""
     pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
     agent = Agent()
-    summary = "## Goal\n- \ud800 odd\n" + "".join(f"- fact {i} about the task\n" for i in range(400))
+    summary = "## Goal\n- \ud800 odd\n" + "".join(
+        f"- fact {i} about the task\n" for i in range(400)
+    )
     await memory.update_compressed_summary(summary)
     await memory.add(Msg("user", "go on", "user"))
     report = await run(pipe, agent)
