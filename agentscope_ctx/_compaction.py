@@ -22,6 +22,7 @@ Three rules (DESIGN.md §13):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -156,10 +157,18 @@ class Compaction:
         self._stalled_at: int | None = None
 
     def stalled(self, tokens: int) -> bool:
-        """Loop guard: after a compaction that did not help, wait for real growth."""
+        """Loop guard: after a compaction that did not help, wait for real growth (5% of
+        the budget) from the smallest prompt since (see `settle`)."""
         if self._stalled_at is None:
             return False
         return tokens - self._stalled_at < 0.05 * self.accountant.calibration.budget
+
+    def settle(self, tokens: int) -> None:
+        """The prompt at the end of a pipeline run: the guard's mark follows it down, so
+        that growth is counted from what the model was last given, never from a peak that
+        later rungs cut (issue 19: a mark that never came down kept compaction off)."""
+        if self._stalled_at is not None and tokens < self._stalled_at:
+            self._stalled_at = tokens
 
     async def run(
         self,
@@ -171,6 +180,7 @@ class Compaction:
     ) -> CompactionOutcome:
         """Compact all but the newest `keep_ratio` (default `keep_recent_ratio`) of the
         budget. `tokens_before` and `threshold` are for the messages and the loop guard."""
+        start = await self.accountant.calibrated()
         msgs = self.memory.messages()
         counts = [self.accountant.ledger.counts[m.id] for m in msgs]
         calibration = self.accountant.calibration
@@ -244,11 +254,21 @@ class Compaction:
         self.failures.recovered("dialog")
         await self.memory.delete([m.id for m in older])
         await self.memory.update_compressed_summary(summary)
-        tokens_after = await self.accountant.calibrated()
-        self._stalled_at = tokens_after if tokens_after >= tokens_before else None
+        # Whether it helped is judged on the messages it had: what arrived meanwhile (the
+        # outputs of parallel tool calls, added while the compactor ran) is not its doing.
+        arrived = await self._arrived_tokens({m.id for m in msgs})
+        tokens_after = await self.accountant.calibrated() - arrived
+        self._stalled_at = tokens_after if tokens_after >= start else None
         if self.on_compacted is not None:
             await self.on_compacted(older)
         return CompactionOutcome(len(older), result.source, result.reason)
+
+    async def _arrived_tokens(self, known: set[str]) -> int:
+        """Calibrated tokens of the shown messages that are not in `known`."""
+        t = await self.accountant.sync()
+        hidden = self.memory.hidden
+        raw = sum(t.counts[i] for i in t.msgs if i not in known and i not in hidden)
+        return math.ceil(raw * self.accountant.calibration.scale)
 
     async def _summary_tokens(self, summary: str) -> int:
         msg = self.memory.summary_message_for(summary)

@@ -182,8 +182,10 @@ class Compactor:
         self._read_saved = read_saved
         self.budget = config.max_input_tokens or max_input_tokens
         """The compactor's own input budget, in tokens."""
-        self.max_summary_tokens = max(256, self.budget // 4)
-        """The longest summary accepted from the model, in tokens."""
+        self.max_summary_tokens = max(256, min(self.budget, max_input_tokens) // 4)
+        """The longest summary accepted from the model, in tokens: a quarter of the main
+        budget (or of the compactor's own, when smaller); a larger compactor window gives
+        larger chunks, not a larger summary."""
 
     async def compact(
         self,

@@ -45,7 +45,8 @@ class ToolResultConfig(_Section):
     context. About 8K tokens of English text."""
 
     old_max_bytes: int = Field(default=4_096, ge=1_024)
-    """UTF-8 size limit of a tool result once it has slid out of the newest `recent_n`."""
+    """UTF-8 size limit of a tool result once it has slid out of the newest `recent_n`. Not a
+    floor under the budget: when the prompt is still over it, outputs are masked."""
 
     mask_after: int | None = Field(default=10, ge=0)
     """Tool results older than the newest `mask_after` tool-result messages are reduced to
@@ -106,7 +107,8 @@ class CompactorConfig(_Section):
 
     max_input_tokens: int | None = Field(default=None, ge=1_000)
     """Input budget of the compactor's own model; `None` means the main `max_input_tokens`.
-    Larger histories are summarised in chunks, oldest first."""
+    Larger histories are summarised in chunks, oldest first. The summary itself is at most a
+    quarter of the smaller of this and the main `max_input_tokens`."""
 
     carry_max_chars: int = Field(default=4_000, ge=400)
     """Cap, in characters, on what every summary carries by code whoever wrote it (DESIGN.md
@@ -228,7 +230,12 @@ class ContextConfig(_Section):
 
     max_input_tokens: int = Field(default=128_000, ge=1_000)
     """The prompt budget: system prompt, tool schemas, summary and messages together never
-    exceed it at a model call."""
+    exceed it at a model call (as the provider counts, once its factor is learned). No other
+    setting is a floor under it: in the last resort, outputs are masked whatever the byte
+    limits, and the summary and the MEMORY.md note are trimmed (losslessly) whatever their
+    caps. What can still exceed it is what never leaves the prompt: the system prompt, the
+    tool schemas (this package's own tools take about 410 tokens, 790 with recall) and the
+    current exchange. Below about 2,000, turn recall off."""
 
     compact_trigger_ratio: float = Field(default=0.75, gt=0, le=1)
     """Compaction starts when the prompt reaches this share of `max_input_tokens`."""
@@ -277,7 +284,9 @@ class ContextConfig(_Section):
     this order."""
 
     memory_max_tokens: int = Field(default=2_000, ge=0)
-    """Cap on the part of `memory/MEMORY.md` offered to the agent at the start of a reply."""
+    """Cap on the part of `memory/MEMORY.md` offered to the agent at the start of a reply. In
+    the last resort (a prompt still over the budget) the note is left out, a line saying
+    where MEMORY.md is."""
 
     @field_validator("token_counter")
     @classmethod

@@ -55,6 +55,9 @@ _MIN_FRESH_BYTES = 1_024
 """A fresh excerpt is never cut below this by the token cap."""
 _MASK_MIN_BYTES = 768
 """Parts this small are left as they are by masking: their notice would be longer."""
+_SHORT_MIN_BYTES = 512
+"""The same for the last resort (`short`): a notice is about 360 bytes (115 tokens), and a
+part of more than 512 bytes is worth more in Chinese, and about as much in English."""
 
 Calls = Mapping[str, tuple[str, dict[str, Any]]]
 """Tool calls by id: (tool name, arguments), to find the limits of their results."""
@@ -156,16 +159,17 @@ class Cutter:
         return notice.start == Position() and self.store.holds(notice.file_path, excerpt)
 
     async def text(
-        self, raw: object, limit: int, *, tool: str = "", shown: bool = False
+        self, raw: object, limit: int, *, tool: str = "", shown: bool = False, short: bool = False
     ) -> tuple[str, str]:
         """(text to keep, text to show) for `raw` within `limit` bytes. The kept text is cut
         only once the full text is saved; when saving fails it stays whole and the model is
         shown a marked cut of it. A `limit` of `_MASK_BYTES` masks: the notice alone, except
-        for texts too short for that to help. `shown`: the model has seen `raw` (a harder
-        cut): a `read_file` output pointing outside the store is then snapshotted first
-        (see the module docstring)."""
+        for texts too short for that to help (`short`, the last resort: shorter ones too).
+        `shown`: the model has seen `raw` (a harder cut): a `read_file` output pointing
+        outside the store is then snapshotted first (see the module docstring)."""
         text = clean_text(raw)
-        if limit <= _MASK_BYTES and utf8_len(text) <= _MASK_MIN_BYTES:
+        least = _SHORT_MIN_BYTES if short else _MASK_MIN_BYTES
+        if limit <= _MASK_BYTES and utf8_len(text) <= least:
             return text, text
         if self.trusted(text, tool=tool):
             shorter = retruncate(text, max_bytes=limit)
@@ -193,13 +197,15 @@ class Cutter:
         old: bool,
         mask: bool = False,
         everything: bool = False,
+        short: bool = False,
     ) -> Cut:
         """Cut the tool outputs and tool arguments of `msg` to their recent (or `old`) limits,
         or with `mask` to their notices alone.
 
         Media in a tool result are reduced to their notice once `old` (a ``data:`` URL
         always). With `everything` (the last resort), the text and media of every block are
-        cut too, to the old limits."""
+        cut too, to the old limits (with `mask`, to their notices). With `short` (the last
+        resort), masking takes parts down to `_SHORT_MIN_BYTES`."""
         content = msg.content
         if isinstance(content, str):
             if not everything:
@@ -218,7 +224,9 @@ class Cutter:
                 name, tool_input = calls.get(str(block.get("id")), (str(block.get("name")), {}))
                 limits = self.policy.limits(name, tool_input)
                 limit = _MASK_BYTES if mask else limits.old if old else limits.recent
-                out, view = await self._output(block.get("output"), limit, name, old or everything)
+                out, view = await self._output(
+                    block.get("output"), limit, name, old or everything, short=short
+                )
                 kept[i], shown[i] = {**block, "output": out}, {**block, "output": view}
                 if self.describe is not None and out != block.get("output"):
                     saved = set(notice_paths(out)) - set(notice_paths(block.get("output")))
@@ -232,7 +240,8 @@ class Cutter:
                     args, view_args = await self._arguments(arguments, limit)
                     kept[i], shown[i] = _with_input(block, args), _with_input(block, view_args)
             elif everything and kind == "text":
-                text, view = await self.text(block.get("text", ""), self.policy.standard.old)
+                limit = _MASK_BYTES if mask else self.policy.standard.old
+                text, view = await self.text(block.get("text", ""), limit, short=short)
                 kept[i], shown[i] = {**block, "text": text}, {**block, "text": view}
             elif everything and kind in MEDIA_KINDS:
                 kept[i], shown[i] = await self._mask(block)
@@ -240,12 +249,14 @@ class Cutter:
             return Cut()
         return Cut(content=None if kept == blocks else kept, view=None if shown == kept else shown)
 
-    async def _output(self, output: Any, limit: int, tool: str, old: bool) -> tuple[Any, Any]:
+    async def _output(
+        self, output: Any, limit: int, tool: str, old: bool, *, short: bool = False
+    ) -> tuple[Any, Any]:
         fresh = not old
         if isinstance(output, str):
             if fresh:
                 limit = await self.fresh_limit(clean_text(output), limit)
-            return await self.text(output, limit, tool=tool, shown=old)
+            return await self.text(output, limit, tool=tool, shown=old, short=short)
         if not isinstance(output, list):
             return output, output
         texts = [i for i, b in enumerate(output) if isinstance(b, dict) and b.get("type") == "text"]
@@ -257,7 +268,7 @@ class Cutter:
             if block.get("type") == "text":
                 raw = block.get("text", "")
                 own = await self.fresh_limit(clean_text(raw), per_block) if fresh else per_block
-                text, view = await self.text(raw, own, tool=tool, shown=old)
+                text, view = await self.text(raw, own, tool=tool, shown=old, short=short)
                 kept[i], shown[i] = {**block, "text": text}, {**block, "text": view}
             elif block.get("type") in MEDIA_KINDS and (old or _is_data_url(block)):
                 kept[i], shown[i] = await self._mask(block)

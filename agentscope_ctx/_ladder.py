@@ -15,16 +15,20 @@ the prompt within the budget, `Ladder.fit` cuts whatever it must (rung d).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from copy import copy
 from dataclasses import dataclass, field
 
 from ._accountant import Accountant
+from ._compaction import current_turn
 from ._config import ToolResultConfig
-from ._cuts import Calls, Cut, Cutter
+from ._cuts import _MASK_BYTES, Calls, Cut, Cutter
 from ._entry import Msg
+from ._offload import clean_text
 from ._pins import protected
 from ._tokens import TokenCounter
+from ._truncation import utf8_len
 
 __all__ = ["MASKED", "OLD", "CutPlan", "Ladder", "Relief"]
 
@@ -32,6 +36,9 @@ OLD = 1
 """Level of the second truncation (`old_max_bytes`)."""
 MASKED = 2
 """Level of masking: the notice alone."""
+
+_NOTICE_TOKENS = 120
+"""About what a notice adds to an excerpt, in tokens (the path and the read_file hint)."""
 
 StoreCut = Callable[[Msg, Cut], Awaitable[None]]
 
@@ -62,6 +69,14 @@ class CutPlan:
         """A cut of `level` is due for `msg_id` (no-op when it, or a harder one, is applied)."""
         if self.applied.get(msg_id, 0) < level and self.due.get(msg_id, 0) < level:
             self.due[msg_id] = level
+
+    def settled(self, msg_id: str, level: int) -> None:
+        """A cut of `level` was made outside the plan (by the fit): nothing lighter is due."""
+        if self.applied.get(msg_id, 0) < level:
+            self.applied[msg_id] = level
+        if self.due.get(msg_id, 0) <= level:
+            self.due.pop(msg_id, None)
+            self._plans.pop(msg_id, None)
 
     def retain(self, live: Iterable[str]) -> None:
         """Forget messages that left the memory."""
@@ -205,28 +220,78 @@ class Ladder:
         return relief
 
     async def fit(self, target: int) -> int:
-        """Rung (d), the last resort when the prompt is still over `target`: the old limits
-        for every tool output and call, newest included, then, largest message first, the
-        text and media of the remaining messages, until the prompt fits."""
-        pinned = self.pinned()
-        shown = [
-            m for m in self.memory.messages() if m.id not in self.memory.hidden | pinned
-        ]
+        """Rung (d), the last resort when the prompt is still over `target`, each step only
+        while it is: the old limits for every tool output and call, newest included; masking
+        of tool outputs and calls, oldest first; largest message first, the text and media
+        of the messages cut to the old limits; the summary message trimmed (`_fit_summary`);
+        last, largest message first, their text masked. Every cut is lossless (saved first,
+        the notice says where). Pinned messages and the current user turn are left as
+        they are (what they hold over the budget is `PromptTooLargeError`'s to say)."""
+        current = current_turn(self.memory.content)
+        kept = self.pinned() | ({current} if current is not None else set())
+        shown = [m for m in self.memory.messages() if m.id not in self.memory.hidden | kept]
         changed = 0
         for msg in shown:
             changed += await self.cut(msg, old=True)
-        counts = self.accountant.ledger.counts
-        for msg in sorted(shown, key=lambda m: -counts[m.id]):
+        for msg in shown:
             if await self.accountant.calibrated() <= target:
-                break
-            changed += await self.cut(msg, old=True, everything=True)
+                return changed
+            changed += await self.cut(msg, old=True, mask=True, short=True)
+        counts = self.accountant.ledger.counts
+        for mask in (False, True):
+            if mask:
+                changed += await self._fit_summary(target)
+            for msg in sorted(shown, key=lambda m: -counts[m.id]):
+                if await self.accountant.calibrated() <= target:
+                    return changed
+                changed += await self.cut(msg, old=True, everything=True, mask=mask, short=mask)
         return changed
 
-    async def cut(self, msg: Msg, *, old: bool, everything: bool = False) -> int:
+    async def _fit_summary(self, target: int) -> int:
+        """The summary message within `target`, as far as it can go: the long-term note
+        left out (MEMORY.md is on disk; a line says where), then the summary cut to a head
+        and a notice, its whole text saved to `tool_result/` first (the notice points there,
+        `read_file` reads on), down to the notice alone. What is stored does not change: the
+        next compaction still gets the whole summary. Returns 1 if anything was cut."""
+        memory = self.memory
+        if memory.summary_message() is None:
+            return 0
+        if await self.accountant.calibrated() <= target:
+            return 0
+        memory.trim_summary(None, note=False)
+        summary = clean_text(memory.summary_text())  # measured and saved as valid UTF-8
+        if not summary:
+            return 1
+        shown, limit = summary, utf8_len(summary)
+        while limit > _MASK_BYTES and (over := await self.accountant.calibrated() - target) > 0:
+            tokens = max(await self.accountant.counter.count_text(shown), 1)
+            excess = math.ceil(over / self.accountant.calibration.scale) + _NOTICE_TOKENS
+            wanted = int(utf8_len(shown) * (tokens - excess) / tokens)
+            limit = max(min(wanted, limit if shown is summary else limit * 3 // 4), _MASK_BYTES)
+            _, cut = await self.cutter.text(summary, limit, short=True)
+            if cut == shown:
+                break
+            shown = cut
+            memory.trim_summary(shown, note=False)
+        return 1
+
+    async def cut(
+        self,
+        msg: Msg,
+        *,
+        old: bool,
+        everything: bool = False,
+        mask: bool = False,
+        short: bool = False,
+    ) -> int:
         """Cut `msg` (see `Cutter.cut`) and store the result."""
         calls = self.accountant.ledger.calls
-        cut = await self.cutter.cut(msg, calls, old=old, everything=everything)
+        cut = await self.cutter.cut(
+            msg, calls, old=old, mask=mask, everything=everything, short=short
+        )
         await self._store(msg, cut)
+        if mask:
+            self.plan.settled(msg.id, MASKED)
         return int(cut.changed)
 
     async def _store(self, msg: Msg, cut: Cut) -> None:

@@ -67,6 +67,13 @@ _GUIDE = {
 }
 
 
+_NOTE_LEFT_OUT = {
+    "en": "(Not shown, for lack of room in the prompt: the long-term memory is in "
+    "{path}; read it with `read_file` when you need it.)",
+    "zh": "（提示空间不足，长期记忆未显示：它保存在 {path}，需要时请用 `read_file` 阅读。）",
+}
+
+
 _UNSAVED = {
     "en": " ({n} older messages are not shown and not yet in dialog/: they could not be saved;"
     " they are kept and will be saved when the disk works again.)",
@@ -131,7 +138,10 @@ class ContextMemory(MemoryBase):
         self._loaded: tuple[list[tuple[Msg, list[str]]], str] | None = None
         """Messages and summary of a loaded state, to write to the backend (see the class)."""
         self._summary_msg: Msg | None = None
-        self._summary_key: tuple[str, str | None, int] | None = None
+        self._summary_key: tuple[object, ...] | None = None
+        self._summary_trim: tuple[str, str | None, str | None, bool] | None = None
+        """The last-resort cut of the summary message (`trim_summary`): the summary and note
+        it was made for, the summary shown, and whether the note is shown."""
         self.register_state("_compressed_summary")
 
     # -- the summary -------------------------------------------------------------------
@@ -220,29 +230,54 @@ class ContextMemory(MemoryBase):
 
         The same `Msg` object (same id) is returned while the text is unchanged, so that
         token counts are cached."""
-        summary = self.pending_summary if self.hidden else self._compressed_summary
-        key = (summary or "", self.long_term_note, len(self.hidden))
+        summary = self.summary_text()
+        note: str | None = self.long_term_note
+        trim = self._summary_trim
+        if trim is not None and trim[:2] == (summary, note):
+            summary = trim[2] if trim[2] is not None else summary
+            if not trim[3] and note:
+                path = self.working_dir / "memory" / "MEMORY.md"
+                note = _NOTE_LEFT_OUT[self.language].format(path=path)
+        key = (summary, note, len(self.hidden))
         if key == self._summary_key:
             return self._summary_msg
         self._summary_key = key
-        self._summary_msg = self._summary_for(summary or "", len(self.hidden))
+        self._summary_msg = self._summary_for(summary or "", len(self.hidden), note)
         return self._summary_msg
 
     def summary_message_for(self, summary: str) -> Msg | None:
         """The first message the model would see with `summary` as the summary (and all
         messages saved): what a compaction would leave, to count before making it."""
-        return self._summary_for(summary, 0)
+        return self._summary_for(summary, 0, self.long_term_note)
 
-    def _summary_for(self, summary: str, unsaved: int) -> Msg | None:
+    def _summary_for(self, summary: str, unsaved: int, note: str | None) -> Msg | None:
         parts = []
-        if self.long_term_note:
-            parts.append(f"<long_term_memory>\n{self.long_term_note}\n</long_term_memory>")
+        if note:
+            parts.append(f"<long_term_memory>\n{note}\n</long_term_memory>")
         if summary:
             guide = _GUIDE[self.language].format(dialog_dir=self.working_dir / "dialog")
             if unsaved:
                 guide += _UNSAVED[self.language].format(n=unsaved)
             parts.append(f"<compact_summary>\n{guide}\n\n{summary}\n</compact_summary>")
         return Msg(SUMMARY_MSG_NAME, "\n\n".join(parts), "user") if parts else None
+
+    def summary_text(self) -> str:
+        """The summary the summary message presents, whole ("" if none)."""
+        return (self.pending_summary if self.hidden else self._compressed_summary) or ""
+
+    def trimmed_summary(self) -> str | None:
+        """The cut of the summary the model is shown (see `trim_summary`), if any."""
+        trim = self._summary_trim
+        if trim is None or trim[:2] != (self.summary_text(), self.long_term_note):
+            return None
+        return trim[2]
+
+    def trim_summary(self, shown: str | None, *, note: bool) -> None:
+        """The last resort of the pipeline's fit: show the model `shown` (a cut of
+        `summary_text`, whose whole text was saved first; `None`: the summary itself) and,
+        unless `note`, a pointer to MEMORY.md instead of the long-term note. Holds until the
+        summary or the note changes; nothing stored changes."""
+        self._summary_trim = (self.summary_text(), self.long_term_note, shown, note)
 
     # -- MemoryBase --------------------------------------------------------------------
 

@@ -159,8 +159,13 @@ class ContextPipeline:
             relief = await self.ladder.relieve(report.tokens_before, report.threshold)
             report.tokens_after, report.freed = relief.tokens_after, relief.freed
             report.truncated += relief.changed
+            budget = self.calibration.budget
+            budget = budget if target is None else min(budget, target)
             over = report.tokens_after > report.threshold
-            if force or (over and not self.compaction.stalled(report.tokens_after)):
+            # The loop guard spares model calls between the trigger and the budget; over the
+            # budget a compaction is still tried before the last resort cuts the newest.
+            stalled = self.compaction.stalled(report.tokens_after)
+            if force or (over and (not stalled or report.tokens_after > budget)):
                 outcome = await self.compaction.run(
                     report.tokens_before,
                     report.threshold,
@@ -169,12 +174,13 @@ class ContextPipeline:
                 )
                 report.compacted, report.summary_source = outcome.compacted, outcome.source
                 report.note = outcome.note
+                # tool outputs that arrived while the compactor ran (parallel tool calls)
+                report.truncated += await self.ladder.first_cuts()
                 report.tokens_after = await accountant.calibrated()
-            budget = self.calibration.budget
-            budget = budget if target is None else min(budget, target)
             if report.tokens_after > budget:
                 report.truncated += await self.ladder.fit(budget)
                 report.tokens_after = await accountant.calibrated()
+            self.compaction.settle(report.tokens_after)
             if report.tokens_after > self.calibration.budget:
                 await ensure_fits(accountant, self.calibration.budget)  # raises if hopeless
             if report.compacted:

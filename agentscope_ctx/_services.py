@@ -302,6 +302,9 @@ class Services:
                 for path in notice_paths(msg.content):
                     if self.store.owns(path):
                         referenced.add(path)
+            for path in notice_paths(memory.trimmed_summary()):  # the fit's cut of it
+                if self.store.owns(path):
+                    referenced.add(path)
         return referenced
 
     async def start_summarizer(self, older: list[Msg]) -> None:

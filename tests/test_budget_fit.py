@@ -1,0 +1,112 @@
+"""Issue 19, item 6: the last-resort fit holds the budget whatever the byte limits and the
+summary's size: it masks tool outputs (not only cuts them to `old_max_bytes`) and trims the
+summary message, losslessly (line-neutral core: runs on both lines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentscope_ctx._memory import ContextMemory
+from agentscope_ctx._truncation import notice_paths, parse_notice
+from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from tests.test_pipeline import Agent, pipeline, run
+
+
+def parallel_unit(n: int, size: int) -> list[Msg]:
+    """One reasoning step that called `n` tools at once, and their results: one unit, which
+    compaction cannot split."""
+    uses = [
+        ToolUseBlock(type="tool_use", id=f"p{k}", name="shell", input={"cmd": f"cat {k}"})
+        for k in range(n)
+    ]
+    msgs = [Msg("bot", uses, "assistant")]
+    for k in range(n):
+        out = "".join(f"row {k}-{i}: some output of the command\n" for i in range(size))
+        block = ToolResultBlock(
+            type="tool_result", id=f"p{k}", name="shell", output=[TextBlock(type="text", text=out)]
+        )
+        msgs.append(Msg("system", [block], "system"))
+    return msgs
+
+
+async def test_fit_masks_outputs_when_their_old_limits_do_not_fit(tmp_path: Path) -> None:
+    """12 outputs at their old limit (1,100 bytes, ~300 tokens each) are over a 2,000 budget;
+    the fit stopped there before: now it masks them, oldest first, and the budget holds."""
+    pipe, memory, compactor = pipeline(
+        tmp_path, max_input_tokens=2_000, tool_result={"recent_n": 12, "old_max_bytes": 1_100}
+    )
+    agent = Agent()
+    msgs = parallel_unit(12, 200)
+    await memory.add(Msg("user", "read the twelve files", "user"))
+    await memory.add(msgs)
+    report = await run(pipe, agent)
+    assert report.tokens_after <= 2_000
+    assert await pipe.accountant.calibrated() <= 2_000
+    # every output is still readable through its notice
+    for msg in memory.messages()[-12:]:
+        (block,) = msg.get_content_blocks("tool_result")
+        text = block["output"][0]["text"]  # type: ignore[index]
+        excerpt, notice = parse_notice(text)  # type: ignore[misc]
+        assert Path(notice.file_path).read_text().startswith(excerpt.rstrip("\n")[:20])
+    # the unit stayed whole in memory (compaction can only take what is before it)
+    assert [m.id for m in memory.messages()][-13:] == [m.id for m in msgs]
+
+
+async def test_fit_trims_the_summary_losslessly(tmp_path: Path) -> None:
+    """A summary of ~6,000 tokens and a long MEMORY.md note, at a 2,000 budget: the model is
+    shown the guide, a pointer to MEMORY.md and the head of the summary with a notice; the
+    whole summary is saved to tool_result/ and stays whole in memory (the next compaction
+    gets it all)."""
+    pipe, memory, _ = pipeline(tmp_path, max_input_tokens=2_000)
+    agent = Agent()
+    summary = "## Goal\n" + "".join(f"- fact number {i} about the task\n" for i in range(900))
+    await memory.update_compressed_summary(summary)
+    memory.offer_long_term("remember: " + "the user likes short answers. " * 200)
+    await memory.add(Msg("user", "go on", "user"))
+    report = await run(pipe, agent)
+    assert report.tokens_after <= 2_000
+    assert await pipe.accountant.calibrated() <= 2_000
+    assert memory.compact_summary == summary  # stored whole
+    shown = memory.summary_message()
+    assert shown is not None
+    text = str(shown.content)
+    assert "the user likes short answers" not in text
+    assert str(tmp_path / "memory" / "MEMORY.md") in text
+    trimmed = memory.trimmed_summary()
+    assert trimmed is not None and trimmed in text
+    (path,) = notice_paths(trimmed)
+    assert Path(path).read_text() == summary
+    # a new summary is shown whole again (until it too is over)
+    await memory.update_compressed_summary("## Goal\n- short now\n")
+    assert "- short now" in str(memory.summary_message().content)  # type: ignore[union-attr]
+
+
+def test_trim_holds_only_for_the_summary_it_was_made_for(tmp_path: Path) -> None:
+    memory = ContextMemory(tmp_path)
+    memory._compressed_summary = "## Goal\n- a\n"
+    memory.offer_long_term("note")
+    memory.trim_summary("## Goal\n[cut]", note=False)
+    assert "[cut]" in str(memory.summary_message().content)  # type: ignore[union-attr]
+    memory.offer_long_term("another note")
+    text = str(memory.summary_message().content)  # type: ignore[union-attr]
+    assert "[cut]" not in text and "another note" in text
+
+
+async def test_fit_trims_a_summary_with_a_lone_surrogate(tmp_path: Path) -> None:
+    """Found by test_fuzz_agent: a summary made from a message holding a lone surrogate; the
+    fit measured it as UTF-8 and failed. It is trimmed like any other (the saved file holds
+    it with the surrogate replaced, as tool output is)."""
+    pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
+    agent = Agent()
+    summary = "## Goal\n- \ud800 odd\n" + "".join(
+        f"- fact {i} about the task\n" for i in range(400)
+    )
+    await memory.update_compressed_summary(summary)
+    await memory.add(Msg("user", "go on", "user"))
+    report = await run(pipe, agent)
+    assert report.tokens_after <= 1_000
+    trimmed = memory.trimmed_summary()
+    assert trimmed is not None
+    (path,) = notice_paths(trimmed)
+    assert Path(path).read_text().endswith(summary[-200:])
+    assert memory.compact_summary == summary
