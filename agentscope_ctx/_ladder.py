@@ -225,15 +225,18 @@ class Ladder:
         of tool outputs and calls, oldest first; largest message first, the text and media
         of the messages cut to the old limits; the summary message trimmed (`_fit_summary`);
         last, largest message first, their text masked. Every cut is lossless (saved first,
-        the notice says where). Pinned messages and the current user turn are left as
-        they are (what they hold over the budget is `PromptTooLargeError`'s to say)."""
+        the notice says where). Pinned messages are left as they are; the current user turn
+        is cut (a huge paste: its head and a notice) but never masked. What they hold over
+        the budget is `PromptTooLargeError`'s to say (`_fits`)."""
         current = current_turn(self.memory.content)
-        kept = self.pinned() | ({current} if current is not None else set())
-        shown = [m for m in self.memory.messages() if m.id not in self.memory.hidden | kept]
+        shown = [
+            m for m in self.memory.messages() if m.id not in self.memory.hidden | self.pinned()
+        ]
+        maskable = [m for m in shown if m.id != current]
         changed = 0
         for msg in shown:
             changed += await self.cut(msg, old=True)
-        for msg in shown:
+        for msg in maskable:
             if await self.accountant.calibrated() <= target:
                 return changed
             changed += await self.cut(msg, old=True, mask=True, short=True)
@@ -241,7 +244,7 @@ class Ladder:
         for mask in (False, True):
             if mask:
                 changed += await self._fit_summary(target)
-            for msg in sorted(shown, key=lambda m: -counts[m.id]):
+            for msg in sorted(maskable if mask else shown, key=lambda m: -counts[m.id]):
                 if await self.accountant.calibrated() <= target:
                     return changed
                 changed += await self.cut(msg, old=True, everything=True, mask=mask, short=mask)
