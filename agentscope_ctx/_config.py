@@ -19,6 +19,7 @@ from ._config_base import UsablePath, _Section, _under
 from ._config_base import _config_error as _config_error  # used by _providers, _agent_config
 from ._config_file import read_config_mapping
 from ._errors import ConfigError, _short_repr
+from ._search_hits import DEFAULT_HITS, MAX_HITS
 
 __all__ = [
     "CompactorConfig",
@@ -176,10 +177,6 @@ class ConsolidationConfig(_Section):
         return value
 
 
-MAX_HITS = 20
-"""Most hits one `search_history` call returns."""
-
-
 class RecallConfig(_Section):
     """Search over what left the context: the `search_history` tool and its index."""
 
@@ -195,7 +192,7 @@ class RecallConfig(_Section):
     """Written on each record as its session (e.g. the ``session_id`` you give
     `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it."""
 
-    max_hits: int = Field(default=5, ge=1, le=MAX_HITS)
+    max_hits: int = Field(default=DEFAULT_HITS, ge=1, le=MAX_HITS)
     """Hits per search when the agent does not ask for a number."""
 
     max_output_bytes: int = Field(default=4_000, ge=500)

@@ -18,9 +18,12 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._config import ToolResultConfig
 from ._errors import OffloadError
+
+if TYPE_CHECKING:
+    from ._config import ToolResultConfig
 
 __all__ = ["Limits", "ToolResultPolicy", "ToolResultStore"]
 

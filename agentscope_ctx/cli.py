@@ -23,12 +23,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._config import ContextConfig
-from ._dialog import DialogStore
 from ._errors import ContextError, ContextUsageError
-from ._search_hits import ROLES
-from ._usage_file import read_usage
+
+if TYPE_CHECKING:
+    from ._config import ContextConfig
 
 __all__ = ["main"]
 
@@ -67,7 +67,11 @@ def _age(seconds: float) -> str:
 
 
 def _load_config(path: str | None) -> ContextConfig | None:
-    return None if path is None else ContextConfig.from_yaml(path)
+    if path is None:
+        return None
+    from ._config import ContextConfig
+
+    return ContextConfig.from_yaml(path)
 
 
 def _holds_state(path: Path) -> bool:
@@ -168,6 +172,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    from ._dialog import DialogStore
+    from ._usage_file import read_usage
+
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config, demo_fallback=True)
     print(f"working dir: {path.resolve()}")
@@ -269,8 +276,8 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from ._recall import MAX_HITS, RecallConfig, format_result, parse_time
     from ._search import Filters, SearchIndex
+    from ._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
 
     words = list(args.words)
     where = None
@@ -294,7 +301,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise CliError(str(exc), code=2) from None
-    limit = args.limit or RecallConfig().max_hits
+    limit = args.limit or DEFAULT_HITS
     result = SearchIndex(path).search(query, filters, limit=limit, catch_up_seconds=None)
     print(format_result(result, query, shared=args.agent is None, max_bytes=1 << 20))
     return 0
@@ -305,6 +312,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
+    from ._search_hits import ROLES
+
     parser = argparse.ArgumentParser(
         prog="agentscope-ctx",
         description="Context-window management for AgentScope ReAct agents: demos and "
