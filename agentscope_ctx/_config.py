@@ -214,7 +214,8 @@ class ContextConfig(_Section):
     # The default is a string so that it validates in JSON mode (`model_validate_json`) too.
     working_dir: UsablePath = Field(default="~/.agentscope_ctx", validate_default=True)
     """Where `dialog/`, `tool_result/` and `memory/` live. `~` is expanded; a path with a NUL
-    (or a character the file system cannot encode) is refused."""
+    (or a character the file system cannot encode) is refused, and so is one where no
+    directory can be: an existing file, or a path below one (every save would fail)."""
 
     max_input_tokens: int = Field(default=128_000, ge=1_000)
     """The prompt budget: system prompt, tool schemas, summary and messages together never
@@ -261,6 +262,26 @@ class ContextConfig(_Section):
 
     memory_max_tokens: int = Field(default=2_000, ge=0)
     """Cap on the part of `memory/MEMORY.md` offered to the agent at the start of a reply."""
+
+    @field_validator("working_dir")
+    @classmethod
+    def _a_directory(cls, value: Path) -> Path:
+        """Refuse a working dir that is a file, or below one (checked when the config is made:
+        the directory itself is created at the first save)."""
+        for path in (value, *value.parents):
+            try:
+                if not path.exists():
+                    continue
+                if not path.is_dir():
+                    what = "it" if path == value else f"{str(path)!r} above it"
+                    raise ValueError(
+                        "expected a directory, or a path where one can be made; "
+                        f"{what} exists and is not a directory"
+                    )
+            except OSError:  # cannot tell (permissions): the first save will say
+                pass
+            break
+        return value
 
     @field_validator("token_counter")
     @classmethod
