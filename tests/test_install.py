@@ -19,7 +19,7 @@ import pytest
 from tests.lines import requires_1x
 
 ROOT = Path(__file__).resolve().parent.parent
-HINT = 'pip install "agentscope-ctx[agentscope1]"'
+HINT = 'in the clone of agentscope-ctx, pip install -e ".[agentscope1]"'
 
 
 def import_package(prepare: str) -> subprocess.CompletedProcess[str]:
