@@ -20,12 +20,12 @@ from typing import Any
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
-from ._config import MAX_HITS, RecallConfig
+from ._config import RecallConfig
 from ._errors import ContextError
 from ._eviction import eviction_index
 from ._failures import FailureLog
 from ._search import Filters, SearchIndex
-from ._search_hits import ROLES, format_result, parse_time
+from ._search_hits import MAX_HITS, ROLES, format_result, parse_time
 from ._search_text import SEARCH_TOOL, key_args
 from ._truncation import parse_notice
 
