@@ -12,6 +12,10 @@ from YAML, `build_model` a provider's model; `ShellTool` and `fetch_url` are rea
 The package imports on both lines; the names that exist on one line only (`ContextMemory`
 and `AtomicJSONSession` on 1.x; `ContextMiddleware` and `function_tool`, a function as a 2.x
 tool allowed without asking, on 2.x) raise an `ImportError` that says so on the other.
+
+Importing the package is cheap: each public name is imported on first use (`__getattr__`
+below), so `import agentscope_ctx` loads no provider, model SDK or adapter
+(`tests/test_startup.py`; `python -m benchmarks startup` measures it).
 """
 
 import importlib as _importlib
