@@ -448,7 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
         "words",
         nargs="+",
         metavar="[WORKING_DIR] QUERY",
-        help=f"the query; a first argument naming a directory is {where}",
+        help=f"the query; a first argument naming an existing path (or starting with /, ~, ./ "
+        f"or ../) is {where}, and must be a directory",
     )
     search.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
     search.add_argument("--agent", metavar="NAME", help="search as this agent (default: all)")

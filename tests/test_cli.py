@@ -275,3 +275,14 @@ def test_i20_5_a_closed_pipe_ends_quietly(argv: list[str], state_dir: Path) -> N
     assert done.stderr == ""
     # argparse itself drops what --help cannot write (and exits 0); the commands stop at 141
     assert done.returncode == (0 if argv == ["--help"] else 141)
+
+
+def test_i20_5_a_missing_working_dir_is_not_searched_as_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `search ./typo foo` searched the default dir for the words './typo foo'."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / ".agentscope_ctx" / "dialog").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "./typo", "foo"]) == 1
+    assert "'typo' does not exist" in _one_line_error(capsys.readouterr().err)
