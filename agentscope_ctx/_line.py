@@ -18,7 +18,6 @@ chained); any other import failure passes through unchanged.
 from __future__ import annotations
 
 import re
-from importlib import metadata
 
 __all__ = ["AGENTSCOPE_VERSION", "IS_1X"]
 
@@ -32,6 +31,8 @@ missing greenlet (through SQLAlchemy's asyncio check) and the missing tqdm."""
 
 
 def _installed_version() -> str | None:
+    from importlib import metadata  # only when AgentScope fails to import: 10+ ms to load
+
     try:
         return metadata.version("agentscope")
     except metadata.PackageNotFoundError:
