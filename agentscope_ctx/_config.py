@@ -19,6 +19,7 @@ from ._config_base import UsablePath, _Section, _under
 from ._config_base import _config_error as _config_error  # used by _providers, _agent_config
 from ._config_file import read_config_mapping
 from ._errors import ConfigError, _short_repr
+from ._search_hits import DEFAULT_HITS, MAX_HITS
 
 __all__ = [
     "CompactorConfig",
@@ -184,10 +185,6 @@ class ConsolidationConfig(_Section):
         return value
 
 
-MAX_HITS = 20
-"""Most hits one `search_history` call returns."""
-
-
 class RecallConfig(_Section):
     """Search over what left the context: the `search_history` tool and its index."""
 
@@ -203,7 +200,7 @@ class RecallConfig(_Section):
     """Written on each record as its session (e.g. the ``session_id`` you give
     `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it."""
 
-    max_hits: int = Field(default=5, ge=1, le=MAX_HITS)
+    max_hits: int = Field(default=DEFAULT_HITS, ge=1, le=MAX_HITS)
     """Hits per search when the agent does not ask for a number."""
 
     max_output_bytes: int = Field(default=4_000, ge=500)
@@ -226,7 +223,8 @@ class ContextConfig(_Section):
     # The default is a string so that it validates in JSON mode (`model_validate_json`) too.
     working_dir: UsablePath = Field(default="~/.agentscope_ctx", validate_default=True)
     """Where `dialog/`, `tool_result/` and `memory/` live. `~` is expanded; a path with a NUL
-    (or a character the file system cannot encode) is refused."""
+    (or a character the file system cannot encode) is refused, and so is one where no
+    directory can be: an existing file, or a path below one (every save would fail)."""
 
     max_input_tokens: int = Field(default=128_000, ge=1_000)
     """The prompt budget: system prompt, tool schemas, summary and messages together never
@@ -287,6 +285,26 @@ class ContextConfig(_Section):
     """Cap on the part of `memory/MEMORY.md` offered to the agent at the start of a reply. In
     the last resort (a prompt still over the budget) the note is left out, a line saying
     where MEMORY.md is."""
+
+    @field_validator("working_dir")
+    @classmethod
+    def _a_directory(cls, value: Path) -> Path:
+        """Refuse a working dir that is a file, or below one (checked when the config is made:
+        the directory itself is created at the first save)."""
+        for path in (value, *value.parents):
+            try:
+                if not path.exists():
+                    continue
+                if not path.is_dir():
+                    what = "it" if path == value else f"{str(path)!r} above it"
+                    raise ValueError(
+                        "expected a directory, or a path where one can be made; "
+                        f"{what} exists and is not a directory"
+                    )
+            except OSError:  # cannot tell (permissions): the first save will say
+                pass
+            break
+        return value
 
     @field_validator("token_counter")
     @classmethod

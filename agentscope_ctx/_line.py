@@ -11,19 +11,19 @@ AgentScope 1.0.21 installed alone does not import: it needs `mcp<2` (mcp 2 remov
 install gets them. Those fixes are the `agentscope1` extra of this package (a plain install takes
 the newest AgentScope, 2.x). So when AgentScope does not import and the installed distribution
 is a 1.x release and the failure names one of them, the `ImportError` raised here says to
-install ``agentscope-ctx[agentscope1]`` (the original error chained); any other import failure
-passes through unchanged.
+install the extra from the clone, ``pip install -e ".[agentscope1]"`` (the original error
+chained); any other import failure passes through unchanged.
 """
 
 from __future__ import annotations
 
 import re
-from importlib import metadata
 
 __all__ = ["AGENTSCOPE_VERSION", "IS_1X"]
 
-EXTRA_1X = "agentscope-ctx[agentscope1]"
-"""What a 1.x project installs: AgentScope 1.x and the fixes a fresh 1.x install needs."""
+EXTRA_1X = '-e ".[agentscope1]"'
+"""What a 1.x project installs, from a clone of agentscope-ctx (the package is not on an index):
+AgentScope 1.x and the fixes a fresh 1.x install needs."""
 
 _FIXED_BY_EXTRA = re.compile(r"\b(mcp|greenlet|tqdm)\b")
 """What a fresh AgentScope 1.0.21 install fails on: `streamablehttp_client` from mcp 2, the
@@ -31,6 +31,8 @@ missing greenlet (through SQLAlchemy's asyncio check) and the missing tqdm."""
 
 
 def _installed_version() -> str | None:
+    from importlib import metadata  # only when AgentScope fails to import: 10+ ms to load
+
     try:
         return metadata.version("agentscope")
     except metadata.PackageNotFoundError:
@@ -49,8 +51,8 @@ except ImportError as error:
         raise
     raise ImportError(
         f"AgentScope {_version} is installed but does not import ({error}). AgentScope 1.x "
-        "needs mcp<2, greenlet and tqdm, which it does not install itself: "
-        f'pip install "{EXTRA_1X}"'
+        "needs mcp<2, greenlet and tqdm, which it does not install itself: in the clone of "
+        f"agentscope-ctx, pip install {EXTRA_1X}"
     ) from error
 
 AGENTSCOPE_VERSION: str = str(agentscope.__version__)

@@ -20,15 +20,14 @@ from typing import Any
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
-from ._config import MAX_HITS, RecallConfig
+from ._config import RecallConfig
 from ._errors import ContextError
 from ._eviction import eviction_index
 from ._failures import FailureLog
-from ._search import Filters, SearchIndex, SearchResult
-from ._search_hits import ROLES, Hit
+from ._search import Filters, SearchIndex
+from ._search_hits import MAX_HITS, ROLES, format_result, parse_time
 from ._search_text import SEARCH_TOOL, key_args
-from ._stamps import local_stamp
-from ._truncation import parse_notice, utf8_len
+from ._truncation import parse_notice
 
 __all__ = [
     "MAX_HITS",
@@ -41,89 +40,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agentscope_ctx")
-
-
-def parse_time(value: str | None, name: str) -> str | None:
-    """A ``since``/``until`` filter as the index stores times (local
-    ``YYYY-MM-DD[ HH:MM[:SS]]``, see `local_stamp`), or `None`. Accepted: ``2026-12-02``,
-    ``2026-12-02 14:30``, with seconds, and ISO forms (``T``, an offset).
-
-    Raises:
-        ValueError: not such a date (the message is shown to the agent).
-    """
-    if value is None or not str(value).strip():
-        return None
-    stamp = local_stamp(str(value))
-    if stamp is None:
-        raise ValueError(f"{name} must look like 2026-12-02 or 2026-12-02 14:30; got {value!r}")
-    return stamp
-
-
-def _describe(hit: Hit, shared: bool) -> str:
-    if hit.kind == "tool_result":
-        call = f"{hit.tool}({hit.args})" if hit.args else hit.tool
-        what = f"saved output of {call}" if call else "saved tool output"
-    elif hit.kind == "memory":
-        what = f"long-term memory {hit.path.name}"
-    elif hit.role == "tool":
-        what = f"dialog: output of {hit.tool or 'a tool'}"
-    else:
-        what = f"dialog: {hit.role} message" + (f" calling {hit.tool}" if hit.tool else "")
-    who = f" · agent {hit.agent}" if shared and hit.agent else ""
-    return f"{what}{f' · {hit.ts[:19]}' if hit.ts else ''}{who}"
-
-
-def _render_hit(number: int, hit: Hit, shared: bool) -> str:
-    lines = [f"[{number}] {_describe(hit, shared)}"]
-    for line_number, text in hit.lines:
-        lines.append(f"  {line_number}: {text}" if line_number is not None else f"  | {text}")
-    offset = f" line_offset={hit.line_offset}" if hit.line_offset else ""
-    lines.append(f"  read on: read_file file_path={hit.path} start_line={hit.start_line}{offset}")
-    return "\n".join(lines)
-
-
-def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: int) -> str:
-    """The answer to a search, within `max_bytes` (UTF-8): a header, then one block per hit
-    with its lines and its `read_file` pointer; hits that do not fit are counted."""
-    where = "all agents' history" if shared else "your history"
-    if not result.query.terms:
-        return f"Nothing to search for in {query!r}: give words, or a quoted phrase."
-    query = query if len(query) <= 200 else query[:200] + "…"  # a long query is cut
-    if not result.searched:
-        return (
-            "The search index is busy (another process is writing or rebuilding it): nothing "
-            "was searched. Search again in a moment, or read dialog/ with read_file."
-        )
-    if not result.hits:
-        text = (
-            f"No hits for {query!r} in {where} (dialog/, tool_result/, memory/). Try other or "
-            "fewer words, a prefix like word*, or fewer filters."
-        )
-    else:
-        some = "" if result.every else " (no single place has every word: these have some)"
-        count = f"{len(result.hits)} hit{'s' if len(result.hits) > 1 else ''}"
-        text = f"{count} for {query!r} in {where}, best first{some}:"
-        for number, hit in enumerate(result.hits, start=1):
-            block = "\n" + _render_hit(number, hit, shared)
-            left = len(result.hits) - number + 1
-            tail = f"\n({left} more hits not shown: narrow the query or add filters)"
-            if utf8_len(text + block + tail) > max_bytes:
-                text += tail
-                break
-            text += block
-    if result.query.cut:
-        words = " ".join(t if not p else t + "*" for t, p in result.query.terms)
-        text += f"\n(the query is long: only its beginning was searched: {words[:200]!r})"
-    if result.pending:
-        why = "busy: another process is writing it" if result.busy else "catching up"
-        text += (
-            f"\n(the index is {why}: {result.pending} files not searched yet; "
-            "search again in a moment)"
-        )
-    elif result.busy:
-        text += "\n(the index is busy: another process is writing it; search again in a moment)"
-    data = text.encode("utf-8")
-    return text if len(data) <= max_bytes else data[: max_bytes - 3].decode("utf-8", "ignore") + "…"
 
 
 class Recall:

@@ -19,10 +19,13 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._config import ToolResultConfig
 from ._errors import OffloadError
 from ._private import private_dir, write_atomic
+
+if TYPE_CHECKING:
+    from ._config import ToolResultConfig
 
 __all__ = ["Limits", "ToolResultPolicy", "ToolResultStore"]
 

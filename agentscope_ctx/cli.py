@@ -11,24 +11,28 @@ Commands::
                           [--since TIME] [--until TIME] [--session ID] [--limit N]
 
 Exit codes: 0 ok, 1 runtime failure (missing or corrupt working dir, I/O error, failed
-demo), 2 usage error (bad arguments, invalid config). Errors are one line on stderr.
+demo), 2 usage error (bad arguments, invalid config), 141 when the reader of the output went
+away (``| head``: stop quietly, as ``cat`` does). A runtime error is one line on stderr; a
+usage error is the command's usage and one line saying what is wrong.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import os
 import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._config import ContextConfig
-from ._dialog import DialogStore
 from ._errors import ContextError, ContextUsageError
-from ._search_hits import ROLES
-from ._usage_file import read_usage
+
+if TYPE_CHECKING:
+    from ._config import ContextConfig
 
 __all__ = ["main"]
 
@@ -45,6 +49,28 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+class UsageError(CliError):
+    """A usage error found after parsing: shown with the command's usage, exit code 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=2)
+
+
+def _retention_days(text: str) -> float:
+    """`--retention-days`: a finite number of days > 0."""
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days; got {text!r}") from None
+    if not math.isfinite(days) or days <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of days > 0; got {text!r}")
+    return days
+
+
+def _looks_like_path(word: str) -> bool:
+    return word in (".", "..") or word.startswith(("/", "~", "./", "../"))
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -67,7 +93,11 @@ def _age(seconds: float) -> str:
 
 
 def _load_config(path: str | None) -> ContextConfig | None:
-    return None if path is None else ContextConfig.from_yaml(path)
+    if path is None:
+        return None
+    from ._config import ContextConfig
+
+    return ContextConfig.from_yaml(path)
 
 
 def _holds_state(path: Path) -> bool:
@@ -191,6 +221,9 @@ def _demo_working_dir(arg: str | None, config: ContextConfig | None) -> Path:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    from ._dialog import DialogStore
+    from ._usage_file import read_usage
+
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config, demo_fallback=True)
     print(f"working dir: {path.resolve()}")
@@ -299,14 +332,27 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from ._recall import MAX_HITS, RecallConfig, format_result, parse_time
     from ._search import Filters, SearchIndex
+    from ._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
+    from ._search_text import parse_query
 
     words = list(args.words)
     where = None
-    if len(words) > 1 and Path(words[0]).expanduser().is_dir():
-        where = words.pop(0)
+    first = Path(words[0]).expanduser()
+    if len(words) > 1 and (first.exists() or _looks_like_path(words[0])):
+        where = words.pop(0)  # a missing one is reported by `_state_dir`
+        if first.exists() and not first.is_dir():
+            raise UsageError(f"WORKING_DIR {where!r} is not a directory")
+    elif len(words) == 1 and first.is_dir():
+        raise UsageError(
+            f"QUERY is missing after WORKING_DIR {words[0]!r} (to search for that word, give "
+            f"the working dir first: search {DEFAULT_WORKING_DIR} {words[0]})"
+        )
     query = " ".join(words)
+    if not query.strip():
+        raise UsageError("QUERY is empty")
+    if not parse_query(query).terms:
+        raise UsageError(f"QUERY {query!r} has no words to search for")
     config = _load_config(args.config)
     path = _state_dir(where, config)
     if args.role is not None and args.role not in ROLES:
@@ -324,7 +370,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise CliError(str(exc), code=2) from None
-    limit = args.limit or RecallConfig().max_hits
+    limit = args.limit or DEFAULT_HITS
     result = SearchIndex(path).search(query, filters, limit=limit, catch_up_seconds=None)
     print(format_result(result, query, shared=args.agent is None, max_bytes=1 << 20))
     return 0
@@ -335,6 +381,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
+    from ._search_hits import ROLES
+
     parser = argparse.ArgumentParser(
         prog="agentscope-ctx",
         description="Context-window management for AgentScope ReAct agents: demos and "
@@ -394,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--config", metavar="FILE", help="config YAML (working_dir, retention_days)")
     gc.add_argument(
         "--retention-days",
-        type=float,
+        type=_retention_days,
         metavar="DAYS",
         help="age limit in days (default: tool_result.retention_days of --config, else 7)",
     )
@@ -433,7 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
         "words",
         nargs="+",
         metavar="[WORKING_DIR] QUERY",
-        help=f"the query; a first argument naming a directory is {where}",
+        help=f"the query; a first argument naming an existing path (or starting with /, ~, ./ "
+        f"or ../) is {where}, and must be a directory",
     )
     search.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
     search.add_argument("--agent", metavar="NAME", help="search as this agent (default: all)")
@@ -444,31 +493,65 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--session", metavar="ID", help="only records of this session")
     search.add_argument("--limit", type=int, metavar="N", help="number of hits (default 5)")
     search.set_defaults(func=_cmd_search)
+    for command in sub.choices.values():  # a usage error shows the command's own usage
+        command.set_defaults(command_parser=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a reader that went away is found here, not at exit
+        return code
+    except BrokenPipeError:
+        # `agentscope-ctx ... | head`: the rest of the output has no reader. Stop quietly with
+        # the status of a process ended by SIGPIPE (as `cat` does), and send what is still
+        # buffered nowhere, so that Python's flush at exit does not print a traceback.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # no file descriptor behind sys.stdout (tests)
+            pass
+        return 141
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
+    command: argparse.ArgumentParser = args.command_parser
+    if extra:  # reported by the command, with its usage (not the top-level one)
+        return _usage(command, f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "days", None) is not None and args.days < 1:
         return _fail(f"--days must be >= 1, got {args.days}", 2)
     try:
         code: int = args.func(args)
         return code
+    except UsageError as exc:
+        return _usage(command, str(exc))
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except ContextUsageError as exc:
         return _fail(str(exc), 2)
+    except BrokenPipeError:
+        raise
     except (ContextError, OSError) as exc:
         return _fail(str(exc), 1)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except Exception as exc:  # no traceback for users; one line says what broke
         return _fail(f"unexpected {type(exc).__name__}: {exc}", 1)
+
+
+def _usage(command: argparse.ArgumentParser, message: str) -> int:
+    """A usage error as argparse shows one: the command's usage, then the message; exit 2."""
+    command.print_usage(sys.stderr)
+    print(f"{command.prog}: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
 
 def _fail(message: str, code: int) -> int:

@@ -8,7 +8,8 @@ lines side by side). A benchmark that only makes sense on the other line is skip
 the reason printed. Numbers only: nothing here asserts a time limit.
 
 On both lines: tokens, truncation, pipeline (the core's step), search, probes (what the
-agent still knows after 1, 3 and 10 compactions). `cost` is
+agent still knows after 1, 3 and 10 compactions), startup (importing the package and the
+quick CLI commands against ``import agentscope``). `cost` is
 `bench_cost` on 1.x (a `ReActAgent`) and `bench_cost2` on 2.x (an `Agent`); `baseline` (1.x's
 `CompressionConfig`) is 1.x only, `steady2` (the 2.x adapter's step) 2.x only.
 """
@@ -54,6 +55,7 @@ _PLAN: list[tuple[str, str | None, str | None, str]] = [
     ("cost", "bench_cost", "bench_cost2", ""),
     ("search", "bench_search", "bench_search", ""),
     ("probes", "bench_probes", "bench_probes", ""),
+    ("startup", "bench_startup", "bench_startup", ""),
 ]
 
 

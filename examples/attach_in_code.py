@@ -1,42 +1,54 @@
-"""Attach agentscope-ctx to a ReActAgent you build yourself, with a real provider model.
+"""Attach agentscope-ctx to an AgentScope 2.x `Agent` you build yourself, with a real model.
+For AgentScope 2.x (the default install); on 1.x, run examples/attach_in_code_1x.py.
 
-    export DASHSCOPE_API_KEY=...
+    export OPENAI_API_KEY=...    # or OPENAI_BASE_URL=http://localhost:8000/v1 (any key)
     python examples/attach_in_code.py
 
 Swap the model section for any file in configs/providers/ (OpenAI, a local vLLM / llama.cpp
-/ Ollama server, Anthropic, Ollama).
+/ Ollama server, DashScope, Anthropic, Ollama).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
-from agentscope.agent import ReActAgent
-from agentscope.message import Msg
+import agentscope
+
+if agentscope.__version__.startswith("1."):
+    sys.exit(
+        f"examples/attach_in_code.py needs AgentScope 2.x; AgentScope {agentscope.__version__} "
+        "is installed: run examples/attach_in_code_1x.py"
+    )
+
+from agentscope.agent import Agent
+from agentscope.message import UserMsg
 from agentscope.tool import Toolkit
 
-from agentscope_ctx import ContextConfig, ContextManager, ShellTool, build_model
+from agentscope_ctx import ContextConfig, ContextManager, ShellTool, build_model, function_tool
 
 
 async def main() -> None:
-    model, formatter = build_model(
-        {"provider": "dashscope", "model_name": "qwen-max", "api_key_env": "DASHSCOPE_API_KEY"}
-    )
-    toolkit = Toolkit()
-    toolkit.register_tool_function(ShellTool(Path.cwd()).run_shell)
-    agent = ReActAgent(
-        name="assistant",
-        sys_prompt="You are a careful engineering assistant.",
-        model=model,
-        formatter=formatter,
-        toolkit=toolkit,
+    model, _ = build_model(
+        {"provider": "openai", "model_name": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
     )
     config = ContextConfig(working_dir=Path("~/.agentscope_ctx"), max_input_tokens=100_000)
-    manager = ContextManager(config, model=model, formatter=formatter)
-    manager.attach(agent)  # memory, read_file, truncation middleware, pipeline hooks
+    manager = ContextManager(config, model=model)
+    agent = Agent(
+        name="assistant",
+        system_prompt="You are a careful engineering assistant.",
+        model=model,
+        toolkit=Toolkit(tools=[function_tool(ShellTool(Path.cwd()).run_shell, read_only=True)]),
+    )
+    manager.attach(agent)  # the middleware: read_file, memory tools, cuts, pipeline
     try:
-        await agent(Msg("user", "Which files in this directory mention TODO?", "user"))
+        reply = await agent.reply(
+            UserMsg(name="user", content="Which files in this directory mention TODO?")
+        )
+        print(f"assistant: {reply.get_text_content()}")
+        report = await manager.compact(agent, extra_instruction="keep the file names")
+        print(f"compacted {report.compacted} messages")
         print(await manager.context_usage(agent))
     finally:
         await manager.close()

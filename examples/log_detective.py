@@ -1,4 +1,5 @@
 """Run the offline log-detective demo from Python (same as `agentscope-ctx demo logs`).
+On either AgentScope line.
 
     python examples/log_detective.py [WORKING_DIR]
 

@@ -235,3 +235,95 @@ def test_i20_demo_config_working_dir_holds_the_run(
     plain.write_text("max_input_tokens: 14000\n", encoding="utf-8")
     assert main(["demo", "skills", "--config", str(plain)]) == 0
     assert f"working dir: {here / 'agentscope_ctx_demo'}" in capsys.readouterr().out
+
+
+# -- issue 20: usage errors show the command's usage, a closed pipe ends quietly -------------
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    """A working dir holding one expired saved output (so a gc that ran would delete it)."""
+    path = tmp_path / "wd"
+    (path / "tool_result").mkdir(parents=True)
+    old = path / "tool_result" / "old.txt"
+    old.write_text("deploy token\n")
+    os.utime(old, (time.time() - 30 * 86_400,) * 2)
+    (tmp_path / "a_file").write_text("deploy token\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["search", "{wd}", ""], "QUERY is empty"),
+        (["search", "{wd}", "  "], "QUERY is empty"),
+        (["search", "{wd}", "*"], "no words to search for"),
+        (["search", "{wd}"], "QUERY is missing after WORKING_DIR"),
+        (["search", "{file}", "deploy"], "is not a directory"),
+        (["gc", "{wd}", "--retention-days", "nan"], "--retention-days: expected a finite"),
+        (["gc", "{wd}", "--retention-days", "inf"], "--retention-days: expected a finite"),
+        (["gc", "{wd}", "--retention-days", "-1"], "--retention-days: expected a finite"),
+        (["gc", "{wd}", "--retention-days", "0"], "--retention-days: expected a finite"),
+        (["gc", "{wd}", "extra"], "unrecognized arguments: extra"),
+        (["inspect", "{wd}", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_i20_5_usage_errors_show_the_commands_usage(
+    argv: list[str], message: str, state_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [a.format(wd=state_dir, file=state_dir.parent / "a_file") for a in argv]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing searched, nothing deleted
+    lines = captured.err.strip().splitlines()
+    assert lines[0].startswith(f"usage: agentscope-ctx {argv[0]} "), captured.err
+    assert lines[-1].startswith(f"agentscope-ctx {argv[0]}: error: "), captured.err
+    assert message in lines[-1] and "Traceback" not in captured.err
+    assert (state_dir / "tool_result" / "old.txt").exists()
+
+
+def test_i20_5_a_word_that_is_no_dir_is_still_a_query(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(state_dir.parent / "home"))
+    assert main(["search", str(state_dir), "deploy", "token"]) == 0
+    assert "for 'deploy token'" in capsys.readouterr().out
+    (state_dir.parent / "home" / ".agentscope_ctx" / "dialog").mkdir(parents=True)
+    assert main(["search", "deploy", "token"]) == 0  # the default dir, as before
+    assert "No hits for 'deploy token'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["config"], ["inspect", "{wd}"], ["search", "{wd}", "deploy"]]
+)
+def test_i20_5_a_closed_pipe_ends_quietly(argv: list[str], state_dir: Path) -> None:
+    """`agentscope-ctx ... | head -1` when head has already gone: no traceback, no error line,
+    the status of a process ended by SIGPIPE. The pipe's read end is closed before the command
+    writes, so every run meets the broken pipe (not only the ones that lose the race)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentscope_ctx.cli", *(a.format(wd=state_dir) for a in argv)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == ""
+    # argparse itself drops what --help cannot write (and exits 0); the commands stop at 141
+    assert done.returncode == (0 if argv == ["--help"] else 141)
+
+
+def test_i20_5_a_missing_working_dir_is_not_searched_as_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `search ./typo foo` searched the default dir for the words './typo foo'."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / ".agentscope_ctx" / "dialog").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "./typo", "foo"]) == 1
+    assert "'typo' does not exist" in _one_line_error(capsys.readouterr().err)

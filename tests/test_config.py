@@ -402,3 +402,23 @@ def test_i11_14_yaml_bomb_in_a_model_config_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="YAML nodes") as info:
         load_models(path)
     assert len(str(info.value)) <= MAX_CONFIG_MESSAGE_CHARS
+
+
+def test_i20_5_a_working_dir_that_cannot_be_a_directory_is_refused(tmp_path: Path) -> None:
+    """Before: accepted, and every save then failed (logged, degraded) for the whole session."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for bad, where in ((a_file, "it exists"), (a_file / "sub" / "wd", f"{str(a_file)!r} above it")):
+        with pytest.raises(ConfigError, match=f"expected a directory.*; {where}") as info:
+            ContextConfig(working_dir=bad)
+        assert info.value.field == "working_dir"
+        config_file = tmp_path / "c.yaml"
+        config_file.write_text(yaml.safe_dump({"working_dir": str(bad)}), encoding="utf-8")
+        with pytest.raises(ConfigError, match="expected a directory") as info:
+            ContextConfig.from_yaml(config_file)
+        assert info.value.field == "working_dir"
+    config = ContextConfig(working_dir=tmp_path)
+    with pytest.raises(ConfigError, match="working_dir"):
+        config.working_dir = a_file
+    assert config.working_dir == tmp_path
+    assert ContextConfig(working_dir=tmp_path / "new" / "deeper").working_dir.parent.name == "new"

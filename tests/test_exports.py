@@ -24,8 +24,12 @@ def test_all_is_sorted_and_importable() -> None:
 
 
 def test_public_names_are_exactly_all() -> None:
-    public = {n for n in vars(agentscope_ctx) if not n.startswith("_")}
-    public -= {"annotations", "cli", "demo", "tools"}  # submodules imported by name
+    submodules = {"annotations", "cli", "demo", "tools"}  # submodules imported by name
+    listed = {n for n in dir(agentscope_ctx) if not n.startswith("_")} - submodules
+    assert listed == set(agentscope_ctx.__all__) - {"__version__"}
+    for name in agentscope_ctx.__all__:  # the names import on first use (issue 20)
+        getattr(agentscope_ctx, name)
+    public = {n for n in vars(agentscope_ctx) if not n.startswith("_")} - submodules
     assert public == set(agentscope_ctx.__all__) - {"__version__"}
 
 

@@ -125,8 +125,8 @@ async def test_i11_15_openai_sdk_streams_through_a_real_agent(
 
 def _use_it_snippet() -> str:
     section = README.read_text(encoding="utf-8").split("## Use it", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 1, "the Use it section has one Python block"
+    blocks = re.findall(r"```python\n(# AgentScope 1\.x.*?)```", section, re.S)
+    assert len(blocks) == 1, "the Use it section has one Python block labelled 1.x"
     return blocks[0]
 
 
