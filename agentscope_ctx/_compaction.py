@@ -212,14 +212,16 @@ class Compaction:
         )
         index = ""
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)
-            index = eviction_index(
-                older, previous_index, self.config.recall.eviction_index_max_chars
+            # at most a tenth of the budget (at ~3.5 characters a token), like the carried block
+            index_chars = min(
+                self.config.recall.eviction_index_max_chars, max(calibration.budget * 7 // 20, 200)
             )
+            index = eviction_index(older, previous_index, index_chars)
         # No-grow rule: what leaves (the older messages shown, the summary shown now) against
         # what would come instead (a summary message, at least its guide and the index).
         hidden = self.memory.hidden
         freed = sum(self.accountant.ledger.counts[m.id] for m in older if m.id not in hidden)
-        freed += await self.accountant.summary_tokens()
+        freed += await self._summary_tokens(self.memory.summary_text())
         least = await self._summary_tokens(with_index(with_carry("-", carry), index))
         if least >= freed:
             return await self._not_made(

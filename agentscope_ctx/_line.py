@@ -84,3 +84,6 @@ def require_supported(version: str) -> None:
             f"agentscope_ctx needs AgentScope >= {MIN_2X} on the 2.x line; {version} is "
             f'installed: pip install -U "agentscope>={MIN_2X},<3"'
         )
+
+
+require_supported(AGENTSCOPE_VERSION)  # at `import agentscope_ctx`: its names load lazily

@@ -246,9 +246,10 @@ class ContextMemory(MemoryBase):
         return self._summary_msg
 
     def summary_message_for(self, summary: str) -> Msg | None:
-        """The first message the model would see with `summary` as the summary (and all
-        messages saved): what a compaction would leave, to count before making it."""
-        return self._summary_for(summary, 0, self.long_term_note)
+        """The summary message the model would see with `summary` as the summary (all
+        messages saved), without the long-term note (a compaction does not change it): what a
+        compaction would leave, and what it replaces, counted alike before making it."""
+        return self._summary_for(summary, 0, None)
 
     def _summary_for(self, summary: str, unsaved: int, note: str | None) -> Msg | None:
         parts = []

@@ -242,8 +242,8 @@ async def test_second_truncation_beyond_recent_n_and_idempotent(tmp_path: Path) 
 async def test_manual_compaction_passes_instruction_and_keeps_recent(tmp_path: Path) -> None:
     pipe, memory, compactor = pipeline(tmp_path, max_input_tokens=1_000_000)
     agent = Agent()
-    for i in range(4):
-        await memory.add(turn(i, size=20))
+    for i in range(4):  # turns big enough that a summary (and what it carries) pays
+        await memory.add(turn(i, size=200))
     report = await run(pipe, agent, force=True, extra_instruction="focus on the failing test")
     assert compactor.calls[-1][2] == "focus on the failing test"
     assert report.compacted > 0 and memory.messages()

@@ -2,16 +2,13 @@
 middleware) bring to a 2.x `Agent` what the hooks bring to a 1.x `ReActAgent`; see
 `_middleware` and `docs/agentscope2.md`. Importing this package needs AgentScope 2.x."""
 
-from .._line import AGENTSCOPE_VERSION, IS_1X, require_supported
+from .._line import AGENTSCOPE_VERSION, IS_1X
 
 if IS_1X:
     raise ImportError(
         f"agentscope_ctx._v2 needs AgentScope 2.x; AgentScope {AGENTSCOPE_VERSION} is "
         "installed (on 1.x, use agentscope_ctx.ContextManager)"
     )
-if not IS_1X:
-    require_supported(AGENTSCOPE_VERSION)  # 2.0.0-2.0.10: one line naming the minimum
-
 from ._manager import ContextManager  # after the line checks
 from ._middleware import NOTICE_EVENT, ContextMiddleware
 from ._read_file import READ_FILE, ReadFileTool

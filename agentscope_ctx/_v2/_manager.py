@@ -49,6 +49,11 @@ __all__ = ["ContextManager"]
 
 logger = logging.getLogger("agentscope_ctx")
 
+SMALL_WINDOW = 2_000
+"""Below this prompt budget (a small model's window), the optional tools (`remember`,
+`log_today`, `search_history`) are not offered: their schemas would take a quarter of it and
+more. `read_file`, which the truncation notices need, always is."""
+
 _HOOK_LISTS = {
     "on_reply": "_reply_middlewares",
     "on_reasoning": "_reasoning_middlewares",
@@ -188,9 +193,19 @@ class ContextManager(Services):
             notify=notify,
             on_compacted=compacted,
         )
-        binding.tools = [*memory_tools(self.long_term)]
-        if binding.recall is not None:
-            binding.tools.append(search_tool(binding.recall))
+        budget = binding.pipeline.calibration.budget
+        if budget >= SMALL_WINDOW:
+            binding.tools = [*memory_tools(self.long_term)]
+            if binding.recall is not None:
+                binding.tools.append(search_tool(binding.recall))
+        else:
+            logger.info(
+                "agentscope_ctx: %s's prompt budget is %d tokens: remember, log_today and "
+                "search_history are not offered (their schemas alone take about 440 tokens); "
+                "read_file is",
+                agent.name,
+                budget,
+            )
         self._bindings[id(agent)] = binding
         return binding
 

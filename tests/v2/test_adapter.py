@@ -347,12 +347,12 @@ async def test_manual_compress_context_goes_through_our_pipeline(tmp_path: Path)
     agent = Agent(
         name="a",
         system_prompt="s",
-        model=FakeChatModel(default="ok"),
+        model=FakeChatModel(default="noted: " + "word " * 200),
         toolkit=Toolkit(),
         middlewares=[manager.middleware()],
     )
-    for n in range(4):
-        await agent.reply(UserMsg(name="user", content=f"note {n}: " + "word " * 200))
+    for n in range(10):  # long answers: the user's words are carried verbatim (DESIGN §13)
+        await agent.reply(UserMsg(name="user", content=f"note {n}"))
     await agent.compress_context(instructions=HintBlock(hint="keep the note numbers"))
     assert manager.dialog.ids(), "the older messages went to dialog/"
     assert "## Goal" in str(agent.state.summary)

@@ -114,14 +114,14 @@ async def test_a_prompt_that_cannot_fit_raises_before_any_model_call(tmp_path: P
     model = FakeChatModel(["never sent"])
     model.context_size = 1_000
     manager = ContextManager(ContextConfig(working_dir=tmp_path))
-    agent = small_agent(tmp_path, model, system_prompt="Always follow the house rules. " * 60)
+    agent = small_agent(tmp_path, model, system_prompt="Always follow the house rules. " * 150)
     manager.attach(agent)
     with pytest.raises(PromptTooLargeError) as caught:
         await agent.reply(UserMsg(name="user", content="Hello"))
     assert model.calls == []
     error = caught.value
     assert isinstance(error, ContextUsageError) and error.budget == 950
-    assert error.parts["system prompt"] > 300 and error.parts["tool schemas"] > 300
+    assert error.parts["system prompt"] > 800 and error.parts["tool schemas"] > 100
     assert error.total > error.budget
     assert "system prompt" in str(error) and "tool schemas" in str(error)
     await manager.close()
@@ -186,3 +186,19 @@ async def test_a_hint_is_not_the_current_user_turn(tmp_path: Path) -> None:
     await mirror.pull(state)
     assert [m.id for m in mirror.memory.messages()][:2] == [earlier.id, user.id]
     assert current_turn(mirror.memory.content) == user.id
+
+
+async def test_a_small_window_is_offered_read_file_only(tmp_path: Path) -> None:
+    """Below SMALL_WINDOW the optional tools would take a quarter of the budget and more:
+    only read_file (which the notices need) is added."""
+    model = FakeChatModel(["ok"])
+    model.context_size = 1_000
+    manager = ContextManager(ContextConfig(working_dir=tmp_path))
+    agent = small_agent(tmp_path, model)
+    manager.attach(agent)
+    await reply(agent, "hi")
+    schemas = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
+    names = {s["function"]["name"] for s in schemas}
+    assert "read_file" in names
+    assert not names & {"remember", "log_today", "search_history"}
+    await manager.close()

@@ -67,10 +67,10 @@ async def test_a_read_compacted_away_leaves_the_read_cache(tmp_path: Path) -> No
         toolkit=Toolkit(),
         state=AgentState(
             context=[
-                UserMsg("user", "read old.txt " + "x " * 400),
-                _read("r1", str(old)),
-                UserMsg("user", "and kept.txt " + "y " * 400),
-                _read("r2", str(kept)),
+                UserMsg("user", "read old.txt"),  # the bulk in the outputs: the user's
+                _read("r1", str(old), "x " * 400),  # words are carried verbatim (§13)
+                UserMsg("user", "and kept.txt"),
+                _read("r2", str(kept), "y " * 400),
             ]
         ),
     )
@@ -216,7 +216,9 @@ async def test_a_cut_output_and_the_compacted_context_reach_the_offloader(
         offloader=LocalWorkspace(workdir=str(workdir)),
         state=AgentState(session_id="s1"),
     )
-    manager = ContextManager(_config(tmp_path))
+    # a small kept share: the compaction below takes the dump too (a summary of the user's
+    # three words alone would not make the prompt smaller, and is not made)
+    manager = ContextManager(_config(tmp_path, keep_recent_ratio=0.01))
     manager.attach(agent)
 
     await agent.reply(UserMsg("user", "dump the table"))
