@@ -197,8 +197,6 @@ def build_hits(rows: Sequence[Sequence[Any]], root: Path, query: Query, limit: i
     return hits
 
 
-
-
 def parse_time(value: str | None, name: str) -> str | None:
     """A ``since``/``until`` filter as the index stores times (local
     ``YYYY-MM-DD[ HH:MM[:SS]]``, see `local_stamp`), or `None`. Accepted: ``2026-12-02``,
