@@ -196,6 +196,21 @@ ISSUE = {
 SHAPE = [[(9_000, False), (2_000, True)], [(40_000, True)], [(300, False)]] * 4
 
 
+@pytest.mark.parametrize(
+    ("budget", "factor"), [(3_000, 1.0), (2_000, 1.0), (4_000, 1.4)], ids=["3k", "2k", "4k-x1.4"]
+)
+def test_the_issues_small_budgets_hold(budget: int, factor: float) -> None:
+    """The issue's three sessions (1 KB limits, the rest the defaults)."""
+    check({**ISSUE, "max_input_tokens": budget}, SHAPE, factor, 60)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 19 item 6): over some generated configs (e.g. a 2,192-token budget, "
+    "recall on, a provider counting 1.4x) a prompt still ends some tens of tokens over the "
+    "budget, and at 1,000 tokens PromptTooLargeError is raised where the budget could hold",
+)
 @settings(
     max_examples=4,
     deadline=None,

@@ -353,7 +353,7 @@ def attached(
         # room for the tools (about 700 tokens) and the summary of a long user message
         max_input_tokens=2_000,
         keep_recent_ratio=0.125,
-        compactor={"enabled": False},
+        compactor={"enabled": False, "carry_max_chars": 400},
         summarizer=summarizer,
     )
     manager = ContextManager(config, model=model, formatter=OpenAIChatFormatter())
@@ -365,7 +365,8 @@ async def compact_round(agent: ReActAgent, manager: ContextManager, k: int) -> N
     """A long user message (over the kept part: it is evicted) and a short answer, then the
     user's next short turn (the current user turn stays in the prompt)."""
     memory = manager.memory_of(agent)
-    await memory.add([Msg("user", words(f"[m{k}a]"), "user"), Msg("a", f"[m{k}b]", "assistant")])
+    long = words(f"[m{k}a]")  # longer than what a summary carries of the user's words
+    await memory.add([Msg("user", long, "user"), Msg("a", f"[m{k}b]", "assistant")])
     await memory.add(Msg("user", "go on", "user"))
     assert (await manager.compact(agent)).compacted
 
