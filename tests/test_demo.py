@@ -43,7 +43,6 @@ from agentscope_ctx.demo._report import (
 from tests.demo_rungs import assert_every_rung
 from tests.fakes import FakeChatModel, text, tool_call
 
-
 _SKILLS_OPEN = pytest.mark.xfail(
     strict=True,
     reason="open: since the merge of issues 19, 20 and 22 the 1.x skills demo shows no second "
