@@ -47,10 +47,20 @@ SELECTION = [
 
 FORMAT = "format: checks the built-in compression's own output, which agentscope_ctx replaces"
 CHAIN = "middleware chain: counts AgentScope's own compression or the events of the chain"
-SMALL = "small window (context_size=1000): issue 20, helper v2small"
 USER_TURN = "the current user turn never leaves the prompt (DESIGN §13), so nothing is compacted"
 
+NO_GROW = (
+    "by design: a compaction that would not make the prompt smaller is not made (issue 20): "
+    "at this 100-token window the summary (its guide alone, and the user's words it carries) "
+    "is larger than the call and message it would replace, so the Read stays in the context and "
+    "its cache entry with it; when a compaction is made, the entry goes "
+    "(tests/v2/test_workspace.py)"
+)
 EXPECTED: dict[str, str] = {
+    "compress_context_test.py::ContextCompressionTest::"
+    "test_context_compression_clears_evicted_read_cache": NO_GROW,
+    "compress_context_test.py::ContextCompressionTest::"
+    "test_context_compression_clears_unreferenced_read_cache": NO_GROW,
     # -- compress_context_test.py ----------------------------------------------------------
     "compress_context_test.py::ContextCompressionTest::test_context_compression": (
         f"{FORMAT} (summary_template text from generate_structured_output)"
@@ -95,11 +105,11 @@ EXPECTED: dict[str, str] = {
         CHAIN
     ),
     "middleware_test.py::TestMiddleware::test_on_compress_context_no_middleware": CHAIN,
-    "middleware_test.py::TestMiddleware::test_multiple_middleware_types": SMALL,
-    "middleware_test.py::TestMiddleware::test_on_reasoning_middleware_pre_yield": SMALL,
-    "middleware_test.py::TestMiddleware::test_on_reply_middleware_swallow_reply_end": SMALL,
-    # -- agent_basic_test.py ---------------------------------------------------------------
-    "agent_basic_test.py::AgentBasicTest::test_thinking_only_response_continues_reasoning": SMALL,
+    "middleware_test.py::TestMiddleware::test_multiple_middleware_types": (
+        "middleware chain: it checks the exact log of every middleware call; to count the "
+        "prompt, ours reads the system prompt through the agent before each pipeline run, "
+        "which runs the on_system_prompt middlewares once more"
+    ),
 }
 """Tests that pass without agentscope_ctx and fail with it, and why."""
 
