@@ -26,24 +26,7 @@ from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager
 from tests.fakes import FakeChatModel, tool_call
-
-LAZY = "\n".join(
-    f"## {title}\n- {line}"
-    for title, line in (
-        ("Goal", "complete the task"),
-        ("Constraints", "follow the instructions"),
-        ("Progress", "work is ongoing"),
-        ("Key Decisions", "none"),
-        ("Next Steps", "continue"),
-    )
-)
-FIRST = "Fix the failing test in src/app.py. Do not modify setup.cfg, do not touch vendor/."
-FAILING = (
-    "".join(f"tests/test_app.py::test_{i} PASSED\n" for i in range(400))
-    + "E   ValueError: bad input in src/app.py:42\n"
-    + "FAILED tests/test_app.py::test_parse - ValueError: bad input\n"
-    + "[exit code 1]\n"
-)
+from tests.guard_session import FAILING, FIRST, LAZY
 
 
 def _toolkit(root: Path) -> Toolkit:
