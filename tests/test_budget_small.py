@@ -204,13 +204,16 @@ def test_the_issues_small_budgets_hold(budget: int, factor: float) -> None:
     check({**ISSUE, "max_input_tokens": budget}, SHAPE, factor, 60)
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
+OPEN_ITEM_6 = pytest.mark.xfail(
     strict=True,
     reason="open (issue 19 item 6): over some generated configs (e.g. a 2,192-token budget, "
     "recall on, a provider counting 1.4x) a prompt still ends some tens of tokens over the "
     "budget, and at 1,000 tokens PromptTooLargeError is raised where the budget could hold",
 )
+
+
+@pytest.mark.slow
+@OPEN_ITEM_6
 @settings(
     max_examples=4,
     deadline=None,
@@ -232,6 +235,7 @@ def test_small_budgets_hold(
 
 
 @pytest.mark.slow
+@OPEN_ITEM_6
 @settings(
     max_examples=150,
     deadline=None,
