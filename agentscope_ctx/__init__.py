@@ -25,8 +25,9 @@ from . import _line
 
 if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers and IDEs
     from ._agent_config import build_agent
-    from ._compactor import CompactionResult, Compactor
-    from ._config import (
+    from ._providers import ModelConfig, Models, build_model, load_models
+    from .core._compactor import CompactionResult, Compactor
+    from .core._config import (
         CompactorConfig,
         ConsolidationConfig,
         ContextConfig,
@@ -34,8 +35,7 @@ if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers
         SummarizerConfig,
         ToolResultConfig,
     )
-    from ._dialog import DialogReadReport, DialogStore
-    from ._errors import (
+    from .core._errors import (
         CompactionError,
         ConfigError,
         ContextError,
@@ -45,20 +45,20 @@ if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers
         PersistenceError,
         PromptTooLargeError,
     )
-    from ._pins import PIN_MARK
-    from ._pipeline import PipelineReport
-    from ._providers import ModelConfig, Models, build_model, load_models
-    from ._services import ContextUsage
-    from ._tokens import TokenCounter
-    from ._truncation import TRUNCATION_NOTICE_MARKER
+    from .core._pins import PIN_MARK
+    from .core._pipeline import PipelineReport
+    from .core._tokens import TokenCounter
+    from .core._truncation import TRUNCATION_NOTICE_MARKER
+    from .services._services import ContextUsage
+    from .stores._dialog import DialogReadReport, DialogStore
     from .tools import ShellTool, fetch_url
 
     if _line.IS_1X:
-        from ._manager import ContextManager
-        from ._memory import ContextMemory
-        from ._session import AtomicJSONSession
+        from .agentscope1._manager import ContextManager
+        from .agentscope1._session import AtomicJSONSession
+        from .core._memory import ContextMemory
     else:
-        from ._v2 import ContextManager, ContextMiddleware, function_tool
+        from .agentscope2 import ContextManager, ContextMiddleware, function_tool
 
 __all__ = [
     "PIN_MARK",
@@ -102,32 +102,32 @@ __all__ = [
 __version__ = "0.1.0"
 
 _SOURCES: dict[str, str] = {
-    "TRUNCATION_NOTICE_MARKER": "_truncation",
-    "CompactionError": "_errors",
-    "CompactionResult": "_compactor",
-    "Compactor": "_compactor",
-    "CompactorConfig": "_config",
-    "ConfigError": "_errors",
-    "ConsolidationConfig": "_config",
-    "ContextConfig": "_config",
-    "ContextError": "_errors",
-    "ContextRuntimeError": "_errors",
-    "ContextUsage": "_services",
-    "ContextUsageError": "_errors",
-    "DialogReadReport": "_dialog",
-    "DialogStore": "_dialog",
+    "TRUNCATION_NOTICE_MARKER": "core._truncation",
+    "CompactionError": "core._errors",
+    "CompactionResult": "core._compactor",
+    "Compactor": "core._compactor",
+    "CompactorConfig": "core._config",
+    "ConfigError": "core._errors",
+    "ConsolidationConfig": "core._config",
+    "ContextConfig": "core._config",
+    "ContextError": "core._errors",
+    "ContextRuntimeError": "core._errors",
+    "ContextUsage": "services._services",
+    "ContextUsageError": "core._errors",
+    "DialogReadReport": "stores._dialog",
+    "DialogStore": "stores._dialog",
     "ModelConfig": "_providers",
     "Models": "_providers",
-    "OffloadError": "_errors",
-    "PersistenceError": "_errors",
-    "PIN_MARK": "_pins",
-    "PipelineReport": "_pipeline",
-    "PromptTooLargeError": "_errors",
-    "RecallConfig": "_config",
+    "OffloadError": "core._errors",
+    "PersistenceError": "core._errors",
+    "PIN_MARK": "core._pins",
+    "PipelineReport": "core._pipeline",
+    "PromptTooLargeError": "core._errors",
+    "RecallConfig": "core._config",
     "ShellTool": "tools",
-    "SummarizerConfig": "_config",
-    "TokenCounter": "_tokens",
-    "ToolResultConfig": "_config",
+    "SummarizerConfig": "core._config",
+    "TokenCounter": "core._tokens",
+    "ToolResultConfig": "core._config",
     "build_agent": "_agent_config",
     "build_model": "_providers",
     "fetch_url": "tools",
@@ -138,10 +138,14 @@ _SOURCES: dict[str, str] = {
 (openai, mcp) and the adapters load only when a name that needs them is used."""
 if _line.IS_1X:
     _SOURCES.update(
-        ContextManager="_manager", ContextMemory="_memory", AtomicJSONSession="_session"
+        ContextManager="agentscope1._manager",
+        ContextMemory="core._memory",
+        AtomicJSONSession="agentscope1._session",
     )
 else:
-    _SOURCES.update(ContextManager="_v2", ContextMiddleware="_v2", function_tool="_v2")
+    _SOURCES.update(
+        ContextManager="agentscope2", ContextMiddleware="agentscope2", function_tool="agentscope2"
+    )
 
 _ONLY_2X = frozenset({"ContextMiddleware", "function_tool"})
 _MISSING = frozenset(__all__) - set(_SOURCES) - {"__version__"}

@@ -9,7 +9,7 @@ The file (see ``configs/agent.yaml``) has four sections::
 
 `read_file` (and the memory tools) are always added by agentscope_ctx. The file is read the
 same way on both AgentScope lines (`load_agent_spec`); the agent built is a `ReActAgent` on
-1.x, a 2.x `Agent` on 2.x (`agentscope_ctx._v2._agent`).
+1.x, a 2.x `Agent` on 2.x (`agentscope_ctx.agentscope2._agent`).
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import Field
 
-from ._config import AGENT_SECTIONS, ContextConfig
-from ._config_base import _Section, _under
-from ._config_file import read_config_mapping
-from ._errors import ConfigError, _short_repr
 from ._line import IS_1X
 from ._providers import Models, load_models
+from .core._config import AGENT_SECTIONS, ContextConfig
+from .core._config_base import _Section, _under
+from .core._config_file import read_config_mapping
+from .core._errors import ConfigError, _short_repr
 from .tools import ShellTool, fetch_url
 
 if TYPE_CHECKING:
     from agentscope.agent import ReActAgent
 
-    from ._manager import ContextManager
+    from .agentscope1._manager import ContextManager
 
 __all__ = ["TOOLS", "AgentSection", "AgentSpec", "build_agent", "load_agent_spec"]
 
@@ -154,7 +154,7 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
 
     On AgentScope 2.x the agent is a 2.x `Agent` (its tools allowed without asking: the
     config's ``tools:`` list is the grant) and the second item is what keeps its context (see
-    `agentscope_ctx._v2._agent.build_agent_v2`); the types named here are 1.x's.
+    `agentscope_ctx.agentscope2._agent.build_agent_v2`); the types named here are 1.x's.
 
     Args:
         source: a YAML file path, or the same content as a mapping.
@@ -169,12 +169,12 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
     spec = load_agent_spec(source)
     if not IS_1X:
         # imported by name: the 1.x type check does not follow it (it checks 2.x code)
-        v2 = importlib.import_module("agentscope_ctx._v2._agent")
+        v2 = importlib.import_module("agentscope_ctx.agentscope2._agent")
         return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec))
     from agentscope.agent import ReActAgent
     from agentscope.tool import Toolkit
 
-    from ._manager import ContextManager
+    from .agentscope1._manager import ContextManager
 
     toolkit = Toolkit()
     for tool in spec.tool_functions():

@@ -1,6 +1,6 @@
 """Model configs: build a real AgentScope chat model and its formatter from a mapping.
 
-On AgentScope 1.x and 2.x alike (2.x: `agentscope_ctx._v2._providers`, where a model takes
+On AgentScope 1.x and 2.x alike (2.x: `agentscope_ctx.agentscope2._providers`, where a model takes
 its key as a `credential=` and owns its formatter: the formatter returned is
 `model.formatter`). Providers, through AgentScope's own classes:
 
@@ -46,10 +46,10 @@ from agentscope.model import (
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._config import _config_error
-from ._config_file import read_config_mapping
-from ._errors import ConfigError
 from ._line import IS_1X
+from .core._config import _config_error
+from .core._config_file import read_config_mapping
+from .core._errors import ConfigError
 
 __all__ = ["ModelConfig", "Models", "build_model", "load_models", "read_mapping"]
 
@@ -195,7 +195,7 @@ def build_model(
     _require_sdk(cfg.provider)
     if not IS_1X:
         # imported by name: the 1.x type check does not follow it (it checks 2.x code)
-        v2 = importlib.import_module("agentscope_ctx._v2._providers")
+        v2 = importlib.import_module("agentscope_ctx.agentscope2._providers")
         built: ChatModelBase = v2.build_model_v2(cfg, key, where)
         own: FormatterBase = built.formatter  # type: ignore[attr-defined]  # 2.x: the model's
         return built, own

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._errors import ContextError, ContextUsageError
+from .core._errors import ContextError, ContextUsageError
 
 if TYPE_CHECKING:
-    from ._config import ContextConfig
+    from .core._config import ContextConfig
 
 __all__ = ["main"]
 
@@ -95,7 +95,7 @@ def _age(seconds: float) -> str:
 def _load_config(path: str | None) -> ContextConfig | None:
     if path is None:
         return None
-    from ._config import ContextConfig
+    from .core._config import ContextConfig
 
     return ContextConfig.from_yaml(path)
 
@@ -221,8 +221,8 @@ def _demo_working_dir(arg: str | None, config: ContextConfig | None) -> Path:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from ._dialog import DialogStore
-    from ._usage_file import read_usage
+    from .stores._dialog import DialogStore
+    from .stores._usage_file import read_usage
 
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config, demo_fallback=True)
@@ -284,12 +284,12 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    print(Path(__file__).with_name("default.yaml").read_text(encoding="utf-8"), end="")
+    print(Path(__file__).with_name("core").joinpath("default.yaml").read_text(encoding="utf-8"), end="")
     return 0
 
 
 def _cmd_gc(args: argparse.Namespace) -> int:
-    from ._tool_results import ToolResultStore
+    from .stores._tool_results import ToolResultStore
 
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config)
@@ -311,7 +311,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
 
 
 def _cmd_consolidate(args: argparse.Namespace) -> int:
-    from ._long_term import consolidate
+    from .memory._long_term import consolidate
 
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config)
@@ -332,9 +332,9 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from ._search import Filters, SearchIndex
-    from ._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
-    from ._search_text import parse_query
+    from .core._search_text import parse_query
+    from .recall._search import Filters, SearchIndex
+    from .recall._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
 
     words = list(args.words)
     where = None
@@ -381,7 +381,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
-    from ._search_hits import ROLES
+    from .recall._search_hits import ROLES
 
     parser = argparse.ArgumentParser(
         prog="agentscope-ctx",

@@ -41,9 +41,9 @@ from agentscope.message import UserMsg
 from agentscope.tool import Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx._guard import is_context_overflow
-from agentscope_ctx._v2._entries import to_entries
-from agentscope_ctx._v2._tools import function_tool
+from agentscope_ctx.agentscope2._entries import to_entries
+from agentscope_ctx.agentscope2._tools import function_tool
+from agentscope_ctx.models._guard import is_context_overflow
 from benchmarks import cost_checks, cost_meter, cost_report
 from benchmarks.cost_models2 import Helper, Provider
 from benchmarks.cost_session import SYS_PROMPT, Scenario, Step, user_task

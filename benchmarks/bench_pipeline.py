@@ -29,14 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._compactor import Compactor
-from agentscope_ctx._config import ContextConfig
-from agentscope_ctx._dialog import DialogStore
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._memory import ContextMemory
-from agentscope_ctx._pipeline import ContextPipeline, PromptParts
-from agentscope_ctx._tokens import TokenCounter
-from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
+from agentscope_ctx.core._compactor import Compactor
+from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._memory import ContextMemory
+from agentscope_ctx.core._pipeline import ContextPipeline, PromptParts
+from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 
 HISTORY_SIZES = (50, 200, 800, 3200)
 COMPACT_SIZES = (100, 400, 1600)

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._config import ToolResultConfig
-from agentscope_ctx._cuts import Cutter
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._read_file import FileReader
-from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
+from agentscope_ctx.core._config import ToolResultConfig
+from agentscope_ctx.core._cuts import Cutter
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.recall._read_file import FileReader
+from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 
 
 def _text(response: Any) -> str:

@@ -43,10 +43,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._dialog import DialogStore
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._search import INDEX_AT_SAVE_BYTES, Filters, SearchIndex, SearchResult
-from agentscope_ctx._tool_results import ToolResultStore
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.recall._search import INDEX_AT_SAVE_BYTES, Filters, SearchIndex, SearchResult
+from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._tool_results import ToolResultStore
 
 DEFAULT_POINTS = ((1_000, 10), (10_000, 100), (100_000, 300))
 SAVE_SIZES = (100_000, 1_000_000, 10_000_000)

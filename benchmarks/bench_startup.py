@@ -50,9 +50,9 @@ def cases(working_dir: Path) -> dict[str, list[str]]:
 
 def make_working_dir(path: Path) -> Path:
     """A small working dir written by the package's stores: dialog, a saved output, a note."""
-    from agentscope_ctx._dialog import DialogStore
-    from agentscope_ctx._entry import Msg
-    from agentscope_ctx._tool_results import ToolResultStore
+    from agentscope_ctx.core._entry import Msg
+    from agentscope_ctx.stores._dialog import DialogStore
+    from agentscope_ctx.stores._tool_results import ToolResultStore
 
     msgs = [
         Msg("user", f"step {i}: where is the deploy token of service {i}?", "user")

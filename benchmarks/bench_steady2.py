@@ -42,8 +42,8 @@ from agentscope.model import ChatResponse
 from agentscope.tool import ToolBase, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx._v2._entries import to_entries
-from agentscope_ctx._v2._tools import function_tool
+from agentscope_ctx.agentscope2._entries import to_entries
+from agentscope_ctx.agentscope2._tools import function_tool
 from benchmarks.bench_pipeline import ENCODING, HISTORY_SIZES, STEPS, _prose, _tool_output
 from benchmarks.cost_models2 import ScriptedBase
 

@@ -16,8 +16,8 @@ import statistics
 import time
 from typing import Any
 
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._tokens import TokenCounter, _encode_len
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._tokens import TokenCounter, _encode_len
 
 WORDS = (
     "the agent reads a file and then calls the tool again because the test failed with an "

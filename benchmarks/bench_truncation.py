@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._offload import offload_text
-from agentscope_ctx._tool_results import ToolResultStore
-from agentscope_ctx._truncation import retruncate, utf8_len
+from agentscope_ctx.core._offload import offload_text
+from agentscope_ctx.core._truncation import retruncate, utf8_len
+from agentscope_ctx.stores._tool_results import ToolResultStore
 
 RECENT_MAX_BYTES = 32_768
 OLD_MAX_BYTES = 4_096

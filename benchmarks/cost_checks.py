@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx import TRUNCATION_NOTICE_MARKER
-from agentscope_ctx._entry import Msg
+from agentscope_ctx.core._entry import Msg
 from benchmarks.cost_session import Step, user_task
 
 Reader = Callable[[str, int, int], Awaitable[Any]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx.core._truncation import parse_notice
 
 Reader = Callable[[str, int, int], Awaitable[str]]
 

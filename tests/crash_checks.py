@@ -7,8 +7,8 @@ from typing import Any
 
 from agentscope.message import Msg
 
-from agentscope_ctx._dialog import DialogReadReport
-from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.stores._dialog import DialogReadReport
 from tests.chain import follow_chain
 from tests.crash_session import TOOLS
 

@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree
 
-from agentscope_ctx._dialog import DialogStore
-from agentscope_ctx._truncation import parse_notice
+from agentscope_ctx.core._truncation import parse_notice
 from agentscope_ctx.demo import DemoReport
 from agentscope_ctx.demo._report import (
     COMPACTION,
@@ -20,6 +19,7 @@ from agentscope_ctx.demo._report import (
     SEARCH_HIT,
     SEARCH_MISS,
 )
+from agentscope_ctx.stores._dialog import DialogStore
 
 
 def _msg(line: str) -> dict[str, object]:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from agentscope_ctx._entry import Msg
 from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
+from agentscope_ctx.core._entry import Msg
 
 __all__ = [
     "IS_1X",
@@ -34,7 +34,7 @@ __all__ = [
     "text_of",
 ]
 
-# The core's message form on this line (`agentscope_ctx._entry`): `Msg` with dict blocks. On
+# The core's message form on this line (`agentscope_ctx.core._entry`): `Msg` with dict blocks. On
 # 1.x the blocks are AgentScope's TypedDicts (calling one makes a dict); 2.x's blocks are
 # pydantic models, so there the core's blocks are made as plain dicts.
 if IS_1X:

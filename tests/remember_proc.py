@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from agentscope_ctx._long_term import LongTermMemory
+from agentscope_ctx.memory._long_term import LongTermMemory
 from tests.lines import text_of
 
 

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._dialog import DialogStore
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._search import Filters, SearchIndex
-from agentscope_ctx._tool_results import ToolResultStore
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.recall._search import Filters, SearchIndex
+from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._tool_results import ToolResultStore
 
 
 def output_text(name: str, k: int) -> str:

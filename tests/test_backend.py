@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, ContextUsageError
-from agentscope_ctx._memory import SUMMARY_MARK
+from agentscope_ctx.core._memory import SUMMARY_MARK
 from tests.fakes import FakeChatModel, text, tool_call
 
 

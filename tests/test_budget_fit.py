@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentscope_ctx._memory import ContextMemory
-from agentscope_ctx._truncation import notice_paths, parse_notice
+from agentscope_ctx.core._memory import ContextMemory
+from agentscope_ctx.core._truncation import notice_paths, parse_notice
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from tests.test_pipeline import Agent, pipeline, run
 

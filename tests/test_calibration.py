@@ -28,8 +28,8 @@ from dashscope.api_entities.dashscope_response import GenerationUsage
 from openai.types.completion_usage import CompletionUsage
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, TokenCounter
-from agentscope_ctx._calibration import Calibration, PromptUsage
 from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.core._calibration import Calibration, PromptUsage
 from tests.fakes import FakeChatModel, text, tool_call
 from tests.test_calibration_math import http_response, overflow_errors
 
@@ -212,7 +212,7 @@ async def test_usage_is_read_from_streamed_responses(tmp_path: Path) -> None:
 def test_guarded_model_copies_and_delegates() -> None:
     import copy
 
-    from agentscope_ctx._guard import GuardedModel
+    from agentscope_ctx.models._guard import GuardedModel
 
     async def recover(error: Exception) -> None:
         return None
@@ -398,7 +398,7 @@ async def test_i11_07_a_stated_window_lowers_the_budget_for_the_session(
 
 
 async def test_a_failing_usage_callback_does_not_fail_the_call() -> None:
-    from agentscope_ctx._guard import GuardedModel
+    from agentscope_ctx.models._guard import GuardedModel
 
     async def recover(error: Exception) -> None:
         return None

@@ -9,11 +9,11 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx._carry import CARRY_HEADER, carried, split_carry, with_carry
-from agentscope_ctx._extractive import extractive_summary
-from agentscope_ctx._outcome import judge
-from agentscope_ctx._tool_results import ToolResultStore
-from agentscope_ctx._truncation import excerpt_with_notice
+from agentscope_ctx.core._carry import CARRY_HEADER, carried, split_carry, with_carry
+from agentscope_ctx.core._extractive import extractive_summary
+from agentscope_ctx.core._outcome import judge
+from agentscope_ctx.core._truncation import excerpt_with_notice
+from agentscope_ctx.stores._tool_results import ToolResultStore
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 FAILING_PYTEST = (

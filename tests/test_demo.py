@@ -24,8 +24,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, Models, ShellTool
-from agentscope_ctx._truncation import parse_notice
 from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.core._truncation import parse_notice
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
 from agentscope_ctx.demo._report import (

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import agentscope_ctx._dialog as dialog_module
-from agentscope_ctx._dialog import DialogStore
-from agentscope_ctx._errors import ContextUsageError, PersistenceError
+import agentscope_ctx.stores._dialog as dialog_module
+from agentscope_ctx.core._errors import ContextUsageError, PersistenceError
+from agentscope_ctx.stores._dialog import DialogStore
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -263,9 +263,9 @@ WRITER = textwrap.dedent(
     """
     import asyncio, os, sys, time
     from pathlib import Path
-    from agentscope_ctx._entry import Msg
-    import agentscope_ctx._dialog as dialog
-    from agentscope_ctx._dialog import DialogStore
+    from agentscope_ctx.core._entry import Msg
+    import agentscope_ctx.stores._dialog as dialog
+    from agentscope_ctx.stores._dialog import DialogStore
 
     append_file = dialog._append_file
 

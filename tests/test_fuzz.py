@@ -15,11 +15,9 @@ from agentscope.tool import ToolResponse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx._config import ContextConfig
-from agentscope_ctx._errors import MAX_CONFIG_MESSAGE_CHARS, ConfigError
-from agentscope_ctx._read_file import FileReader
-from agentscope_ctx._tool_results import ToolResultPolicy
-from agentscope_ctx._truncation import (
+from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core._errors import MAX_CONFIG_MESSAGE_CHARS, ConfigError
+from agentscope_ctx.core._truncation import (
     TRUNCATION_NOTICE_MARKER,
     Notice,
     Position,
@@ -28,6 +26,8 @@ from agentscope_ctx._truncation import (
     render_notice,
     utf8_len,
 )
+from agentscope_ctx.recall._read_file import FileReader
+from agentscope_ctx.stores._tool_results import ToolResultPolicy
 from tests.lines import text_of
 
 FUZZ = settings(

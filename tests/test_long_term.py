@@ -24,14 +24,14 @@ if not IS_1X:
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.tool import Toolkit
 
-from agentscope_ctx._config import ConsolidationConfig
-from agentscope_ctx._long_term import (
+from agentscope_ctx.core._config import ConsolidationConfig
+from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.memory._long_term import (
     ConsolidationReport,
     ConsolidationScheduler,
     LongTermMemory,
     consolidate,
 )
-from agentscope_ctx._tokens import TokenCounter
 from tests.fakes import FakeChatModel
 from tests.test_compactor import prompt_of
 from tests.test_summarizer import hang, reply_text

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx._long_term import consolidate
-from agentscope_ctx._private import file_lock, private_dir, write_atomic
-from agentscope_ctx._runner import tool_text
+from agentscope_ctx.agentscope1._runner import tool_text
+from agentscope_ctx.core._private import file_lock, private_dir, write_atomic
+from agentscope_ctx.memory._long_term import consolidate
 from tests.lines import IS_1X
 
 if IS_1X:
@@ -191,7 +191,7 @@ async def _session(working_dir: Path, live: list[str]) -> None:
         from agentscope.message import UserMsg
         from agentscope.tool import Toolkit
 
-        from agentscope_ctx._v2._tools import function_tool
+        from agentscope_ctx.agentscope2._tools import function_tool
 
         manager = ContextManager(_config(working_dir), model=helper)
         agent = Agent(

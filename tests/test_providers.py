@@ -138,7 +138,7 @@ def test_build_agent_from_the_example(keys: None) -> None:
     from agentscope_ctx._agent_config import build_agent
 
     agent, manager = build_agent(AGENT_YAML)
-    from agentscope_ctx._guard import GuardedModel
+    from agentscope_ctx.models._guard import GuardedModel
 
     # attach() wraps the model to read usage and recover from context-length errors
     assert agent.name == "assistant" and isinstance(agent.model, GuardedModel)

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx._config import ToolResultConfig
-from agentscope_ctx._line_index import CHUNK
-from agentscope_ctx._read_file import FileReader
-from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
-from agentscope_ctx._truncation import excerpt_with_notice, parse_notice
+from agentscope_ctx.core._config import ToolResultConfig
+from agentscope_ctx.core._truncation import excerpt_with_notice, parse_notice
+from agentscope_ctx.recall._read_file import FileReader
+from agentscope_ctx.stores._line_index import CHUNK
+from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from tests.chain import follow_chain, position_to_index
 from tests.lines import requires_1x, text_of
 
@@ -312,7 +312,7 @@ async def test_i11_11_saved_output_with_nul_chains_back(tmp_path: Path) -> None:
     from agentscope.message import TextBlock, ToolUseBlock
     from agentscope.tool import Toolkit, ToolResponse
 
-    from agentscope_ctx._middleware import TruncationMiddleware
+    from agentscope_ctx.agentscope1._middleware import TruncationMiddleware
 
     text = (
         "header\0with a NUL\n"

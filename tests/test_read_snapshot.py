@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx._config import ToolResultConfig
-from agentscope_ctx._cuts import Cutter
-from agentscope_ctx._read_file import FileReader
-from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
-from agentscope_ctx._truncation import parse_notice, utf8_len
+from agentscope_ctx.core._config import ToolResultConfig
+from agentscope_ctx.core._cuts import Cutter
+from agentscope_ctx.core._truncation import parse_notice, utf8_len
+from agentscope_ctx.recall._read_file import FileReader
+from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from tests.chain import follow_chain
 from tests.lines import IS_1X, Msg, TextBlock, ToolResultBlock, requires_1x, text_of
 

@@ -24,9 +24,9 @@ from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx._eviction import EVICTION_HEADER
-from agentscope_ctx._recall import eviction_index
 from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.core._eviction import EVICTION_HEADER
+from agentscope_ctx.recall._recall import eviction_index
 from tests.fakes import FakeChatModel, text, tool_call
 
 POINTER = re.compile(
@@ -273,7 +273,7 @@ async def test_a_reply_never_waits_for_another_process_holding_the_index(
     take 75 s (each save waited for it)."""
     import asyncio
 
-    import agentscope_ctx._search_db as search_db
+    import agentscope_ctx.stores._search_db as search_db
     from tests.test_search import HANG_SECONDS, holding
 
     monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long

@@ -21,25 +21,25 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import agentscope_ctx._search as search_module
-import agentscope_ctx._search_db as search_db
-import agentscope_ctx._search_hits as search_hits
-from agentscope_ctx._config import RecallConfig, ToolResultConfig
-from agentscope_ctx._dialog import DialogStore
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._read_file import FileReader
-from agentscope_ctx._recall import Recall, format_result
-from agentscope_ctx._search import Filters, SearchIndex, SearchResult
-from agentscope_ctx._search_text import (
+import agentscope_ctx.recall._search as search_module
+import agentscope_ctx.recall._search_hits as search_hits
+import agentscope_ctx.stores._search_db as search_db
+from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.core._config import RecallConfig, ToolResultConfig
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._search_text import (
     MAX_QUERY_TOKENS,
     MAX_TERMS,
     parse_query,
     storable,
     tokens,
 )
-from agentscope_ctx._tool_results import ToolResultPolicy, ToolResultStore
-from agentscope_ctx._truncation import excerpt_with_notice
-from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.core._truncation import excerpt_with_notice
+from agentscope_ctx.recall._read_file import FileReader
+from agentscope_ctx.recall._recall import Recall, format_result
+from agentscope_ctx.recall._search import Filters, SearchIndex, SearchResult
+from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from benchmarks import bench_search
 from tests.lines import text_of
 from tests.search_proc import worker

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentscope_ctx._dialog import DialogStore
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._eviction import EVICTION_HEADER, eviction_index
-from agentscope_ctx._recall import parse_time
-from agentscope_ctx._search import Filters, SearchIndex
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._eviction import EVICTION_HEADER, eviction_index
+from agentscope_ctx.recall._recall import parse_time
+from agentscope_ctx.recall._search import Filters, SearchIndex
+from agentscope_ctx.stores._dialog import DialogStore
 
 NOW = datetime(2026, 12, 3, 14, 48, 0, 123456)
 FORMS = {
@@ -70,7 +70,7 @@ async def test_since_and_until_an_hour_around_a_message(tmp_path: Path, form: st
 async def test_an_index_built_with_iso_stamps_is_filtered_right(tmp_path: Path) -> None:
     """An index written before the fix holds 2.x stamps as they came (``T``): the filters
     still compare them as times."""
-    from agentscope_ctx._search_db import write
+    from agentscope_ctx.stores._search_db import write
 
     index = SearchIndex(tmp_path)
     await DialogStore(tmp_path, on_append=index.dialog_appended).append(
@@ -114,7 +114,7 @@ def test_a_runtime_hint_is_not_quoted_as_the_users_words() -> None:
 def test_local_stamps_sort_as_the_times_they_stand_for(
     a: datetime, b: datetime, form_a: str, form_b: str
 ) -> None:
-    from agentscope_ctx._stamps import local_stamp
+    from agentscope_ctx.core._stamps import local_stamp
 
     sa, sb = local_stamp(FORMS[form_a](a)), local_stamp(FORMS[form_b](b))
     assert sa is not None and sb is not None
@@ -133,7 +133,7 @@ def test_local_stamps_sort_as_the_times_they_stand_for(
 
 
 def test_local_stamp_forms() -> None:
-    from agentscope_ctx._stamps import local_stamp
+    from agentscope_ctx.core._stamps import local_stamp
 
     assert local_stamp("2026-12-03T14:48:00.123456") == "2026-12-03 14:48:00.123456"
     assert local_stamp("2026-12-03 14:48:00.123") == "2026-12-03 14:48:00.123"

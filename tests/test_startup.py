@@ -34,17 +34,17 @@ HEAVY = (
     "agentscope.agent",
     "agentscope.tool",
     "agentscope.formatter",
-    "agentscope_ctx._v2",
-    "agentscope_ctx._manager",
+    "agentscope_ctx.agentscope2",
+    "agentscope_ctx.agentscope1._manager",
     "agentscope_ctx._providers",
     "agentscope_ctx._agent_config",
-    "agentscope_ctx._services",
-    "agentscope_ctx._pipeline",
-    "agentscope_ctx._compactor",
+    "agentscope_ctx.services._services",
+    "agentscope_ctx.core._pipeline",
+    "agentscope_ctx.core._compactor",
     "agentscope_ctx.demo",
 )
 """What the quick paths must not load (a module or any of its submodules)."""
-CONFIG = ("pydantic", "yaml", "agentscope_ctx._config")
+CONFIG = ("pydantic", "yaml", "agentscope_ctx.core._config")
 """The config models: loaded only by a command given ``--config`` (and by `import agentscope`
 itself on 1.x, where the difference below leaves them out)."""
 
@@ -97,8 +97,8 @@ def test_i20_3_import_loads_only_the_line_check(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def working_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small working dir written by the package's own stores."""
-    from agentscope_ctx._dialog import DialogStore
-    from agentscope_ctx._tool_results import ToolResultStore
+    from agentscope_ctx.stores._dialog import DialogStore
+    from agentscope_ctx.stores._tool_results import ToolResultStore
 
     path = tmp_path_factory.mktemp("wd")
     asyncio.run(DialogStore(path).append([Msg("user", "where is the deploy token?", "user")]))
@@ -127,7 +127,7 @@ def test_i20_3_a_command_given_a_config_loads_it(working_dir: Path, tmp_path: Pa
     body = "from agentscope_ctx.cli import main\ncode = main(sys.argv[2:])"
     added, code = _added(body, tmp_path, "inspect", "--config", str(tmp_path / "my.yaml"))
     assert code == 0
-    assert "agentscope_ctx._config" in added
+    assert "agentscope_ctx.core._config" in added
 
 
 def test_i20_3_every_public_name_imports_lazily(tmp_path: Path) -> None:
@@ -139,13 +139,13 @@ def test_i20_3_every_public_name_imports_lazily(tmp_path: Path) -> None:
     )
     added, code = _added(body, tmp_path)
     assert code == 0  # `import *` gave every name of __all__
-    line = "agentscope_ctx._manager" if IS_1X else "agentscope_ctx._v2"
+    line = "agentscope_ctx.agentscope1._manager" if IS_1X else "agentscope_ctx.agentscope2"
     assert line in added and "agentscope_ctx._providers" in added
 
 
 def test_i20_3_a_lazy_name_is_the_object_of_its_module() -> None:
-    from agentscope_ctx._config import ContextConfig
     from agentscope_ctx._providers import build_model
+    from agentscope_ctx.core._config import ContextConfig
 
     assert agentscope_ctx.ContextConfig is ContextConfig
     assert agentscope_ctx.build_model is build_model

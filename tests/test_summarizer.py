@@ -28,10 +28,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ConfigError, ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx._summarizer import SILENT, MemoryFiles, Summarizer
-from agentscope_ctx._summarizer_input import bounded_transcript
-from agentscope_ctx._summarizer_queue import SummarizerQueue
-from agentscope_ctx._truncation import excerpt_with_notice
+from agentscope_ctx.core._truncation import excerpt_with_notice
+from agentscope_ctx.memory._summarizer import SILENT, MemoryFiles, Summarizer
+from agentscope_ctx.memory._summarizer_input import bounded_transcript
+from agentscope_ctx.memory._summarizer_queue import SummarizerQueue
 from tests.fakes import FakeChatModel, text, tool_call
 from tests.test_compactor import prompt_of
 from tests.test_extractive import call, result, trajectory

@@ -15,8 +15,8 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
-from .._config import ContextConfig
 from .._providers import Models
+from ..core._config import ContextConfig
 from ._report import DemoReport
 from ._runner import DemoSetup, model_note, run_setup
 

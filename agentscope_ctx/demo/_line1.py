@@ -19,9 +19,9 @@ from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit
 
-from .._config import ContextConfig
-from .._manager import ContextManager
 from .._providers import Models
+from ..agentscope1._manager import ContextManager
+from ..core._config import ContextConfig
 from ._recording import RecordingModel
 from ._runner import DemoSetup, Notices, agent_name
 from ._scripted import PromptStats, Script

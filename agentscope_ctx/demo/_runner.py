@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .._config import ContextConfig
-from .._dialog import DialogStore
 from .._line import IS_1X
 from .._providers import Models
-from .._tokens import TokenCounter
-from .._usage_file import read_usage
+from ..core._config import ContextConfig
+from ..core._tokens import TokenCounter
+from ..stores._dialog import DialogStore
+from ..stores._usage_file import read_usage
 from ._chart import render_chart
 from ._report import DemoReport
 from ._rungs import collect_rungs
@@ -225,7 +225,7 @@ def _tree_size(path: Path) -> tuple[int, int]:
 def _start_session() -> StartSession:
     """The installed line's `start_session` (imported by name: each line's type check sees
     only its own adapter)."""
-    name = "agentscope_ctx.demo._line1" if IS_1X else "agentscope_ctx._v2._demo"
+    name = "agentscope_ctx.demo._line1" if IS_1X else "agentscope_ctx.demo._line2"
     start: StartSession = importlib.import_module(name).start_session
     return start
 

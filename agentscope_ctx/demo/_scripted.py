@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._guard import is_context_overflow
-from .._truncation import Notice, parse_notice
+from ..core._truncation import Notice, parse_notice
+from ..models._guard import is_context_overflow
 from ._stats import PromptStats
 
 __all__ = [

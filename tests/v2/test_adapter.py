@@ -15,9 +15,9 @@ from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx._truncation import parse_notice
-from agentscope_ctx._v2 import NOTICE_EVENT, ContextMiddleware
-from agentscope_ctx._v2._entries import to_entries
+from agentscope_ctx.agentscope2 import NOTICE_EVENT, ContextMiddleware
+from agentscope_ctx.agentscope2._entries import to_entries
+from agentscope_ctx.core._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 
@@ -255,8 +255,8 @@ async def test_half_an_emoji_in_dialog_never_disables_search_history(tmp_path: P
     """A record with a lone surrogate in dialog/ (issue #19, item 7; on 2.x AgentScope's own
     token estimate rejects one in the context, but another writer of the working dir, a 1.x
     agent, stores it): before, every search_history call answered a UTF-8 error."""
-    from agentscope_ctx._dialog import DialogStore
-    from agentscope_ctx._entry import Msg as CoreMsg
+    from agentscope_ctx.core._entry import Msg as CoreMsg
+    from agentscope_ctx.stores._dialog import DialogStore
 
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
     run = await _run(tmp_path, config)
@@ -278,8 +278,8 @@ async def test_a_reply_never_waits_for_another_process_holding_the_index(
     take 75 s (each save waited for it)."""
     import asyncio
 
-    import agentscope_ctx._search_db as search_db
-    from agentscope_ctx._search import SearchIndex
+    import agentscope_ctx.stores._search_db as search_db
+    from agentscope_ctx.recall._search import SearchIndex
     from tests.test_search import HANG_SECONDS, holding
 
     monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long

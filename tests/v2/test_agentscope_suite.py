@@ -13,7 +13,7 @@ from agentscope.credential import OpenAICredential
 from agentscope.model import OpenAIChatModel
 
 from agentscope_ctx import ContextConfig
-from agentscope_ctx._v2 import ContextMiddleware
+from agentscope_ctx.agentscope2 import ContextMiddleware
 from tests.agentscope_suite import plugin, run
 from tests.v2.fakes import FakeChatModel
 

@@ -15,7 +15,7 @@ from agentscope.agent._config import SummarySchema
 from agentscope.message import UserMsg
 
 from agentscope_ctx import TokenCounter
-from agentscope_ctx._guard import is_context_overflow
+from agentscope_ctx.models._guard import is_context_overflow
 from benchmarks import __main__ as bench_all
 from benchmarks import bench_cost2, bench_pipeline, bench_steady2, compare, cost_meter
 from benchmarks.cost_models2 import Provider

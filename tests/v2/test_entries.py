@@ -1,4 +1,4 @@
-"""2.x messages as the core's entries and back (`agentscope_ctx._v2._entries`), and the
+"""2.x messages as the core's entries and back (`agentscope_ctx.agentscope2._entries`), and the
 `StateMirror` that keeps a `ContextMemory` in step with an `AgentState`."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from agentscope.state import AgentState
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx._memory import ContextMemory
-from agentscope_ctx._v2._entries import to_blocks, to_entries
-from agentscope_ctx._v2._mirror import STATE_KEY, StateMirror
+from agentscope_ctx.agentscope2._entries import to_blocks, to_entries
+from agentscope_ctx.agentscope2._mirror import STATE_KEY, StateMirror
+from agentscope_ctx.core._memory import ContextMemory
 
 _text = st.text(max_size=40)
 

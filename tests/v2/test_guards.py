@@ -15,7 +15,7 @@ from agentscope.message import ToolResultBlock, UserMsg
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx._ladder import MASKED
+from agentscope_ctx.core._ladder import MASKED
 from tests.guard_session import FAILING, FIRST, LAZY
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 
@@ -139,7 +139,7 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
 ) -> None:
     """A message made pinned (metadata) and a reply pinned later (`ContextManager.pin`) are
     never masked, cut harder or compacted over ten compactions under pressure."""
-    from agentscope_ctx._pins import PIN_MARK
+    from agentscope_ctx.core._pins import PIN_MARK
 
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)

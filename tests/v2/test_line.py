@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import agentscope_ctx
-from agentscope_ctx._v2 import ContextManager as V2Manager
+from agentscope_ctx.agentscope2 import ContextManager as V2Manager
 
 
 def test_i14_2_package_imports_on_2x_and_names_what_needs_1x() -> None:

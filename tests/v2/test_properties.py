@@ -23,8 +23,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx._truncation import parse_notice
-from agentscope_ctx._v2._entries import to_entries
+from agentscope_ctx.agentscope2._entries import to_entries
+from agentscope_ctx.core._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 

@@ -19,15 +19,15 @@ from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 from pydantic import BaseModel
 
-from agentscope_ctx._compactor import CompactionResult, Compactor
-from agentscope_ctx._config import CompactorConfig
-from agentscope_ctx._entry import Msg
-from agentscope_ctx._extractive import validate_summary
-from agentscope_ctx._long_term import LongTermMemory, consolidate
-from agentscope_ctx._runner import run_agent_once
-from agentscope_ctx._summarizer import Summarizer
-from agentscope_ctx._tokens import TokenCounter
-from agentscope_ctx._v2._tools import function_tool
+from agentscope_ctx.agentscope1._runner import run_agent_once
+from agentscope_ctx.agentscope2._tools import function_tool
+from agentscope_ctx.core._compactor import CompactionResult, Compactor
+from agentscope_ctx.core._config import CompactorConfig
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._extractive import validate_summary
+from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.memory._long_term import LongTermMemory, consolidate
+from agentscope_ctx.memory._summarizer import Summarizer
 from tests.v2.fakes import FakeChatModel, StrictChatModel, text, tool_call
 
 TODAY = datetime(2026, 3, 14).date()

@@ -1,5 +1,5 @@
 """What a 2.x `Agent` does around its own compression, kept with agentscope_ctx attached
-(`agentscope_ctx/_v2/_workspace.py`): the read cache, the image cap, the agent's offloader.
+(`agentscope_ctx/agentscope2/_workspace.py`): the read cache, the image cap, the agent's offloader.
 Each was a failure of AgentScope's own tests with a `ContextManager` attached (issue 20)."""
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx._failures import FailureLog
-from agentscope_ctx._offload import cut_texts
-from agentscope_ctx._tool_results import ToolResultStore
-from agentscope_ctx._v2._workspace import _images as _images_in
-from agentscope_ctx._v2._workspace import cap_images, read_paths_seen
+from agentscope_ctx.agentscope2._workspace import _images as _images_in
+from agentscope_ctx.agentscope2._workspace import cap_images, read_paths_seen
+from agentscope_ctx.core._failures import FailureLog
+from agentscope_ctx.core._offload import cut_texts
+from agentscope_ctx.stores._tool_results import ToolResultStore
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 
 

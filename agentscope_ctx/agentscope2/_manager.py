@@ -1,0 +1,366 @@
+"""`ContextManager` on AgentScope 2.x: the same front door as on 1.x, for a 2.x `Agent`.
+
+    manager = ContextManager(ContextConfig.default(), model=helper_model)
+    manager.attach(agent)                               # an existing 2.x Agent
+    agent = Agent(..., middlewares=[manager.middleware()])   # or the 2.x-native form
+
+One manager serves many agents with one `ContextMiddleware`; each agent gets its own
+`ContextMemory` (kept in step with its `AgentState` by a `StateMirror`) and pipeline, made at
+its first hook call. The shared parts (stores, Compactor, recall, Summarizer, consolidation)
+are `Services`, as on 1.x. A 2.x model owns its formatter: `formatter=` is accepted and
+ignored, so that code written for 1.x runs unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscope.agent import Agent
+from agentscope.tool import ToolBase
+
+from .._line import AGENTSCOPE_VERSION
+from ..core._calibration import WINDOW_MARGIN
+from ..core._config import ContextConfig
+from ..core._entry import Msg
+from ..core._errors import ContextUsageError
+from ..core._memory import ContextMemory
+from ..core._pins import PIN_MARK
+from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
+from ..core._tokens import TokenCounter
+from ..recall._recall import Recall
+from ..services._services import ContextUsage, Services
+from ..stores._tool_results import ToolResultStore
+from ._middleware import ContextMiddleware
+from ._mirror import StateMirror
+from ._tools import memory_tools, search_tool
+from ._workspace import (
+    ImageCounts,
+    cap_images,
+    clean_read_cache,
+    offload_left,
+    offload_reminder,
+)
+
+__all__ = ["ContextManager"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+SMALL_WINDOW = 2_000
+"""Below this prompt budget (a small model's window), the optional tools (`remember`,
+`log_today`, `search_history`) are not offered: their schemas would take a quarter of it and
+more. `read_file`, which the truncation notices need, always is."""
+
+_HOOK_LISTS = {
+    "on_reply": "_reply_middlewares",
+    "on_reasoning": "_reasoning_middlewares",
+    "on_acting": "_acting_middlewares",
+    "on_model_call": "_model_call_middlewares",
+    "on_compress_context": "_compress_context_middlewares",
+}
+"""Where a 2.x `Agent` keeps the middlewares of each hook (sorted once, in its `__init__`)."""
+
+
+@dataclass
+class _Binding:
+    """One agent's part: its memory, mirror, pipeline and flags."""
+
+    agent: Agent
+    memory: ContextMemory
+    mirror: StateMirror
+    pipeline: ContextPipeline = field(init=False)
+    recall: Recall | None = field(init=False)
+    store: ToolResultStore = field(init=False)
+    tools: list[ToolBase] = field(default_factory=list)
+    parts: PromptParts = field(default_factory=PromptParts)
+    replying: bool = False
+    cutting: bool = False
+    note_loaded: bool = False
+    notices: list[str] = field(default_factory=list)
+    image_counts: ImageCounts = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def notify(self, text: str) -> None:
+        """Queue a notice for the user (yielded as an event before the next reasoning); the
+        pipeline has logged it already."""
+        self.notices.append(text)
+
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
+
+
+class ContextManager(Services):
+    """Keeps the context windows of the 2.x agents it is attached to healthy.
+
+    Args:
+        config: all settings (the same `ContextConfig` as on 1.x).
+        model: the chat model of the Compactor, the Summarizer and consolidation (a 2.x
+            model); `None` means extractive summaries only, no Summarizer.
+        formatter: ignored on 2.x (a 2.x model owns its formatter).
+        token_counter: a `TokenCounter`; default: tiktoken with `config.token_counter`.
+        middleware: the middleware to serve (used by `ContextMiddleware` itself).
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig | None = None,
+        model: Any = None,
+        formatter: Any = None,
+        *,
+        token_counter: TokenCounter | None = None,
+        middleware: ContextMiddleware | None = None,
+    ) -> None:
+        config = config or ContextConfig()
+        counter = token_counter or TokenCounter(config.token_counter)
+        super().__init__(config, model, None, counter)
+        self._bindings: dict[int, _Binding] = {}
+        self._middleware = middleware or ContextMiddleware(manager=self)
+
+    # -- attach / detach ---------------------------------------------------------------
+
+    def middleware(self) -> ContextMiddleware:
+        """The middleware for `Agent(..., middlewares=[...])` (put it last)."""
+        return self._middleware
+
+    def attach(self, agent: Agent) -> ContextMiddleware:
+        """Add the middleware to an existing 2.x `Agent` (innermost); safe to call twice.
+
+        Raises:
+            ContextUsageError: `agent` is not a 2.x `Agent`, or this AgentScope keeps its
+                middlewares elsewhere (then pass `middleware()` to the agent instead).
+        """
+        if not isinstance(agent, Agent):
+            raise ContextUsageError(
+                f"attach() needs an AgentScope {AGENTSCOPE_VERSION} Agent; got "
+                f"{type(agent).__name__}"
+            )
+        for hook, name in _HOOK_LISTS.items():
+            chain = getattr(agent, name, None)
+            if not isinstance(chain, list):
+                raise ContextUsageError(
+                    f"cannot attach to this Agent: AgentScope {AGENTSCOPE_VERSION} has no "
+                    f"{name!r} list; create the agent with "
+                    "Agent(..., middlewares=[manager.middleware()]) instead"
+                )
+            others = [m for m in chain if isinstance(m, ContextMiddleware)]
+            if any(m is not self._middleware for m in others):
+                raise ContextUsageError(
+                    f"agent {agent.name!r} already has a ContextMiddleware of another "
+                    "ContextManager: one manager per agent"
+                )
+            if self._middleware.is_implemented(hook) and not others:
+                chain.append(self._middleware)
+        self.bind(agent)
+        return self._middleware
+
+    def detach(self, agent: Agent) -> None:
+        """Take the middleware off `agent` (its state keeps the summary and messages; the
+        tools added stay in its toolkit)."""
+        for name in _HOOK_LISTS.values():
+            chain = getattr(agent, name, [])
+            while self._middleware in chain:
+                chain.remove(self._middleware)
+        self._bindings.pop(id(agent), None)
+
+    def bind(self, agent: Agent) -> _Binding:
+        """The agent's binding, made at its first use."""
+        binding = self._bindings.get(id(agent))
+        if binding is not None and binding.agent is agent:
+            return binding
+        memory = ContextMemory(self.working_dir, language=self.config.compactor.language)
+        binding = _Binding(agent, memory, StateMirror(memory))
+
+        async def notify(text: str) -> None:
+            binding.notify(text)
+
+        async def compacted(older: list[Msg]) -> None:
+            try:
+                await self.load_note(memory)
+            except Exception:
+                logger.exception("agentscope_ctx: could not load MEMORY.md")
+            await self.start_summarizer(older)
+
+        binding.pipeline, binding.recall, binding.store = self.make_pipeline(
+            memory,
+            config=self._budgeted(agent),
+            agent_name=str(agent.name),
+            calibration_key=str(getattr(agent.model, "model", "default")),
+            prompt_parts=lambda: binding.parts,
+            notify=notify,
+            on_compacted=compacted,
+        )
+        budget = binding.pipeline.calibration.budget
+        if budget >= SMALL_WINDOW:
+            binding.tools = [*memory_tools(self.long_term)]
+            if binding.recall is not None:
+                binding.tools.append(search_tool(binding.recall))
+        else:
+            logger.info(
+                "agentscope_ctx: %s's prompt budget is %d tokens: remember, log_today and "
+                "search_history are not offered (their schemas alone take about 440 tokens); "
+                "read_file is",
+                agent.name,
+                budget,
+            )
+        self._bindings[id(agent)] = binding
+        return binding
+
+    def _budgeted(self, agent: Agent) -> ContextConfig:
+        """The config for `agent`: `max_input_tokens` lowered to what its model's window
+        leaves for the prompt, when that is smaller. A 2.x model states its window (prompt
+        and answer together) as `context_size`; the answer's share is the `max_tokens` its
+        parameters state (up to half the window), else 5% of the window, as for a window a
+        provider states in an error (`WINDOW_MARGIN`)."""
+        window = getattr(agent.model, "context_size", None)
+        if not isinstance(window, int) or window <= 0:
+            return self.config
+        stated = getattr(getattr(agent.model, "parameters", None), "max_tokens", None)
+        if isinstance(stated, int) and 0 < stated <= window // 2:
+            reserved = stated
+        else:
+            reserved = math.ceil(window * WINDOW_MARGIN)
+        budget = window - reserved
+        if budget >= self.config.max_input_tokens:
+            return self.config
+        logger.info(
+            "agentscope_ctx: agent %r: budget %d tokens (its model's context_size %d, less "
+            "%d for the answer; max_input_tokens is %d)",
+            agent.name,
+            budget,
+            window,
+            reserved,
+            self.config.max_input_tokens,
+        )
+        return self.config.model_copy(update={"max_input_tokens": budget})
+
+    def extra_tools(self, binding: _Binding | None = None) -> list[ToolBase]:
+        """The tools besides `read_file`: `remember`, `log_today` (and `search_history`)."""
+        if binding is not None:
+            return list(binding.tools)
+        return [*memory_tools(self.long_term)]
+
+    def memories(self) -> list[ContextMemory]:
+        return [binding.memory for binding in self._bindings.values()]
+
+    def memory_of(self, agent: Agent) -> ContextMemory:
+        """The `ContextMemory` that mirrors an attached agent's state."""
+        return self._binding(agent).memory
+
+    # -- the pipeline on an agent's state ----------------------------------------------
+
+    async def refresh_parts(self, agent: Agent, binding: _Binding) -> None:
+        """Read the system prompt and tool schemas the agent sends now."""
+        try:
+            system = await agent._get_system_prompt()
+        except Exception:  # a private method of AgentScope: fall back to the plain prompt
+            system = str(getattr(agent, "_system_prompt", "") or "")
+        schemas = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
+        binding.parts = PromptParts(system, schemas)
+
+    async def run(self, binding: _Binding, **kwargs: Any) -> PipelineReport | None:
+        """Bring the memory in step with the state, run the pipeline (failures logged),
+        write the result back to the state."""
+        async with binding.lock:
+            state = binding.agent.state
+            try:
+                await cap_images(binding.agent, self.working_dir / "media", binding.image_counts)
+            except Exception:
+                logger.exception("agentscope_ctx: could not apply the agent's max_image_num")
+            before = list(state.context)
+            try:
+                await binding.mirror.pull(state)
+                if not binding.note_loaded:
+                    binding.note_loaded = True
+                    await self.load_note(binding.memory)
+                self.ensure_scheduler()
+            except Exception:
+                logger.exception("agentscope_ctx: could not read the agent's state")
+                return None
+            report = None
+            pushed = False
+            try:
+                report = await self.run_pipeline(binding.pipeline, **kwargs)
+            finally:  # also when the prompt cannot fit (raised): what was done is kept
+                changed = report is None or bool(report.truncated or report.compacted)
+                try:
+                    binding.mirror.push(state, changed=changed)
+                    pushed = True
+                except Exception:
+                    logger.exception("agentscope_ctx: could not write the agent's state")
+            if pushed and report is not None and changed:
+                await self._after_changes(binding, before, report)
+            return report
+
+    async def _after_changes(
+        self, binding: _Binding, before: list[Any], report: PipelineReport
+    ) -> None:
+        """What AgentScope does after its own compression (see `_workspace`): the read
+        cache keeps only files the model still sees; what left goes to the offloader too."""
+        agent = binding.agent
+        try:
+            await clean_read_cache(agent)
+            if report.compacted:
+                path = await offload_left(agent, before)
+                if path is not None and binding.mirror.offload_note != offload_reminder(path):
+                    binding.mirror.offload_note = offload_reminder(path)
+                    binding.mirror.push(agent.state, changed=False)
+        except Exception:
+            logger.exception("agentscope_ctx: could not update the read cache or offloader")
+
+    # -- public operations -------------------------------------------------------------
+
+    async def compact(self, agent: Agent, extra_instruction: str | None = None) -> PipelineReport:
+        """Compact now, whatever the threshold (as on 1.x)."""
+        binding = self._binding(agent)
+        await self.refresh_parts(agent, binding)
+        async with binding.lock:
+            before = list(agent.state.context)
+            await binding.mirror.pull(agent.state)
+            try:
+                report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
+            finally:
+                binding.mirror.push(agent.state)
+            await self._after_changes(binding, before, report)
+        return report
+
+    async def pin(self, agent: Agent, msg_id: str, *, pinned: bool = True) -> None:
+        """Pin (or, with `pinned=False`, unpin) the message `msg_id` of `agent.state.context`:
+        it is then never masked, cut harder or compacted (within `pin_max_share` of the
+        budget). The mark is the message's metadata ``{"agentscope_ctx.pinned": True}``, so
+        it is saved with the state; a message can also be made with it.
+
+        Raises:
+            ContextUsageError: no message of the agent's context has that id.
+        """
+        binding = self._binding(agent)
+        await self.refresh_parts(agent, binding)
+        async with binding.lock:
+            for msg in agent.state.context:
+                if msg.id == msg_id:
+                    if pinned:
+                        msg.metadata[PIN_MARK] = True
+                    else:
+                        msg.metadata.pop(PIN_MARK, None)
+                    binding.mirror.reconvert(msg_id)
+            await binding.mirror.pull(agent.state)
+            self.pin_message(binding.pipeline, binding.memory, msg_id, pinned)
+
+    async def context_usage(self, agent: Agent) -> ContextUsage:
+        """Tokens by part of the prompt the agent would send now."""
+        binding = self._binding(agent)
+        await self.refresh_parts(agent, binding)
+        async with binding.lock:
+            await binding.mirror.pull(agent.state)
+        return await self.usage(binding.pipeline, binding.memory)
+
+    def _binding(self, agent: Agent) -> _Binding:
+        binding = self._bindings.get(id(agent))
+        if binding is None or binding.agent is not agent:
+            raise ContextUsageError(
+                f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
+            )
+        return binding

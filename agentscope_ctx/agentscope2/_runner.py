@@ -1,0 +1,137 @@
+"""The 2.x side of `agentscope_ctx.agentscope1._runner`: our helper agents as AgentScope 2.x
+`Agent`s.
+
+`run_agent` builds a fresh `Agent` per run (empty `AgentState`) with:
+
+- `InjectionConfig(inject_runtime_state=False)`: no time / task / context-length hints in a
+  prompt we sized ourselves;
+- `_RunnerMiddleware`, whose `on_compress_context` never calls `next_handler`: the agent's
+  built-in compression (a structured-output call, which some providers reject) never runs;
+  its `on_model_call` drops `tool_choice` when there are no tools (the agent asks for
+  `tool_choice="none"` after a stray tool call at its last iteration: a tool-less run sends
+  no tool fields at all) and holds each model call to `call_timeout`;
+- `ReActConfig(max_iters=..., interruption_raise_cancelled_error=True)`: a cancellation (the
+  caller's `asyncio.wait_for`, or its own task being cancelled) leaves the run as a
+  `CancelledError` instead of the agent's "I notice the interruption" reply, which
+  `wait_for` on Python 3.11 would return as the answer;
+- every tool a `function_tool` (allowed without asking the user).
+
+A timed-out model call: AgentScope's `ChatModelBase.__call__` answers a cancelled API call
+with an empty INTERRUPTED response instead of raising, so the deadline is checked after the
+call returns, and each chunk of a stream likewise; past it, `TimeoutError` is raised (the
+agent does not retry: `ModelConfig.max_retries` is 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentscope.agent import Agent, InjectionConfig, ReActConfig
+from agentscope.message import SystemMsg, UserMsg
+from agentscope.middleware import MiddlewareBase
+from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.tool import Toolkit
+
+from ..agentscope1._runner import AgentTool
+from ._tools import function_tool
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+
+__all__ = ["format_prompt", "run_agent"]
+
+ModelResult = ChatResponse | AsyncGenerator[ChatResponse, None]
+
+
+class _RunnerMiddleware(MiddlewareBase):
+    """No built-in compression, no `tool_choice` without tools, a time limit per model call."""
+
+    def __init__(self, call_timeout: float | None) -> None:
+        """Args:
+        call_timeout: Longest wait, in seconds, for one model call (a stream: all of it).
+        """
+        super().__init__()
+        self.call_timeout = call_timeout
+
+    async def on_compress_context(
+        self,
+        agent: Agent,
+        input_kwargs: dict[str, Any],
+        next_handler: Callable[..., Awaitable[None]],
+    ) -> None:
+        """Skip the built-in compression: the caller keeps its prompt within budget."""
+
+    async def on_model_call(
+        self,
+        agent: Agent,
+        input_kwargs: dict[str, Any],
+        next_handler: Callable[..., Awaitable[ModelResult]],
+    ) -> ModelResult:
+        """Call on, without `tool_choice` when there are no tools, within the time limit."""
+        changes: dict[str, Any] = {} if input_kwargs.get("tools") else {"tool_choice": None}
+        if self.call_timeout is None:
+            return await next_handler(**changes)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.call_timeout
+        result = await asyncio.wait_for(next_handler(**changes), self.call_timeout)
+        if loop.time() >= deadline:  # cancelled inside, answered with an empty response
+            raise TimeoutError(f"model call took over {self.call_timeout:g} s")
+        if isinstance(result, ChatResponse):
+            return result
+        return _bounded(result, deadline, self.call_timeout)
+
+
+async def _bounded(
+    chunks: AsyncGenerator[ChatResponse, None], deadline: float, limit: float
+) -> AsyncGenerator[ChatResponse, None]:
+    """The stream `chunks`, raising `TimeoutError` once `deadline` has passed."""
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(chunks), max(deadline - loop.time(), 0))
+            except StopAsyncIteration:
+                return
+            if loop.time() >= deadline:
+                raise TimeoutError(f"model call took over {limit:g} s")
+            yield chunk
+    finally:
+        await chunks.aclose()
+
+
+async def run_agent(
+    model: ChatModelBase,
+    *,
+    name: str,
+    sys_prompt: str,
+    prompt: str,
+    tools: Sequence[AgentTool],
+    max_iters: int,
+    call_timeout: float | None,
+) -> str:
+    """Run a fresh 2.x `Agent` on `prompt`; return its final text (see
+    `agentscope_ctx.agentscope1._runner.run_agent`)."""
+    agent = Agent(
+        name=name,
+        system_prompt=sys_prompt,
+        model=model,
+        toolkit=Toolkit(tools=[function_tool(t.func, read_only=t.read_only) for t in tools]),
+        middlewares=[_RunnerMiddleware(call_timeout)],
+        react_config=ReActConfig(max_iters=max_iters, interruption_raise_cancelled_error=True),
+        injection_config=InjectionConfig(inject_runtime_state=False),
+    )
+    reply = await agent.reply(UserMsg(name="user", content=prompt))
+    return reply.get_text_content() or ""
+
+
+async def format_prompt(
+    model: ChatModelBase, *, sys_prompt: str, prompt: str
+) -> list[dict[str, Any]]:
+    """A system prompt and a user message as `model.formatter` sends them."""
+    formatter: FormatterBase | None = getattr(model, "formatter", None)
+    if formatter is None:
+        raise TypeError(f"{type(model).__name__} has no formatter (a 2.x model owns one)")
+    messages = [SystemMsg(name="system", content=sys_prompt), UserMsg(name="user", content=prompt)]
+    return await formatter.format(messages)

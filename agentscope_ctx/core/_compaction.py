@@ -1,0 +1,290 @@
+"""`Compaction`: rung (c) of the pressure ladder, the model summary (DESIGN.md §3).
+
+The older messages are split off (the newest `keep_recent_ratio` of the budget stays, a
+tool_use never apart from its tool_result), summarised by the compactor, appended to
+`dialog/` durably, and only then removed from memory; the summary takes their place, with
+what is carried by code whoever wrote it (the user's words and the artifact trail, `_carry`)
+and the eviction index of what left (issue 13) after it.
+
+Three rules (DESIGN.md §13):
+
+- **The current user turn never leaves the prompt**: the newest user message (not a tool
+  result, not a hint) stays in memory even when it falls in the older part; the agent's work
+  after it can still be compacted. It is written to `dialog/` with the older part (in order;
+  the store skips it when it leaves later), so the files keep the conversation's order.
+- **Pinned messages stay** (`_pins`, within `pin_max_share`), in their place; like the
+  current turn, they are written to `dialog/` with the older part.
+- **A compaction that would not make the prompt smaller is not made**: before the model
+  call when the older part is smaller than the least a summary takes (the guide, the carried
+  block and the eviction index), after it when the new summary is; nothing is removed, and
+  the notice says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..stores._dialog import DialogStore
+from ._accountant import Accountant
+from ._carry import carried, split_carry, with_carry
+from ._config import ContextConfig
+from ._entry import Msg
+from ._errors import PersistenceError
+from ._eviction import eviction_index, split_summary, with_index
+from ._failures import FailureLog
+from ._outcome import ReadSaved
+from ._pins import protected
+
+__all__ = [
+    "HINT_MARK",
+    "Compaction",
+    "CompactionOutcome",
+    "CompactorLike",
+    "current_turn",
+    "split_point",
+]
+
+HINT_MARK = "hint"
+"""The mark of a hint message (AgentScope 1.x's `_MemoryMark.HINT`; the 2.x adapter marks its
+hint entries so): not a user turn."""
+
+Notify = Callable[[str], Awaitable[None]]
+
+
+class _Summary(Protocol):
+    @property
+    def summary(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+class CompactorLike(Protocol):
+    """What the pipeline needs of a compactor (`agentscope_ctx.Compactor` is one)."""
+
+    async def compact(
+        self,
+        previous_summary: str,
+        messages: Sequence[Msg],
+        *,
+        extra_instruction: str | None = None,
+    ) -> _Summary: ...
+
+
+@dataclass
+class CompactionOutcome:
+    """What one compaction did."""
+
+    compacted: int = 0
+    """Messages moved from memory to `dialog/`."""
+    source: str | None = None
+    """Who wrote the summary: "model", "model_retry" or "extractive"."""
+    note: str | None = None
+
+
+def current_turn(content: Sequence[tuple[Msg, Sequence[str]]]) -> str | None:
+    """Id of the current user turn: the newest message with role ``"user"`` that holds no
+    tool result and is not marked as a hint (`None` when there is none)."""
+    for msg, marks in reversed(content):
+        if msg.role != "user" or HINT_MARK in marks:
+            continue
+        content_ = msg.content
+        blocks = content_ if isinstance(content_, list) else []
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+            continue
+        return str(msg.id)
+    return None
+
+
+def split_point(msgs: Sequence[Msg], counts: Sequence[int], keep_tokens: int) -> int:
+    """Index that splits `msgs` into older (`[:i]`) and kept (`[i:]`) parts.
+
+    The kept part is the longest suffix worth at most `keep_tokens` that never holds a
+    tool_result whose tool_use is in the older part; at least the last such unit is kept.
+    Returns 0 when no valid split exists (everything is one unit).
+    """
+    pending: set[str] = set()  # tool results in the kept part whose tool_use is not yet seen
+    kept = 0
+    best = 0
+    for i in range(len(msgs) - 1, -1, -1):
+        for block in msgs[i].get_content_blocks():
+            if block.get("type") == "tool_result":
+                pending.add(str(block.get("id")))
+            elif block.get("type") == "tool_use":
+                pending.discard(str(block.get("id")))
+        kept += counts[i]
+        if pending or i == 0:
+            continue
+        if kept > keep_tokens and best:
+            break
+        best = i
+    return best
+
+
+class Compaction:
+    """The compaction stage of one agent's pipeline."""
+
+    def __init__(
+        self,
+        config: ContextConfig,
+        accountant: Accountant,
+        *,
+        dialog: DialogStore,
+        compactor: CompactorLike,
+        failures: FailureLog,
+        notify: Notify,
+        on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
+        read_saved: ReadSaved | None = None,
+        internal: Callable[[str], bool] = lambda path: False,
+    ) -> None:
+        """`read_saved` reads a saved output back (bounded) to judge a run whose output was
+        cut or masked; `internal` tells the package's own paths (saved outputs) apart from the
+        agent's artifacts (see `_carry`)."""
+        self.config = config
+        self.accountant = accountant
+        self.memory = accountant.memory
+        self.dialog = dialog
+        self.compactor = compactor
+        self.failures = failures
+        self.notify = notify
+        self.on_compacted = on_compacted
+        self.read_saved = read_saved
+        self.internal = internal
+        self._stalled_at: int | None = None
+
+    def stalled(self, tokens: int) -> bool:
+        """Loop guard: after a compaction that did not help, wait for real growth (5% of
+        the budget) from the smallest prompt since (see `settle`)."""
+        if self._stalled_at is None:
+            return False
+        return tokens - self._stalled_at < 0.05 * self.accountant.calibration.budget
+
+    def settle(self, tokens: int) -> None:
+        """The prompt at the end of a pipeline run: the guard's mark follows it down, so
+        that growth is counted from what the model was last given, never from a peak that
+        later rungs cut (issue 19: a mark that never came down kept compaction off)."""
+        if self._stalled_at is not None and tokens < self._stalled_at:
+            self._stalled_at = tokens
+
+    async def run(
+        self,
+        tokens_before: int,
+        threshold: int,
+        *,
+        extra_instruction: str | None = None,
+        keep_ratio: float | None = None,
+    ) -> CompactionOutcome:
+        """Compact all but the newest `keep_ratio` (default `keep_recent_ratio`) of the
+        budget. `tokens_before` and `threshold` are for the messages and the loop guard."""
+        start = await self.accountant.calibrated()
+        msgs = self.memory.messages()
+        counts = [self.accountant.ledger.counts[m.id] for m in msgs]
+        calibration = self.accountant.calibration
+        ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
+        keep = int(ratio * calibration.budget / calibration.scale)  # in raw estimate units
+        leaving = msgs[: split_point(msgs, counts, keep)]
+        current = current_turn(self.memory.content)
+        share = int(self.config.pin_max_share * calibration.budget / calibration.scale)
+        pinned, unprotected = protected(msgs, self.accountant.ledger.counts, share)
+        # the current user turn and the pins stay, in their place
+        older = [m for m in leaving if m.id != current and m.id not in pinned]
+        if unprotected:
+            await self.notify(
+                f"[agentscope_ctx] {unprotected} pinned message(s) over pin_max_share "
+                f"({self.config.pin_max_share:g} of the budget) are compacted like the rest"
+            )
+        if not older:
+            return CompactionOutcome(note="nothing to compact: the newest messages form one unit")
+        previous, previous_index = split_summary(self.memory.compact_summary)
+        previous, previous_carry = split_carry(previous)
+        carry_chars = min(self.config.compactor.carry_max_chars, calibration.budget * 7 // 20)
+        carry = carried(
+            older,
+            previous_carry,
+            max(carry_chars, 400),
+            read_saved=self.read_saved,
+            internal=self.internal,
+            hints={m.id for m, marks in self.memory.content if HINT_MARK in marks},
+        )
+        index = ""
+        if self.config.recall.enabled:  # what is gone, to search for (changes only here)
+            # at most a tenth of the budget (at ~3.5 characters a token), like the carried block
+            index_chars = min(
+                self.config.recall.eviction_index_max_chars, max(calibration.budget * 7 // 20, 200)
+            )
+            index = eviction_index(older, previous_index, index_chars)
+        # No-grow rule: what leaves (the older messages shown, the summary shown now) against
+        # what would come instead (a summary message, at least its guide and the index).
+        hidden = self.memory.hidden
+        freed = sum(self.accountant.ledger.counts[m.id] for m in older if m.id not in hidden)
+        freed += await self._summary_tokens(self.memory.summary_text())
+        least = await self._summary_tokens(with_index(with_carry("-", carry), index))
+        if least >= freed:
+            return await self._not_made(
+                tokens_before,
+                f"{_older(older)} and the summary take {freed} tokens, a summary at least {least}",
+            )
+        await self.notify(
+            f"[agentscope_ctx] compacting {len(older)} messages "
+            f"({tokens_before} tokens, threshold {threshold})...",
+        )
+        result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
+        summary = with_index(with_carry(result.summary, carry), index)
+        new = await self._summary_tokens(summary)
+        if new >= freed:
+            return await self._not_made(
+                tokens_before,
+                f"the new summary takes {new} tokens, {_older(older)} and the summary it "
+                f"would replace {freed}",
+            )
+        try:
+            await self.dialog.append(leaving)  # write-ahead: durable before removal
+        except PersistenceError as exc:
+            # Nothing is removed; the older messages are only not shown, the new summary
+            # standing for them, until a later compaction can save them.
+            self.failures.failed("dialog", f"messages kept in memory, not saved: {exc}")
+            self.memory.hide([m.id for m in older], summary)
+            await self.notify(
+                f"[agentscope_ctx] could not save to {self.dialog.dialog_dir} ({exc}); "
+                f"{len(older)} older messages are kept in memory but not shown",
+            )
+            return CompactionOutcome(note=f"dialog not saved, nothing removed: {exc}")
+        self.failures.recovered("dialog")
+        await self.memory.delete([m.id for m in older])
+        await self.memory.update_compressed_summary(summary)
+        # Whether it helped is judged on the messages it had: what arrived meanwhile (the
+        # outputs of parallel tool calls, added while the compactor ran) is not its doing.
+        arrived = await self._arrived_tokens({m.id for m in msgs})
+        tokens_after = await self.accountant.calibrated() - arrived
+        self._stalled_at = tokens_after if tokens_after >= start else None
+        if self.on_compacted is not None:
+            await self.on_compacted(older)
+        return CompactionOutcome(len(older), result.source, result.reason)
+
+    async def _arrived_tokens(self, known: set[str]) -> int:
+        """Calibrated tokens of the shown messages that are not in `known`."""
+        t = await self.accountant.sync()
+        hidden = self.memory.hidden
+        raw = sum(t.counts[i] for i in t.msgs if i not in known and i not in hidden)
+        return math.ceil(raw * self.accountant.calibration.scale)
+
+    async def _summary_tokens(self, summary: str) -> int:
+        msg = self.memory.summary_message_for(summary)
+        return 0 if msg is None else await self.accountant.counter.count_msg(msg)
+
+    async def _not_made(self, tokens_before: int, why: str) -> CompactionOutcome:
+        """Skip a compaction that would not shrink the prompt; say so, and wait for growth
+        before trying again (the loop guard)."""
+        self._stalled_at = tokens_before
+        note = f"not made: it would not make the prompt smaller ({why})"
+        await self.notify(f"[agentscope_ctx] compaction {note}")
+        return CompactionOutcome(note=note)
+
+
+def _older(older: Sequence[Msg]) -> str:
+    n = len(older)
+    return f"the {n} older message{'' if n == 1 else 's'}"

@@ -1,0 +1,359 @@
+"""`Compactor`: writes the sectioned summary that replaces the older part of the context.
+
+The summary is written by an AgentScope agent (`_runner.run_agent_once`: tool-less, one
+iteration, fresh memory per call; a `ReActAgent` on 1.x, an `Agent` on 2.x) on the configured
+model, from the previous summary and a compact transcript of the older messages. It answers in
+plain text: no structured output, no tools, no `response_format`, so providers that reject
+those serve it too; a missing section is a validation error like any other (retry, then the
+extractive fallback), never an exception. When the transcript does not fit the compactor's own
+input budget, it is summarised in chunks, oldest first, each folding into the running summary.
+
+Every model answer is validated (`validate_summary`; in tokens, not longer than the messages
+and previous summary it replaces, with a 256-token floor, nor than a quarter of the budget); an
+invalid answer is retried once with the error in the prompt; a second failure, a model exception
+or a timeout (`timeout_seconds`, per model call) falls back to the deterministic
+`extractive_summary` for the rest. `Compactor.compact` therefore never raises (except
+`asyncio.CancelledError`). A manual compaction's extra instruction goes into every chunk's
+prompt. Section headings stay English in every language (see `_extractive`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ..agentscope1._runner import format_prompt, has_model, run_agent_once
+from ._config import CompactorConfig
+from ._entry import Msg
+from ._extractive import extractive_summary, render_msg, validate_summary
+from ._outcome import ReadSaved
+from ._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+    from agentscope.model import ChatModelBase
+
+__all__ = ["CompactionResult", "Compactor", "run_agent_once"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+_MIN_CHUNK_TOKENS = 128
+_CUT_NOTE = "\n[... cut to fit the compactor's input budget: {shown} of {total} characters shown]"
+_HEADINGS = (
+    "## Goal\n## Constraints\n## Progress\n### Done\n### In progress\n### Blocked\n"
+    "## Key Decisions\n## Next Steps\n## Critical Context"
+)
+_SYSTEM = {
+    "en": (
+        "You are the context compactor of an AI agent. You write the structured summary that "
+        "replaces the older part of the agent's conversation, so that the agent can continue "
+        "its work from the summary and the newest messages alone.\n\n"
+        "Rules:\n"
+        "- Answer with the summary only, in Markdown, with exactly these headings in this "
+        f"order:\n{_HEADINGS}\n"
+        "- Update the previous summary with the new messages: keep what still holds, change "
+        "what changed, drop what is obsolete. Never drop a constraint the user set.\n"
+        "- Copy verbatim: file paths, function and class names, commands, error messages, "
+        "identifiers, numbers and URLs.\n"
+        "- The user's latest corrections and preferences override earlier instructions; "
+        "record them under Constraints.\n"
+        "- Be concise: short bullet points, no preamble, no closing remarks; the summary must "
+        "be much shorter than the messages it replaces. Write '- (none)' for an empty section."
+    ),
+    "zh": (
+        "你是一个 AI 智能体的上下文压缩器。你要写一份结构化摘要，用来替换智能体对话中较早的部分，"
+        "使智能体仅凭这份摘要和最新的消息就能继续工作。\n\n"
+        "规则：\n"
+        f"- 只输出摘要本身，使用 Markdown，并严格按此顺序使用以下英文标题（标题保持英文原样，"
+        f"不要翻译）：\n{_HEADINGS}\n"
+        "- 正文用中文书写。用新消息更新之前的摘要：保留仍然成立的内容，修改已变化的内容，"
+        "删除过时的内容。不要丢弃用户设定的任何约束。\n"
+        "- 原样保留：文件路径、函数名和类名、命令、错误信息、标识符、数字和 URL。\n"
+        "- 用户最新的更正和偏好优先于之前的指示，把它们记在 Constraints 下。\n"
+        "- 简洁：使用简短的要点，不要开场白和结束语；摘要必须比它替换的消息短得多。"
+        "空的章节写 '- （无）'。"
+    ),
+}
+_TEXT = {
+    "en": {
+        "previous": "Previous summary:",
+        "none": "(none: this is the first summary)",
+        "messages": "Messages to fold into the summary (oldest first){part}:",
+        "part": ", part {n}; older parts are already in the previous summary",
+        "more": "More messages follow after these; they will be folded in later.",
+        "extra": "Additional instruction from the user for this summary:",
+        "retry": "Your previous answer was rejected: {error}. Answer again with the full summary.",
+        "go": "Write the updated summary now.",
+    },
+    "zh": {
+        "previous": "之前的摘要：",
+        "none": "（无：这是第一份摘要）",
+        "messages": "需要并入摘要的消息（从旧到新）{part}：",
+        "part": "，第 {n} 部分；更早的部分已包含在之前的摘要中",
+        "more": "这些消息之后还有更多消息，稍后会再并入。",
+        "extra": "用户对本次摘要的附加要求：",
+        "retry": "你上一次的回答被拒绝了：{error}。请重新输出完整的摘要。",
+        "go": "现在写出更新后的摘要。",
+    },
+}
+
+
+class _ModelFailure(Exception):
+    """The model call raised or timed out."""
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """One chunk's request: what the prompt holds, and the tokens the answer replaces."""
+
+    summary: str
+    transcript: str
+    extra: str | None
+    part: int | None
+    more: bool
+    replaced: int
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What `Compactor.compact` produced.
+
+    Attributes:
+        summary: The sectioned Markdown summary, without any wrapper.
+        source: `"model"`, `"model_retry"` (an answer was rejected once, then accepted) or
+            `"extractive"` (the deterministic fallback wrote at least part of it).
+        reason: Why it retried or fell back, for the log and the user; `None` when all went well.
+        chunks: How many chunks the model was asked to summarise (0 when it was not used).
+    """
+
+    summary: str
+    source: Literal["model", "model_retry", "extractive"]
+    reason: str | None
+    chunks: int
+
+
+def _clean(answer: str) -> str:
+    """Drop a preamble before the first heading, and a code fence wrapping the summary."""
+    text = answer.strip()
+    first = re.search(r"^#", text, re.M)
+    fence = re.search(r"^```[\w-]*[ \t]*$", text, re.M)
+    if fence and (first is None or fence.start() < first.start()):
+        text = text[fence.end() :]
+        close = text.rfind("\n```")
+        text = text[:close] if close != -1 else text
+        first = re.search(r"^#", text, re.M)
+    return (text[first.start() :] if first else text).strip() + "\n"
+
+
+class Compactor:
+    """Turns the previous summary and the older messages into the new summary."""
+
+    def __init__(
+        self,
+        config: CompactorConfig,
+        *,
+        model: ChatModelBase | None,
+        formatter: FormatterBase | None,
+        counter: TokenCounter,
+        max_input_tokens: int,
+        read_saved: ReadSaved | None = None,
+    ) -> None:
+        """Initialize the compactor.
+
+        Args:
+            config: The compactor settings.
+            model: The model that writes summaries; `None` means extractive summaries only.
+            formatter: The formatter of `model`: required on AgentScope 1.x (without it, the
+                summaries are extractive); on 2.x ignored, the model owns its formatter.
+            counter: Counts tokens for budgets and validation.
+            max_input_tokens: The main input budget, used when `config.max_input_tokens` is
+                `None`.
+            read_saved: Reads a saved output back (bounded), so that the extractive fallback
+                judges a run whose output was cut or masked from the whole output.
+        """
+        self.config = config
+        self._model = model
+        self._formatter = formatter
+        self._counter = counter
+        self._read_saved = read_saved
+        self.budget = config.max_input_tokens or max_input_tokens
+        """The compactor's own input budget, in tokens."""
+        self.max_summary_tokens = max(256, min(self.budget, max_input_tokens) // 4)
+        """The longest summary accepted from the model, in tokens: a quarter of the main
+        budget (or of the compactor's own, when smaller); a larger compactor window gives
+        larger chunks, not a larger summary."""
+
+    async def compact(
+        self,
+        previous_summary: str,
+        messages: Sequence[Msg],
+        *,
+        extra_instruction: str | None = None,
+    ) -> CompactionResult:
+        """Write the summary that replaces `messages`. Never raises, except on cancellation.
+
+        Args:
+            previous_summary: The current summary (empty string if there is none), raw: without
+                the guide the memory adds when presenting it.
+            messages: The messages to replace, oldest first.
+            extra_instruction: The user's instruction for a manual compaction.
+
+        Returns:
+            The summary and how it was obtained.
+        """
+        try:
+            if not has_model(self._model, self._formatter) or not self.config.enabled:
+                why = "compactor disabled" if not self.config.enabled else "no model configured"
+                return await self._fallback(previous_summary, messages, why, 0)
+            if not messages:
+                reason = "no messages to compact"
+                if previous_summary.strip() and validate_summary(previous_summary) is None:
+                    return CompactionResult(previous_summary, "extractive", reason, 0)
+                return await self._fallback(previous_summary, messages, reason, 0)
+            return await self._with_model(previous_summary, list(messages), extra_instruction)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug here must not cost the agent its reply
+            logger.exception("Compactor failed unexpectedly; using the extractive summary.")
+            return await self._fallback(previous_summary, messages, f"internal error: {exc!r}", 0)
+
+    async def _with_model(
+        self, summary: str, messages: list[Msg], extra: str | None
+    ) -> CompactionResult:
+        if await self._counter.count_text(summary) > self.max_summary_tokens:
+            logger.info("Compactor: the previous summary is over budget; condensing it first.")
+            summary = (await self._fallback(summary, [], "", 0)).summary
+        rendered = [render_msg(msg) for msg in messages]
+        sizes = [await self._counter.count_text(text) + 2 for text in rendered]
+        start, chunks, retried = 0, 0, None
+        while start < len(messages):
+            room = self.budget - await self._prompt_tokens(summary, extra)
+            room = max(room - 32 - self.budget // 100, _MIN_CHUNK_TOKENS)
+            end, used = start + 1, sizes[start]
+            while end < len(messages) and used + sizes[end] <= room:
+                used += sizes[end]
+                end += 1
+            texts = rendered[start:end]
+            if sizes[start] > room:
+                texts = [await self._cut(texts[0], room)]
+            chunks += 1
+            part = chunks if chunks > 1 or end < len(messages) else None
+            replaced = await self._counter.count_msgs(messages[start:end])
+            replaced += await self._counter.count_text(summary)
+            ask = _Ask(summary, "\n\n".join(texts), extra, part, end < len(messages), replaced)
+            try:
+                answer, error = await self._attempt(ask)
+                if error is not None:
+                    retried = f"chunk {chunks}: first answer rejected: {error}"
+                    logger.info("Compactor %s; retrying once.", retried)
+                    answer, error = await self._attempt(ask, error=error)
+                    error = error and f"answer rejected twice: {error}"
+            except _ModelFailure as exc:
+                error = str(exc)
+            if error is not None:
+                reason = f"chunk {chunks}: {error}"
+                return await self._fallback(summary, messages[start:], reason, chunks)
+            summary, start = answer, end
+        return CompactionResult(summary, "model_retry" if retried else "model", retried, chunks)
+
+    async def _attempt(self, ask: _Ask, *, error: str | None = None) -> tuple[str, str | None]:
+        """One model call; returns the cleaned answer and what is wrong with it, if anything.
+
+        Raises:
+            _ModelFailure: the call raised or timed out (not worth a retry).
+        """
+        assert self._model is not None
+        prompt = self._prompt(ask, error)
+        try:
+            answer = await asyncio.wait_for(
+                run_agent_once(
+                    self._model,
+                    self._formatter,
+                    name="compactor",
+                    sys_prompt=_SYSTEM[self.config.language],
+                    prompt=prompt,
+                ),
+                timeout=self.config.timeout_seconds,
+            )
+        except asyncio.TimeoutError:
+            raise _ModelFailure(
+                f"model timed out after {self.config.timeout_seconds:g} s"
+            ) from None
+        except Exception as exc:
+            logger.warning("Compactor model call failed: %r", exc)
+            raise _ModelFailure(f"model call failed: {exc!r}") from exc
+        answer = _clean(answer)
+        problem = validate_summary(answer)
+        return answer, problem or await self._check_size(answer, ask.replaced)
+
+    async def _check_size(self, answer: str, replaced: int) -> str | None:
+        tokens = await self._counter.count_text(answer)
+        limit = min(max(replaced, 256), self.max_summary_tokens)
+        if tokens > limit:
+            return f"the summary has {tokens} tokens, more than the {limit} allowed"
+        return None
+
+    def _prompt(self, ask: _Ask, error: str | None) -> str:
+        t = _TEXT[self.config.language]
+        part = t["part"].format(n=ask.part) if ask.part else ""
+        lines = [t["previous"], ask.summary.strip() or t["none"], ""]
+        lines += [t["messages"].format(part=part), "<messages>", ask.transcript, "</messages>"]
+        if ask.more:
+            lines.append(t["more"])
+        if ask.extra and ask.extra.strip():
+            lines += ["", t["extra"], ask.extra.strip()]
+        if error:
+            lines += ["", t["retry"].format(error=error)]
+        lines += ["", t["go"]]
+        return "\n".join(lines)
+
+    async def _prompt_tokens(self, summary: str, extra: str | None) -> int:
+        """Tokens of the formatted prompt without the transcript (a retry note included)."""
+        assert self._model is not None
+        prompt = self._prompt(_Ask(summary, "", extra, 999, True, 0), "x" * 200)
+        formatted = await format_prompt(
+            self._model, self._formatter, sys_prompt=_SYSTEM[self.config.language], prompt=prompt
+        )
+        return await self._counter.count(formatted)
+
+    async def _cut(self, text: str, max_tokens: int) -> str:
+        """Cut `text` (at a line end when one is near) so it fits `max_tokens` with the note."""
+        note = _CUT_NOTE.format(shown=len(text), total=len(text))
+        budget = max_tokens - await self._counter.count_text(note) - 2
+        low, high = 0, len(text)
+        while low < high:  # longest prefix within the budget
+            mid = (low + high + 1) // 2
+            if await self._counter.count_text(text[:mid]) <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        newline = text.rfind("\n", 0, low)
+        shown = newline if newline > low // 2 else low
+        return text[:shown] + _CUT_NOTE.format(shown=shown, total=len(text))
+
+    async def _fallback(
+        self, summary: str, messages: Sequence[Msg], reason: str, chunks: int
+    ) -> CompactionResult:
+        """The extractive summary, shrunk until it fits `max_summary_tokens` (or cannot shrink)."""
+        if chunks or reason.startswith("internal"):
+            logger.warning("Compactor fell back to the extractive summary: %s", reason)
+        max_chars = 12_000
+        while True:
+            text = extractive_summary(
+                summary,
+                messages,
+                language=self.config.language,
+                max_chars=max_chars,
+                read_saved=self._read_saved,
+            )
+            if (
+                max_chars <= 1_000
+                or await self._counter.count_text(text) <= self.max_summary_tokens
+            ):
+                break
+            max_chars //= 2
+        return CompactionResult(text, "extractive", reason, chunks)

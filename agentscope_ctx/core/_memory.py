@@ -1,0 +1,505 @@
+"""`ContextMemory`: the agent's memory, holding the compact summary and the live messages."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+import shortuuid
+
+from .._line import IS_1X
+from ._entry import Msg
+from ._failures import FailureLog
+from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read, write_summary
+from ._pins import PIN_MARK
+
+__all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "ContextMemory"]
+
+if IS_1X:
+    from agentscope.memory import MemoryBase
+else:
+
+    class MemoryBase:
+        """On AgentScope 2.x (no `MemoryBase`, no `StateModule`): the part of 1.x's base that
+        `ContextMemory` uses. There the 2.x adapter keeps the memory in step with the agent's
+        `AgentState`, which is what 2.x persists; `state_dict` is for tests and tools."""
+
+        def __init__(self) -> None:
+            self._compressed_summary = ""
+            self._state_names: list[str] = []
+
+        def register_state(self, name: str) -> None:
+            self._state_names.append(name)
+
+        def state_dict(self) -> dict[str, Any]:
+            return {name: getattr(self, name) for name in self._state_names}
+
+        # What `ContextMemory` calls on a backend: on 2.x there are no AgentScope memories,
+        # so a `backend` (1.x only) never exists there.
+        async def add(self, memories: Any, marks: Any = None, **kwargs: Any) -> None:
+            raise NotImplementedError
+
+        async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+            raise NotImplementedError
+
+        async def clear(self) -> None:
+            raise NotImplementedError
+
+        async def update_messages_mark(
+            self, new_mark: str | None, old_mark: str | None = None, msg_ids: Any = None
+        ) -> int:
+            raise NotImplementedError
+
+
+_GUIDE = {
+    "en": (
+        "Older messages of this conversation were moved out of the context. This summary "
+        "replaces them. The raw messages are saved, one JSON object per line, in "
+        "{dialog_dir}/YYYY-MM-DD.jsonl (one file per day). If you need an exact detail, read "
+        "them with `read_file`, starting from the newest file and going backwards."
+    ),
+    "zh": (
+        "本对话较早的消息已移出上下文，由以下摘要代替。原始消息按日期保存在 "
+        "{dialog_dir}/YYYY-MM-DD.jsonl（每行一个 JSON 对象）。如需确切细节，请用 `read_file` "
+        "从最新的文件开始向前阅读。"
+    ),
+}
+
+
+_NOTE_LEFT_OUT = {
+    "en": "(Not shown, for lack of room in the prompt: the long-term memory is in "
+    "{path}; read it with `read_file` when you need it.)",
+    "zh": "（提示空间不足，长期记忆未显示：它保存在 {path}，需要时请用 `read_file` 阅读。）",
+}
+
+
+_UNSAVED = {
+    "en": " ({n} older messages are not shown and not yet in dialog/: they could not be saved;"
+    " they are kept and will be saved when the disk works again.)",
+    "zh": "（另有 {n} 条较早的消息暂未显示，也尚未写入 dialog/：保存失败；"
+    "它们仍被保留，磁盘恢复后会写入。）",
+}
+
+
+class ContextMemory(MemoryBase):
+    """A `MemoryBase` whose `get_memory` presents the compact summary (and the long-term
+    memory note, if any) as the first message, followed by the live messages.
+
+    Besides the `MemoryBase` API it keeps a `revision` number, bumped by every change other
+    than an append, so that the pipeline can work incrementally: while the revision stays,
+    the first `size` messages it has seen are unchanged.
+
+    With a `backend` (any AgentScope memory, e.g. `RedisMemory`), every add, delete, mark
+    change and summary update is written through to it, and `refresh()` (run by the manager
+    at the start of each reply) reloads the message list from it: replicas that serve the
+    same session one reply at a time share its history. The backend holds each message as it
+    entered the context; the harder cuts of old tool output are made again locally (they are
+    deterministic), so they are not written back. The summary is a marked message (see
+    `_memory_backend`). A summary the backend refused (e.g. "database is locked") leaves the
+    old one there, stays the local summary (the messages it replaces are already gone), and
+    is written again at the next update or refresh.
+
+    With a backend, the session state (`state_dict`) holds the summary but not the messages:
+    the backend has them. A loaded state is reconciled with the backend at the next refresh
+    or write: the backend wins, but loses nothing of the state. Its messages (a state saved
+    by an older version, or without a backend) are written to the backend if it holds no
+    others (one that does has moved on: e.g. another replica compacted them into `dialog/`),
+    and its summary if the backend holds none.
+    """
+
+    def __init__(
+        self,
+        working_dir: Path | str = ".",
+        *,
+        language: str = "en",
+        backend: MemoryBase | None = None,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.working_dir = Path(working_dir)
+        self.language = language if language in _GUIDE else "en"
+        self.content: list[tuple[Msg, list[str]]] = []
+        self.long_term_note: str | None = None
+        """Text offered with the summary (set by the manager at the start of a reply)."""
+        self.calibration: dict[str, float] = {}
+        """Per-model ratio of provider-reported to estimated prompt tokens."""
+        self.revision = 0
+        self.views: dict[str, Msg] = {}
+        """What the model is shown instead of a message, by id: a cut copy of an output that
+        could not be saved to disk (the message itself stays whole)."""
+        self.hidden: set[str] = set()
+        """Ids of messages compacted but not yet saved to `dialog/` (the disk failed): kept
+        here, not shown; `pending_summary` stands for them until they can be saved."""
+        self.pending_summary: str | None = None
+        self.failures = FailureLog()
+        self._unwritten_summary: str | None = None
+        """A summary the backend refused: written again at the next update or refresh."""
+        self._loaded: tuple[list[tuple[Msg, list[str]]], str] | None = None
+        """Messages and summary of a loaded state, to write to the backend (see the class)."""
+        self._summary_msg: Msg | None = None
+        self._summary_key: tuple[object, ...] | None = None
+        self._summary_trim: tuple[str, str | None, str | None, bool] | None = None
+        """The last-resort cut of the summary message (`trim_summary`): the summary and note
+        it was made for, the summary shown, and whether the note is shown."""
+        self.register_state("_compressed_summary")
+
+    # -- the summary -------------------------------------------------------------------
+
+    @property
+    def compact_summary(self) -> str:
+        """The current summary of the messages that left the context ("" if none)."""
+        return self._compressed_summary
+
+    async def update_compressed_summary(self, summary: str) -> None:
+        """Set the summary ("": none). With a backend it is written through; a failed write
+        is logged and retried (see the class), never raised."""
+        self._compressed_summary = summary
+        self.hidden.clear()
+        self.pending_summary = None
+        self.revision += 1
+        if self.backend is not None:
+            self._unwritten_summary = summary
+            try:
+                await self._sync_backend()
+            except Exception as exc:  # writing a loaded state failed: retried, as the summary
+                self.failures.failed(
+                    "the backend", f"could not write a loaded state to the backend ({exc!r})"
+                )
+
+    async def refresh(self) -> bool:
+        """Reload the message list (and summary) from the backend; returns whether anything
+        changed. Messages known here keep their local (possibly harder-cut) content and
+        marks; new ones come with no marks; ones the backend no longer has are dropped.
+        What the backend still lacks (an unwritten summary, a loaded state) is written first;
+        an unwritten summary that still cannot be written stays the local one."""
+        if self.backend is None:
+            return False
+        await self._sync_backend()
+        shared, summary = await read(self.backend)
+        local = {msg.id: (msg, marks) for msg, marks in self.content}
+        content = [local.get(msg.id, (msg, [])) for msg in shared]
+        if self._unwritten_summary is not None:
+            summary = self._compressed_summary
+        changed = [m.id for m, _ in content] != [m.id for m, _ in self.content] or (
+            summary != self._compressed_summary
+        )
+        if changed:
+            self.content = content
+            self._compressed_summary = summary
+            self.revision += 1
+        return changed
+
+    async def _sync_backend(self) -> None:
+        """Write to the backend what it lacks: a loaded state (raises if that fails, kept for
+        a retry), then an unwritten summary (a failure is logged, kept for a retry)."""
+        if self.backend is None:
+            return
+        if self._loaded is not None:
+            wanted = await import_state(self.backend, *self._loaded)
+            if wanted and self._unwritten_summary is None:  # (an update since load wins)
+                self._unwritten_summary = self._loaded[1]
+            self._loaded = None
+        if self._unwritten_summary is None:
+            return
+        try:
+            await write_summary(self.backend, self._unwritten_summary)
+        except Exception as exc:
+            self.failures.failed(
+                "the backend",
+                f"could not write the summary to the backend ({exc!r}); it keeps the previous "
+                "one until the next update or refresh writes this one",
+            )
+            return
+        self._unwritten_summary = None
+        self.failures.recovered("the backend")
+
+    def adopt(self, content: list[tuple[Msg, list[str]]], summary: str) -> None:
+        """Take over the messages (with their marks) and the summary of the memory this one
+        replaces (`ContextManager.attach`)."""
+        self.content = [(msg, list(marks)) for msg, marks in content]
+        self._compressed_summary = summary
+        self.revision += 1
+
+    def offer_long_term(self, note: str | None) -> None:
+        """Offer `note` (the head of MEMORY.md) with the summary, from the next prompt on."""
+        self.long_term_note = note
+
+    def summary_message(self) -> Msg | None:
+        """The first message the model sees, or `None` when there is nothing to present.
+
+        The same `Msg` object (same id) is returned while the text is unchanged, so that
+        token counts are cached."""
+        summary = self.summary_text()
+        note: str | None = self.long_term_note
+        trim = self._summary_trim
+        if trim is not None and trim[:2] == (summary, note):
+            summary = trim[2] if trim[2] is not None else summary
+            if not trim[3] and note:
+                path = self.working_dir / "memory" / "MEMORY.md"
+                note = _NOTE_LEFT_OUT[self.language].format(path=path)
+        key = (summary, note, len(self.hidden))
+        if key == self._summary_key:
+            return self._summary_msg
+        self._summary_key = key
+        self._summary_msg = self._summary_for(summary or "", len(self.hidden), note)
+        return self._summary_msg
+
+    def summary_message_for(self, summary: str) -> Msg | None:
+        """The summary message the model would see with `summary` as the summary (all
+        messages saved), without the long-term note (a compaction does not change it): what a
+        compaction would leave, and what it replaces, counted alike before making it."""
+        return self._summary_for(summary, 0, None)
+
+    def _summary_for(self, summary: str, unsaved: int, note: str | None) -> Msg | None:
+        parts = []
+        if note:
+            parts.append(f"<long_term_memory>\n{note}\n</long_term_memory>")
+        if summary:
+            guide = _GUIDE[self.language].format(dialog_dir=self.working_dir / "dialog")
+            if unsaved:
+                guide += _UNSAVED[self.language].format(n=unsaved)
+            parts.append(f"<compact_summary>\n{guide}\n\n{summary}\n</compact_summary>")
+        return Msg(SUMMARY_MSG_NAME, "\n\n".join(parts), "user") if parts else None
+
+    def summary_text(self) -> str:
+        """The summary the summary message presents, whole ("" if none)."""
+        return (self.pending_summary if self.hidden else self._compressed_summary) or ""
+
+    def trimmed_summary(self) -> str | None:
+        """The cut of the summary the model is shown (see `trim_summary`), if any."""
+        trim = self._summary_trim
+        if trim is None or trim[:2] != (self.summary_text(), self.long_term_note):
+            return None
+        return trim[2]
+
+    def trim_summary(self, shown: str | None, *, note: bool) -> None:
+        """The last resort of the pipeline's fit: show the model `shown` (a cut of
+        `summary_text`, whose whole text was saved first; `None`: the summary itself) and,
+        unless `note`, a pointer to MEMORY.md instead of the long-term note. Holds until the
+        summary or the note changes; nothing stored changes."""
+        self._summary_trim = (self.summary_text(), self.long_term_note, shown, note)
+
+    # -- MemoryBase --------------------------------------------------------------------
+
+    async def add(
+        self,
+        memories: Msg | list[Msg] | None,
+        marks: str | list[str] | None = None,
+        allow_duplicates: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if memories is None:
+            return
+        msgs = [memories] if isinstance(memories, Msg) else list(memories)
+        if not all(isinstance(msg, Msg) for msg in msgs):
+            raise TypeError(f"memories must be Msg objects; got {[type(m) for m in msgs]}")
+        mark_list = _marks(marks)
+        await self._sync_backend()
+        known = {msg.id for msg, _ in self.content}
+        if not allow_duplicates:
+            msgs = [msg for msg in msgs if msg.id not in known]
+        stored = []
+        for msg in msgs:
+            copy = deepcopy(msg)
+            # Every message needs its own id: the dialog store and removal after compaction
+            # go by id, and two messages sharing one would lose one of them.
+            if not isinstance(copy.id, str) or not copy.id or copy.id in known:
+                copy.id = shortuuid.uuid()
+            known.add(copy.id)
+            stored.append(copy)
+            self.content.append((copy, list(mark_list)))
+        msgs = stored
+        if self.backend is not None and msgs:
+            await self.backend.add(msgs, marks=mark_list or None)
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        await self._sync_backend()
+        doomed = set(msg_ids)
+        before = len(self.content)
+        self.content = [(msg, marks) for msg, marks in self.content if msg.id not in doomed]
+        removed = before - len(self.content)
+        if removed:
+            self.revision += 1
+            self.hidden -= doomed
+            for msg_id in doomed:
+                self.views.pop(msg_id, None)
+        if self.backend is not None and doomed:
+            await self.backend.delete(list(doomed))
+        return removed
+
+    async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
+        doomed = set(_marks(mark))
+        removed_ids = [m.id for m, marks in self.content if doomed & set(marks)]
+        if removed_ids:
+            await self.delete(removed_ids)
+        return len(removed_ids)
+
+    async def size(self) -> int:
+        return len(self.content)
+
+    async def clear(self) -> None:
+        self.content.clear()
+        self.views.clear()
+        self.hidden.clear()
+        self.revision += 1
+        self._loaded = None
+        if self.backend is not None:
+            await self.backend.clear()
+            if self._compressed_summary:  # as in `InMemoryMemory`, clearing keeps the summary
+                self._unwritten_summary = self._compressed_summary
+                await self._sync_backend()
+
+    async def get_memory(
+        self,
+        mark: str | None = None,
+        exclude_mark: str | None = None,
+        prepend_summary: bool = True,
+        **kwargs: Any,
+    ) -> list[Msg]:
+        if mark is not None and not isinstance(mark, str):
+            raise TypeError(f"mark must be a string or None; got {type(mark).__name__}")
+        if exclude_mark is not None and not isinstance(exclude_mark, str):
+            raise TypeError(
+                f"exclude_mark must be a string or None; got {type(exclude_mark).__name__}"
+            )
+        msgs = [
+            self.views.get(msg.id, msg)
+            for msg, marks in self.content
+            if (mark is None or mark in marks)
+            and (exclude_mark is None or exclude_mark not in marks)
+            and msg.id not in self.hidden
+        ]
+        summary = self.summary_message() if prepend_summary else None
+        return [summary, *msgs] if summary is not None else msgs
+
+    async def update_messages_mark(
+        self,
+        new_mark: str | None,
+        old_mark: str | None = None,
+        msg_ids: list[str] | None = None,
+    ) -> int:
+        await self._sync_backend()
+        wanted = None if msg_ids is None else set(msg_ids)
+        updated = 0
+        for msg, marks in self.content:
+            if wanted is not None and msg.id not in wanted:
+                continue
+            if old_mark is not None and old_mark not in marks:
+                continue
+            if new_mark is None:
+                if old_mark in marks:
+                    marks.remove(old_mark)
+                    updated += 1
+                continue
+            if old_mark is not None:
+                marks.remove(old_mark)
+            if new_mark not in marks:
+                marks.append(new_mark)
+                updated += 1
+        if self.backend is not None and updated:
+            await self.backend.update_messages_mark(new_mark, old_mark=old_mark, msg_ids=msg_ids)
+        return updated
+
+    # -- used by the pipeline ----------------------------------------------------------
+
+    def messages(self) -> list[Msg]:
+        """The live messages (the stored objects themselves, in order)."""
+        return [msg for msg, _ in self.content]
+
+    def pin(self, msg_id: str, pinned: bool = True) -> int:
+        """Set (or clear) the pin mark in the metadata of message `msg_id` (on 2.x, of every
+        entry made from the 2.x message `msg_id`); returns how many messages carry it now
+        (0: no such message)."""
+        found = 0
+        for msg, _ in self.content:
+            if msg.id != msg_id and not str(msg.id).startswith(f"{msg_id}/"):
+                continue
+            metadata = dict(msg.metadata or {})
+            if pinned:
+                metadata[PIN_MARK] = True
+            else:
+                metadata.pop(PIN_MARK, None)
+            msg.metadata = metadata
+            found += 1
+        return found
+
+    def replace_content(self, msg_id: str, content: Any) -> None:
+        """Replace the content of one stored message (a harder truncation of its output).
+
+        Not counted as a revision: the pipeline, its only caller, accounts for it itself."""
+        for msg, _ in self.content:
+            if msg.id == msg_id:
+                msg.content = content
+                self.views.pop(msg_id, None)
+                return
+        raise KeyError(msg_id)
+
+    def show(self, msg: Msg, content: Any) -> Msg:
+        """Show the model `content` instead of `msg`'s own (which stays whole)."""
+        view = deepcopy(msg)
+        view.content = content
+        self.views[msg.id] = view
+        return view
+
+    def shown(self, msg: Msg) -> Msg:
+        """What the model is shown for `msg`."""
+        return self.views.get(msg.id, msg)
+
+    def hide(self, msg_ids: list[str], summary: str) -> None:
+        """Stop showing messages that were compacted but could not be saved; `summary`
+        stands for them until a later compaction saves and removes them."""
+        self.hidden = set(msg_ids)
+        self.pending_summary = summary
+        self.revision += 1
+
+    # -- state -------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The summary, the messages unless a backend holds them, and the calibration
+        unless it is empty: without a backend and calibration, the state of an AgentScope
+        `InMemoryMemory`; with a backend and none, that of an `AsyncSQLAlchemyMemory`."""
+        state: dict[str, Any] = super().state_dict()
+        state.pop("backend", None)  # a store, not state (AgentScope saves sub-modules' state)
+        if self.backend is None:
+            state["content"] = [[msg.to_dict(), list(marks)] for msg, marks in self.content]
+        if self.calibration:
+            state["calibration"] = dict(self.calibration)
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Load a state. Without a backend, `strict` requires its messages (`content`); with
+        one, they are optional, and are written to the backend as the class says."""
+        if strict and self.backend is None and "content" not in state_dict:
+            raise KeyError("the state_dict of a ContextMemory needs a 'content' key")
+        self._compressed_summary = state_dict.get("_compressed_summary", "")
+        content: list[tuple[Msg, list[str]]] = []
+        for item in state_dict.get("content", []):
+            if isinstance(item, dict):  # an InMemoryMemory state of an older version
+                content.append((Msg.from_dict(item), []))
+            elif isinstance(item, (list, tuple)) and len(item) == 2:
+                content.append((Msg.from_dict(item[0]), list(item[1])))
+            else:
+                raise ValueError(f"invalid memory item in state_dict: {item!r:.200}")
+        if self.backend is None or "content" in state_dict:
+            self.content = content
+        self._unwritten_summary = None
+        if self.backend is not None:
+            self._loaded = (content, self._compressed_summary)
+        self.views.clear()
+        self.hidden.clear()
+        self.pending_summary = None
+        self.calibration = {
+            str(k): float(v) for k, v in dict(state_dict.get("calibration", {})).items()
+        }
+        self.revision += 1
+
+
+def _marks(marks: str | list[str] | None) -> list[str]:
+    if marks is None:
+        return []
+    if isinstance(marks, str):
+        return [marks]
+    if isinstance(marks, list) and all(isinstance(m, str) for m in marks):
+        return list(marks)
+    raise TypeError(f"marks must be a string, a list of strings or None; got {marks!r}")

@@ -1,0 +1,231 @@
+"""The pre-reasoning pipeline (DESIGN.md §3 and §8), run before every model call of an agent.
+
+A pressure ladder of small stages, each a unit with one job, in order:
+
+1. `Ladder.first_cuts`: each new tool message within its recent limits;
+2. the `Accountant` counts system prompt + tool schemas + summary + messages;
+3. `Ladder.relieve`, no model call: under `compact_trigger_ratio`, due cuts of older
+   outputs wait for a batch worth `clear_at_least`; over it, the second truncation, then
+   masking (old outputs reduced to their notice), then masking of all but the newest;
+4. `Compaction`, only if the prompt is still over the trigger: a model summary of the older
+   messages, saved to `dialog/` durably before they leave memory;
+5. `Ladder.fit`, the last resort when the prompt is over the budget;
+6. `ensure_fits`: still over it because the parts that never leave the prompt (system
+   prompt, tool schemas, summary, the current user turn) are, a `PromptTooLargeError`.
+
+The core takes plain inputs (`PromptParts`, messages in `ContextMemory`) and writes no user
+output: the adapter gives `prompt_parts` and `notify`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..stores._dialog import DialogStore
+from ..stores._tool_results import ToolResultPolicy, ToolResultStore
+from ._accountant import Accountant, PromptParts
+from ._calibration import CacheStats, Calibration, PromptUsage
+from ._compaction import Compaction, CompactorLike, split_point
+from ._config import ContextConfig
+from ._cuts import Cutter, Describe
+from ._entry import Msg
+from ._failures import FailureLog
+from ._fits import ensure_fits
+from ._ladder import Ladder
+from ._memory import ContextMemory
+from ._tokens import TokenCounter
+
+__all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+
+@dataclass
+class PipelineReport:
+    """What one run of the pipeline did."""
+
+    tokens_before: int = 0
+    tokens_after: int = 0
+    threshold: int = 0
+    compacted: int = 0
+    """Messages moved from memory to `dialog/`."""
+    summary_source: str | None = None
+    """"model", "model_retry" or "extractive" when a summary was written."""
+    truncated: int = 0
+    """Messages whose tool output (or, as a last resort, text) was cut in this run."""
+    scale: float = 1.0
+    """Calibration applied to the estimates (`tokens_*` are already multiplied by it)."""
+    note: str | None = None
+    freed: dict[str, int] = field(default_factory=dict)
+    """Tokens freed by each cheap rung that ran ("second truncation", "masking", ...)."""
+
+
+class ContextPipeline:
+    """The pipeline for one agent's `ContextMemory`. Safe to run twice: idempotent."""
+
+    def __init__(
+        self,
+        config: ContextConfig,
+        memory: ContextMemory,
+        *,
+        counter: TokenCounter,
+        store: ToolResultStore,
+        policy: ToolResultPolicy,
+        dialog: DialogStore,
+        compactor: CompactorLike,
+        on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
+        calibration_key: str = "default",
+        failures: FailureLog | None = None,
+        prompt_parts: Callable[[], PromptParts] = lambda: PromptParts(),
+        notify: Callable[[str], Awaitable[None]] | None = None,
+        describe: Describe | None = None,
+    ) -> None:
+        """Args (besides the parts of the core it composes):
+        prompt_parts: what of the prompt is not in memory (the adapter reads it off the
+            agent at each call: the system prompt and tool schemas may change).
+        notify: how the adapter tells the user what happened (compactions, failures);
+            the pipeline itself writes no user output.
+        describe: names the tool on outputs the ladder saves (the recall's index).
+        """
+        self.config = config
+        self.memory = memory
+        self.counter = counter
+        self.dialog = dialog
+        self.notify = notify
+        self.failures = failures or FailureLog()
+        self.calibration = Calibration(memory, calibration_key, config.max_input_tokens)
+        share = config.tool_result.recent_max_share
+        cutter = Cutter(
+            store,
+            policy,
+            self.failures,
+            counter=counter,
+            token_cap=None if share is None else int(share * config.max_input_tokens),
+            describe=describe,
+        )
+        self.accountant = Accountant(
+            memory, counter, self.calibration, prompt_parts, on_reset=self._reset
+        )
+        self.ladder = Ladder(
+            config.tool_result,
+            config.clear_at_least,
+            self.accountant,
+            cutter,
+            self._notify,
+            pin_max_share=config.pin_max_share,
+        )
+        self.compaction = Compaction(
+            config,
+            self.accountant,
+            dialog=dialog,
+            compactor=compactor,
+            failures=self.failures,
+            notify=self._notify,
+            on_compacted=on_compacted,
+            read_saved=store.read_saved,
+            internal=store.owns,
+        )
+        self.cache = CacheStats()
+        """The provider's prompt-cache reads over the session (where it reports them)."""
+        self.last_estimate = 0
+        """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
+        self._lock = asyncio.Lock()
+
+    async def run(
+        self,
+        *,
+        force: bool = False,
+        extra_instruction: str | None = None,
+        keep_ratio: float | None = None,
+        target: int | None = None,
+    ) -> PipelineReport:
+        """Run the pipeline once. `force` compacts whatever the threshold (manual and
+        emergency compaction); `keep_ratio` overrides `config.keep_recent_ratio` for it;
+        `target` (after a provider rejected a prompt of about that size) is a budget below
+        `max_input_tokens` that the prompt is then fitted to, the newest output included.
+
+        Raises:
+            PromptTooLargeError: what never leaves the prompt is over the budget alone (see
+                `ensure_fits`); no model call should be made with it."""
+        async with self._lock:
+            accountant = self.accountant
+            report = PipelineReport(threshold=self.threshold, scale=self.scale)
+            await accountant.sync()
+            report.truncated = await self.ladder.first_cuts()
+            report.tokens_before = await accountant.calibrated()
+            relief = await self.ladder.relieve(report.tokens_before, report.threshold)
+            report.tokens_after, report.freed = relief.tokens_after, relief.freed
+            report.truncated += relief.changed
+            budget = self.calibration.budget
+            budget = budget if target is None else min(budget, target)
+            over = report.tokens_after > report.threshold
+            # The loop guard spares model calls between the trigger and the budget; over the
+            # budget a compaction is still tried before the last resort cuts the newest.
+            stalled = self.compaction.stalled(report.tokens_after)
+            if force or (over and (not stalled or report.tokens_after > budget)):
+                outcome = await self.compaction.run(
+                    report.tokens_before,
+                    report.threshold,
+                    extra_instruction=extra_instruction,
+                    keep_ratio=keep_ratio,
+                )
+                report.compacted, report.summary_source = outcome.compacted, outcome.source
+                report.note = outcome.note
+                # tool outputs that arrived while the compactor ran (parallel tool calls)
+                report.truncated += await self.ladder.first_cuts()
+                report.tokens_after = await accountant.calibrated()
+            if report.tokens_after > budget:
+                report.truncated += await self.ladder.fit(budget)
+                report.tokens_after = await accountant.calibrated()
+            self.compaction.settle(report.tokens_after)
+            if report.tokens_after > self.calibration.budget:
+                await ensure_fits(accountant, self.calibration.budget)  # raises if hopeless
+            if report.compacted:
+                how = str(report.summary_source) + (f" ({report.note})" if report.note else "")
+                await self._notify(
+                    f"[agentscope_ctx] compacted {report.compacted} messages: "
+                    f"{report.tokens_before} -> {report.tokens_after} tokens; summary by {how}; "
+                    f"raw messages saved in {self.dialog.dialog_dir}",
+                )
+            self.last_estimate = await accountant.prompt_tokens()
+            return report
+
+    # -- the budget, as the accountant and the calibration see it --------------------------
+
+    @property
+    def scale(self) -> float:
+        """Factor from our estimate to the provider's count, with a safety margin."""
+        return self.calibration.scale
+
+    @property
+    def threshold(self) -> int:
+        return int(self.config.compact_trigger_ratio * self.calibration.budget)
+
+    def observe_usage(self, usage: PromptUsage) -> float | None:
+        """Fold the provider's count of the last prompt into the calibration (and its cache
+        reads into `cache`)."""
+        self.cache.observe(usage)
+        return self.calibration.observe(usage.tokens, self.last_estimate, complete=usage.complete)
+
+    async def prompt_tokens(self) -> int:
+        """Estimated tokens of the prompt the agent would send now."""
+        return await self.accountant.prompt_tokens()
+
+    async def breakdown(self) -> dict[str, int]:
+        """Where the prompt's tokens go (see `Accountant.breakdown`)."""
+        return await self.accountant.breakdown()
+
+    def message_counts(self) -> dict[str, int]:
+        """Token count of each live message, by id (as of the last run)."""
+        return dict(self.accountant.ledger.counts)
+
+    def _reset(self, live: Iterable[str]) -> None:
+        self.ladder.plan.retain(live)
+
+    async def _notify(self, text: str) -> None:
+        logger.info("%s", text)
+        if self.notify is not None:
+            await self.notify(text)

@@ -1,0 +1,305 @@
+"""The demos on AgentScope 2.x: a 2.x `Agent` with the demo's tools and the context
+middleware (the line adapter of `agentscope_ctx.demo._runner`).
+
+`ScriptedChatModel` plays the demo's `Script` as a 2.x chat model and reports usage the way
+a provider does (`ChatUsage.input_tokens` = our count of the formatted prompt), so that
+calibration sees a provider's numbers; `ScriptedCompactorChatModel` writes the Compactor's
+summaries (`demo._summary.write_summary`). With a real model (`--model-config`),
+`RecordingChatModel` wraps it. The context manager's notices (compactions, reliefs) come as
+`CustomEvent(name="agentscope_ctx", value={"text": ...})` from the agent's `reply_stream`.
+
+The context part is a 2.x `ContextManager` (its middleware given to the `Agent`), with the
+compactor model of `--model-config` when there is one, else the scripted compactor model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from agentscope.agent import Agent, ReActConfig
+from agentscope.credential import CredentialBase
+from agentscope.event import CustomEvent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
+from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
+from agentscope.tool import ToolBase, ToolChoice, Toolkit
+from pydantic import BaseModel
+
+from .._providers import Models
+from ..agentscope2._calls import prompt_usage
+from ..agentscope2._manager import ContextManager
+from ..agentscope2._middleware import NOTICE_EVENT
+from ..agentscope2._tools import function_tool
+from ..core._config import ContextConfig
+from ..models._guard import is_context_overflow
+from ._runner import DemoSetup, Notices, agent_name
+from ._scripted import (
+    Move,
+    PromptStats,
+    Script,
+    describe,
+    describe_rejection,
+    rejection_reason,
+)
+from ._summary import answer_compactor
+
+__all__ = [
+    "NOTICE_EVENT",
+    "RecordingChatModel",
+    "ScriptedChatModel",
+    "ScriptedCompactorChatModel",
+    "start_session",
+]
+
+_CONTEXT_SIZE = 128_000
+"""The scripted model's context window: a common provider's (the demo's budget is ours)."""
+
+
+class ScriptedChatModel(ChatModelBase):
+    """Plays a `Script` as a 2.x chat model: each call formats the prompt with the real
+    `OpenAIChatFormatter`, lets the script count it and choose a move, and answers with a
+    text or one tool call, with the usage a provider would report."""
+
+    class Parameters(BaseModel):
+        """The scripted model takes no parameters."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__(
+            credential=CredentialBase(),
+            model="scripted-offline",
+            parameters=ScriptedChatModel.Parameters(),
+            stream=False,
+            max_retries=0,
+            context_size=_CONTEXT_SIZE,
+        )
+        self.formatter = OpenAIChatFormatter()
+        self.script = script
+
+    async def _call_api(
+        self,
+        model_name: str,
+        messages: list[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        formatted = await self.formatter.format(messages)
+        step, tokens, move = await self.script.play(formatted, tools)
+        content: list[TextBlock | ToolCallBlock] = [TextBlock(text=move.text)] if move.text else []
+        answer = move.text
+        if move.tool is not None:
+            arguments = json.dumps(move.arguments)
+            answer += arguments
+            content.append(ToolCallBlock(id=f"call_{step:03d}", name=move.tool, input=arguments))
+        usage = ChatUsage(
+            input_tokens=tokens,
+            output_tokens=await self.script.stats.counter.count_text(answer),
+            time=0.0,
+        )
+        return ChatResponse(content=content, is_last=True, usage=usage)  # type: ignore[arg-type]
+
+
+class ScriptedCompactorChatModel(ChatModelBase):
+    """The compactor's model offline: answers the Compactor's prompt (formatted by the real
+    `OpenAIChatFormatter`) with the summary `demo._summary.write_summary` writes from it,
+    counted in `stats.compactor_calls`."""
+
+    class Parameters(BaseModel):
+        """The scripted compactor model takes no parameters."""
+
+    def __init__(self, stats: PromptStats, on_step: Callable[[str], None] | None) -> None:
+        super().__init__(
+            credential=CredentialBase(),
+            model="scripted-compactor",
+            parameters=ScriptedCompactorChatModel.Parameters(),
+            stream=False,
+            max_retries=0,
+            context_size=_CONTEXT_SIZE,
+        )
+        self.formatter = OpenAIChatFormatter()
+        self.stats = stats
+        self.on_step = on_step
+
+    async def _call_api(
+        self,
+        model_name: str,
+        messages: list[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        formatted = await self.formatter.format(messages)
+        text = await answer_compactor(self.stats, formatted, self.on_step)
+        usage = ChatUsage(
+            input_tokens=await self.stats.counter.count(formatted),
+            output_tokens=await self.stats.counter.count_text(text),
+            time=0.0,
+        )
+        return ChatResponse(content=[TextBlock(text=text)], is_last=True, usage=usage)
+
+
+def provider_prompt(model: ChatModelBase, usage: ChatUsage | None) -> tuple[int, int] | None:
+    """The prompt tokens a 2.x provider reported and the part read from its cache, or `None`
+    (as the calibration reads them: `_calls.prompt_usage`)."""
+    reported = prompt_usage(usage, model)
+    return None if reported is None else (reported.tokens, reported.cached or 0)
+
+
+class RecordingChatModel(ChatModelBase):
+    """Wraps a real 2.x chat model (its formatter, credential and context window): counts
+    each prompt, notes continuation reads, the provider's reported prompt tokens and the
+    prompts it rejects (the 2.x twin of `demo._recording.RecordingModel`)."""
+
+    def __init__(
+        self,
+        inner: ChatModelBase,
+        *,
+        stats: PromptStats,
+        on_step: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(
+            credential=inner.credential,
+            model=inner.model,
+            parameters=inner.parameters,
+            stream=inner.stream,
+            max_retries=0,  # the inner model retries as it is configured to
+            context_size=inner.context_size,
+        )
+        self.formatter = inner.formatter  # type: ignore[attr-defined]  # every provider's
+        self.inner = inner
+        self.stats = stats
+        self.on_step = on_step
+        self._overflowed = False
+
+    async def _call_api(
+        self,
+        model_name: str,
+        messages: list[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        **kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        tokens, _ = await self.stats.observe(await self.formatter.format(messages), tools)
+        step = len(self.stats.prompt_tokens)
+        if self._overflowed:
+            self.stats.retries.append(step)
+            self._overflowed = False
+        self.inner.stream = self.stream
+        try:
+            response = await self.inner(messages, tools=tools, tool_choice=tool_choice, **kwargs)
+        except Exception as exc:
+            self._reject(exc, step, tokens)
+            raise
+        if isinstance(response, ChatResponse):
+            self._note(response, step, tokens)
+            return response
+        return self._relay(response, step, tokens)
+
+    async def _relay(
+        self, chunks: AsyncGenerator[ChatResponse, None], step: int, tokens: int
+    ) -> AsyncGenerator[ChatResponse, None]:
+        last: ChatResponse | None = None
+        try:
+            async for chunk in chunks:
+                last = chunk
+                yield chunk
+        except Exception as exc:  # a streaming provider may refuse on the first chunk
+            self._reject(exc, step, tokens)
+            raise
+        if last is not None:  # the inner model ends with the whole (accumulated) answer
+            self._note(last, step, tokens)
+
+    def _reject(self, exc: Exception, step: int, tokens: int) -> None:
+        reason = rejection_reason(exc)
+        self.stats.rejected[step] = reason
+        self._overflowed = is_context_overflow(exc)
+        if self.on_step is not None:
+            self.on_step(describe_rejection(step, tokens, reason))
+
+    def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
+        reported = provider_prompt(self.inner, response.usage)
+        if reported is not None:
+            self.stats.provider_tokens[step - 1], self.stats.provider_cached[step - 1] = reported
+        moves: list[Move] = []
+        texts: list[str] = []
+        for block in response.content:
+            if isinstance(block, ToolCallBlock):
+                try:
+                    parsed = json.loads(block.input or "{}")
+                except ValueError:
+                    parsed = {}
+                arguments: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+                move = Move(tool=block.name, arguments=arguments)
+                move.continuation = self.stats.note_call(block.name, arguments)
+                moves.append(move)
+            elif isinstance(block, TextBlock):
+                texts.append(block.text)
+        if not moves:
+            moves.append(Move(text="".join(texts)))
+        if self.on_step is not None:
+            provider = None if reported is None else reported[0]
+            retry = step in self.stats.retries
+            for move in moves:
+                self.on_step(describe(step, tokens, move, provider=provider, retry=retry))
+
+
+class _Session:
+    """The demo's 2.x `Agent` (see `agentscope_ctx.demo._runner.DemoSession`)."""
+
+    def __init__(
+        self, agent: Agent, manager: ContextManager, script: Script | None, notices: Notices
+    ) -> None:
+        self.agent = agent
+        self.manager = manager
+        self.script = script
+        self.notices = notices
+
+    async def ask(self, prompt: str) -> str:
+        if self.script is not None:
+            self.script.next_turn()
+        final: Msg | None = None
+        async for item in self.agent.reply_stream(UserMsg("user", prompt), yield_final_msg=True):
+            if isinstance(item, CustomEvent) and item.name == NOTICE_EVENT:
+                self.notices.note(str(item.value.get("text", "")))
+            elif isinstance(item, Msg):
+                final = item
+        return (final.get_text_content() or "") if final is not None else ""
+
+    async def close(self) -> None:
+        await self.manager.close()
+
+
+async def start_session(
+    name: str,
+    setup: DemoSetup,
+    cfg: ContextConfig,
+    *,
+    stats: PromptStats,
+    models: Models | None,
+    notices: Notices,
+    out: Callable[[str], None],
+) -> _Session:
+    """The demo's agent on 2.x: scripted, or on the real `models`."""
+    script: Script | None = None
+    model: ScriptedChatModel | RecordingChatModel
+    if models is None:
+        script = Script(setup.turns, stats=stats, on_step=out)
+        model = ScriptedChatModel(script)
+    else:
+        model = RecordingChatModel(models.model, stats=stats, on_step=out)
+    tools: list[ToolBase] = [function_tool(tool, read_only=True) for tool in setup.tools]
+    compactor: ChatModelBase = (
+        ScriptedCompactorChatModel(stats, out) if models is None else models.compactor_model
+    )
+    manager = ContextManager(cfg, model=compactor, token_counter=stats.counter)
+    agent = Agent(
+        name=agent_name(name),
+        system_prompt=setup.sys_prompt,
+        model=model,
+        toolkit=Toolkit(tools=tools),
+        middlewares=[manager.middleware()],
+        react_config=ReActConfig(max_iters=60),
+    )
+    return _Session(agent, manager, script, notices)

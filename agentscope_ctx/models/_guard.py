@@ -1,0 +1,160 @@
+"""`GuardedModel`: the agent's model, watched for what the provider says about the prompt.
+
+After each call it reads the provider-reported prompt size (`ChatResponse.usage`, see
+`prompt_usage`) so that the pipeline can calibrate its estimate. When a call fails with the
+provider's context-length error, it runs one emergency compaction (given the error, so that
+a window it states is learned), rebuilds the prompt from the compacted memory and retries
+once; if that fails too, the original error is raised with a one-line explanation. It
+never loops.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+from agentscope.model import ChatModelBase, ChatResponse
+
+from ..core._calibration import PromptUsage, prompt_usage
+
+__all__ = ["GuardedModel", "is_context_overflow"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+# How each provider says "the prompt is too long", in one place:
+#  OpenAI-compatible (OpenAI, vLLM, llama.cpp server): code context_length_exceeded,
+#    "This model's maximum context length is 8192 tokens ...", "... exceeds the context window"
+#  Anthropic: "prompt is too long: 210000 tokens > 200000 maximum",
+#    "input length and `max_tokens` exceed context limit"
+#  DashScope: InvalidParameter "Range of input length should be [1, 30720]",
+#    "Input tokens exceed max input length"
+#  Ollama: "input length exceeds the context length", "context length exceeded"
+_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length|context (?:window|limit)|"
+    r"context length|prompt is too long|range of input length|"
+    r"input tokens? exceeds?|exceeds? (?:the )?max(?:imum)? input length|"
+    r"too many (?:input )?tokens",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """Whether `exc` is a provider's "prompt too long" error (any of the four providers)."""
+    parts = [str(exc), repr(getattr(exc, "body", "") or ""), str(getattr(exc, "code", "") or "")]
+    return any(_OVERFLOW.search(part) for part in parts)
+
+
+Recover = Callable[[Exception], Awaitable[list[dict[str, Any]] | None]]
+
+
+class GuardedModel(ChatModelBase):
+    """Wraps a `ChatModelBase`; everything else about the model stays as it was.
+
+    Args:
+        inner: the agent's model.
+        on_usage: called with the provider's count of the prompt after a call.
+        recover: given the provider's context-length error, runs the emergency compaction
+            and returns the rebuilt prompt (or `None` when nothing could be done).
+    """
+
+    def __init__(
+        self,
+        inner: ChatModelBase,
+        *,
+        on_usage: Callable[[PromptUsage], object],
+        recover: Recover,
+    ) -> None:
+        super().__init__(model_name=inner.model_name, stream=inner.stream)
+        self.inner = inner
+        self.on_usage = on_usage
+        self.recover = recover
+
+    def __getattr__(self, name: str) -> Any:  # other attributes of the wrapped model
+        inner = self.__dict__.get("inner")
+        if inner is None:  # not initialised (copy, pickle): behave like a plain object
+            raise AttributeError(name)
+        return getattr(inner, name)
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        self.inner.stream = self.stream  # callers (e.g. query rewriting) toggle it on us
+        try:
+            response = await self.inner(messages, *args, **kwargs)
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            return await self._retry(exc, args, kwargs)
+        if isinstance(response, ChatResponse):
+            self._observe(response)
+            return response
+        return self._stream(response, args, kwargs)
+
+    async def _retry(
+        self, original: Exception, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        logger.warning("agentscope_ctx: the provider says the prompt is too long: %s", original)
+        prompt = await self.recover(original)
+        if prompt is None:
+            _explain(original, "agentscope_ctx could not compact the context any further")
+            raise original
+        try:
+            response = await self.inner(prompt, *args, **kwargs)
+        except Exception as exc:
+            if is_context_overflow(exc):
+                _explain(
+                    original,
+                    "agentscope_ctx compacted the context once and retried; the provider "
+                    "still says the prompt is too long (is max_input_tokens above the "
+                    "model's window?)",
+                )
+                raise original from exc
+            raise
+        if isinstance(response, ChatResponse):
+            self._observe(response)
+            return response
+        return self._stream(response, args, kwargs, retried=True)
+
+    async def _stream(
+        self,
+        stream: AsyncGenerator[ChatResponse, None],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        retried: bool = False,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        last: ChatResponse | None = None
+        try:
+            async for chunk in stream:
+                last = chunk
+                yield chunk
+        except Exception as exc:
+            # A streaming provider may report the overflow on the first chunk.
+            if last is not None or retried or not is_context_overflow(exc):
+                raise
+            retry = await self._retry(exc, args, kwargs)
+            if isinstance(retry, ChatResponse):
+                yield retry
+                return
+            async for chunk in retry:
+                yield chunk
+            return
+        if last is not None:
+            self._observe(last)
+
+    def _observe(self, response: ChatResponse) -> None:
+        usage = prompt_usage(getattr(response, "usage", None))
+        if usage is None:
+            return
+        try:
+            self.on_usage(usage)
+        except Exception:  # calibration is best effort: never fail the reply for it
+            logger.exception("agentscope_ctx: could not record the reported usage")
+
+
+def _explain(exc: Exception, line: str) -> None:
+    if hasattr(exc, "add_note"):  # Python 3.11+
+        exc.add_note(line)
+    logger.error("agentscope_ctx: %s", line)

@@ -1,0 +1,281 @@
+"""The `read_file` tool: the agent's way back to every byte moved out of its context.
+
+`read_file(file_path, start_line=1, line_offset=0)` returns the file from that position, cut
+by the same rule as tool output (`excerpt_with_notice`), with a notice pointing to the next
+position. It answers bad input with an error text that says what went wrong, never an
+exception.
+
+What it reads, and how it makes sure (DESIGN.md §12):
+
+- Only regular files below the configured roots. The name is resolved first (symlinks that
+  stay inside the roots are followed), then opened component by component from the root with
+  ``O_NOFOLLOW`` (``dir_fd=``): a symlink swapped in after the check is refused, not followed.
+  What was opened is then checked by ``fstat`` (and, on Linux, by its ``/proc/self/fd`` path).
+- Never anything that can block: the file is opened with ``O_NONBLOCK`` and refused unless
+  ``fstat`` says it is a regular file (a FIFO, socket or device is refused).
+- No hard link (``st_nlink > 1``): it may be a second name of a file outside the roots, and
+  nothing tells which name is the original. The files of the package's own ``tool_result/``
+  store are written under a temporary name and renamed, so they always have one link; a store
+  file with more links was linked by someone else, and is refused like any other.
+- The ``tool_result/`` store (`store_dir`) is always readable, whatever the roots: every notice
+  points there. Its files are the package's own saved outputs, text by construction, so a NUL
+  byte never makes them "binary"; other files with a NUL in their first 8 KB are refused.
+- Line counts are cached per file version (`LineIndexCache`): a continuation read of a huge
+  file costs its excerpt, not a pass over the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import errno
+import logging
+import os
+import stat
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from agentscope.message import TextBlock
+from agentscope.tool import ToolResponse
+
+from ..core._truncation import Position, excerpt_with_notice, parse_notice
+from ..stores._line_index import ByteSource, LineEndError, LineIndexCache
+from ..stores._tool_results import ToolResultPolicy
+
+__all__ = ["FileReader", "ReadFileError"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_COMMON = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_FILE_FLAGS = _COMMON | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_DIR_FLAGS = _COMMON | _NOFOLLOW | _DIRECTORY
+_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
+_PROC_FD = Path("/proc/self/fd")
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+class ReadFileError(Exception):
+    """A `read_file` call that cannot be answered; its message is shown to the agent."""
+
+
+def _as_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool):
+        raise ReadFileError(f"{name} must be an integer; got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int):
+        raise ReadFileError(f"{name} must be an integer; got {value!r}")
+    if value < minimum:
+        raise ReadFileError(f"{name} must be >= {minimum}; got {value}")
+    return value
+
+
+class FileReader:
+    """Reads text files below `roots` (and the `store_dir` of saved outputs) in excerpts.
+
+    `bytes_read` counts the bytes read from files so far (for tests and benchmarks).
+    """
+
+    def __init__(
+        self,
+        roots: Sequence[Path],
+        policy: ToolResultPolicy,
+        *,
+        store_dir: Path | None = None,
+        index_cache: LineIndexCache | None = None,
+    ) -> None:
+        self.roots = [Path(root).expanduser().resolve() for root in roots]
+        self.store_dir = None if store_dir is None else Path(store_dir).resolve()
+        if self.store_dir is not None and not self._inside(self.store_dir):
+            self.roots.append(self.store_dir)
+        self.policy = policy
+        self.index_cache = index_cache or LineIndexCache()
+        self.bytes_read = 0
+        self._count_lock = threading.Lock()
+
+    def _inside(self, path: Path) -> bool:
+        return any(path.is_relative_to(root) for root in self.roots)
+
+    def locate(self, file_path: str) -> tuple[Path, Path]:
+        """The root and the real path of `file_path`; relative paths are tried against each
+        root in order. The real path has no symlink left (at the time of the call).
+
+        Raises:
+            ReadFileError: outside every root (after following symlinks), or missing.
+        """
+        if not isinstance(file_path, str) or not file_path.strip():
+            raise ReadFileError(f"file_path must be a non-empty string; got {file_path!r}")
+        if "\0" in file_path:
+            raise ReadFileError(f"file_path must not contain a NUL character; got {file_path!r}")
+        try:
+            given = Path(file_path).expanduser()
+        except RuntimeError:  # "~user" of an unknown user
+            given = Path(file_path)
+        candidates = [given] if given.is_absolute() else [root / given for root in self.roots]
+        inside_any = False
+        for candidate in candidates:
+            try:
+                real = candidate.resolve()  # follows symlinks and "..": the check is on the target
+                root = next((root for root in self.roots if real.is_relative_to(root)), None)
+                if root is not None:
+                    inside_any = True
+                    if real.exists():
+                        return root, real
+            except (OSError, ValueError) as exc:  # name too long, symlink loop, ...
+                why = getattr(exc, "strerror", None) or exc
+                raise ReadFileError(f"{file_path[:200]!r} cannot be resolved: {why}") from None
+        if not inside_any:
+            roots = ", ".join(str(root) for root in self.roots)
+            raise ReadFileError(f"{file_path[:200]!r} is outside the readable roots ({roots})")
+        raise ReadFileError(f"{file_path[:200]!r} does not exist")
+
+    async def read_file(
+        self,
+        file_path: str,
+        start_line: int = 1,
+        line_offset: int = 0,
+    ) -> ToolResponse:
+        """Read a text file from `start_line` on. A long read is cut and ends with a notice
+        giving the `start_line` (and `line_offset`) to go on from. Full tool outputs are saved
+        under tool_result/.
+
+        Args:
+            file_path (str): absolute, or relative to the working directory.
+            start_line (int): first line, from 1.
+            line_offset (int): characters to skip in the first line.
+        """
+        try:
+            start = Position(
+                _as_int("start_line", start_line, 1), _as_int("line_offset", line_offset, 0)
+            )
+            root, real = self.locate(file_path)
+            max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
+            text = await asyncio.to_thread(self._read, root, real, start, max_bytes)
+        except ReadFileError as exc:
+            text = f"Error: {exc}"
+        except Exception as exc:  # a bug or an exhausted machine: say so, never a bare "Error: "
+            logger.warning("agentscope_ctx: read_file(%.200r) failed", file_path, exc_info=True)
+            text = f"Error: reading {str(file_path)[:200]!r} failed ({type(exc).__name__}: {exc})"
+        return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+    def _read(self, root: Path, real: Path, start: Position, max_bytes: int) -> str:
+        name = repr(str(real))
+        try:
+            fd = _open_below(root, real)
+        except OSError as exc:
+            raise ReadFileError(_open_error(name, exc)) from None
+        try:
+            info = self._check_opened(fd, name)
+            source = ByteSource(open(fd, "rb", buffering=0, closefd=False))
+            try:
+                return self._excerpt(source, info, real, start, max_bytes)
+            finally:
+                with self._count_lock:
+                    self.bytes_read += source.bytes_read
+        except OSError as exc:
+            raise ReadFileError(f"cannot read {name}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+    def _check_opened(self, fd: int, name: str) -> os.stat_result:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ReadFileError(f"{name} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise ReadFileError(f"{name} is {kind}; only regular files can be read")
+        if info.st_nlink > 1:
+            raise ReadFileError(
+                f"{name} has {info.st_nlink} hard links: it may be another name of a file "
+                "outside the readable roots, so it is not read (copy it to read it)"
+            )
+        try:
+            opened = Path(os.readlink(_PROC_FD / str(fd)))
+        except OSError:  # no /proc here: the walk by directory fds is the check
+            return info
+        if not self._inside(opened):
+            raise ReadFileError(f"{name} was moved outside the readable roots; it is not read")
+        return info
+
+    def _excerpt(
+        self, source: ByteSource, info: os.stat_result, real: Path, start: Position, max_bytes: int
+    ) -> str:
+        name = repr(str(real))
+        index = self.index_cache.get(source, info)
+        if index.lines == 0:
+            return f"({name} is empty)"
+        own = self.store_dir is not None and real.parent == self.store_dir
+        if index.binary and not own:  # saved outputs are text, whatever bytes they hold
+            raise ReadFileError(f"{name} is a binary file; it cannot be shown")
+        if start.line > index.lines:
+            raise ReadFileError(
+                f"start_line={start.line} is past the end of {name} ({index.lines} lines)"
+            )
+        try:
+            at = index.locate(source, start)
+        except LineEndError as exc:
+            raise ReadFileError(
+                f"line_offset={start.offset} is past the end of line {start.line} "
+                f"({exc.length} characters)"
+            ) from None
+        except UnicodeDecodeError:
+            raise ReadFileError(f"{name} is not UTF-8 text; it cannot be shown") from None
+        except EOFError:
+            raise ReadFileError(f"{name} changed while it was being read; try again") from None
+        want = max_bytes + 8  # over max_bytes even if the decoder holds back a split character
+        window = source.read(at, want)
+        at_eof = len(window) < want or not source.read(at + want, 1)
+        try:
+            rest = codecs.getincrementaldecoder("utf-8")().decode(window, final=at_eof)
+        except UnicodeDecodeError:
+            raise ReadFileError(f"{name} is not UTF-8 text; it cannot be shown") from None
+        # When the window stops short of the end, `rest` is over `max_bytes`: it is cut, and
+        # the excerpt is a whole prefix of the rest of the file, as the chain needs.
+        output = excerpt_with_notice(
+            rest, max_bytes=max_bytes, file_path=str(real), start=start, source_lines=index.lines
+        )
+        if output != rest and (parsed := parse_notice(output)) is not None:
+            index.remember(parsed[1].next, at + parsed[1].n_bytes)
+        return output
+
+
+def _open_below(root: Path, real: Path) -> int:
+    """Open `real` for reading, walking from `root` one component at a time without following
+    any symlink, and without blocking (``O_NONBLOCK``: a FIFO opens at once, and is refused
+    by the caller)."""
+    parts = real.relative_to(root).parts
+    if not parts:
+        raise IsADirectoryError(errno.EISDIR, "the root itself")
+    if not _WALK:  # no dir_fd here: open by name; the checks after opening still apply
+        return os.open(real, _FILE_FLAGS)
+    dir_fd = os.open(root, _COMMON | _DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _open_error(name: str, exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return f"{name} changed while it was being opened (a symlink appeared); it is not read"
+    if exc.errno == errno.ENOENT:
+        return f"{name} does not exist"
+    if exc.errno == errno.EISDIR:
+        return f"{name} is a directory, not a file"
+    if exc.errno == errno.ENXIO:
+        return f"{name} is a socket or a device; only regular files can be read"
+    return f"cannot open {name}: {exc.strerror or exc}"

@@ -1,0 +1,350 @@
+"""`Services`: what a `ContextManager` shares among its agents, on either AgentScope line.
+
+One token counter, tool-output store, dialog store, long-term memory, `read_file` reader,
+Compactor, search index, Summarizer queue and consolidation job per manager; and per agent a
+`ContextPipeline` over its `ContextMemory`. The line adapters (`_manager` for 1.x hooks,
+`_v2/_manager` for 2.x middlewares) add how the pipeline is wired into the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core._compactor import Compactor
+from ..core._config import ContextConfig
+from ..core._entry import Msg
+from ..core._errors import ContextUsageError, PromptTooLargeError
+from ..core._failures import FailureLog
+from ..core._memory import ContextMemory
+from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
+from ..core._private import STORE_DIRS, private_dir
+from ..core._tokens import TokenCounter
+from ..core._truncation import notice_paths
+from ..memory._long_term import ConsolidationScheduler, LongTermMemory
+from ..memory._summarizer import Summarizer
+from ..memory._summarizer_queue import SummarizerQueue
+from ..recall._read_file import FileReader
+from ..recall._recall import Recall, RecallConfig
+from ..recall._search import SearchIndex
+from ..stores._dialog import DialogStore
+from ..stores._tool_results import ToolResultPolicy, ToolResultStore
+from ..stores._usage_file import write_usage
+
+__all__ = ["ContextUsage", "Services"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+READ_FILE = "read_file"
+MEMORY_TOOLS = ("remember", "log_today")
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """Where the prompt's tokens go, as `context_usage` reports it."""
+
+    system_prompt: int
+    tool_schemas: int
+    summary: int
+    messages: int
+    """All live messages, tool results included."""
+    tool_results: int
+    """The part of `messages` in messages that carry tool results."""
+    total: int
+    """Our raw estimate of the whole prompt."""
+    calibrated_total: int
+    """`total` corrected by what the provider reported for earlier prompts (with a safety
+    margin); equal to `total` until the provider has reported usage."""
+    max_input_tokens: int
+    """The effective budget: `config.max_input_tokens`, or lower when a provider stated a
+    smaller window in a context-length error."""
+    threshold: int
+    message_count: int
+    provider_prompt_tokens: int | None = None
+    """The provider's own count of the last prompt sent (`None` before it reported one)."""
+    provider_cached_tokens: int | None = None
+    """The part of it the provider read from its prompt cache, where it reports that."""
+    cache_reuse: float | None = None
+    """Share of the provider's prompt tokens read from its cache over the session (billed
+    at about a tenth), where it reports cache reads; `None` where it does not."""
+
+    @property
+    def ratio(self) -> float:
+        """Share of `max_input_tokens` in use (calibrated)."""
+        return self.calibrated_total / self.max_input_tokens
+
+    def share(self, tokens: int) -> float:
+        """Share of `max_input_tokens` taken by `tokens`."""
+        return tokens / self.max_input_tokens
+
+
+class Services:
+    """The parts shared by all agents of one manager.
+
+    Args:
+        config: all settings.
+        model: the chat model of the Compactor, the Summarizer and consolidation (`None`:
+            extractive summaries only, no Summarizer).
+        formatter: on 1.x, the formatter matching `model` (a 2.x model owns its own).
+        counter: the token counter.
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig,
+        model: Any,
+        formatter: Any,
+        counter: TokenCounter,
+    ) -> None:
+        self.config = config
+        self.model = model
+        self.formatter = formatter
+        self.counter = counter
+        working_dir = self.config.working_dir.resolve()
+        self.working_dir = working_dir
+        for name in STORE_DIRS:  # made by an older version, maybe readable by others
+            private_dir(working_dir / name, create=False)
+        self.store = ToolResultStore(working_dir, self.config.tool_result.retention_days)
+        self.policy = ToolResultPolicy(self.config.tool_result)
+        self.dialog = DialogStore(working_dir)
+        self.long_term = LongTermMemory(working_dir)
+        roots = self.config.read_roots or [working_dir, Path.cwd()]
+        self.reader = FileReader(roots, self.policy, store_dir=self.store.dir)
+        self.compactor = Compactor(
+            self.config.compactor,
+            model=model,
+            formatter=formatter,
+            counter=self.counter,
+            max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
+            read_saved=self.store.read_saved,
+        )
+        self.failures = FailureLog()
+        self.recall_config: RecallConfig = self.config.recall
+        self.search_index = SearchIndex(working_dir, failures=self.failures)
+        self.scheduler: ConsolidationScheduler | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._summaries: SummarizerQueue | None = None
+
+    def make_pipeline(
+        self,
+        memory: ContextMemory,
+        *,
+        agent_name: str,
+        calibration_key: str,
+        prompt_parts: Callable[[], PromptParts],
+        notify: Callable[[str], Awaitable[None]],
+        on_compacted: Callable[[list[Msg]], Awaitable[None]],
+        config: ContextConfig | None = None,
+    ) -> tuple[ContextPipeline, Recall | None, ToolResultStore]:
+        """An agent's pipeline over `memory`, its recall (None when disabled) and the store
+        its tool outputs are saved to (which tells the recall's index). `config` replaces the
+        manager's for this agent (e.g. a smaller budget)."""
+        recall, store, dialog = self._recall_for(agent_name)
+        pipeline = ContextPipeline(
+            config or self.config,
+            memory,
+            counter=self.counter,
+            store=store,
+            policy=self.policy,
+            dialog=dialog,
+            compactor=self.compactor,
+            on_compacted=on_compacted,
+            calibration_key=calibration_key,
+            failures=self.failures,
+            prompt_parts=prompt_parts,
+            notify=notify,
+            describe=None if recall is None else recall.describe_saved,
+        )
+        return pipeline, recall, store
+
+    @staticmethod
+    def pin_message(
+        pipeline: ContextPipeline, memory: ContextMemory, msg_id: str, pinned: bool
+    ) -> None:
+        """Pin (or unpin) message `msg_id` of `memory`: cuts planned for it are dropped.
+
+        Raises:
+            ContextUsageError: no message of the context has that id.
+        """
+        if not memory.pin(msg_id, pinned):
+            raise ContextUsageError(
+                f"no message with id {msg_id!r} in the agent's context (a message compacted "
+                "away can no longer be pinned)"
+            )
+        due = pipeline.ladder.plan.due
+        for msg in memory.messages():
+            if msg.id == msg_id or str(msg.id).startswith(f"{msg_id}/"):
+                due.pop(msg.id, None)
+
+    async def usage(self, pipeline: ContextPipeline, memory: ContextMemory) -> ContextUsage:
+        """Tokens by part of the prompt the agent would send now."""
+        parts = await pipeline.breakdown()
+        last = pipeline.cache.last
+        total = parts["system_prompt"] + parts["tool_schemas"] + parts["summary"]
+        total += parts["messages"]
+        return ContextUsage(
+            system_prompt=parts["system_prompt"],
+            tool_schemas=parts["tool_schemas"],
+            summary=parts["summary"],
+            messages=parts["messages"],
+            tool_results=parts["tool_results"],
+            total=total,
+            calibrated_total=math.ceil(total * pipeline.scale),
+            max_input_tokens=pipeline.calibration.budget,
+            threshold=pipeline.threshold,
+            message_count=len(memory.content),
+            provider_prompt_tokens=None if last is None else last.tokens,
+            provider_cached_tokens=None if last is None else last.cached,
+            cache_reuse=pipeline.cache.reuse,
+        )
+
+    async def note_usage(self, agent_name: str, pipeline: ContextPipeline) -> None:
+        """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect`."""
+        try:
+            last = pipeline.cache.last
+            fields = {
+                "prompt_tokens": await pipeline.prompt_tokens(),
+                "max_input_tokens": pipeline.calibration.budget,
+                "provider_prompt_tokens": None if last is None else last.tokens,
+                "provider_cached_tokens": None if last is None else last.cached,
+                "cache_reuse": pipeline.cache.reuse,
+                "counter": self.counter.backend,
+            }
+            await asyncio.to_thread(write_usage, self.working_dir, agent_name, fields)
+        except Exception:
+            logger.exception("agentscope_ctx: could not note the reply's usage")
+
+    def memories(self) -> Iterable[ContextMemory]:
+        """The memories of the attached agents (each adapter knows its agents)."""
+        return ()
+
+    async def run_pipeline(self, pipeline: ContextPipeline, **kwargs: Any) -> PipelineReport | None:
+        """One pipeline run (`kwargs` go to `ContextPipeline.run`), then the store's
+        occasional cleanup; failures are logged (`None`: the run failed), except a
+        `PromptTooLargeError`, which is raised: that prompt must not be sent."""
+        try:
+            report = await pipeline.run(**kwargs)
+            removed = self.store.maybe_cleanup(self._referenced_files)
+            if removed:
+                await asyncio.to_thread(self.search_index.drop_outputs, removed)
+            return report
+        except (asyncio.CancelledError, PromptTooLargeError):
+            raise  # a prompt that cannot fit is not sent: the setup must change
+        except Exception:
+            logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
+            return None
+
+    async def load_note(self, memory: ContextMemory) -> None:
+        """Offer MEMORY.md (as it is now) with the summary."""
+        memory.offer_long_term(
+            await self.long_term.memory_prompt(self.counter, self.config.memory_max_tokens)
+        )
+
+    async def close(self, grace_seconds: float = 10.0) -> None:
+        """Stop the consolidation job, start a Summarizer run on the evicted messages still
+        pending (see `SummarizerQueue`), give background Summarizer runs `grace_seconds` to
+        finish, then cancel the ones left (the notes they wrote so far are kept). Returns
+        even if a run ignores its cancellation (it is then left behind, with a warning)."""
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+            self.scheduler = None
+        self.search_index.close()
+        if self._summaries is not None:
+            self._summaries.flush()
+        if not self._background:
+            return
+        _, late = await asyncio.wait(set(self._background), timeout=grace_seconds)
+        for task in late:
+            task.cancel()
+        if late:
+            _, stuck = await asyncio.wait(late, timeout=max(grace_seconds, 1.0))
+            logger.warning(
+                "agentscope_ctx: cancelled %d Summarizer run(s) still busy after %g s%s",
+                len(late),
+                grace_seconds,
+                f"; {len(stuck)} did not stop" if stuck else "",
+            )
+
+    def _recall_for(self, agent_name: str) -> tuple[Recall | None, ToolResultStore, DialogStore]:
+        """The agent's recall (None when disabled), and the output and dialog stores that
+        name the agent on what they save and keep the search index up to date."""
+        if not self.recall_config.enabled:
+            return None, self.store, self.dialog
+        recall = Recall(
+            self.search_index,
+            self.recall_config,
+            agent_name,
+            max_output_bytes=self.config.tool_result.old_max_bytes,
+            failures=self.failures,
+        )
+        store = ToolResultStore(
+            self.working_dir, self.config.tool_result.retention_days, on_saved=recall.output_saved
+        )
+        dialog = DialogStore(
+            self.working_dir,
+            record_fields=recall.record_fields,
+            on_append=self.search_index.dialog_appended,
+        )
+        return recall, store, dialog
+
+    def _referenced_files(self) -> set[str]:
+        """tool_result files that a notice in a live message of an attached agent points to
+        (in any block of any message: a last-resort cut leaves notices in user text and tool
+        arguments too), including what the model is shown of messages kept whole."""
+        referenced: set[str] = set()
+        for memory in self.memories():
+            for msg in [*memory.messages(), *memory.views.values()]:
+                for path in notice_paths(msg.content):
+                    if self.store.owns(path):
+                        referenced.add(path)
+            for path in notice_paths(memory.trimmed_summary()):  # the fit's cut of it
+                if self.store.owns(path):
+                    referenced.add(path)
+        return referenced
+
+    async def start_summarizer(self, older: list[Msg]) -> None:
+        """Hand the evicted messages to the Summarizer's queue: it runs in the background,
+        once per batch worth it (see `SummarizerQueue`)."""
+        if not (self.config.summarizer.enabled and self.model is not None):
+            return
+        if self._summaries is None:
+            settings = self.config.summarizer
+            # The Summarizer's model calls get the compactor's time limit: the same model,
+            # the same patience (no setting of their own).
+            summarizer = Summarizer(
+                model=self.model,
+                formatter=self.formatter,
+                memory_dir=self.long_term.memory_dir,
+                counter=self.counter,
+                max_input_tokens=settings.max_input_tokens,
+                timeout_seconds=self.config.compactor.timeout_seconds,
+            )
+
+            def track(task: asyncio.Task[None]) -> None:
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+            self._summaries = SummarizerQueue(
+                summarizer.run,
+                self.counter,
+                min_batch_tokens=settings.min_batch_tokens,
+                # full at half the cap: the compactions made during a run join its batch
+                max_batch_tokens=settings.max_input_tokens // 2,
+                on_start=track,
+            )
+        await self._summaries.add(older)
+
+    def ensure_scheduler(self) -> None:
+        if self.config.consolidation.enabled and self.scheduler is None:
+            self.scheduler = ConsolidationScheduler(
+                self.config.consolidation,
+                self.working_dir,
+                model=self.model,
+                formatter=self.formatter,
+            )
+            self.scheduler.start()

@@ -1,0 +1,385 @@
+"""`DialogStore`: every message that left the agent's context, kept on disk.
+
+Layout: ``{working_dir}/dialog/YYYY-MM-DD.jsonl``, UTF-8, ``\\n`` line ends, one record per
+line (the record format is defined in `agentscope_ctx._dialog_record`).
+
+Which file: a message goes to the file of its own date (the date part of ``Msg.timestamp``,
+today's local date when the timestamp is missing or unparseable), **but never to a file older
+than the newest one already in the store**. So the files, oldest day first and each from top to
+bottom, hold the messages in the order they were appended, which is the order `read` returns,
+and an agent reading ``dialog/`` from the newest end backwards meets the newest message first,
+even when the clock went back across midnight (message A stamped day 2 00:00:05 is stored, then
+B stamped day 1 23:59:59: B goes to day 2's file, after A; its record keeps its own timestamp).
+The price: after a clock jump into the future, later messages go to that future day's file
+until the clock catches up. Files written before this rule are read as they are.
+
+Guarantees of `DialogStore.append`: the records are written and ``fsync``-ed (with the directory
+when a file is created) before it returns, and a message whose ``id`` is already stored is not
+written again. On POSIX, an exclusive ``flock`` on ``dialog/.lock`` serializes writers across
+processes sharing one ``working_dir``; readers take it shared. A line that does not parse (a
+torn write, a hand edit) is skipped and reported by the reader, never fatal; a writer first ends
+such a fragment with ``\\n`` so new records stay whole.
+
+The directory is ``0700`` and its files ``0600`` (`agentscope_ctx._private`). Nothing outside
+``dialog/`` is ever written or read through it: the store refuses a ``dialog`` that is a
+symbolic link, and opens the day files and ``.lock`` relative to the directory with
+``O_NOFOLLOW`` and only when they are regular files. Appending to a refused file raises a
+`PersistenceError` naming it; a reader skips it and reports it (line 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from ..core._entry import Msg
+from ..core._errors import ContextUsageError, PersistenceError
+from ..core._private import FILE_MODE, private_dir, tighten_fd
+from ._dialog_dir import DialogDir, refused_reason
+from ._dialog_record import date_prefix, decode_record, encode_record
+
+if sys.platform != "win32":
+    import fcntl
+
+__all__ = ["DialogReadReport", "DialogStore"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+_DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")
+_LOCK_NAME = ".lock"
+_APPEND = os.O_RDWR | os.O_APPEND
+
+
+@dataclass
+class DialogReadReport:
+    """What a read of the dialog store found.
+
+    Attributes:
+        files: Names of the files read (``"2026-12-02.jsonl"``), oldest day first.
+        messages: How many messages were returned.
+        bad_lines: One ``(file name, line number, reason)`` per skipped line; lines count from 1,
+            and line 0 stands for a whole file that was not read (a symbolic link, a FIFO...).
+    """
+
+    files: list[str] = field(default_factory=list)
+    messages: int = 0
+    bad_lines: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+def _append_file(folder: DialogDir, name: str, data: bytes) -> tuple[int, int]:
+    """Append `data` to `name` durably; end a torn last line first. Returns (inode, size)."""
+    path = folder.path / name
+    try:
+        try:
+            fd = folder.open(name, _APPEND | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            created = True
+        except FileExistsError:
+            fd = folder.open(name, _APPEND)
+            created = False
+        try:
+            if not created:
+                tighten_fd(fd, path)  # made by an older version or another umask
+            size = os.fstat(fd).st_size
+            if size:
+                os.lseek(fd, size - 1, os.SEEK_SET)
+                if os.read(fd, 1) != b"\n":  # a torn fragment: keep it on its own line
+                    data = b"\n" + data
+            view = memoryview(data)
+            while view:  # one write in practice; loop only if the kernel writes short
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if created:
+            folder.fsync()
+    except OSError as exc:
+        raise PersistenceError(f"cannot append to dialog file {str(path)!r}: {exc}") from exc
+    return stat.st_ino, stat.st_size
+
+
+class DialogStore:
+    """The append-only store of messages that left the context (see the module docstring).
+
+    One instance per ``working_dir`` is enough; several instances, threads or processes on the
+    same directory are safe. Writing is async (`append`); reading is sync (`read`, `days`,
+    `ids`) with an async twin `aread`, since it is also used outside a running agent.
+    """
+
+    def __init__(
+        self,
+        working_dir: Path,
+        *,
+        record_fields: Mapping[str, str] | None = None,
+        on_append: Callable[[], None] | None = None,
+    ) -> None:
+        """Create a store; nothing is touched on disk until the first `append`.
+
+        Args:
+            working_dir: The agent's working directory; files go to ``working_dir/dialog``.
+            record_fields: Extra fields written on each record (``agent``, ``session``).
+            on_append: Called (in a worker thread, the lock released) after records were
+                written; what it raises is logged, never passed on.
+        """
+        self._dialog_dir = Path(working_dir) / "dialog"
+        self._fields = dict(record_fields or {})
+        self._on_append = on_append
+        self._lock = threading.Lock()
+        self._ids: set[str] = set()  # every id in the files, as of the last scan
+        self._scanned: dict[str, tuple[int, int]] = {}  # file name -> (inode, bytes scanned)
+
+    @property
+    def dialog_dir(self) -> Path:
+        """The directory holding the ``YYYY-MM-DD.jsonl`` files."""
+        return self._dialog_dir
+
+    async def append(self, msgs: Sequence[Msg]) -> int:
+        """Append messages durably, skipping those whose id is already stored.
+
+        When this returns, the new records are on disk (fsync-ed), so the caller may drop the
+        messages from memory. If it raises, some of them may already be stored; appending the
+        same messages again is safe, as stored ids are skipped. A message with values JSON
+        cannot hold is stored with them rendered as strings (see `_dialog_record`) and logged
+        once, at WARNING. The file I/O runs in a thread.
+
+        Args:
+            msgs: The messages, in order; a repeated id within the batch is written once.
+
+        Returns:
+            How many messages were newly written.
+
+        Raises:
+            PersistenceError: A message id is not a string, or the directory, the lock or a
+                file cannot be created or written, or is a symbolic link or not a regular file
+                (names the path and the cause).
+        """
+        if not msgs:
+            return 0
+        written = await asyncio.to_thread(self._append_sync, list(msgs))
+        if written and self._on_append is not None:
+            try:
+                await asyncio.to_thread(self._on_append)
+            except Exception:  # a listener (the search index) never fails a durable append
+                logger.exception("agentscope_ctx: the dialog append listener failed")
+        return written
+
+    def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
+        """Read the stored messages, oldest day first, in file order (the append order).
+
+        Lines that are not valid records (torn, corrupt) are skipped and listed in the report,
+        and so are day files that are not regular files (line 0).
+
+        Args:
+            day: ``"YYYY-MM-DD"`` to read one day only; ``None`` reads every day.
+
+        Returns:
+            The messages and a report; both empty when nothing is stored.
+
+        Raises:
+            ContextUsageError: `day` is not a ``YYYY-MM-DD`` date.
+            PersistenceError: The directory or a file exists but cannot be read, or ``dialog``
+                is a symbolic link.
+        """
+        if day is not None and date_prefix(day) != day:
+            raise ContextUsageError(f"day must be a date 'YYYY-MM-DD', got {day!r}")
+        msgs: list[Msg] = []
+        report = DialogReadReport()
+        with self._open(create=False) as folder:
+            if folder is None:
+                return msgs, report
+            with self._flock(folder, exclusive=False):
+                names, refused = self._day_files(folder)
+                for name in sorted({*names, *refused}):
+                    if day is not None and name != f"{day}.jsonl":
+                        continue
+                    if name in refused:
+                        report.bad_lines.append((name, 0, refused[name]))
+                        continue
+                    report.files.append(name)
+                    for number, raw in self._lines(folder, name):
+                        msg = decode_record(raw) if raw.strip() else None  # blank: skip
+                        if isinstance(msg, Msg):
+                            msgs.append(msg)
+                        elif msg is not None:
+                            torn = "" if raw.endswith(b"\n") else "torn last line: "
+                            report.bad_lines.append((name, number, f"{torn}{msg}"[:200]))
+        report.messages = len(msgs)
+        return msgs, report
+
+    async def aread(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
+        """`read`, run in a thread so that a large store does not block the event loop."""
+        return await asyncio.to_thread(self.read, day)
+
+    def days(self) -> list[str]:
+        """The days (``"YYYY-MM-DD"``, sorted) that have a dialog file (a regular file)."""
+        with self._open(create=False) as folder:
+            if folder is None:
+                return []
+            return [name.removesuffix(".jsonl") for name in self._day_files(folder)[0]]
+
+    def ids(self) -> set[str]:
+        """The ids of every stored message (a copy)."""
+        with self._lock, self._open(create=False) as folder:
+            if folder is None:
+                return set()
+            with self._flock(folder, exclusive=False):
+                self._rescan(folder)
+            return set(self._ids)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _append_sync(self, msgs: list[Msg]) -> int:
+        today = date.today().isoformat()
+        records = [
+            (msg, date_prefix(msg.timestamp) or today, *encode_record(msg, self._fields))
+            for msg in msgs
+        ]
+        with self._lock, self._created() as folder, self._flock(folder, exclusive=True):
+            names = self._rescan(folder)
+            newest = names[-1].removesuffix(".jsonl") if names else ""
+            by_day: dict[str, list[tuple[Msg, bytes, list[str]]]] = {}
+            batch: set[str] = set()
+            for msg, own_day, line, lossy in records:
+                if msg.id in self._ids or msg.id in batch:
+                    continue
+                batch.add(msg.id)
+                newest = max(newest, own_day)  # never a file older than the newest
+                by_day.setdefault(newest, []).append((msg, line, lossy))
+            written = 0
+            for day in sorted(by_day):
+                name, entries = f"{day}.jsonl", by_day[day]
+                before = self._scanned.get(name)
+                inode, size = _append_file(folder, name, b"".join(b for _, b, _ in entries))
+                self._ids.update(m.id for m, _, _ in entries)
+                if before is None or before[0] == inode:  # else the next rescan redoes it
+                    self._scanned[name] = (inode, size)
+                written += len(entries)
+                for msg, _, lossy in entries:
+                    if lossy:
+                        logger.warning(
+                            "agentscope_ctx: message %r stored in %s with values changed to "
+                            "make it storable (listed in its record's 'lossy'): %s",
+                            msg.id, name, ", ".join(lossy[:10]),
+                        )  # fmt: skip
+        return written
+
+    def _rescan(self, folder: DialogDir) -> list[str]:
+        """Bring `_ids` up to date with the files; reads only bytes added since the last scan.
+
+        The caller holds the flock, so no writer is mid-line. Returns the day files, sorted.
+        """
+        names = self._day_files(folder)[0]
+        try:
+            stats = {name: folder.stat(name) for name in names}
+            if set(self._scanned) - set(names) or any(
+                name in self._scanned
+                and (stat.st_ino != self._scanned[name][0] or stat.st_size < self._scanned[name][1])
+                for name, stat in stats.items()
+            ):  # a file vanished, shrank or was replaced: start over
+                self._scanned.clear()
+                self._ids.clear()
+            for name, stat in stats.items():
+                offset = self._scanned.get(name, (stat.st_ino, 0))[1]
+                if stat.st_size == offset:
+                    continue
+                with os.fdopen(folder.open(name, os.O_RDONLY), "rb") as file:
+                    file.seek(offset)
+                    for raw in file:
+                        msg = decode_record(raw) if raw.strip() else ""
+                        if isinstance(msg, Msg):
+                            self._ids.add(msg.id)
+                    self._scanned[name] = (stat.st_ino, file.tell())
+        except OSError as exc:
+            raise PersistenceError(
+                f"cannot scan dialog files in {str(self._dialog_dir)!r}: {exc}"
+            ) from exc
+        return names
+
+    def _lines(self, folder: DialogDir, name: str) -> Iterator[tuple[int, bytes]]:
+        try:
+            with os.fdopen(folder.open(name, os.O_RDONLY), "rb") as file:
+                yield from enumerate(file, start=1)
+        except OSError as exc:
+            path = str(self._dialog_dir / name)
+            raise PersistenceError(f"cannot read dialog file {path!r}: {exc}") from exc
+
+    def _day_files(self, folder: DialogDir) -> tuple[list[str], dict[str, str]]:
+        """The regular day files, sorted, and the refused ones with the reason."""
+        try:
+            names, refused = [], {}
+            for entry in folder.scan():
+                if not _DAY_FILE.fullmatch(entry.name):
+                    continue
+                reason = refused_reason(entry)
+                if reason is None:
+                    names.append(entry.name)
+                else:
+                    refused[entry.name] = f"{reason}: not read"
+            return sorted(names), refused
+        except OSError as exc:
+            raise PersistenceError(
+                f"cannot list dialog directory {str(self._dialog_dir)!r}: {exc}"
+            ) from exc
+
+    @contextmanager
+    def _open(self, *, create: bool) -> Iterator[DialogDir | None]:
+        """The dialog directory, or None when it does not exist and `create` is false."""
+        if not os.path.lexists(self._dialog_dir):
+            if not create:
+                yield None
+                return
+            try:
+                private_dir(self._dialog_dir)
+                DialogDir.fsync_path(self._dialog_dir.parent)
+            except OSError as exc:
+                raise PersistenceError(
+                    f"cannot create dialog directory {str(self._dialog_dir)!r}: {exc}"
+                ) from exc
+        elif create:
+            private_dir(self._dialog_dir)  # tightens one an older version left readable
+        folder = DialogDir(self._dialog_dir)
+        try:
+            yield folder
+        finally:
+            folder.close()
+
+    @contextmanager
+    def _created(self) -> Iterator[DialogDir]:
+        """The dialog directory, created when missing."""
+        with self._open(create=True) as folder:
+            if folder is None:  # pragma: no cover - `create` always gives one
+                raise PersistenceError(f"no dialog directory {str(self._dialog_dir)!r}")
+            yield folder
+
+    @contextmanager
+    def _flock(self, folder: DialogDir, *, exclusive: bool) -> Iterator[None]:
+        """Hold ``dialog/.lock``. Writers must get it; a reader goes on without it if it can't
+        be opened (read-only directory, not a regular file). No-op on Windows."""
+        if sys.platform == "win32":
+            yield
+            return
+        fd: int | None = None
+        try:
+            fd = folder.open(_LOCK_NAME, os.O_RDONLY | os.O_CREAT, FILE_MODE)
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        except (OSError, PersistenceError) as exc:
+            if fd is not None:
+                os.close(fd)
+                fd = None
+            if exclusive:
+                path = str(self._dialog_dir / _LOCK_NAME)
+                raise PersistenceError(f"cannot lock {path!r}: {exc}") from exc
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)

@@ -1,0 +1,153 @@
+"""The dialog record: how one message is written to a ``dialog/YYYY-MM-DD.jsonl`` line.
+
+This module is the only place the format is defined. The record, version 1::
+
+    {"v": 1, "msg": <Msg.to_dict()>}
+    {"v": 1, "msg": <Msg.to_dict()>, "agent": "<name>", "session": "<id>"}
+    {"v": 1, "msg": <Msg.to_dict(), made storable>, "lossy": ["metadata.when", "content"]}
+
+``agent`` and ``session`` are optional (absent in older records): the name of the agent whose
+context the message left, and its session when known (they scope `search_history`).
+
+``msg`` holds ``id``, ``name``, ``role``, ``content`` (a string or a list of content blocks),
+``metadata`` and ``timestamp`` exactly as ``Msg.to_dict()`` gives them; ``Msg.from_dict()``
+reads it back. Text is written unescaped (``ensure_ascii=False``); a record whose text cannot be
+encoded as UTF-8 (a lone surrogate) is written with ``\\uXXXX`` escapes instead, which round-trip
+exactly.
+
+A message is stored even when it is odd, so that one message never stops the store:
+
+- a value JSON cannot hold (a ``datetime``, a ``set``, ``bytes``, any object; a circular
+  reference) is written as a string: ``str(value)`` (``repr`` if that fails,
+  ``"<circular reference>"`` for a cycle, ``"<TYPE nested too deep>"`` below 100 levels), and so
+  is a dict key that is not a string (``1``, ``None``, a tuple), which JSON could not give back;
+  a tuple is written as a list, as JSON does, and not flagged;
+- a ``content`` that ``Msg.from_dict`` would refuse is made readable: ``None`` becomes ``[]``
+  (AgentScope reads both as "no blocks"), a single block (a dict) becomes a one-block list, and
+  anything else its string.
+
+Such a record carries ``lossy``: the paths of the values that were changed (``"metadata.when"``,
+``"content[0].input.since"``, ``"metadata.tags"``), in document order. It is an optional field
+of version 1: a record without it was stored exactly, and readers that do not know it ignore
+it. A record is never refused for its values; only a message whose ``id`` is not a string is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import date
+
+from ..core._entry import Msg
+from ..core._errors import PersistenceError
+
+__all__ = ["RECORD_VERSION", "date_prefix", "decode_record", "encode_record"]
+
+RECORD_VERSION = 1
+"""The ``v`` field of the records this module writes (and the only one it reads)."""
+
+_MAX_DEPTH = 100
+_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T]|$)")
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def date_prefix(text: object) -> str | None:
+    """The valid ``YYYY-MM-DD`` that `text` starts with (followed by a space, ``T`` or nothing)."""
+    match = _DAY.match(text) if isinstance(text, str) else None
+    try:
+        return date.fromisoformat(match.group(1)).isoformat() if match else None
+    except ValueError:
+        return None
+
+
+def encode_record(msg: Msg, fields: Mapping[str, str] | None = None) -> tuple[bytes, list[str]]:
+    """One record line (``\\n`` included) and the paths of the values made storable;
+    `fields` (``agent``, ``session``) are written after ``msg``.
+
+    Raises:
+        PersistenceError: The message's id is not a string (the store goes by id).
+    """
+    if not isinstance(msg.id, str):
+        raise PersistenceError(f"message id must be a str, got {msg.id!r}")
+    data = msg.to_dict()
+    lossy: list[str] = []
+    content = data.get("content")
+    if not isinstance(content, (str, list, tuple)):  # what `Msg.from_dict` would refuse
+        lossy.append("content")
+        if content is None:
+            data["content"] = []
+        elif isinstance(content, Mapping):
+            data["content"] = [content]
+        else:
+            data["content"] = _text(content)
+    record: dict[str, object] = {"v": RECORD_VERSION, "msg": _storable(data, "", lossy, (), 0)}
+    record.update(fields or {})
+    if lossy:
+        record["lossy"] = lossy
+    text = json.dumps(record, ensure_ascii=False)  # cannot fail: `_storable` made it JSON
+    try:
+        return (text + "\n").encode("utf-8"), lossy
+    except UnicodeEncodeError:  # lone surrogates: the escaped form round-trips exactly
+        return (json.dumps(record) + "\n").encode("ascii"), lossy
+
+
+def decode_record(raw: bytes) -> Msg | str:
+    """The message of a record line, or why the line is not a valid record."""
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not valid UTF-8"
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(record, dict):
+        return f"not a record: a JSON {type(record).__name__}"
+    if record.get("v") != RECORD_VERSION:
+        return f"unsupported record version {record.get('v')!r}"
+    data = record.get("msg")
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        return "record without a message id"
+    try:
+        return Msg.from_dict(data)
+    except Exception as exc:  # any malformed field: the caller reports it, never raises
+        return f"not a message ({type(exc).__name__}: {exc})"
+
+
+def _storable(
+    value: object, path: str, lossy: list[str], active: tuple[int, ...], depth: int
+) -> object:
+    """`value` with everything JSON cannot hold rendered as a string (paths noted in `lossy`)."""
+    if isinstance(value, _SCALARS):
+        return value
+    if not isinstance(value, (Mapping, list, tuple)):
+        lossy.append(path)
+        return _text(value)
+    if id(value) in active or depth >= _MAX_DEPTH:
+        lossy.append(path)
+        return "<circular reference>" if id(value) in active else _deep(value)
+    inner = (*active, id(value))
+    if isinstance(value, Mapping):
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            name = key if isinstance(key, str) else _text(key)
+            where = f"{path}.{name}" if path else name
+            if name is not key:
+                lossy.append(where)
+            out[name] = _storable(item, where, lossy, inner, depth + 1)
+        return out
+    return [
+        _storable(item, f"{path}[{i}]", lossy, inner, depth + 1) for i, item in enumerate(value)
+    ]
+
+
+def _text(value: object) -> str:
+    for render in (str, repr):
+        try:
+            return render(value)
+        except Exception:  # a broken __str__ / __repr__: try the next, then give up
+            continue
+    return f"<unprintable {type(value).__name__}>"
+
+
+def _deep(value: object) -> str:
+    return f"<{type(value).__name__} nested too deep>"

@@ -1,0 +1,329 @@
+"""`IndexDatabase`: the SQLite file behind `SearchIndex`, and how it is replaced when damaged.
+
+On disk, under ``{working_dir}/index/``:
+
+- ``current``: the file name of the live database, replaced atomically;
+- ``search-{hex}.sqlite3`` (and SQLite's ``-wal``, ``-shm``): the database. A rebuild creates a
+  new name and never reuses one, so a process still holding the old file cannot touch the new
+  one (SQLite finds its journal files by name);
+- ``.lock``: ``flock``-ed while a database is created or replaced.
+
+All of them are private to their owner (``0600`` in a ``0700`` directory, `_private`).
+
+Nobody waits on the index without a bound: each `IndexDatabase.run` says how long it may wait
+(for another thread of this process, ``.lock``, and SQLite's write lock, all within one
+deadline), and raises `IndexBusy` past it. A save waits not at all (its notification is then
+skipped and caught up later); a search waits at most its catch-up time.
+
+Schema, ``PRAGMA user_version`` 1 (paths are relative to ``working_dir``)::
+
+    sources(path, kind, inode, size, lines, stamp)  how far each file is indexed (bytes and
+        lines for a dialog file; mtime in ns as `stamp` for a memory file)
+    docs(id, path, kind, line, byte_offset, agent, session, role, tool, args, ts)
+        one per dialog record (its line and byte offset), saved output or memory file
+    owners(name, agent, session, tool, args, ts)    who saved each tool_result file, filled
+        at save and from the dialog; kept apart so the order of file and owner does not matter
+    chunks  FTS5 (unicode61, diacritics removed): body, start_line, line_offset;
+        rowid = doc id << 24 | chunk number, so the chunks of a doc are one rowid range
+
+Every process opens the file named by ``current`` and re-checks that name (one ``stat``) at
+each use. SQLite's WAL mode lets searches run while another process writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from itertools import islice
+from pathlib import Path
+from typing import TypeVar
+
+from ..core._errors import PersistenceError
+from ..core._private import FILE_MODE, file_lock, private_dir, write_atomic
+from ..core._search_text import Chunk, index_text, storable
+
+__all__ = ["IndexBusy", "IndexDatabase", "Owner", "add_doc", "drop_one", "set_owner", "write"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+SCHEMA_VERSION = 1
+BUSY_SECONDS = 60.0
+"""How long a caller that gives no wait of its own waits for another writer."""
+DOC_SHIFT = 24
+_DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
+_SCHEMA = f"""
+CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,
+    size INTEGER NOT NULL, lines INTEGER NOT NULL, stamp INTEGER NOT NULL);
+CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL,
+    line INTEGER NOT NULL, byte_offset INTEGER NOT NULL, agent TEXT, session TEXT, role TEXT,
+    tool TEXT, args TEXT, ts TEXT);
+CREATE INDEX docs_by_path ON docs(path);
+CREATE TABLE owners(name TEXT PRIMARY KEY, agent TEXT, session TEXT, tool TEXT, args TEXT,
+    ts TEXT);
+CREATE VIRTUAL TABLE chunks USING fts5(body, start_line UNINDEXED, line_offset UNINDEXED,
+    tokenize='unicode61 remove_diacritics 2');
+PRAGMA user_version={SCHEMA_VERSION};
+"""
+
+T = TypeVar("T")
+_Key = tuple[int, int, int]
+Owner = tuple[str | None, str | None, str | None, str | None]
+"""What is known of a saved output: (agent, session, tool, key arguments)."""
+
+
+class IndexBusy(PersistenceError):
+    """The index is held by another writer (another process's write transaction or
+    ``.lock``, or another thread of this process) for longer than the caller may wait. The
+    files are untouched: what was not indexed is caught up later."""
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether `exc` says another connection holds a lock (wait, do not rebuild)."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return True
+    return "locked" in str(exc).lower()
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Whether `exc` says the database itself is bad (rebuild), not busy or out of disk."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
+        return True
+    text = str(exc).lower()
+    return any(
+        s in text for s in ("malformed", "not a database", "no such", "corrupt", "schema version")
+    )
+
+
+@contextmanager
+def write(db: sqlite3.Connection, deadline: float | None = None) -> Iterator[None]:
+    """A write transaction, taken at once: waits for another writer until `deadline`
+    (`time.monotonic`; `None`: up to `BUSY_SECONDS`).
+
+    Raises:
+        IndexBusy: another writer held the database past `deadline`.
+    """
+    left = BUSY_SECONDS if deadline is None else max(deadline - time.monotonic(), 0.0)
+    db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if _busy(exc):
+            raise IndexBusy(f"the search index is being written by another process: {exc}") from exc
+        raise
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+@contextmanager
+def _flock(path: Path, deadline: float) -> Iterator[None]:
+    """Hold `path` locked (a private lock file, `_private.file_lock`), waiting for another
+    process until `deadline` at most.
+
+    Raises:
+        IndexBusy: another process held it past `deadline`.
+    """
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(file_lock(path, deadline=deadline))
+        except TimeoutError:
+            raise IndexBusy(
+                f"{str(path)!r} is held by another process (creating the index)"
+            ) from None
+        yield
+
+
+class IndexDatabase:
+    """One process's connection to the index database of a working dir; thread-safe (one
+    operation at a time)."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.dir = index_dir
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._key: _Key | None = None
+        self.deadline = 0.0
+        """When the current `run` stops waiting for others (`time.monotonic`): pass it to
+        `write`."""
+
+    def run(self, op: Callable[[sqlite3.Connection], T], *, wait: float = BUSY_SECONDS) -> T:
+        """Run `op` on the database; a damaged database is replaced by an empty one and `op`
+        run once more (the caller's catch-up then refills it from the files). Waits for other
+        writers (threads, processes) `wait` seconds in all, at most; 0: not at all.
+
+        Raises:
+            IndexBusy: another writer held the index longer than `wait`.
+            PersistenceError: the database cannot be opened, read, written or replaced.
+        """
+        deadline = time.monotonic() + wait
+        if not (self._lock.acquire(timeout=wait) if wait > 0 else self._lock.acquire(False)):
+            raise IndexBusy("the search index is in use by another thread of this process")
+        try:
+            self.deadline = deadline
+            for attempt in (1, 2):
+                try:
+                    db = self._open()
+                    left = max(deadline - time.monotonic(), 0.0)
+                    db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+                    return op(db)
+                except sqlite3.DatabaseError as exc:
+                    if _busy(exc):
+                        raise IndexBusy(f"search index in {str(self.dir)!r}: {exc}") from exc
+                    if attempt == 2 or not _damaged(exc):
+                        raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
+                    logger.warning("agentscope_ctx: search index damaged (%s): rebuilding", exc)
+                    try:
+                        self._replace(self._key)
+                    except (OSError, sqlite3.Error) as err:
+                        raise PersistenceError(f"cannot rebuild the search index: {err}") from err
+                except OSError as exc:
+                    raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
+        finally:
+            self._lock.release()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the connection (reopened at the next `run`)."""
+        with self._lock:
+            self._close()
+
+    def _pointer_key(self) -> _Key | None:
+        try:
+            stat = os.stat(self.dir / "current")
+        except FileNotFoundError:
+            return None
+        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+    def _open(self) -> sqlite3.Connection:
+        key = self._pointer_key()
+        if self._db is not None and key is not None and key == self._key:
+            return self._db
+        self._close()
+        if key is None:
+            self._replace(None)
+            key = self._pointer_key()
+        self._key = key  # what `run` names as bad if what follows fails
+        name = (self.dir / "current").read_text(encoding="utf-8", errors="replace").strip()
+        path = self.dir / name
+        if not _DB_NAME.fullmatch(name) or not path.is_file():
+            raise sqlite3.DatabaseError(f"no such database file {name[:80]!r}")
+        private_dir(self.dir)  # tightens a database an older version left readable
+        db = sqlite3.connect(
+            path,
+            timeout=max(self.deadline - time.monotonic(), 0.0),
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+            db.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+        return db
+
+    def _close(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+        self._db = None
+
+    def _replace(self, bad: _Key | None) -> None:
+        """Create an empty database and point ``current`` at it, unless another process did so
+        since `bad` (the pointer seen when the problem was found)."""
+        self._close()
+        self._key = None
+        private_dir(self.dir)
+        with _flock(self.dir / ".lock", self.deadline):
+            key = self._pointer_key()
+            if key is not None and key != bad:
+                return
+            name = f"search-{uuid.uuid4().hex[:12]}.sqlite3"
+            # Created private before SQLite opens it: its -wal, -shm and -journal files take
+            # the database's mode.
+            os.close(os.open(self.dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+            db = sqlite3.connect(self.dir / name, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+            finally:
+                db.close()
+            write_atomic(self.dir / "current", name + "\n")
+            for entry in os.scandir(self.dir):  # older generations (open elsewhere: harmless)
+                if entry.name.startswith("search-") and not entry.name.startswith(name):
+                    Path(entry.path).unlink(missing_ok=True)
+
+
+# -- statements (run inside the caller's transaction) --------------------------------------
+
+
+def add_doc(db: sqlite3.Connection, values: tuple[object, ...], chunks: Iterable[Chunk]) -> None:
+    """Insert a doc (`values` in the column order of ``docs`` after ``id``) and its chunks."""
+    cursor = db.execute(
+        "INSERT INTO docs(path, kind, line, byte_offset, agent, session, role, tool, args, ts) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _storable(values),
+    )
+    base = int(cursor.lastrowid or 0) << DOC_SHIFT
+    db.executemany(
+        "INSERT INTO chunks(rowid, body, start_line, line_offset) VALUES (?, ?, ?, ?)",
+        (
+            (base + k, index_text(c.text), c.start_line, c.line_offset)
+            for k, c in enumerate(islice(chunks, 1 << DOC_SHIFT))
+        ),
+    )
+
+
+def set_owner(
+    db: sqlite3.Connection,
+    name: str,
+    owner: Owner,
+    ts: str | None,
+) -> None:
+    """Record what is known of a saved output: `owner` is (agent, session, tool, args); what
+    was recorded first stays."""
+    db.execute(
+        "INSERT INTO owners VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+        "agent = coalesce(agent, excluded.agent), session = coalesce(session, excluded.session), "
+        "tool = coalesce(tool, excluded.tool), args = coalesce(args, excluded.args)",
+        _storable((name, *owner, ts)),
+    )
+    db.execute(
+        "UPDATE docs SET agent = coalesce(agent, ?), session = coalesce(session, ?), "
+        "tool = coalesce(tool, ?), args = coalesce(args, ?) WHERE path = ?",
+        _storable((*owner, name)),
+    )
+
+
+def _storable(values: tuple[object, ...]) -> tuple[object, ...]:
+    """`values` with every string `storable` (no lone surrogate: SQLite takes UTF-8 only)."""
+    return tuple(storable(v) if isinstance(v, str) else v for v in values)
+
+
+def drop_one(db: sqlite3.Connection, path: str) -> None:
+    """Remove a file's docs, chunks, state and owner."""
+    for (doc,) in db.execute("SELECT id FROM docs WHERE path = ?", (path,)).fetchall():
+        low = doc << DOC_SHIFT
+        db.execute(
+            "DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, low + (1 << DOC_SHIFT) - 1)
+        )
+    for table, column in (("docs", "path"), ("sources", "path"), ("owners", "name")):
+        db.execute(f"DELETE FROM {table} WHERE {column} = ?", (path,))

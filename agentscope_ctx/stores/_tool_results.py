@@ -1,0 +1,210 @@
+"""The `tool_result/` store and the per-tool, per-path truncation policy.
+
+On disk: ``{working_dir}/tool_result/{uuid4 hex}.txt`` holds the full text of one truncated
+tool output, UTF-8, byte for byte as the tool produced it (no newline translation). It is
+written atomically (temporary file, fsync, rename; mode ``0600`` in a ``0700`` directory, see
+`agentscope_ctx._private`) before any notice points to it, and deleted `retention_days` after
+its last use: live managers refresh the time of the files their messages point to at each
+cleanup, and never delete one of those.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import stat
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core._errors import OffloadError
+from ..core._private import private_dir, write_atomic
+
+if TYPE_CHECKING:
+    from ..core._config import ToolResultConfig
+
+__all__ = ["Limits", "ToolResultPolicy", "ToolResultStore"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+_MARKDOWN_GLOBS = ("*.md", "*.markdown")
+_CLEANUP_EVERY_SECONDS = 3600.0
+
+
+class ToolResultStore:
+    """Saves full tool outputs and removes expired ones."""
+
+    def __init__(
+        self,
+        working_dir: Path,
+        retention_days: float,
+        *,
+        on_saved: Callable[[Path], None] | None = None,
+    ) -> None:
+        """`on_saved(path)` is called after each save (in the saving thread); what it raises
+        is logged, never passed on."""
+        self.dir = (working_dir / "tool_result").resolve()
+        self.on_saved = on_saved
+        self.retention_seconds = retention_days * 86_400
+        self._last_cleanup: float | None = None
+
+    def save(self, text: str | bytes) -> Path:
+        """Write `text` (or its UTF-8 bytes) to a new file and return its absolute path.
+
+        Raises:
+            OffloadError: the file could not be written (the caller keeps the output whole).
+        """
+        path = self.dir / f"{uuid.uuid4().hex}.txt"
+        try:
+            private_dir(self.dir)
+            write_atomic(path, text)
+        except OSError as exc:
+            raise OffloadError(f"cannot write tool output to {str(path)!r}: {exc}") from exc
+        if self.on_saved is not None:
+            try:
+                self.on_saved(path)
+            except Exception:  # a listener (the search index) never fails a save
+                logger.exception("agentscope_ctx: the tool output listener failed")
+        return path
+
+    def owns(self, path: str | Path) -> bool:
+        """Whether `path` names a file of this store."""
+        return Path(path).parent == self.dir
+
+    def holds(self, path: str | Path, excerpt: str) -> bool:
+        """Whether `path` is a regular file of this store that begins with `excerpt`: the
+        proof that a notice naming it was written by this package (a notice is trusted only
+        then; a forged one, or one whose file is gone, is plain content)."""
+        if not self.owns(path):
+            return False
+        data = excerpt.encode("utf-8")
+        try:
+            fd = os.open(
+                path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            )
+        except OSError:
+            return False
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            return os.read(fd, len(data)) == data
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+    def read_saved(self, path: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
+        """The text of a saved output of this store, boundedly: its first `head` and last
+        `tail` bytes (joined by a line ``[...]`` when the file is larger), so that how a cut
+        or masked run ended can be judged from the whole output (`_outcome.judge`). `None`
+        when `path` is not a regular file of this store or cannot be read."""
+        if not self.owns(path):
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            if size <= head + tail:
+                return os.read(fd, size).decode("utf-8", "replace")
+            first = os.read(fd, head).decode("utf-8", "replace")
+            os.lseek(fd, size - tail, os.SEEK_SET)
+            last = os.read(fd, tail).decode("utf-8", "replace")
+            return f"{first}\n[...]\n{last}"
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def cleanup(self, referenced: Iterable[str | Path], *, now: float | None = None) -> list[Path]:
+        """Delete expired files of this store that no live message points to.
+
+        Only regular files directly inside `tool_result/` whose names this store makes
+        (``*.txt`` and leftover ``.*.tmp``) are considered; never anything outside.
+        """
+        now = time.time() if now is None else now
+        self._last_cleanup = now
+        keep = {Path(p).resolve() for p in referenced}
+        for path in keep:
+            # Retention counts from the last use by a live context: a manager in another
+            # process cleaning the same directory then spares what this one still uses.
+            if path.parent == self.dir:
+                try:
+                    os.utime(path)
+                except OSError:
+                    pass
+        removed: list[Path] = []
+        try:
+            entries = list(os.scandir(self.dir))
+        except FileNotFoundError:
+            return removed
+        except OSError as exc:
+            logger.warning("agentscope_ctx: cannot list %s: %s", self.dir, exc)
+            return removed
+        for entry in entries:
+            name = entry.name
+            if not (name.endswith(".txt") or (name.startswith(".") and name.endswith(".tmp"))):
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            path = self.dir / name
+            try:
+                expired = now - entry.stat(follow_symlinks=False).st_mtime > self.retention_seconds
+                if expired and path not in keep:
+                    path.unlink()
+                    removed.append(path)
+            except OSError as exc:
+                logger.warning("agentscope_ctx: cannot remove %s: %s", path, exc)
+        return removed
+
+    def maybe_cleanup(self, referenced: Callable[[], Iterable[str | Path]]) -> list[Path]:
+        """`cleanup`, at most once an hour. `referenced` is called only when a cleanup is due:
+        collecting the live references walks every message, too much for every step."""
+        now = time.time()
+        if self._last_cleanup is not None and now - self._last_cleanup < _CLEANUP_EVERY_SECONDS:
+            return []
+        return self.cleanup(referenced(), now=now)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Byte limits of one tool's output: when it enters the context, and once it is old."""
+
+    recent: int
+    old: int
+
+
+class ToolResultPolicy:
+    """Which limits apply to a tool's output: Markdown sources and protected tools get the
+    larger Markdown limits (DESIGN.md §4, "Markdown protection")."""
+
+    def __init__(self, config: ToolResultConfig) -> None:
+        self.standard = Limits(config.recent_max_bytes, config.old_max_bytes)
+        self.markdown = Limits(config.markdown_recent_max_bytes, config.markdown_old_max_bytes)
+        self.globs = (*_MARKDOWN_GLOBS, *config.protected_globs)
+        self.tools = frozenset(config.protected_tools)
+
+    def is_protected_path(self, path: str) -> bool:
+        """Whether a file path gets the Markdown limits (matched on the path and its name)."""
+        name = os.path.basename(path)
+        return any(
+            fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(path, glob) for glob in self.globs
+        )
+
+    def limits(self, tool_name: str, tool_input: Mapping[str, object] | None = None) -> Limits:
+        """The limits for a call of `tool_name` with `tool_input` (any path-like string
+        argument counts: `file_path`, `path`, ...)."""
+        if tool_name in self.tools:
+            return self.markdown
+        for value in (tool_input or {}).values():
+            if isinstance(value, str) and "\n" not in value and len(value) < 4096:
+                if self.is_protected_path(value):
+                    return self.markdown
+        return self.standard
