@@ -22,6 +22,25 @@ import importlib as _importlib
 import typing as _typing
 
 from . import _line
+from .core import _host as _core_host
+
+
+def _line_host() -> _core_host.Host:
+    """The installed line, as the core sees it (`core._host`): with `_SOURCES` below, the one
+    place where the package dispatches between the AgentScope lines. Called on the core's
+    first need (a message, a token counter); 2.x lends only its runner, loaded on the first
+    helper-agent run."""
+    if _line.IS_1X:
+        host: _core_host.Host = _importlib.import_module(".agentscope1._host", __name__).HOST
+        return host
+    return _core_host.Host(
+        runner=lambda: _typing.cast(
+            "_core_host.Runner", _importlib.import_module(".agentscope2._runner", __name__)
+        )
+    )
+
+
+_core_host.install(_line_host)
 
 if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers and IDEs
     from ._agent_config import build_agent

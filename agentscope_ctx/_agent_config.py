@@ -171,25 +171,6 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
         # imported by name: the 1.x type check does not follow it (it checks 2.x code)
         v2 = importlib.import_module("agentscope_ctx.agentscope2._agent")
         return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec))
-    from agentscope.agent import ReActAgent
-    from agentscope.tool import Toolkit
+    from .agentscope1._agent import build_agent_1x
 
-    from .agentscope1._manager import ContextManager
-
-    toolkit = Toolkit()
-    for tool in spec.tool_functions():
-        toolkit.register_tool_function(tool)
-    section, models = spec.section, spec.models
-    agent = ReActAgent(
-        name=section.name,
-        sys_prompt=section.sys_prompt,
-        model=models.model,
-        formatter=models.formatter,
-        toolkit=toolkit,
-        max_iters=section.max_iters,
-    )
-    manager = ContextManager(
-        spec.config, model=models.compactor_model, formatter=models.compactor_formatter
-    )
-    manager.attach(agent)
-    return agent, manager
+    return build_agent_1x(spec)

@@ -28,87 +28,27 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from agentscope.formatter import (
-    AnthropicChatFormatter,
-    DashScopeChatFormatter,
-    FormatterBase,
-    OllamaChatFormatter,
-    OpenAIChatFormatter,
-)
-from agentscope.model import (
-    AnthropicChatModel,
-    ChatModelBase,
-    DashScopeChatModel,
-    OllamaChatModel,
-    OpenAIChatModel,
-)
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from ._line import IS_1X
 from .core._config import _config_error
 from .core._config_file import read_config_mapping
 from .core._errors import ConfigError
+from .core._model_config import DEFAULT_KEY_ENV, ModelConfig
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+    from agentscope.model import ChatModelBase
 
 __all__ = ["ModelConfig", "Models", "build_model", "load_models", "read_mapping"]
 
-Provider = Literal["openai", "dashscope", "anthropic", "ollama"]
-
-_DEFAULT_KEY_ENV: dict[str, str | None] = {
-    "openai": "OPENAI_API_KEY",
-    "dashscope": "DASHSCOPE_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "ollama": None,
-}
 _SDK = {"openai": "openai", "dashscope": "dashscope", "anthropic": "anthropic", "ollama": "ollama"}
 _SDK_2X = {**_SDK, "dashscope": "openai"}
 """AgentScope 2.x reaches DashScope through its OpenAI-compatible API."""
 _LOCAL_KEY = "EMPTY"
 """Placeholder key for OpenAI-compatible local servers that check none."""
-
-
-class ModelConfig(BaseModel):
-    """One chat model."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-    provider: Provider
-    """Which API: openai (and OpenAI-compatible servers), dashscope, anthropic or ollama."""
-
-    model_name: str = Field(min_length=1)
-    """The model's name at the provider (``gpt-4o-mini``, ``qwen-max``, ``qwen2.5:7b``)."""
-
-    api_key_env: str | None = None
-    """Environment variable holding the API key. Unset: the provider's usual variable.
-    `null` for an OpenAI-compatible local server that needs no key (with `base_url`)."""
-
-    base_url: str | None = None
-    """Endpoint: the OpenAI client's base_url, DashScope's base_http_api_url, the Anthropic
-    client's base_url, or the Ollama host."""
-
-    stream: bool = False
-    """Stream the answers."""
-
-    max_tokens: int | None = Field(default=None, ge=1)
-    """Longest answer, in tokens (Anthropic requires one; default 2048 there)."""
-
-    generate_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Extra generation arguments (temperature, top_p, ...), passed on as they are."""
-
-    client_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Extra arguments of the provider's client (timeout, headers, ...)."""
-
-    context_size: int | None = Field(default=None, ge=1)
-    """AgentScope 2.x: the model's context window in tokens (`model.context_size`). Unset:
-    AgentScope's model card for `model_name`, else its default for the provider. Unused on
-    AgentScope 1.x, whose models have none."""
-
-    def key_env(self) -> str | None:
-        """The environment variable to read the key from, if any."""
-        if "api_key_env" in self.model_fields_set:
-            return self.api_key_env
-        return _DEFAULT_KEY_ENV[self.provider]
 
 
 @dataclass(frozen=True)
@@ -151,7 +91,7 @@ def _api_key(config: ModelConfig, where: str) -> str | None:
         if config.provider in ("dashscope", "anthropic"):
             raise ConfigError(
                 f"{where}: provider {config.provider!r} needs api_key_env "
-                f"(e.g. {_DEFAULT_KEY_ENV[config.provider]})",
+                f"(e.g. {DEFAULT_KEY_ENV[config.provider]})",
                 field=f"{where}.api_key_env",
             )
         return None
@@ -199,56 +139,9 @@ def build_model(
         built: ChatModelBase = v2.build_model_v2(cfg, key, where)
         own: FormatterBase = built.formatter  # type: ignore[attr-defined]  # 2.x: the model's
         return built, own
-    client = dict(cfg.client_kwargs)
-    generate = dict(cfg.generate_kwargs)
-    model: ChatModelBase
-    formatter: FormatterBase
-    if cfg.provider == "openai":
-        if cfg.base_url:
-            client["base_url"] = cfg.base_url
-        if cfg.max_tokens:
-            generate.setdefault("max_tokens", cfg.max_tokens)
-        model = OpenAIChatModel(
-            cfg.model_name,
-            api_key=key,
-            stream=cfg.stream,
-            client_kwargs=client or None,
-            generate_kwargs=generate or None,
-        )
-        formatter = OpenAIChatFormatter()
-    elif cfg.provider == "dashscope":
-        if cfg.max_tokens:
-            generate.setdefault("max_tokens", cfg.max_tokens)
-        model = DashScopeChatModel(
-            cfg.model_name,
-            api_key=str(key),
-            stream=cfg.stream,
-            generate_kwargs=generate or None,
-            base_http_api_url=cfg.base_url,
-        )
-        formatter = DashScopeChatFormatter()
-    elif cfg.provider == "anthropic":
-        if cfg.base_url:
-            client["base_url"] = cfg.base_url
-        model = AnthropicChatModel(
-            cfg.model_name,
-            api_key=key,
-            max_tokens=cfg.max_tokens or 2048,
-            stream=cfg.stream,
-            client_kwargs=client or None,
-            generate_kwargs=generate or None,
-        )
-        formatter = AnthropicChatFormatter()
-    else:
-        model = OllamaChatModel(
-            cfg.model_name,
-            stream=cfg.stream,
-            host=cfg.base_url,
-            client_kwargs=client or None,
-            generate_kwargs=generate or None,
-        )
-        formatter = OllamaChatFormatter()
-    return model, formatter
+    from .agentscope1._providers import build_model_1x
+
+    return build_model_1x(cfg, key)
 
 
 def read_mapping(path: str | Path) -> dict[str, Any]:

@@ -284,7 +284,10 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    print(Path(__file__).with_name("core").joinpath("default.yaml").read_text(encoding="utf-8"), end="")
+    print(
+        Path(__file__).with_name("core").joinpath("default.yaml").read_text(encoding="utf-8"),
+        end="",
+    )
     return 0
 
 

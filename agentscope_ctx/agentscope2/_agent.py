@@ -14,12 +14,16 @@ tools as function tools, and the context middleware. Decisions:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentscope.agent import Agent, ReActConfig
 from agentscope.tool import ToolBase, Toolkit
 
-from .._agent_config import AgentSpec
 from ._manager import ContextManager
 from ._tools import function_tool
+
+if TYPE_CHECKING:  # the edge reads the config and passes it in
+    from .._agent_config import AgentSpec
 
 __all__ = ["build_agent_v2"]
 

@@ -19,10 +19,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentscope import __version__ as AGENTSCOPE_VERSION
 from agentscope.agent import Agent
 from agentscope.tool import ToolBase
 
-from .._line import AGENTSCOPE_VERSION
 from ..core._calibration import WINDOW_MARGIN
 from ..core._config import ContextConfig
 from ..core._entry import Msg
@@ -34,7 +34,7 @@ from ..core._tokens import TokenCounter
 from ..recall._recall import Recall
 from ..services._services import ContextUsage, Services
 from ..stores._tool_results import ToolResultStore
-from ._middleware import ContextMiddleware
+from ._middleware import MiddlewareHooks
 from ._mirror import StateMirror
 from ._tools import memory_tools, search_tool
 from ._workspace import (
@@ -45,7 +45,7 @@ from ._workspace import (
     offload_reminder,
 )
 
-__all__ = ["ContextManager"]
+__all__ = ["ContextManager", "ContextMiddleware"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -91,6 +91,30 @@ class _Binding:
     def take_notices(self) -> list[str]:
         notices, self.notices = self.notices, []
         return notices
+
+
+class ContextMiddleware(MiddlewareHooks):
+    """The 2.x adapter: a middleware for `Agent(..., middlewares=[...])` (its hooks:
+    `_middleware.MiddlewareHooks`).
+
+    Args:
+        config: all settings, when the middleware makes its own manager.
+        model: the Compactor's and Summarizer's model, for its own manager (`None`:
+            extractive summaries only).
+        manager: the `ContextManager` it works for (`ContextManager.middleware()` passes
+            itself); `config` and `model` are then not used.
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig | None = None,
+        *,
+        model: Any = None,
+        manager: ContextManager | None = None,
+    ) -> None:
+        if manager is None:
+            manager = ContextManager(config, model=model, middleware=self)
+        super().__init__(manager)
 
 
 class ContextManager(Services):

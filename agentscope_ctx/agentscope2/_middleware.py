@@ -1,4 +1,4 @@
-"""`ContextMiddleware`: agentscope_ctx as a native AgentScope 2.x middleware.
+"""The hooks of `ContextMiddleware`: agentscope_ctx as a native AgentScope 2.x middleware.
 
 It brings to a 2.x `Agent` what the hooks bring to a 1.x `ReActAgent` (DESIGN.md §3-§10):
 
@@ -50,7 +50,6 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 from agentscope.tool import ToolBase, ToolChunk, ToolResponse
 
-from ..core._config import ContextConfig
 from ..core._errors import ContextUsageError
 from ..core._offload import cut_texts
 from ..core._search_text import key_args
@@ -64,7 +63,7 @@ if TYPE_CHECKING:
 
     from ._manager import ContextManager, _Binding
 
-__all__ = ["NOTICE_EVENT", "ContextMiddleware"]
+__all__ = ["NOTICE_EVENT", "MiddlewareHooks"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -79,28 +78,11 @@ ActingItem = ToolChunk | ToolResponse
 ModelResult = ChatResponse | AsyncGenerator[ChatResponse, None]
 
 
-class ContextMiddleware(MiddlewareBase):
-    """The 2.x adapter: a middleware for `Agent(..., middlewares=[...])`.
+class MiddlewareHooks(MiddlewareBase):
+    """The hooks of `ContextMiddleware` (`_manager`, which also makes a manager for a
+    middleware built on its own), working for `manager`."""
 
-    Args:
-        config: all settings, when the middleware makes its own manager.
-        model: the Compactor's and Summarizer's model, for its own manager (`None`:
-            extractive summaries only).
-        manager: the `ContextManager` it works for (`ContextManager.middleware()` passes
-            itself); `config` and `model` are then not used.
-    """
-
-    def __init__(
-        self,
-        config: ContextConfig | None = None,
-        *,
-        model: Any = None,
-        manager: ContextManager | None = None,
-    ) -> None:
-        if manager is None:
-            from ._manager import ContextManager
-
-            manager = ContextManager(config, model=model, middleware=self)
+    def __init__(self, manager: ContextManager) -> None:
         self.manager = manager
         self.config = manager.config
         self.store = manager.store

@@ -45,8 +45,8 @@ from agentscope.model import (
 )
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from .._providers import ModelConfig
 from ..core._errors import ConfigError, _short_repr
+from ..core._model_config import ModelConfig
 
 __all__ = ["build_model_v2"]
 

@@ -1,4 +1,4 @@
-"""The 2.x side of `agentscope_ctx.agentscope1._runner`: our helper agents as AgentScope 2.x
+"""The 2.x side of `agentscope_ctx.core._runner`: our helper agents as AgentScope 2.x
 `Agent`s.
 
 `run_agent` builds a fresh `Agent` per run (empty `AgentState`) with:
@@ -34,7 +34,7 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit
 
-from ..agentscope1._runner import AgentTool
+from ..core._runner import AgentTool
 from ._tools import function_tool
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ async def _bounded(
 
 async def run_agent(
     model: ChatModelBase,
+    formatter: FormatterBase | None = None,
     *,
     name: str,
     sys_prompt: str,
@@ -112,7 +113,8 @@ async def run_agent(
     call_timeout: float | None,
 ) -> str:
     """Run a fresh 2.x `Agent` on `prompt`; return its final text (see
-    `agentscope_ctx.agentscope1._runner.run_agent`)."""
+    `agentscope_ctx.core._runner.run_agent`; a 2.x model owns its formatter: `formatter` is
+    not used)."""
     agent = Agent(
         name=name,
         system_prompt=sys_prompt,
@@ -127,11 +129,12 @@ async def run_agent(
 
 
 async def format_prompt(
-    model: ChatModelBase, *, sys_prompt: str, prompt: str
+    model: ChatModelBase, formatter: FormatterBase | None = None, *, sys_prompt: str, prompt: str
 ) -> list[dict[str, Any]]:
-    """A system prompt and a user message as `model.formatter` sends them."""
-    formatter: FormatterBase | None = getattr(model, "formatter", None)
-    if formatter is None:
+    """A system prompt and a user message as `model.formatter` sends them (`formatter` is not
+    used: a 2.x model owns its own)."""
+    own: FormatterBase | None = getattr(model, "formatter", None)
+    if own is None:
         raise TypeError(f"{type(model).__name__} has no formatter (a 2.x model owns one)")
     messages = [SystemMsg(name="system", content=sys_prompt), UserMsg(name="user", content=prompt)]
-    return await formatter.format(messages)
+    return await own.format(messages)

@@ -8,7 +8,7 @@ do: paths outside its directory, empty input), so they are allowed; the agent's 
 engine still applies its deny and ask rules first, so a user can forbid one.
 
 How the result reaches the model: the function returns `str` (the functions of this package
-do, via `agentscope_ctx.agentscope1._runner.tool_text`), a `ToolChunk`, or a `ToolResponse` of text
+do, via `agentscope_ctx.core._runner.tool_text`), a `ToolChunk`, or a `ToolResponse` of text
 blocks (taken as its text); it becomes one `TextBlock`, the toolkit accumulates it into the
 call's `ToolResponse`, and the agent stores that as the `ToolResultBlock` the formatter sends
 to the model.

@@ -25,9 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..stores._dialog import DialogStore
 from ._accountant import Accountant
 from ._carry import carried, split_carry, with_carry
 from ._config import ContextConfig
@@ -37,6 +36,9 @@ from ._eviction import eviction_index, split_summary, with_index
 from ._failures import FailureLog
 from ._outcome import ReadSaved
 from ._pins import protected
+
+if TYPE_CHECKING:  # annotations only: the caller passes the store in
+    from ..stores._dialog import DialogStore
 
 __all__ = [
     "HINT_MARK",

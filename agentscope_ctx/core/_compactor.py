@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..agentscope1._runner import format_prompt, has_model, run_agent_once
 from ._config import CompactorConfig
 from ._entry import Msg
 from ._extractive import extractive_summary, render_msg, validate_summary
 from ._outcome import ReadSaved
+from ._runner import format_prompt, has_model, run_agent_once
 from ._tokens import TokenCounter
 
 if TYPE_CHECKING:

@@ -15,11 +15,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
-from ..recall._search_hits import DEFAULT_HITS, MAX_HITS
 from ._config_base import UsablePath, _Section, _under
 from ._config_base import _config_error as _config_error  # used by _providers, _agent_config
 from ._config_file import read_config_mapping
 from ._errors import ConfigError, _short_repr
+from ._search_text import DEFAULT_HITS, MAX_HITS
 
 __all__ = [
     "CompactorConfig",

@@ -33,9 +33,8 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..stores._tool_results import ToolResultPolicy, ToolResultStore
 from ._entry import Msg
 from ._errors import OffloadError
 from ._failures import FailureLog
@@ -43,6 +42,9 @@ from ._offload import block_budget, clean_text, offload_text
 from ._search_text import key_args
 from ._tokens import TokenCounter
 from ._truncation import Position, head, notice_paths, parse_notice, retruncate, utf8_len
+
+if TYPE_CHECKING:  # annotations only: the caller passes the store in
+    from ..stores._tool_results import ToolResultPolicy, ToolResultStore
 
 __all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "Describe", "unsaved_excerpt"]
 

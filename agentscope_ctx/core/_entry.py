@@ -4,100 +4,27 @@ The core (cuts, ladder, accountant, compaction, dialog store, token counter, sum
 messages as 1.x `Msg`s: `id`, `name`, `role`, `content` (a string or a list of dict blocks:
 `text`, `thinking`, `tool_use`, `tool_result`, `image`, `audio`, `video`), `metadata`,
 `timestamp`, `to_dict()`/`from_dict()`, `get_content_blocks()`. On 1.x that is AgentScope's
-own `Msg`; on 2.x, where `Msg` is a pydantic model with typed blocks, it is the plain class
-below (the same fields and methods), and the 2.x adapter converts the agent's messages to and
-from it (`agentscope_ctx.agentscope2._entries`). So one core serves both lines, unchanged.
+own `Msg`, lent by the 1.x adapter (`_host`: the core imports no AgentScope); on 2.x, where
+`Msg` is a pydantic model with typed blocks, it is `_plain_msg.PlainMsg` (the same fields and
+methods), and the 2.x adapter converts the agent's messages to and from it
+(`agentscope_ctx.agentscope2._entries`). So one core serves both lines, unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-import shortuuid
-
-from .._line import IS_1X
+from ._host import host
+from ._plain_msg import PlainMsg
 
 __all__ = ["Msg"]
 
-if IS_1X:
-    from agentscope.message import Msg
+if TYPE_CHECKING:  # each line's type check sees its own (mypy --always-true/false IS_1X)
+    from .._line import IS_1X
+
+    if IS_1X:
+        from agentscope.message import Msg
+    else:
+        Msg = PlainMsg
 else:
-
-    class Msg:
-        """AgentScope 1.x's message (`agentscope/message/_message_base.py` of 1.0.21): the
-        core's entry on 2.x. Blocks are plain dicts."""
-
-        def __init__(
-            self,
-            name: str,
-            content: str | Sequence[dict[str, Any]],
-            role: str,
-            metadata: dict[str, Any] | None = None,
-            timestamp: str | None = None,
-            invocation_id: str | None = None,
-        ) -> None:
-            if not isinstance(content, (list, str)):
-                raise TypeError("The content must be a string or a list of content blocks.")
-            if role not in ("user", "assistant", "system"):
-                raise ValueError(f"role must be user, assistant or system, not {role!r}")
-            self.name = name
-            self.content: str | list[dict[str, Any]] = content
-            self.role = role
-            self.metadata: dict[str, Any] = metadata or {}
-            self.id: str = shortuuid.uuid()
-            self.timestamp = timestamp or datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-            self.invocation_id = invocation_id
-
-        def to_dict(self) -> dict[str, Any]:
-            return {
-                "id": self.id,
-                "name": self.name,
-                "role": self.role,
-                "content": self.content,
-                "metadata": self.metadata,
-                "timestamp": self.timestamp,
-            }
-
-        @classmethod
-        def from_dict(cls, json_data: dict[str, Any]) -> Msg:
-            new = cls(
-                name=json_data["name"],
-                content=json_data["content"],
-                role=json_data["role"],
-                metadata=json_data.get("metadata"),
-                timestamp=json_data.get("timestamp"),
-                invocation_id=json_data.get("invocation_id"),
-            )
-            new.id = json_data.get("id", new.id)
-            return new
-
-        def has_content_blocks(self, block_type: str | list[str] | None = None) -> bool:
-            return len(self.get_content_blocks(block_type)) > 0
-
-        def get_text_content(self, separator: str = "\n") -> str | None:
-            if isinstance(self.content, str):
-                return self.content
-            texts = [b["text"] for b in self.content if b.get("type") == "text"]
-            return separator.join(texts) if texts else None
-
-        def get_content_blocks(
-            self, block_type: str | list[str] | None = None
-        ) -> list[dict[str, Any]]:
-            if isinstance(self.content, str):
-                blocks: list[dict[str, Any]] = [{"type": "text", "text": self.content}]
-            else:
-                blocks = list(self.content or [])
-            if isinstance(block_type, str):
-                return [b for b in blocks if b["type"] == block_type]
-            if isinstance(block_type, list):
-                return [b for b in blocks if b["type"] in block_type]
-            return blocks
-
-        def __repr__(self) -> str:
-            return (
-                f"Msg(id={self.id!r}, name={self.name!r}, content={self.content!r}, "
-                f"role={self.role!r}, metadata={self.metadata!r}, "
-                f"timestamp={self.timestamp!r}, invocation_id={self.invocation_id!r})"
-            )
+    Msg = host().message_class or PlainMsg

@@ -8,49 +8,13 @@ from typing import Any
 
 import shortuuid
 
-from .._line import IS_1X
 from ._entry import Msg
 from ._failures import FailureLog
 from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read, write_summary
+from ._memory_base import MemoryBase
 from ._pins import PIN_MARK
 
 __all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "ContextMemory"]
-
-if IS_1X:
-    from agentscope.memory import MemoryBase
-else:
-
-    class MemoryBase:
-        """On AgentScope 2.x (no `MemoryBase`, no `StateModule`): the part of 1.x's base that
-        `ContextMemory` uses. There the 2.x adapter keeps the memory in step with the agent's
-        `AgentState`, which is what 2.x persists; `state_dict` is for tests and tools."""
-
-        def __init__(self) -> None:
-            self._compressed_summary = ""
-            self._state_names: list[str] = []
-
-        def register_state(self, name: str) -> None:
-            self._state_names.append(name)
-
-        def state_dict(self) -> dict[str, Any]:
-            return {name: getattr(self, name) for name in self._state_names}
-
-        # What `ContextMemory` calls on a backend: on 2.x there are no AgentScope memories,
-        # so a `backend` (1.x only) never exists there.
-        async def add(self, memories: Any, marks: Any = None, **kwargs: Any) -> None:
-            raise NotImplementedError
-
-        async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
-            raise NotImplementedError
-
-        async def clear(self) -> None:
-            raise NotImplementedError
-
-        async def update_messages_mark(
-            self, new_mark: str | None, old_mark: str | None = None, msg_ids: Any = None
-        ) -> int:
-            raise NotImplementedError
-
 
 _GUIDE = {
     "en": (

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ..stores._tool_results import ToolResultStore
 from ._errors import OffloadError
 from ._failures import FailureLog
 from ._truncation import excerpt_with_notice, parse_notice
+
+if TYPE_CHECKING:  # annotations only: the caller passes the store in
+    from ..stores._tool_results import ToolResultStore
 
 __all__ = ["block_budget", "clean_text", "cut_texts", "offload_text"]
 

@@ -23,9 +23,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..stores._dialog import DialogStore
-from ..stores._tool_results import ToolResultPolicy, ToolResultStore
 from ._accountant import Accountant, PromptParts
 from ._calibration import CacheStats, Calibration, PromptUsage
 from ._compaction import Compaction, CompactorLike, split_point
@@ -37,6 +36,10 @@ from ._fits import ensure_fits
 from ._ladder import Ladder
 from ._memory import ContextMemory
 from ._tokens import TokenCounter
+
+if TYPE_CHECKING:  # annotations only: the caller passes the store in
+    from ..stores._dialog import DialogStore
+    from ..stores._tool_results import ToolResultPolicy, ToolResultStore
 
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
 

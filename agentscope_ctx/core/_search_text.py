@@ -32,6 +32,8 @@ from ._truncation import parse_notice
 __all__ = [
     "CHUNK_CHARS",
     "CHUNK_LINES",
+    "DEFAULT_HITS",
+    "MAX_HITS",
     "SEARCH_TOOL",
     "Chunk",
     "Query",
@@ -46,6 +48,12 @@ __all__ = [
     "shown_text",
     "storable",
 ]
+
+DEFAULT_HITS = 5
+"""Hits per search when no number is asked for (`recall.max_hits` by default: the config
+names both, so they live in the core)."""
+MAX_HITS = 20
+"""Most hits one `search_history` call returns."""
 
 SEARCH_TOOL = "search_history"
 """Its own calls and results are not indexed: a search would otherwise find earlier searches."""

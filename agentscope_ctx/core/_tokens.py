@@ -26,25 +26,33 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import tiktoken
 import tiktoken.load
 import tiktoken.registry
 
-from .._line import IS_1X
 from ._entry import Msg
+from ._host import host
 
-if IS_1X:
-    from agentscope.token import TokenCounterBase
-else:
 
-    class TokenCounterBase:
-        """AgentScope 2.x has no token counter classes (models count bytes / 4): a counter
-        given to `TokenCounter(counter=...)` there is any object with this method."""
+class _PlainCounterBase:
+    """AgentScope 2.x has no token counter classes (models count bytes / 4): a counter
+    given to `TokenCounter(counter=...)` there is any object with this method."""
 
-        async def count(self, messages: list[dict[str, Any]], **kwargs: Any) -> int:
-            raise NotImplementedError
+    async def count(self, messages: list[dict[str, Any]], **kwargs: Any) -> int:
+        raise NotImplementedError
+
+
+if TYPE_CHECKING:  # each line's type check sees its own (mypy --always-true/false IS_1X)
+    from .._line import IS_1X
+
+    if IS_1X:
+        from agentscope.token import TokenCounterBase
+    else:
+        TokenCounterBase = _PlainCounterBase
+else:  # on 1.x, AgentScope's `TokenCounterBase`, lent by the 1.x adapter (`_host`)
+    TokenCounterBase = host().token_counter_base or _PlainCounterBase
 
 
 __all__ = ["TokenCounter", "make_encoding"]

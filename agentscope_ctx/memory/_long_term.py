@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
-from ..agentscope1._runner import has_model, run_agent_once, tool_text
 from ..core._config import ConsolidationConfig
 from ..core._private import FILE_MODE, file_lock, private_dir, tighten_fd, write_atomic
+from ..core._runner import has_model, run_agent_once, tool_text
 from ..core._tokens import TokenCounter
 
 if TYPE_CHECKING:

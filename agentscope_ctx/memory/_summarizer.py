@@ -28,9 +28,9 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._line import IS_1X
-from ..agentscope1._runner import AgentTool, run_agent, tool_text
 from ..core._entry import Msg
+from ..core._host import host
+from ..core._runner import AgentTool, run_agent, tool_text
 from ..core._tokens import TokenCounter
 from ._long_term import append_unique_lines
 from ._summarizer_input import bounded_transcript
@@ -188,7 +188,7 @@ class Summarizer:
         Raises:
             ValueError: `formatter` is `None` on AgentScope 1.x.
         """
-        if IS_1X and formatter is None:
+        if host().needs_formatter and formatter is None:
             raise ValueError("Summarizer: an AgentScope 1.x model needs its formatter")
         self._model = model
         self._formatter = formatter

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core._search_text import Query, clip, pick_lines, shown_text
+from ..core._search_text import DEFAULT_HITS, MAX_HITS, Query, clip, pick_lines, shown_text
 from ..core._stamps import local_stamp
 from ..core._truncation import utf8_len
 
@@ -32,11 +32,6 @@ __all__ = [
     "parse_time",
     "ranked_rows",
 ]
-
-DEFAULT_HITS = 5
-"""Hits per search when no number is asked for (`recall.max_hits` by default)."""
-MAX_HITS = 20
-"""Most hits one `search_history` call returns."""
 
 ROLES = ("user", "assistant", "system", "tool", "memory")
 """Values of the `role` filter (``tool``: tool outputs; ``memory``: long-term memory files)."""

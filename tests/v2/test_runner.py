@@ -19,7 +19,7 @@ from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 from pydantic import BaseModel
 
-from agentscope_ctx.agentscope1._runner import run_agent_once
+from agentscope_ctx.core._runner import run_agent_once
 from agentscope_ctx.agentscope2._tools import function_tool
 from agentscope_ctx.core._compactor import CompactionResult, Compactor
 from agentscope_ctx.core._config import CompactorConfig

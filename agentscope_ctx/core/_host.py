@@ -1,0 +1,107 @@
+"""What the installed AgentScope line lends the core: the core imports no AgentScope (DESIGN
+§12), yet on 1.x its messages must be AgentScope's own `Msg`, its `TokenCounter` a
+`TokenCounterBase`, its `ContextMemory` a `MemoryBase`, and on both lines its helper agents
+(Compactor, Summarizer, consolidation) run as agents of the line.
+
+Dependency inversion: a `Host` says all of that; the 1.x adapter builds its own
+(`agentscope_ctx.agentscope1._host`), 2.x lends only its runner (`agentscope2._runner`): its
+`Msg` is a pydantic model, so the core keeps its plain copy (`_plain_msg`), converted at the
+adapter. The edge (`agentscope_ctx/__init__.py`, which runs before any module of the package)
+chooses the line and `install`s a loader; the core calls `host()` where it needs the line. The
+loader runs on first use and the runner loads on the first helper-agent run, so
+`import agentscope_ctx` loads no adapter.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+    from agentscope.model import ChatModelBase
+
+    from ._runner import AgentTool
+
+__all__ = ["Host", "Runner", "host", "install"]
+
+
+class Runner(Protocol):
+    """How the line runs a helper agent (`agentscope1._runner`, `agentscope2._runner`)."""
+
+    async def run_agent(
+        self,
+        model: ChatModelBase,
+        formatter: FormatterBase | None,
+        *,
+        name: str,
+        sys_prompt: str,
+        prompt: str,
+        tools: Sequence[AgentTool],
+        max_iters: int,
+        call_timeout: float | None,
+    ) -> str:
+        """Run a fresh agent of the line on `prompt`; its final text (`_runner.run_agent`)."""
+        ...
+
+    async def format_prompt(
+        self, model: ChatModelBase, formatter: FormatterBase | None, *, sys_prompt: str, prompt: str
+    ) -> list[dict[str, Any]]:
+        """A system prompt and a user message as `model`'s formatter sends them."""
+        ...
+
+
+def _unchanged(func: Callable[..., str]) -> Callable[..., Any]:
+    return func
+
+
+@dataclass(frozen=True)
+class Host:
+    """One AgentScope line, as the core sees it."""
+
+    runner: Callable[[], Runner]
+    """Loads the line's runner (on the first helper-agent run)."""
+    message_class: type | None = None
+    """The core's message class (`_entry.Msg`): 1.x's `Msg`; `None`: `_plain_msg.PlainMsg`."""
+    token_counter_base: type | None = None
+    """The base class of `TokenCounter` (1.x's `TokenCounterBase`); `None`: a plain one."""
+    memory_base: type | None = None
+    """The base class of `ContextMemory` (1.x's `MemoryBase`); `None`: the core's stand-in."""
+    needs_formatter: bool = False
+    """Whether a model needs its formatter passed along (1.x) or owns one (2.x)."""
+    tool_text: Callable[[Callable[..., str]], Callable[..., Any]] = _unchanged
+    """Makes a function answering a `str` a tool of the line (1.x: a `ToolResponse`; 2.x: the
+    function itself, a `FunctionTool` makes the text block)."""
+
+
+_loader: Callable[[], Host] | None = None
+_host: Host | None = None
+_lock = threading.RLock()  # a loader may import modules that ask for the host
+
+
+def install(loader: Callable[[], Host]) -> None:
+    """Set where the host comes from (the edge does, at `import agentscope_ctx`)."""
+    global _loader, _host
+    with _lock:
+        _loader, _host = loader, None
+
+
+def host() -> Host:
+    """The installed line's host, loaded on first use.
+
+    Raises:
+        RuntimeError: no loader was installed (`agentscope_ctx/__init__.py` installs one).
+    """
+    global _host
+    if _host is None:
+        with _lock:
+            if _host is None:
+                if _loader is None:
+                    raise RuntimeError(
+                        "agentscope_ctx.core has no AgentScope line installed; import it "
+                        "through the agentscope_ctx package"
+                    )
+                _host = _loader()
+    return _host

@@ -1,0 +1,157 @@
+"""The runner seam: how our helper agents (Compactor, Summarizer, consolidation) run, on both
+AgentScope lines.
+
+Callers see one line-neutral API; the AgentScope calls behind it differ by line, and the
+line's adapter lends them to the core (`_host`: the core imports no AgentScope):
+
+- `run_agent` asks a fresh agent (empty memory, console output off) one question and returns
+  its final text. On 1.x it is a `ReActAgent` with an `InMemoryMemory` and a `Toolkit` holding
+  `tools` (`agentscope_ctx.agentscope1._runner`); on 2.x an `agentscope.agent.Agent`
+  (`agentscope_ctx.agentscope2._runner`): no runtime-state injection, built-in context
+  compression off (the caller sizes its own prompt), every tool allowed without asking the
+  user.
+- `run_agent_once` is the tool-less, one-iteration case (the Compactor, consolidation).
+- No structured output and no `response_format`, on either line: a helper agent answers in
+  plain text, and its caller validates that text (the Compactor: `validate_summary`, one
+  retry, the extractive fallback). A tool-less run sends no `tools` and no `tool_choice`, so
+  providers that reject those (or `response_format`) serve it as well.
+- `tool_text` makes a tool function whose result is its text a tool of the installed line:
+  on 1.x it wraps the text in a 1.x `ToolResponse` (what a 1.x `Toolkit` requires); on 2.x it
+  returns the function unchanged (a 2.x `FunctionTool` turns a `str` into the result's text
+  block; see `agentscope_ctx.agentscope2._tools.function_tool`).
+- The model's formatter: a 1.x model needs one passed along (`formatter`); a 2.x model owns
+  its own (`model.formatter`), and the `formatter` argument is ignored there (`None` is fine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, cast
+
+from ._host import host
+
+if TYPE_CHECKING:
+    from agentscope.formatter import FormatterBase
+    from agentscope.model import ChatModelBase
+
+__all__ = [
+    "AgentTool",
+    "format_prompt",
+    "has_model",
+    "run_agent",
+    "run_agent_once",
+    "tool_text",
+]
+
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """A tool for `run_agent`: a function of keyword arguments, documented Google-style (its
+    name, docstring and signature make the schema), decorated with `tool_text`.
+
+    Attributes:
+        func: The tool function (a bound method is fine).
+        read_only: Whether it only reads (2.x: read-only tools run concurrently; the others
+            one at a time). Ignored on 1.x.
+    """
+
+    func: Callable[..., Any]
+    read_only: bool = False
+
+
+def has_model(model: ChatModelBase | None, formatter: FormatterBase | None) -> bool:
+    """Whether a helper agent can run: a model, and on 1.x its formatter (a 2.x model owns
+    its formatter, so `formatter` may be `None` there)."""
+    return model is not None and (formatter is not None or not host().needs_formatter)
+
+
+async def run_agent_once(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    *,
+    name: str,
+    sys_prompt: str,
+    prompt: str,
+) -> str:
+    """Ask a tool-less, one-iteration agent with a fresh memory; return its text.
+
+    Args:
+        model: The chat model of the installed line.
+        formatter: The formatter of `model` (1.x; ignored on 2.x).
+        name: The agent's name.
+        sys_prompt: Its system prompt.
+        prompt: The user message.
+    """
+    return await run_agent(model, formatter, name=name, sys_prompt=sys_prompt, prompt=prompt)
+
+
+async def run_agent(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    *,
+    name: str,
+    sys_prompt: str,
+    prompt: str,
+    tools: Sequence[AgentTool] = (),
+    max_iters: int = 1,
+    call_timeout: float | None = None,
+) -> str:
+    """Run a fresh agent on `prompt` until its final text answer; return that text.
+
+    Args:
+        model: The chat model of the installed line.
+        formatter: The formatter of `model` (1.x; ignored on 2.x).
+        name: The agent's name.
+        sys_prompt: Its system prompt.
+        prompt: The user message.
+        tools: Its tools (none by default).
+        max_iters: Reasoning-acting iterations; past them the agent is asked for a final
+            text answer (both lines do this).
+        call_timeout: Longest wait, in seconds, for one model call (a streamed answer: for
+            all of it); `None` for no limit.
+
+    Raises:
+        TimeoutError: a model call took longer than `call_timeout`.
+        Exception: whatever the model or the agent raised.
+    """
+    return (
+        await host()
+        .runner()
+        .run_agent(
+            model,
+            formatter,
+            name=name,
+            sys_prompt=sys_prompt,
+            prompt=prompt,
+            tools=tools,
+            max_iters=max_iters,
+            call_timeout=call_timeout,
+        )
+    )
+
+
+async def format_prompt(
+    model: ChatModelBase, formatter: FormatterBase | None, *, sys_prompt: str, prompt: str
+) -> list[dict[str, Any]]:
+    """A system prompt and a user message as `model`'s formatter sends them (for counting)."""
+    runner = host().runner()
+    return await runner.format_prompt(model, formatter, sys_prompt=sys_prompt, prompt=prompt)
+
+
+if TYPE_CHECKING:  # each line's type check sees its own (mypy --always-true/false IS_1X)
+    from .._line import IS_1X
+
+    if IS_1X:
+        from agentscope.tool import ToolResponse as ToolText
+    else:
+        ToolText: TypeAlias = str
+
+
+def tool_text(func: Callable[P, str]) -> Callable[P, ToolText]:
+    """`func` as a tool function of the installed line, answering its text: a 1.x
+    `ToolResponse` on 1.x, the `str` itself on 2.x (a `FunctionTool` makes the result's text
+    block); name, docstring and signature kept, so the toolkit builds the same schema."""
+    return cast("Callable[P, ToolText]", host().tool_text(func))
