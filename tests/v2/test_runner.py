@@ -19,12 +19,12 @@ from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 from pydantic import BaseModel
 
-from agentscope_ctx.core._runner import run_agent_once
 from agentscope_ctx.agentscope2._tools import function_tool
 from agentscope_ctx.core._compactor import CompactionResult, Compactor
 from agentscope_ctx.core._config import CompactorConfig
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._extractive import validate_summary
+from agentscope_ctx.core._runner import run_agent_once
 from agentscope_ctx.core._tokens import TokenCounter
 from agentscope_ctx.memory._long_term import LongTermMemory, consolidate
 from agentscope_ctx.memory._summarizer import Summarizer

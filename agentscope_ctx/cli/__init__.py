@@ -1,0 +1,92 @@
+"""`agentscope-ctx`: run the demos and look after a working directory from the shell.
+
+Commands::
+
+    agentscope-ctx demo [NAME] [--config FILE] [--model-config FILE] [--working-dir DIR]
+    agentscope-ctx inspect [WORKING_DIR]
+    agentscope-ctx config
+    agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
+    agentscope-ctx consolidate [WORKING_DIR] [--days N]
+    agentscope-ctx search [WORKING_DIR] QUERY [--agent NAME] [--role ROLE] [--tool NAME]
+                          [--since TIME] [--until TIME] [--session ID] [--limit N]
+
+Exit codes: 0 ok, 1 runtime failure (missing or corrupt working dir, I/O error, failed
+demo), 2 usage error (bad arguments, invalid config), 141 when the reader of the output went
+away (``| head``: stop quietly, as ``cat`` does). A runtime error is one line on stderr; a
+usage error is the command's usage and one line saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ..core._errors import ContextError, ContextUsageError
+from ._common import CliError, UsageError
+from ._parser import build_parser
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a reader that went away is found here, not at exit
+        return code
+    except BrokenPipeError:
+        # `agentscope-ctx ... | head`: the rest of the output has no reader. Stop quietly with
+        # the status of a process ended by SIGPIPE (as `cat` does), and send what is still
+        # buffered nowhere, so that Python's flush at exit does not print a traceback.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # no file descriptor behind sys.stdout (tests)
+            pass
+        return 141
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    command: argparse.ArgumentParser = args.command_parser
+    if extra:  # reported by the command, with its usage (not the top-level one)
+        return _usage(command, f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "days", None) is not None and args.days < 1:
+        return _fail(f"--days must be >= 1, got {args.days}", 2)
+    try:
+        code: int = args.func(args)
+        return code
+    except UsageError as exc:
+        return _usage(command, str(exc))
+    except CliError as exc:
+        return _fail(str(exc), exc.code)
+    except ContextUsageError as exc:
+        return _fail(str(exc), 2)
+    except BrokenPipeError:
+        raise
+    except (ContextError, OSError) as exc:
+        return _fail(str(exc), 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except Exception as exc:  # no traceback for users; one line says what broke
+        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1)
+
+
+def _usage(command: argparse.ArgumentParser, message: str) -> int:
+    """A usage error as argparse shows one: the command's usage, then the message; exit 2."""
+    command.print_usage(sys.stderr)
+    print(f"{command.prog}: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+def _fail(message: str, code: int) -> int:
+    line = " ".join(message.split())
+    print(f"agentscope-ctx: error: {line}", file=sys.stderr)
+    return code

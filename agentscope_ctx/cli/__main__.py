@@ -1,0 +1,7 @@
+"""`python -m agentscope_ctx.cli`: the `agentscope-ctx` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,151 @@
+"""What the commands of `agentscope-ctx` share: its errors, the working directories it finds
+or makes, sizes and ages as shown."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core._config import ContextConfig
+
+DEFAULT_WORKING_DIR = Path("~/.agentscope_ctx")
+DEMO_DIR = Path("agentscope_ctx_demo")
+"""Where `demo` writes by default (in the current directory); when it is taken, the next
+free ``agentscope_ctx_demo_2``, ``_3``, ... beside it."""
+_STATE_DIRS = ("dialog", "tool_result", "memory", "usage")
+
+
+class CliError(Exception):
+    """A failure reported as one line on stderr; `code` is the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class UsageError(CliError):
+    """A usage error found after parsing: shown with the command's usage, exit code 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=2)
+
+
+def _retention_days(text: str) -> float:
+    """`--retention-days`: a finite number of days > 0."""
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days; got {text!r}") from None
+    if not math.isfinite(days) or days <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of days > 0; got {text!r}")
+    return days
+
+
+def _looks_like_path(word: str) -> bool:
+    return word in (".", "..") or word.startswith(("/", "~", "./", "../"))
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86_400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86_400:.1f} days"
+
+
+def _load_config(path: str | None) -> ContextConfig | None:
+    if path is None:
+        return None
+    from ..core._config import ContextConfig
+
+    return ContextConfig.from_yaml(path)
+
+
+def _holds_state(path: Path) -> bool:
+    return path.is_dir() and any((path / name).is_dir() for name in _STATE_DIRS)
+
+
+def _demo_dirs() -> list[Path]:
+    """The demo runs in the current directory, newest first."""
+    name = DEMO_DIR.name
+    runs = [p for p in Path.cwd().glob(f"{name}*") if re.fullmatch(rf"{name}(_\d+)?", p.name)]
+    return sorted((p for p in runs if _holds_state(p)), key=_mtime, reverse=True)
+
+
+def _mtime(path: Path) -> float:
+    report = path / "report.svg"
+    return (report if report.exists() else path).stat().st_mtime
+
+
+def _new_demo_dir(parent: Path | None = None) -> Path:
+    """`DEMO_DIR` (in `parent`, default the current directory) if absent or empty, else the
+    first free ``agentscope_ctx_demo_N`` beside it."""
+    base = DEMO_DIR if parent is None else parent / DEMO_DIR
+    n = 1
+    while True:
+        path = base if n == 1 else Path(f"{base}_{n}")
+        if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+            return path
+        n += 1
+
+
+def _state_dir(
+    arg: str | None, config: ContextConfig | None, *, demo_fallback: bool = False
+) -> Path:
+    """The working dir to act on: it must exist and hold an agentscope_ctx state.
+
+    Without an argument or a config, it is the default ``~/.agentscope_ctx``. When that holds
+    no state and `demo_fallback` is set (read-only commands), the newest demo run in the
+    current directory is used instead; otherwise the error says where the demos are.
+    """
+    raw = Path(arg) if arg else (config.working_dir if config else DEFAULT_WORKING_DIR)
+    path = raw.expanduser()
+    if arg is None and config is None and not _holds_state(path):
+        demos = _demo_dirs()
+        if demos and demo_fallback:
+            print(f"(no state in the default {DEFAULT_WORKING_DIR}: showing the newest demo run)")
+            return demos[0]
+        where = f"; demo runs here: {', '.join(str(p) for p in demos)}" if demos else ""
+        raise CliError(
+            f"no agentscope_ctx state in the default working dir {str(path)!r}{where}; pass "
+            f"WORKING_DIR (`agentscope-ctx demo` prints its own as 'working dir: ...')"
+        )
+    if not path.exists():
+        raise CliError(f"working dir {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise CliError(f"working dir {str(path)!r} is not a directory")
+    present = [name for name in _STATE_DIRS if (path / name).exists()]
+    if not present:
+        raise CliError(
+            f"working dir {str(path)!r} holds no agentscope_ctx state "
+            "(no dialog/, tool_result/ or memory/)"
+        )
+    for name in present:
+        if not (path / name).is_dir():
+            raise CliError(f"working dir {str(path)!r} is corrupt: {name} is not a directory")
+    return path
+
+
+def _tool_result_files(path: Path) -> list[Path]:
+    folder = path / "tool_result"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
+
+
+# -- commands --------------------------------------------------------------------------

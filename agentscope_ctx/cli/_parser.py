@@ -1,0 +1,130 @@
+"""The argument parser of `agentscope-ctx`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+from ._commands import _cmd_config, _cmd_consolidate, _cmd_demo, _cmd_gc, _cmd_inspect, _cmd_search
+from ._common import DEMO_DIR, _retention_days
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `agentscope-ctx`."""
+    from ..recall._search_hits import ROLES
+
+    parser = argparse.ArgumentParser(
+        prog="agentscope-ctx",
+        description="Context-window management for AgentScope ReAct agents: demos and "
+        "working-dir maintenance.",
+        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser(
+        "demo",
+        help="run an offline demo (scripted model, real agent and tools)",
+        description="Run an offline demo: a real ReActAgent with real tools and files and a "
+        "SCRIPTED model (no LLM, no API key). Demos: logs (log detective, default), web (web "
+        "reader), skills (SKILL.md and Markdown docs). Ends with a report and an SVG chart.",
+    )
+    demo.add_argument("name", nargs="?", default="logs", help="logs (default), web or skills")
+    demo.add_argument(
+        "--config",
+        metavar="FILE",
+        help="context settings (YAML; fields or under context:); its working_dir, if set, "
+        f"holds the run: {DEMO_DIR}, then {DEMO_DIR}_2, ... inside it",
+    )
+    demo.add_argument(
+        "--model-config",
+        metavar="FILE",
+        help="run on a real model instead of the scripted one: a YAML with a model: section "
+        "(and optional compactor_model:), e.g. configs/providers/local_openai.yaml",
+    )
+    demo.add_argument(
+        "--working-dir",
+        metavar="DIR",
+        help=f"where the demo writes (default: ./{DEMO_DIR} if absent or empty, else the "
+        f"first free ./{DEMO_DIR}_N; inside the --config's working_dir when it sets one)",
+    )
+    demo.set_defaults(func=_cmd_demo)
+
+    where = "the working dir (default: from --config, else ~/.agentscope_ctx)"
+    inspect = sub.add_parser(
+        "inspect",
+        help="summarise a working dir",
+        description="Summarise a working dir: dialog days and message counts, tool_result "
+        "files (count, size, age), memory files. Without WORKING_DIR or --config: "
+        f"~/.agentscope_ctx, or, when that holds nothing, the newest ./{DEMO_DIR}* demo run.",
+    )
+    inspect.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    inspect.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
+    inspect.set_defaults(func=_cmd_inspect)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete expired tool_result files",
+        description="Delete tool_result files older than the retention period. Run offline, "
+        "gc cannot see the contexts of running agents: it deletes only expired files (a live "
+        "agent keeps the expired files its messages still point to, and cleans up itself).",
+    )
+    gc.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    gc.add_argument("--config", metavar="FILE", help="config YAML (working_dir, retention_days)")
+    gc.add_argument(
+        "--retention-days",
+        type=_retention_days,
+        metavar="DAYS",
+        help="age limit in days (default: tool_result.retention_days of --config, else 7)",
+    )
+    gc.set_defaults(func=_cmd_gc)
+
+    cons = sub.add_parser(
+        "consolidate",
+        help="merge recent daily notes into memory/MEMORY.md (for cron)",
+        description="Merge the recent daily notes memory/YYYY-MM-DD.md into memory/MEMORY.md "
+        "(extractively: new bullets appended, duplicates dropped). Safe to rerun and to run "
+        "from cron.",
+    )
+    cons.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    cons.add_argument("--config", metavar="FILE", help="config YAML (working_dir, days)")
+    cons.add_argument("--days", type=int, metavar="N", help="days of notes to consider (>= 1)")
+    cons.set_defaults(func=_cmd_consolidate)
+
+    config = sub.add_parser(
+        "config",
+        help="print the default config (every field, commented)",
+        description="Print the default config file, every field with its default and "
+        "meaning, to start your own: agentscope-ctx config > my.yaml, then "
+        "ContextConfig.from_yaml('my.yaml') or --config my.yaml.",
+    )
+    config.set_defaults(func=_cmd_config)
+
+    search = sub.add_parser(
+        "search",
+        help="search the history of a working dir (what agents see with search_history)",
+        description="Full-text search over dialog/, tool_result/ and memory/ of a working dir, "
+        "ranked by relevance (BM25), newest first on ties; the same hits, in the same form, as "
+        "the agents' search_history tool. Words must all match (else any); a quoted phrase "
+        "matches exactly; word* matches a prefix. Each hit says how to read on with read_file.",
+    )
+    search.add_argument(
+        "words",
+        nargs="+",
+        metavar="[WORKING_DIR] QUERY",
+        help=f"the query; a first argument naming an existing path (or starting with /, ~, ./ "
+        f"or ../) is {where}, and must be a directory",
+    )
+    search.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
+    search.add_argument("--agent", metavar="NAME", help="search as this agent (default: all)")
+    search.add_argument("--role", metavar="ROLE", help="only " + ", ".join(ROLES))
+    search.add_argument("--tool", metavar="NAME", help="only calls and outputs of this tool")
+    search.add_argument("--since", metavar="TIME", help="from this local time: 2026-12-02[ 14:30]")
+    search.add_argument("--until", metavar="TIME", help="up to this local time (a date: all day)")
+    search.add_argument("--session", metavar="ID", help="only records of this session")
+    search.add_argument("--limit", type=int, metavar="N", help="number of hits (default 5)")
+    search.set_defaults(func=_cmd_search)
+    for command in sub.choices.values():  # a usage error shows the command's own usage
+        command.set_defaults(command_parser=command)
+    return parser
