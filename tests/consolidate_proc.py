@@ -3,7 +3,7 @@
     python -m tests.consolidate_proc WORKING_DIR GO_FILE [--model-delay SECONDS]
 
 Waits until GO_FILE exists (so that several processes start the run together), runs
-`agentscope_ctx.memory._long_term.consolidate` (with a scripted model that takes `--model-delay`
+`agentscope_ctx.memory._consolidation.consolidate` (with a scripted model that takes `--model-delay`
 seconds to answer, or extractively without `--model-delay`), and prints the report as JSON.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from agentscope.formatter import OpenAIChatFormatter
 
-from agentscope_ctx.memory._long_term import consolidate
+from agentscope_ctx.memory._consolidation import consolidate
 from tests.fakes import FakeChatModel
 
 

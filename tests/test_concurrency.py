@@ -37,7 +37,7 @@ from agentscope.message import Msg
 
 from agentscope_ctx import ContextManager
 from agentscope_ctx.core._tokens import TokenCounter
-from agentscope_ctx.memory._long_term import consolidate
+from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.stores._dialog import DialogStore
 from tests.consolidate_proc import MODEL_ANSWER, SlowModel
 from tests.crash_checks import check_notices, duplicates

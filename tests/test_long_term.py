@@ -26,12 +26,9 @@ from agentscope.tool import Toolkit
 
 from agentscope_ctx.core._config import ConsolidationConfig
 from agentscope_ctx.core._tokens import TokenCounter
-from agentscope_ctx.memory._long_term import (
-    ConsolidationReport,
-    ConsolidationScheduler,
-    LongTermMemory,
-    consolidate,
-)
+from agentscope_ctx.memory._consolidation import ConsolidationReport, consolidate
+from agentscope_ctx.memory._long_term import LongTermMemory
+from agentscope_ctx.memory._schedule import ConsolidationScheduler
 from tests.fakes import FakeChatModel
 from tests.test_compactor import prompt_of
 from tests.test_summarizer import hang, reply_text

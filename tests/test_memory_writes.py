@@ -24,7 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.memory._long_term import LongTermMemory, consolidate
+from agentscope_ctx.memory._consolidation import consolidate
+from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import MemoryFiles, Summarizer
 from tests.lines import IS_1X, Msg, TextBlock
 

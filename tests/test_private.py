@@ -26,7 +26,7 @@ import pytest
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core._private import file_lock, private_dir, write_atomic
 from agentscope_ctx.core._runner import tool_text
-from agentscope_ctx.memory._long_term import consolidate
+from agentscope_ctx.memory._consolidation import consolidate
 from tests.lines import IS_1X
 
 if IS_1X:

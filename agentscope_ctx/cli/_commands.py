@@ -166,7 +166,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
 
 
 def _cmd_consolidate(args: argparse.Namespace) -> int:
-    from ..memory._long_term import consolidate
+    from ..memory._consolidation import consolidate
 
     config = _load_config(args.config)
     path = _state_dir(args.working_dir, config)

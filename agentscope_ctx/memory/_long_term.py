@@ -1,4 +1,5 @@
-"""Long-term memory files: the main agent's memory tools, and the daily consolidation.
+"""Long-term memory files: the main agent's memory tools (the daily consolidation:
+`_consolidation`, its schedule: `_schedule`).
 
 Layout under ``{working_dir}/memory/``:
 
@@ -20,59 +21,33 @@ is replaced atomically, through a temporary file of a unique name.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import json
 import logging
 import os
 import re
 import sys
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING
 
-from ..core._config import ConsolidationConfig
 from ..core._private import FILE_MODE, file_lock, private_dir, tighten_fd, write_atomic
-from ..core._runner import has_model, run_agent_once, tool_text
+from ..core._runner import tool_text
 from ..core._tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from agentscope.formatter import FormatterBase
-    from agentscope.model import ChatModelBase
+    pass
 
 if sys.platform != "win32":
-    import fcntl
+    pass
 
-__all__ = [
-    "ConsolidationReport",
-    "ConsolidationScheduler",
-    "LongTermMemory",
-    "append_unique_lines",
-    "consolidate",
-]
+__all__ = ["LongTermMemory", "append_unique_lines"]
 
 logger = logging.getLogger("agentscope_ctx")
 
 _TITLE = "# Long-term memory"
 _WRITE_LOCK = ".lock"
-_MODEL_ATTEMPTS = 2
-"""Model merges of one consolidation run: one more when MEMORY.md changed during the first;
-after that the merge is made extractively under the lock."""
 _CHANGELOG = "## Change log"
-_DAY_FILE = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 _MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_MAX_MODEL_CHARS = 100_000
-_MERGE_PROMPT = (
-    "You maintain MEMORY.md, the long-term memory of an AI agent about its user and its work. "
-    "Merge the recent daily notes into the current MEMORY.md and answer with the new MEMORY.md "
-    f"only (Markdown, first line '{_TITLE}', one '- ' bullet per item, no change log). Keep every "
-    "durable fact, preference and lesson (what failed and how it was fixed), verbatim where it "
-    "names files, commands or errors; merge duplicates and near-duplicates into one bullet; "
-    "where a newer note corrects an older item, keep the newer; leave out transient task details."
-)
 
 
 def _key(line: str) -> str:
@@ -226,353 +201,3 @@ class LongTermMemory:
             else:
                 high = keep - 1
         return best
-
-
-@dataclass(frozen=True)
-class ConsolidationReport:
-    """What a `consolidate` run did.
-
-    Attributes:
-        skipped: Another consolidation held the lock; this one did nothing.
-        notes: The dates of the daily notes merged by this run (new or changed since the last).
-        added: How many bullets MEMORY.md gained that it did not have before.
-        changed: Whether MEMORY.md was rewritten.
-        source: Who merged: `"model"`, `"extractive"`, or `"none"` when there was nothing to do.
-        reason: Why it was skipped, or why the model was not used; `None` otherwise.
-    """
-
-    skipped: bool
-    notes: tuple[str, ...]
-    added: int
-    changed: bool
-    source: Literal["model", "extractive", "none"]
-    reason: str | None = None
-
-
-def _lock(working_dir: Path) -> tuple[Path, IO[str] | None]:
-    """The memory directory, and its lock file open and `flock`-ed (`None`: held elsewhere)."""
-    memory_dir = working_dir.expanduser() / "memory"
-    private_dir(memory_dir)
-    path = memory_dir / ".consolidate.lock"
-    file = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, FILE_MODE), "a+")
-    tighten_fd(file.fileno(), path)
-    if sys.platform != "win32":
-        try:
-            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            file.close()
-            return memory_dir, None
-    return memory_dir, file
-
-
-def _recent_notes(memory_dir: Path, today: date, days: int) -> list[tuple[str, str]]:
-    notes = []
-    for path in sorted(memory_dir.glob("*.md")):
-        match = _DAY_FILE.fullmatch(path.name)
-        if match and today - timedelta(days=days) < date.fromisoformat(match[1]) <= today:
-            notes.append((match[1], path.read_text(encoding="utf-8")))
-    return notes
-
-
-def _keys(body: str) -> set[str]:
-    """The identities of the items of a MEMORY.md body (headings and blank lines are not)."""
-    return {_key(line) for line in body.splitlines() if line.strip() and not _heading(line)}
-
-
-def _heading(line: str) -> bool:
-    return line.lstrip().startswith("#")
-
-
-def _merge_lines(body: str, notes: list[tuple[str, str]], skip: set[str]) -> str:
-    """`body` with the note lines it lacks appended as bullets, in order (not those whose key
-    is in `skip`)."""
-    seen = _keys(body) | skip
-    out = [body.strip() or _TITLE]
-    for _, text in notes:
-        for line in text.splitlines():
-            item = " ".join(_MARKER.sub("", line).split())
-            if item and not _heading(line) and _key(item) not in seen:
-                seen.add(_key(item))
-                out.append(f"- {item}")
-    return "\n".join(out)
-
-
-def _without(body: str, keys: set[str]) -> str:
-    """`body` without the item lines whose key is in `keys`."""
-    lines = body.splitlines()
-    return "\n".join(ln for ln in lines if _heading(ln) or _key(ln) not in keys)
-
-
-async def consolidate(
-    working_dir: Path,
-    *,
-    model: ChatModelBase | None = None,
-    formatter: FormatterBase | None = None,
-    days: int = 7,
-    now: datetime | None = None,
-    timeout_seconds: float = 300.0,
-) -> ConsolidationReport:
-    """Merge the recent daily notes into MEMORY.md and log the change.
-
-    Notes already merged unchanged (per `.consolidate.json`) are skipped, so a rerun adds
-    nothing. Without a model, or when the model fails, bullets are merged extractively (new
-    lines appended, duplicates dropped, order kept). Runs are serialized by `flock` on
-    `.consolidate.lock`: a run that finds it held returns at once with `skipped=True`.
-
-    Edits made to MEMORY.md while the model merges (by hand, by `remember`) are kept: the
-    merge is written only if MEMORY.md still holds what the merge started from (checked and
-    written under the memory write lock); else the model merges again from the new content,
-    and if MEMORY.md changed once more, the notes are merged extractively into it under the
-    lock. A line removed from MEMORY.md during a run is not brought back by that run, from
-    the model's answer or from a note.
-
-    Args:
-        working_dir: The package's working directory.
-        model: The model that rewrites MEMORY.md; `None` merges extractively.
-        formatter: The formatter of `model` (AgentScope 1.x; on 2.x the model owns it, and
-            `None` is fine).
-        days: How many days of notes, ending today, to consider.
-        now: The current time (local when naive); its date is "today" and the log's date.
-        timeout_seconds: Longest wait for the model before merging extractively.
-
-    Returns:
-        What the run did.
-    """
-    memory_dir, lock = _lock(Path(working_dir))
-    if lock is None:
-        return ConsolidationReport(True, (), 0, False, "none", "another consolidation is running")
-    try:
-        return await _consolidate(memory_dir, model, formatter, days, now, timeout_seconds)
-    finally:
-        lock.close()
-
-
-async def _consolidate(
-    memory_dir: Path,
-    model: ChatModelBase | None,
-    formatter: FormatterBase | None,
-    days: int,
-    now: datetime | None,
-    timeout: float,
-) -> ConsolidationReport:
-    today = (now or datetime.now()).date()
-    state_path = memory_dir / ".consolidate.json"
-    notes = await asyncio.to_thread(_recent_notes, memory_dir, today, days)
-    try:
-        raw = json.loads(_read(state_path) or "{}")
-        state: dict[str, str] = dict(raw.get("merged", {}))
-        known: dict[str, list[str]] = dict(raw.get("lines", {}))
-    except (ValueError, AttributeError, TypeError):
-        logger.warning("Ignoring the unreadable %s: every recent note is merged again.", state_path)
-        state, known = {}, {}
-    digests = {day: hashlib.sha256(text.encode()).hexdigest() for day, text in notes}
-    fresh = [(day, text) for day, text in notes if state.get(day) != digests[day]]
-    if not fresh:
-        return ConsolidationReport(False, (), 0, False, "none")
-    # Of a note merged before, only the lines added since are merged: a line deleted from
-    # MEMORY.md after it was merged does not come back when its note grows.
-    new_parts = [(day, _new_lines(text, set(known.get(day, ())))) for day, text in fresh]
-    to_merge = [(day, text) for day, text in new_parts if text]
-    added, changed, reason = 0, False, None
-    source: Literal["model", "extractive", "none"] = "none"
-    if to_merge:
-        added, changed, source, reason = await _merge_into_memory(
-            memory_dir, model, formatter, to_merge, timeout, today
-        )
-    state.update({day: digests[day] for day, _ in fresh})
-    for day, text in fresh:
-        known[day] = sorted(set(known.get(day, ())) | _line_ids(text))
-    done = dict(sorted(state.items())[-366:])
-    lines = {day: ids for day, ids in known.items() if day in done}
-    write_atomic(state_path, json.dumps({"merged": done, "lines": lines}, indent=1) + "\n")
-    notes_done = tuple(day for day, _ in fresh)
-    return ConsolidationReport(False, notes_done, added, changed, source, reason)
-
-
-def _line_ids(text: str) -> set[str]:
-    """Short hashes of the items of a note (the state file keeps these, not the text)."""
-    return {hashlib.sha256(_key(ln).encode()).hexdigest()[:16] for ln in _items(text)}
-
-
-def _items(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.strip() and not _heading(ln)]
-
-
-def _new_lines(text: str, known: set[str]) -> str:
-    """The items of a note not among `known` (hashes from `_line_ids`), in order."""
-    items = _items(text)
-    return "\n".join(ln for ln in items if _line_ids(ln).isdisjoint(known))
-
-
-async def _merge_into_memory(
-    memory_dir: Path,
-    model: ChatModelBase | None,
-    formatter: FormatterBase | None,
-    notes: list[tuple[str, str]],
-    timeout: float,
-    today: date,
-) -> tuple[int, bool, Literal["model", "extractive"], str | None]:
-    """Merge `notes` into MEMORY.md; returns (bullets added, changed, source, reason).
-
-    Compare-and-swap: the merge is written only over the MEMORY.md it was made from. If
-    MEMORY.md changed meanwhile (a hand edit, a `remember`), the model merges again from what
-    it holds now; if it changes once more, the notes are merged extractively under the lock.
-    A line removed from MEMORY.md during the run is never brought back by it.
-    """
-    memory_path = memory_dir / "MEMORY.md"
-    snapshot = await asyncio.to_thread(_read, memory_path)
-    deleted: set[str] = set()
-    reason: str | None = None
-    for attempt in range(1, _MODEL_ATTEMPTS + 1):
-        merged = None
-        if model is not None and has_model(model, formatter):
-            body = _split(snapshot)[0]
-            merged, reason = await _model_merge(model, formatter, body, notes, timeout)
-        with file_lock(memory_dir / _WRITE_LOCK):  # no await from the read to the write
-            current = _read(memory_path)
-            if current != snapshot:
-                deleted |= _keys(_split(snapshot)[0]) - _keys(_split(current)[0])
-                snapshot = current
-                if merged is not None and attempt < _MODEL_ATTEMPTS:
-                    continue  # merge again, from what MEMORY.md holds now
-                if merged is not None:
-                    reason = "MEMORY.md kept changing during the model merge"
-                merged = None
-            body, log = _split(current)
-            source: Literal["model", "extractive"] = "model" if merged else "extractive"
-            new_body = _without(merged, deleted) if merged else _merge_lines(body, notes, deleted)
-            changed = new_body.strip() != body.strip()
-            if changed:
-                dates = ", ".join(day for day, _ in notes)
-                log.append(f"- {today}: merged {len(notes)} notes from {dates} ({source})")
-                write_atomic(memory_path, _join(new_body, log))
-            return len(_keys(new_body) - _keys(body)), changed, source, reason
-    raise AssertionError("unreachable: the last attempt always writes or keeps MEMORY.md")
-
-
-async def _model_merge(
-    model: ChatModelBase,
-    formatter: FormatterBase | None,
-    body: str,
-    notes: list[tuple[str, str]],
-    timeout: float,
-) -> tuple[str | None, str | None]:
-    """The model's new MEMORY.md body, or `None` and why not."""
-    parts = [f"Current MEMORY.md:\n{body or _TITLE}", "Recent daily notes (oldest first):"]
-    parts += [f"### {day}\n{text.strip()}" for day, text in notes]
-    prompt = "\n\n".join(parts)
-    if len(prompt) > _MAX_MODEL_CHARS:
-        return None, f"notes too long for the model ({len(prompt)} characters)"
-    try:
-        answer = await asyncio.wait_for(
-            run_agent_once(
-                model, formatter, name="consolidator", sys_prompt=_MERGE_PROMPT, prompt=prompt
-            ),
-            timeout=timeout,
-        )
-    except asyncio.TimeoutError:
-        return None, f"model timed out after {timeout:g} s"
-    except Exception as exc:
-        logger.warning("Consolidation model call failed: %r", exc)
-        return None, f"model call failed: {exc!r}"
-    answer = re.sub(r"^\s*```[\w-]*\n(.*?)\n```\s*$", r"\1", answer.strip(), flags=re.S)
-    new_body = _split(answer)[0]
-    if not any(_MARKER.match(line) for line in new_body.splitlines()):
-        return None, "the model's answer holds no bullet"
-    return (new_body if new_body.startswith(_TITLE) else f"{_TITLE}\n\n{new_body}"), None
-
-
-class ConsolidationScheduler:
-    """Runs `consolidate` every day at `config.at` in `config.timezone`, in-process."""
-
-    def __init__(
-        self,
-        config: ConsolidationConfig,
-        working_dir: Path,
-        *,
-        model: ChatModelBase | None = None,
-        formatter: FormatterBase | None = None,
-    ) -> None:
-        """Initialize the scheduler (nothing runs until `start`).
-
-        Args:
-            config: When to run and how many days of notes to merge.
-            working_dir: The package's working directory.
-            model: The model that rewrites MEMORY.md; `None` merges extractively.
-            formatter: The formatter of `model` (AgentScope 1.x; `None` on 2.x).
-        """
-        self.config = config
-        self.working_dir = Path(working_dir)
-        self._model, self._formatter = model, formatter
-        self._task: asyncio.Task[None] | None = None
-        self.last_report: ConsolidationReport | None = None
-        """The report of the latest run, if any."""
-
-    def next_run(self, now: datetime) -> datetime:
-        """The first `at` strictly after `now`, as an aware datetime in the configured zone.
-
-        DST-safe: a wall time skipped by a spring-forward gap runs at the same offset from the
-        transition (02:30 becomes 03:30); a repeated one runs at its first occurrence.
-
-        Args:
-            now: The current time; a naive value is taken as local time.
-        """
-        hour, minute = (int(part) for part in self.config.at.split(":"))
-        now = now if now.tzinfo else now.astimezone()
-        zone = ZoneInfo(self.config.timezone) if self.config.timezone else None
-        day = (now.astimezone(zone) if zone else now.astimezone()).date()
-        for offset in range(3):
-            wall = datetime.combine(day + timedelta(days=offset), time(hour, minute))
-            # Through UTC: `astimezone` to the same zone would not normalize a gap time.
-            candidate = (
-                wall.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
-                if zone
-                else wall.astimezone()
-            )
-            if candidate.astimezone(timezone.utc) > now.astimezone(timezone.utc):
-                return candidate
-        raise AssertionError("unreachable: a day always has a next occurrence")
-
-    def start(self) -> bool:
-        """Start the daily loop on the running event loop.
-
-        Returns:
-            Whether it runs: `False` when `config.enabled` is false (nothing is started).
-        """
-        if not self.config.enabled:
-            return False
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._loop())
-        return True
-
-    async def stop(self) -> None:
-        """Cancel the loop (a run in progress is abandoned; the lock is released)."""
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _loop(self) -> None:
-        while True:
-            await _sleep_until(self.next_run(datetime.now(timezone.utc)))
-            try:
-                self.last_report = await consolidate(
-                    self.working_dir,
-                    model=self._model,
-                    formatter=self._formatter,
-                    days=self.config.days,
-                )
-                logger.info("Daily consolidation: %s", self.last_report)
-            except Exception:
-                logger.exception("Daily consolidation failed; retrying at the next run.")
-
-
-async def _sleep_until(target: datetime) -> None:
-    """Sleep in steps of at most 5 minutes, so a suspended machine or a clock change cannot
-    skew the wake-up by more than that."""
-    while True:
-        delay = (target - datetime.now(timezone.utc)).total_seconds()
-        if delay <= 0:
-            return
-        await asyncio.sleep(min(delay, 300.0))

@@ -26,7 +26,8 @@ from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._private import STORE_DIRS, private_dir
 from ..core._tokens import TokenCounter
 from ..core._truncation import notice_paths
-from ..memory._long_term import ConsolidationScheduler, LongTermMemory
+from ..memory._long_term import LongTermMemory
+from ..memory._schedule import ConsolidationScheduler
 from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader

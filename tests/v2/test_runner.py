@@ -26,7 +26,8 @@ from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._extractive import validate_summary
 from agentscope_ctx.core._runner import run_agent_once
 from agentscope_ctx.core._tokens import TokenCounter
-from agentscope_ctx.memory._long_term import LongTermMemory, consolidate
+from agentscope_ctx.memory._consolidation import consolidate
+from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import Summarizer
 from tests.v2.fakes import FakeChatModel, StrictChatModel, text, tool_call
 
