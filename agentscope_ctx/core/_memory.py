@@ -12,41 +12,13 @@ from ._entry import Msg
 from ._failures import FailureLog
 from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read, write_summary
 from ._memory_base import MemoryBase
-from ._pins import PIN_MARK
+from ._memory_views import MemoryViews
+from ._summary_text import LANGUAGES, note_left_out, summary_text
 
 __all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "ContextMemory"]
 
-_GUIDE = {
-    "en": (
-        "Older messages of this conversation were moved out of the context. This summary "
-        "replaces them. The raw messages are saved, one JSON object per line, in "
-        "{dialog_dir}/YYYY-MM-DD.jsonl (one file per day). If you need an exact detail, read "
-        "them with `read_file`, starting from the newest file and going backwards."
-    ),
-    "zh": (
-        "本对话较早的消息已移出上下文，由以下摘要代替。原始消息按日期保存在 "
-        "{dialog_dir}/YYYY-MM-DD.jsonl（每行一个 JSON 对象）。如需确切细节，请用 `read_file` "
-        "从最新的文件开始向前阅读。"
-    ),
-}
 
-
-_NOTE_LEFT_OUT = {
-    "en": "(Not shown, for lack of room in the prompt: the long-term memory is in "
-    "{path}; read it with `read_file` when you need it.)",
-    "zh": "（提示空间不足，长期记忆未显示：它保存在 {path}，需要时请用 `read_file` 阅读。）",
-}
-
-
-_UNSAVED = {
-    "en": " ({n} older messages are not shown and not yet in dialog/: they could not be saved;"
-    " they are kept and will be saved when the disk works again.)",
-    "zh": "（另有 {n} 条较早的消息暂未显示，也尚未写入 dialog/：保存失败；"
-    "它们仍被保留，磁盘恢复后会写入。）",
-}
-
-
-class ContextMemory(MemoryBase):
+class ContextMemory(MemoryViews, MemoryBase):
     """A `MemoryBase` whose `get_memory` presents the compact summary (and the long-term
     memory note, if any) as the first message, followed by the live messages.
 
@@ -82,7 +54,7 @@ class ContextMemory(MemoryBase):
         super().__init__()
         self.backend = backend
         self.working_dir = Path(working_dir)
-        self.language = language if language in _GUIDE else "en"
+        self.language = language if language in LANGUAGES else "en"
         self.content: list[tuple[Msg, list[str]]] = []
         self.long_term_note: str | None = None
         """Text offered with the summary (set by the manager at the start of a reply)."""
@@ -201,7 +173,7 @@ class ContextMemory(MemoryBase):
             summary = trim[2] if trim[2] is not None else summary
             if not trim[3] and note:
                 path = self.working_dir / "memory" / "MEMORY.md"
-                note = _NOTE_LEFT_OUT[self.language].format(path=path)
+                note = note_left_out(path, self.language)
         key = (summary, note, len(self.hidden))
         if key == self._summary_key:
             return self._summary_msg
@@ -216,15 +188,8 @@ class ContextMemory(MemoryBase):
         return self._summary_for(summary, 0, None)
 
     def _summary_for(self, summary: str, unsaved: int, note: str | None) -> Msg | None:
-        parts = []
-        if note:
-            parts.append(f"<long_term_memory>\n{note}\n</long_term_memory>")
-        if summary:
-            guide = _GUIDE[self.language].format(dialog_dir=self.working_dir / "dialog")
-            if unsaved:
-                guide += _UNSAVED[self.language].format(n=unsaved)
-            parts.append(f"<compact_summary>\n{guide}\n\n{summary}\n</compact_summary>")
-        return Msg(SUMMARY_MSG_NAME, "\n\n".join(parts), "user") if parts else None
+        text = summary_text(summary, unsaved, note, self.working_dir, self.language)
+        return Msg(SUMMARY_MSG_NAME, text, "user") if text else None
 
     def summary_text(self) -> str:
         """The summary the summary message presents, whole ("" if none)."""
@@ -364,58 +329,6 @@ class ContextMemory(MemoryBase):
         if self.backend is not None and updated:
             await self.backend.update_messages_mark(new_mark, old_mark=old_mark, msg_ids=msg_ids)
         return updated
-
-    # -- used by the pipeline ----------------------------------------------------------
-
-    def messages(self) -> list[Msg]:
-        """The live messages (the stored objects themselves, in order)."""
-        return [msg for msg, _ in self.content]
-
-    def pin(self, msg_id: str, pinned: bool = True) -> int:
-        """Set (or clear) the pin mark in the metadata of message `msg_id` (on 2.x, of every
-        entry made from the 2.x message `msg_id`); returns how many messages carry it now
-        (0: no such message)."""
-        found = 0
-        for msg, _ in self.content:
-            if msg.id != msg_id and not str(msg.id).startswith(f"{msg_id}/"):
-                continue
-            metadata = dict(msg.metadata or {})
-            if pinned:
-                metadata[PIN_MARK] = True
-            else:
-                metadata.pop(PIN_MARK, None)
-            msg.metadata = metadata
-            found += 1
-        return found
-
-    def replace_content(self, msg_id: str, content: Any) -> None:
-        """Replace the content of one stored message (a harder truncation of its output).
-
-        Not counted as a revision: the pipeline, its only caller, accounts for it itself."""
-        for msg, _ in self.content:
-            if msg.id == msg_id:
-                msg.content = content
-                self.views.pop(msg_id, None)
-                return
-        raise KeyError(msg_id)
-
-    def show(self, msg: Msg, content: Any) -> Msg:
-        """Show the model `content` instead of `msg`'s own (which stays whole)."""
-        view = deepcopy(msg)
-        view.content = content
-        self.views[msg.id] = view
-        return view
-
-    def shown(self, msg: Msg) -> Msg:
-        """What the model is shown for `msg`."""
-        return self.views.get(msg.id, msg)
-
-    def hide(self, msg_ids: list[str], summary: str) -> None:
-        """Stop showing messages that were compacted but could not be saved; `summary`
-        stands for them until a later compaction saves and removes them."""
-        self.hidden = set(msg_ids)
-        self.pending_summary = summary
-        self.revision += 1
 
     # -- state -------------------------------------------------------------------------
 
