@@ -27,18 +27,15 @@ what is indexed and says the index was busy (`SearchResult.busy`).
 
 from __future__ import annotations
 
-import codecs
 import json
 import logging
 import os
-import re
 import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
 
 from ..core._failures import FailureLog
 from ..core._search_text import Query, chunk_lines, parse_query, record_parts, storable
@@ -53,15 +50,13 @@ from ..stores._search_db import (
     set_owner,
     write,
 )
+from ._search_files import ALL_KINDS, file_stamp, index_dialog, index_file, source_files, up_to_date
 from ._search_hits import Filters, SearchResult, build_hits, ranked_rows
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
 logger = logging.getLogger("agentscope_ctx")
 
-_BATCH_BYTES = 4 << 20
-"""Dialog bytes indexed per write transaction (what another writer may wait for)."""
-_READ_BYTES = 4 << 20
 INDEX_AT_SAVE_BYTES = 8 << 20
 """A saved output up to this size is indexed as it is saved; a larger one at the next search
 (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
@@ -70,42 +65,6 @@ NOTIFY_SECONDS = 2.0
 MAX_PENDING = 10_000
 """Owners of saved outputs kept in memory while the index is busy (the oldest are dropped
 beyond: a dialog record carrying the output's notice names its owner again)."""
-_FILES = (
-    ("tool_result", re.compile(r"[^.].*\.txt")),
-    ("dialog", re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")),
-    ("memory", re.compile(r"[^.].*\.md")),
-)
-_ALL_KINDS = tuple(kind for kind, _ in _FILES)
-
-
-def _stamp(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
-
-
-def _up_to_date(kind: str, state: tuple[int, int, int], stat: os.stat_result) -> bool:
-    """Whether a file indexed as `state` (inode, size, stamp) needs nothing more."""
-    if kind == "tool_result":  # written once, atomically
-        return True
-    if (state[0], state[1]) != (stat.st_ino, stat.st_size):
-        return False
-    return kind == "dialog" or state[2] == stat.st_mtime_ns
-
-
-def _text_lines(file: IO[bytes]) -> Iterator[str]:
-    """The lines of a binary file as `read_file` counts them (``\\n`` ends a line, a
-    ``\\r`` before it is dropped), decoded in large blocks."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    rest = ""
-    while True:
-        block = file.read(_READ_BYTES)
-        text = rest + decoder.decode(block, final=not block)
-        lines = text.replace("\r\n", "\n").split("\n")
-        rest = lines.pop()
-        yield from lines
-        if not block:
-            break
-    if rest:
-        yield rest
 
 
 class SearchIndex:
@@ -131,7 +90,7 @@ class SearchIndex:
         """A tool output was saved to `path` by `agent`: record the owner and index it."""
         name = self._output_name(path)
         if name is not None:
-            owner, ts = (agent, session, None, None), _stamp(time.time())
+            owner, ts = (agent, session, None, None), file_stamp(time.time())
             self._notify(lambda db: self._saved(db, name, owner, ts), (name, owner, ts))
 
     def describe_output(self, path: str | Path, *, tool: str, args: str | None) -> None:
@@ -267,25 +226,11 @@ class SearchIndex:
             return None
         return f"tool_result/{given.name}"
 
-    def _files(self, kinds: Iterable[str]) -> dict[str, tuple[str, os.stat_result]]:
-        found: dict[str, tuple[str, os.stat_result]] = {}
-        for kind, pattern in _FILES:
-            if kind not in kinds:
-                continue
-            try:
-                entries = sorted(os.scandir(self.root / kind), key=lambda e: e.name)
-            except FileNotFoundError:
-                continue
-            for entry in entries:
-                if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-                    found[f"{kind}/{entry.name}"] = (kind, entry.stat(follow_symlinks=False))
-        return found
-
     def _catch_up(
         self,
         db: sqlite3.Connection,
         deadline: float | None,
-        kinds: Iterable[str] = _ALL_KINDS,
+        kinds: Iterable[str] = ALL_KINDS,
         *,
         busy: list[bool] | None = None,
     ) -> int:
@@ -311,7 +256,7 @@ class SearchIndex:
             busy.append(True)
         for rel, (kind, stat) in present.items():
             state = known.get(rel)
-            if state is not None and _up_to_date(kind, state, stat):
+            if state is not None and up_to_date(kind, state, stat):
                 continue
             if busy or (deadline is not None and time.monotonic() > deadline):
                 pending += 1
@@ -345,59 +290,14 @@ class SearchIndex:
             for path in paths:
                 drop_one(db, path)
 
+    def _files(self, kinds: Iterable[str]) -> dict[str, tuple[str, os.stat_result]]:
+        return source_files(self.root, kinds)
+
     def _index_file(self, db: sqlite3.Connection, rel: str, kind: str) -> None:
-        """Index a saved output or a memory file whole (again, when it changed)."""
-        with write(db, self.db.deadline), open(self.root / rel, "rb") as file:
-            stat = os.fstat(file.fileno())
-            state = db.execute(
-                "SELECT inode, size, stamp FROM sources WHERE path = ?", (rel,)
-            ).fetchone()
-            if state is not None:
-                if kind == "tool_result" or state == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
-                    return
-                drop_one(db, rel)
-            owner = db.execute(
-                "SELECT agent, session, tool, args, ts FROM owners WHERE name = ?", (rel,)
-            ).fetchone() or (None, None, None, None, None)
-            role = "tool" if kind == "tool_result" else "memory"
-            values = (rel, kind, 1, 0, *owner[:2], role, *owner[2:4])
-            add_doc(
-                db, (*values, owner[4] or _stamp(stat.st_mtime)), chunk_lines(_text_lines(file))
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, 0, ?)",
-                (rel, kind, stat.st_ino, stat.st_size, stat.st_mtime_ns),
-            )
+        index_file(db, self.root, rel, kind, self.db.deadline)
 
     def _index_dialog(self, db: sqlite3.Connection, rel: str, deadline: float | None) -> None:
-        """Index the whole lines appended to a dialog file since the last time (all of it when
-        the file was replaced or shrank), `_BATCH_BYTES` per transaction, until `deadline`."""
-        more = True
-        while more and (deadline is None or time.monotonic() <= deadline):
-            with write(db, self.db.deadline), open(self.root / rel, "rb") as file:
-                stat = os.fstat(file.fileno())
-                state = db.execute(
-                    "SELECT inode, size, lines FROM sources WHERE path = ?", (rel,)
-                ).fetchone()
-                offset = line = 0
-                if state is not None and state[0] == stat.st_ino and state[1] <= stat.st_size:
-                    offset, line = state[1], state[2]
-                elif state is not None:
-                    drop_one(db, rel)
-                file.seek(offset)
-                data = file.read(_BATCH_BYTES)
-                if len(data) == _BATCH_BYTES and b"\n" not in data:  # one line longer than that
-                    data += file.readline()
-                end = data.rfind(b"\n") + 1
-                for raw in data[:end].split(b"\n")[:-1]:
-                    line += 1
-                    self._add_record(db, rel, line, offset, raw)
-                    offset += len(raw) + 1
-                db.execute(
-                    "INSERT OR REPLACE INTO sources VALUES (?, 'dialog', ?, ?, ?, 0)",
-                    (rel, stat.st_ino, offset, line),
-                )
-                more = end > 0 and offset < stat.st_size
+        index_dialog(db, self.root, rel, deadline, self.db.deadline, self._add_record)
 
     def _add_record(
         self, db: sqlite3.Connection, rel: str, line: int, offset: int, raw: bytes

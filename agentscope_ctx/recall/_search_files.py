@@ -1,0 +1,146 @@
+"""The files behind the search index and how each is indexed (`SearchIndex`, `_search`):
+which files count, a saved output or memory file indexed whole, a dialog file by the whole
+lines appended since the last time. Each step runs in its own write transaction (waiting at
+most `wait` seconds for another writer)."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from ..core._search_text import chunk_lines
+from ..stores._search_db import (
+    add_doc,
+    drop_one,
+    write,
+)
+
+__all__ = ["ALL_KINDS", "file_stamp", "index_dialog", "index_file", "source_files", "up_to_date"]
+
+_BATCH_BYTES = 4 << 20
+"""Dialog bytes indexed per write transaction (what another writer may wait for)."""
+_READ_BYTES = 4 << 20
+_FILES = (
+    ("tool_result", re.compile(r"[^.].*\.txt")),
+    ("dialog", re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")),
+    ("memory", re.compile(r"[^.].*\.md")),
+)
+ALL_KINDS = tuple(kind for kind, _ in _FILES)
+
+
+def file_stamp(seconds: float) -> str:
+    """A file time as the index stores it (local, to the second)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def up_to_date(kind: str, state: tuple[int, int, int], stat: os.stat_result) -> bool:
+    """Whether a file indexed as `state` (inode, size, stamp) needs nothing more."""
+    if kind == "tool_result":  # written once, atomically
+        return True
+    if (state[0], state[1]) != (stat.st_ino, stat.st_size):
+        return False
+    return kind == "dialog" or state[2] == stat.st_mtime_ns
+
+
+def _text_lines(file: IO[bytes]) -> Iterator[str]:
+    """The lines of a binary file as `read_file` counts them (``\\n`` ends a line, a
+    ``\\r`` before it is dropped), decoded in large blocks."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    rest = ""
+    while True:
+        block = file.read(_READ_BYTES)
+        text = rest + decoder.decode(block, final=not block)
+        lines = text.replace("\r\n", "\n").split("\n")
+        rest = lines.pop()
+        yield from lines
+        if not block:
+            break
+    if rest:
+        yield rest
+
+
+def source_files(root: Path, kinds: Iterable[str]) -> dict[str, tuple[str, os.stat_result]]:
+    """The files to index under `root` (of `kinds`), by path relative to it: regular files
+    of the names this package writes, each with its kind and stat."""
+    found: dict[str, tuple[str, os.stat_result]] = {}
+    for kind, pattern in _FILES:
+        if kind not in kinds:
+            continue
+        try:
+            entries = sorted(os.scandir(root / kind), key=lambda e: e.name)
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                found[f"{kind}/{entry.name}"] = (kind, entry.stat(follow_symlinks=False))
+    return found
+
+
+def index_file(db: sqlite3.Connection, root: Path, rel: str, kind: str, wait: float) -> None:
+    """Index a saved output or a memory file whole (again, when it changed)."""
+    with write(db, wait), open(root / rel, "rb") as file:
+        stat = os.fstat(file.fileno())
+        state = db.execute(
+            "SELECT inode, size, stamp FROM sources WHERE path = ?", (rel,)
+        ).fetchone()
+        if state is not None:
+            if kind == "tool_result" or state == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
+                return
+            drop_one(db, rel)
+        owner = db.execute(
+            "SELECT agent, session, tool, args, ts FROM owners WHERE name = ?", (rel,)
+        ).fetchone() or (None, None, None, None, None)
+        role = "tool" if kind == "tool_result" else "memory"
+        values = (rel, kind, 1, 0, *owner[:2], role, *owner[2:4])
+        add_doc(
+            db, (*values, owner[4] or file_stamp(stat.st_mtime)), chunk_lines(_text_lines(file))
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, 0, ?)",
+            (rel, kind, stat.st_ino, stat.st_size, stat.st_mtime_ns),
+        )
+
+
+def index_dialog(
+    db: sqlite3.Connection,
+    root: Path,
+    rel: str,
+    deadline: float | None,
+    wait: float,
+    add_record: Callable[[sqlite3.Connection, str, int, int, bytes], None],
+) -> None:
+    """Index the whole lines appended to a dialog file since the last time (all of it when
+    the file was replaced or shrank), `_BATCH_BYTES` per transaction, until `deadline`;
+    `add_record` indexes one record line."""
+    more = True
+    while more and (deadline is None or time.monotonic() <= deadline):
+        with write(db, wait), open(root / rel, "rb") as file:
+            stat = os.fstat(file.fileno())
+            state = db.execute(
+                "SELECT inode, size, lines FROM sources WHERE path = ?", (rel,)
+            ).fetchone()
+            offset = line = 0
+            if state is not None and state[0] == stat.st_ino and state[1] <= stat.st_size:
+                offset, line = state[1], state[2]
+            elif state is not None:
+                drop_one(db, rel)
+            file.seek(offset)
+            data = file.read(_BATCH_BYTES)
+            if len(data) == _BATCH_BYTES and b"\n" not in data:  # one line longer than that
+                data += file.readline()
+            end = data.rfind(b"\n") + 1
+            for raw in data[:end].split(b"\n")[:-1]:
+                line += 1
+                add_record(db, rel, line, offset, raw)
+                offset += len(raw) + 1
+            db.execute(
+                "INSERT OR REPLACE INTO sources VALUES (?, 'dialog', ?, ?, ?, 0)",
+                (rel, stat.st_ino, offset, line),
+            )
+            more = end > 0 and offset < stat.st_size
