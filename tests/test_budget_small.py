@@ -1,6 +1,8 @@
 """Issue 19, item 6: small budgets through a real 1.x `ReActAgent`: every configuration
 `ContextConfig` accepts holds its budget, counted with real tiktoken on the prompt the model
-was given, times the factor the provider counts by once it is learned.
+was given, times the factor the provider counts by once it is learned; or, only when what
+never leaves the prompt (the system prompt, the tool schemas and the current user turn) is
+over the budget alone, `PromptTooLargeError` is raised before the model call.
 
 The sessions are the issue's shape: 1 KB (or larger) byte limits, budgets of 1,000 to
 6,000 tokens, a provider counting 1x or 1.4x, a long MEMORY.md, tool outputs of every size,
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +33,20 @@ from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
 from agentscope.tool import Toolkit, ToolResponse
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx import ConfigError, ContextConfig, ContextManager, TokenCounter
+from agentscope_ctx import (
+    ConfigError,
+    ContextConfig,
+    ContextManager,
+    PromptTooLargeError,
+    TokenCounter,
+)
+from agentscope_ctx._compaction import current_turn
 from tests.fakes import FakeChatModel, text
 
 COUNTER = TokenCounter("o200k_base")
-FLOOR = 800
-"""Room for the summary message at its least (the guide, a pointer to MEMORY.md, the notice:
-about 250 tokens) and the current exchange (the user's turn, a tool call, three outputs too
-short for a notice to help: about 500)."""
 
 _limit = st.sampled_from([1_024, 1_500, 4_096, 32_768])
 
@@ -98,11 +105,21 @@ def make_toolkit() -> Toolkit:
     return toolkit
 
 
+@dataclass
+class Outcome:
+    sizes: list[int]
+    """The provider's count (tiktoken x `factor`) of every prompt sent."""
+    fixed: int
+    """Tokens of the system prompt and the tool schemas."""
+    error: PromptTooLargeError | None = None
+    turn: int = 0
+    """Tokens of the current user turn as it was held when `error` was raised."""
+
+
 async def run_session(
     tmp: Path, config: ContextConfig, steps: list[list[Step]], factor: float, user_words: int
-) -> tuple[list[int], int]:
-    """The provider's count (tiktoken x `factor`) of every prompt of a 2-reply session, and
-    the tokens of its system prompt and tool schemas."""
+) -> Outcome:
+    """A 2-reply session (ended by a `PromptTooLargeError`, if one is raised)."""
     memory_dir = tmp / "memory"
     memory_dir.mkdir(parents=True, exist_ok=True)
     (memory_dir / "MEMORY.md").write_text(
@@ -150,7 +167,8 @@ async def run_session(
     agent.set_console_output_enabled(False)
     holder.append(agent)
     manager = ContextManager(config, token_counter=COUNTER)
-    manager.attach(agent)
+    memory = manager.attach(agent)
+    error, turn_tokens = None, 0
     try:
         for turn in range(2):
             for k, calls in enumerate(steps):
@@ -158,12 +176,16 @@ async def run_session(
             model.enqueue(text(f"turn {turn} done"))
             words = "please read the pages and report " * (user_words if turn else 1)
             await agent(Msg("user", words, "user"))
+    except PromptTooLargeError as exc:
+        error = exc
+        (held,) = [m for m in memory.messages() if m.id == current_turn(memory.content)]
+        turn_tokens = await COUNTER.count_msg(memory.shown(held))
     finally:
         await manager.close()
     tools = agent.toolkit.get_json_schemas()
     sizes = [int(await COUNTER.count(c["messages"], tools=tools) * factor) for c in model.calls]
     fixed = await COUNTER.count([{"role": "system", "content": agent.sys_prompt}], tools=tools)
-    return sizes, fixed
+    return Outcome(sizes, fixed, error, turn_tokens)
 
 
 def check(fields: dict[str, Any], steps: list[list[Step]], factor: float, user_words: int) -> None:
@@ -174,19 +196,28 @@ def check(fields: dict[str, Any], steps: list[list[Step]], factor: float, user_w
             # refused at load: the message names a field that was set
             assert exc.field is not None and exc.field.split(".")[0] in fields, exc
             return
-        sizes, *fixed_tokens = asyncio.run(
-            run_session(Path(tmp), config, steps, factor, user_words)
-        )
+        outcome = asyncio.run(run_session(Path(tmp), config, steps, factor, user_words))
     budget = fields["max_input_tokens"]
-    # What never leaves the prompt must fit, times the factor: the system prompt and the
-    # tool schemas (the package's own among them), and room for the summary at its least
-    # (guide and notice) and the current exchange; else the budget cannot be held, whatever
-    # the config (an error at run time, not a config the loader can refuse).
-    (fixed,) = fixed_tokens
-    assume((fixed + FLOOR) * factor * 1.03 <= budget)
+    sizes = outcome.sizes
     # The first prompt is counted before the provider said how it counts.
-    assert sizes[0] / factor <= budget, sizes
-    assert max(sizes[1:]) <= budget, sizes
+    assert not sizes or sizes[0] / factor <= budget, sizes
+    assert all(size <= budget for size in sizes[1:]), sizes
+    error = outcome.error
+    if error is None:
+        assert len(sizes) == 2 * (len(steps) + 1), sizes  # the whole session ran
+        return
+    # Refused before the call only when what never leaves the prompt is over alone: the
+    # system prompt, the tool schemas (the package's own among them) and the current user
+    # turn (cut to its head and a notice when it is over the old limit), times the factor
+    # the provider counts by (with the margin); the summary and the other messages do not
+    # count. The error's numbers are checked against the test's own counts.
+    parts = error.parts
+    assert error.budget == budget
+    assert abs(parts["system prompt"] + parts["tool schemas"] - outcome.fixed) <= 10, parts
+    assert parts["current user turn"] == outcome.turn, (parts, outcome.turn)
+    assert 1.0 <= error.scale <= factor * 1.03 * 1.05, error.scale
+    never_leave = parts["system prompt"] + parts["tool schemas"] + parts["current user turn"]
+    assert math.ceil(never_leave * error.scale) > budget, str(error)
 
 
 ISSUE = {
