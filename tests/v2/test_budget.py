@@ -22,7 +22,7 @@ from agentscope.agent import Agent
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
 from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import (
@@ -233,6 +233,7 @@ def check_config(
             config = ContextConfig(working_dir=Path(tmp), summarizer={"enabled": False}, **fields)
         except ConfigError as exc:
             assert exc.field is not None and exc.field.split(".")[0] in fields, exc
+            event("refused at load")
             return
         session = Session(steps, factor)
         prompts = ["read the pages", "now again: " + "please read the pages and report " * words]
@@ -241,6 +242,7 @@ def check_config(
     sent = session.sent
     assert not sent or sent[0] / factor <= budget, sent
     assert all(size <= budget for size in sent[1:]), sent
+    event("held" if error is None else "PromptTooLargeError")
     if error is None:
         return
     parts = error.parts
