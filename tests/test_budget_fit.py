@@ -5,6 +5,7 @@ summary message, losslessly (line-neutral core: runs on both lines)."""
 from __future__ import annotations
 
 import math
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from agentscope_ctx import PromptTooLargeError
 from agentscope_ctx._memory import ContextMemory
 from agentscope_ctx._pipeline import ContextPipeline
-from agentscope_ctx._truncation import notice_paths, parse_notice
+from agentscope_ctx._truncation import excerpt_with_notice, notice_paths, parse_notice
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from tests.test_pipeline import Agent, pipeline, run
 from tests.test_small_window import run as run_attached
@@ -141,7 +142,12 @@ async def test_fit_shows_the_summary_as_a_notice_alone_at_its_least(tmp_path: Pa
     user's turn fit. Now the whole summary message is saved and shown as a notice alone."""
     pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
     agent = Agent()
-    agent.sys_prompt = await sized_prompt(pipe, 150)
+    # room for the notice alone (its path is as long as the test's tmp_path makes it) and
+    # the user's turn, not for the guide and the pointer too (~130 tokens)
+    path = str(tmp_path / "tool_result" / f"{uuid.uuid4().hex}.txt")
+    notice = excerpt_with_notice(SUMMARY, max_bytes=4, file_path=path)
+    bare = Msg("compact_summary", f"<compact_summary>\n{notice}\n</compact_summary>", "user")
+    agent.sys_prompt = await sized_prompt(pipe, await pipe.counter.count_msg(bare) + 30)
     await memory.update_compressed_summary(SUMMARY)
     memory.offer_long_term("remember: " + "the user likes short answers. " * 200)
     await memory.add(Msg("user", "go on", "user"))
