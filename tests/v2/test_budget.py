@@ -285,6 +285,22 @@ async def _run_checked(
 
 _calls = st.lists(st.lists(_call, max_size=3), min_size=3, max_size=10)
 
+AT_1000 = {
+    "max_input_tokens": 1_000,
+    "compact_trigger_ratio": 0.5,
+    "keep_recent_ratio": 0.1,
+    "memory_max_tokens": 0,
+    "tool_result": {
+        "recent_n": 0,
+        "recent_max_bytes": 1_024,
+        "old_max_bytes": 1_024,
+        "mask_after": None,
+        "recent_max_share": None,
+    },
+    "compactor": {"max_input_tokens": None},
+    "recall": {"enabled": False, "eviction_index_max_chars": 200},
+}
+
 
 @settings(
     max_examples=3,
@@ -297,6 +313,8 @@ _calls = st.lists(st.lists(_call, max_size=3), min_size=3, max_size=10)
     factor=st.sampled_from([1.0, 1.4]),
     words=st.sampled_from([1, 60, 300]),
 )
+# found by the property: three outputs of one step, masked, over a 1,000-token budget
+@example(fields=AT_1000, steps=[[], [(1_500, 0)] * 3, []], factor=1.0, words=60)
 def test_v2_every_accepted_config_holds_its_budget(
     fields: dict[str, Any], steps: list[list[Call]], factor: float, words: int
 ) -> None:
