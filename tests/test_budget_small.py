@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 
 from tests.lines import IS_1X, reason_1x
@@ -33,7 +34,7 @@ from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
 from agentscope.tool import Toolkit, ToolResponse
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import (
@@ -188,6 +189,12 @@ async def run_session(
     return Outcome(sizes, fixed, error, turn_tokens)
 
 
+def note_outcome(outcome: str) -> None:
+    """How a config ended, for `--hypothesis-show-statistics` (within a Hypothesis test)."""
+    if currently_in_test_context():
+        hypothesis.event(outcome)
+
+
 def check(fields: dict[str, Any], steps: list[list[Step]], factor: float, user_words: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -195,7 +202,7 @@ def check(fields: dict[str, Any], steps: list[list[Step]], factor: float, user_w
         except ConfigError as exc:
             # refused at load: the message names a field that was set
             assert exc.field is not None and exc.field.split(".")[0] in fields, exc
-            event("refused at load")
+            note_outcome("refused at load")
             return
         outcome = asyncio.run(run_session(Path(tmp), config, steps, factor, user_words))
     budget = fields["max_input_tokens"]
@@ -204,7 +211,7 @@ def check(fields: dict[str, Any], steps: list[list[Step]], factor: float, user_w
     assert not sizes or sizes[0] / factor <= budget, sizes
     assert all(size <= budget for size in sizes[1:]), sizes
     error = outcome.error
-    event("held" if error is None else "PromptTooLargeError")
+    note_outcome("held" if error is None else "PromptTooLargeError")
     if error is None:
         assert len(sizes) == 2 * (len(steps) + 1), sizes  # the whole session ran
         return

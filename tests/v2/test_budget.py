@@ -17,12 +17,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
 from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import (
@@ -217,6 +218,12 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+def note_outcome(outcome: str) -> None:
+    """How a config ended, for `--hypothesis-show-statistics` (within a Hypothesis test)."""
+    if currently_in_test_context():
+        hypothesis.event(outcome)
+
+
 def check_config(
     fields: dict[str, Any], steps: list[list[Call]], factor: float, words: int
 ) -> None:
@@ -233,7 +240,7 @@ def check_config(
             config = ContextConfig(working_dir=Path(tmp), summarizer={"enabled": False}, **fields)
         except ConfigError as exc:
             assert exc.field is not None and exc.field.split(".")[0] in fields, exc
-            event("refused at load")
+            note_outcome("refused at load")
             return
         session = Session(steps, factor)
         prompts = ["read the pages", "now again: " + "please read the pages and report " * words]
@@ -242,7 +249,7 @@ def check_config(
     sent = session.sent
     assert not sent or sent[0] / factor <= budget, sent
     assert all(size <= budget for size in sent[1:]), sent
-    event("held" if error is None else "PromptTooLargeError")
+    note_outcome("held" if error is None else "PromptTooLargeError")
     if error is None:
         return
     parts = error.parts
