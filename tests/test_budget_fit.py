@@ -4,12 +4,19 @@ summary message, losslessly (line-neutral core: runs on both lines)."""
 
 from __future__ import annotations
 
+import math
+import uuid
 from pathlib import Path
 
+import pytest
+
+from agentscope_ctx import PromptTooLargeError
 from agentscope_ctx.core._memory import ContextMemory
-from agentscope_ctx.core._truncation import notice_paths, parse_notice
+from agentscope_ctx.core._pipeline import ContextPipeline
+from agentscope_ctx.core._truncation import excerpt_with_notice, notice_paths, parse_notice
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from tests.test_pipeline import Agent, pipeline, run
+from tests.test_small_window import run as run_attached
 
 
 def parallel_unit(n: int, size: int) -> list[Msg]:
@@ -110,3 +117,114 @@ async def test_fit_trims_a_summary_with_a_lone_surrogate(tmp_path: Path) -> None
     (path,) = notice_paths(trimmed)
     assert Path(path).read_text().endswith(summary[-200:])
     assert memory.compact_summary == summary
+
+
+# -- at the least (issue 19 item 6, found by test_budget_small's property) ------------------
+
+SUMMARY = "## Goal\n" + "".join(f"- fact number {i} about the task\n" for i in range(900))
+
+
+async def sized_prompt(pipe: ContextPipeline, room: int) -> str:
+    """A system prompt that leaves `room` tokens (raw estimate, before the margin) of the
+    budget to the rest of the prompt."""
+    budget = int(pipe.calibration.budget / pipe.scale)
+    words = "Follow the house rules. "
+    text = words * (budget // 5)
+    while await pipe.counter.count_text(text) + 4 > budget - room:
+        text = text[: -len(words)]
+    return text
+
+
+async def test_fit_shows_the_summary_as_a_notice_alone_at_its_least(tmp_path: Path) -> None:
+    """At a 1,000-token budget with a long system prompt, the summary cut to its notice still
+    came with the guide to dialog/ and the pointer to MEMORY.md (~130 tokens more): the
+    prompt did not fit, and `PromptTooLargeError` was raised though the system prompt and the
+    user's turn fit. Now the whole summary message is saved and shown as a notice alone."""
+    pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
+    agent = Agent()
+    # room for the notice alone (its path is as long as the test's tmp_path makes it) and
+    # the user's turn, not for the guide and the pointer too (~130 tokens)
+    path = str(tmp_path / "tool_result" / f"{uuid.uuid4().hex}.txt")
+    notice = excerpt_with_notice(SUMMARY, max_bytes=4, file_path=path)
+    bare = Msg("compact_summary", f"<compact_summary>\n{notice}\n</compact_summary>", "user")
+    agent.sys_prompt = await sized_prompt(pipe, await pipe.counter.count_msg(bare) + 30)
+    await memory.update_compressed_summary(SUMMARY)
+    memory.offer_long_term("remember: " + "the user likes short answers. " * 200)
+    await memory.add(Msg("user", "go on", "user"))
+    report = await run_attached(pipe, agent)
+    assert report.tokens_after <= 1_000
+    assert await pipe.accountant.calibrated() <= 1_000
+    shown = str(memory.summary_message().content)  # type: ignore[union-attr]
+    (path,) = notice_paths(memory.trimmed_summary())
+    saved = Path(path).read_text()
+    # lossless: the saved text is the whole message, note, guide and summary
+    assert "the user likes short answers" in saved and "dialog" in saved
+    assert saved.endswith(SUMMARY + "\n</compact_summary>")
+    assert "dialog" not in shown.replace(path, "")  # the guide is in the file only
+    assert memory.compact_summary == SUMMARY  # stored whole
+
+
+async def test_the_summary_leaves_the_view_when_only_that_makes_the_prompt_fit(
+    tmp_path: Path,
+) -> None:
+    """The system prompt and the user's turn fit, with the summary's notice they do not:
+    the summary message leaves the view (stored whole; a new summary is shown again) instead
+    of a `PromptTooLargeError`."""
+    pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
+    agent = Agent()
+    agent.sys_prompt = await sized_prompt(pipe, 40)
+    await memory.update_compressed_summary(SUMMARY)
+    await memory.add(Msg("user", "go on", "user"))
+    report = await run_attached(pipe, agent)
+    assert report.tokens_after <= 1_000
+    assert memory.summary_message() is None
+    assert memory.compact_summary == SUMMARY
+    await memory.update_compressed_summary("## Goal\n- short now\n")
+    assert "- short now" in str(memory.summary_message().content)  # type: ignore[union-attr]
+
+
+async def test_newest_tool_calls_over_the_budget_at_their_least_are_compacted(
+    tmp_path: Path,
+) -> None:
+    """Nine outputs of one step, masked to their notices (~120 tokens each), are over a
+    1,000-token budget on their own: the prompt went to the model over the budget. Now all
+    but the current user turn is compacted (saved to dialog/ first), the newest step too."""
+    pipe, memory, compactor = pipeline(
+        tmp_path, max_input_tokens=1_000, tool_result={"recent_n": 9, "old_max_bytes": 1_100}
+    )
+    agent = Agent()
+    ask = Msg("user", "read the nine files", "user")
+    msgs = parallel_unit(9, 200)
+    await memory.add(ask)
+    await memory.add(msgs)
+    report = await run_attached(pipe, agent)
+    assert report.tokens_after <= 1_000
+    assert await pipe.accountant.calibrated() <= 1_000
+    assert report.compacted == len(msgs)
+    assert [m.id for m in memory.messages()] == [ask.id]  # the current turn stays
+    stored, _ = pipe.dialog.read()
+    assert [m.id for m in stored] == [ask.id] + [m.id for m in msgs]  # nothing lost
+    assert len(compactor.calls) == 1
+
+
+async def test_prompt_too_large_only_when_what_never_leaves_is_over(tmp_path: Path) -> None:
+    """A system prompt and a user turn over the budget alone: `PromptTooLargeError`, its
+    parts named, the summary and the other messages at their least."""
+    pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
+    agent = Agent()
+    agent.sys_prompt = await sized_prompt(pipe, 10)
+    await memory.update_compressed_summary(SUMMARY)
+    await memory.add(Msg("user", "please look at every file in the project and report", "user"))
+    await memory.add(parallel_unit(2, 200))
+    with pytest.raises(PromptTooLargeError) as caught:
+        await run_attached(pipe, agent)
+    error = caught.value
+    assert set(error.parts) == {
+        "system prompt",
+        "tool schemas",
+        "summary",
+        "current user turn",
+        "other messages",
+    }
+    never_leave = error.parts["system prompt"] + error.parts["current user turn"]
+    assert math.ceil(never_leave * error.scale) > error.budget == 1_000

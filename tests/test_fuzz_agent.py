@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import tempfile
 from collections.abc import Awaitable
 from copy import deepcopy
@@ -121,6 +122,9 @@ async def fits_or_says_why(run: Awaitable[object]) -> None:
     except PromptTooLargeError as error:
         assert error.total > error.budget and error.total >= sum(error.parts.values()), error
         assert error.parts["current user turn"] > 0
+        parts = error.parts
+        never_leave = parts["system prompt"] + parts["tool schemas"] + parts["current user turn"]
+        assert math.ceil(never_leave * error.scale) > error.budget, str(error)
 
 
 def check_odd_messages(msgs: list[Msg], force: bool) -> None:

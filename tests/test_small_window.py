@@ -133,6 +133,7 @@ async def test_fixed_parts_and_the_current_turn_over_the_budget_raise(tmp_path: 
         "tool schemas",
         "summary",
         "current user turn",
+        "other messages",
     }
     assert error.parts["system prompt"] > 850 and error.parts["current user turn"] > 200
     for name, tokens in error.parts.items():
@@ -186,6 +187,9 @@ async def test_no_compaction_grows_the_prompt_and_the_newest_user_turn_stays(
         report = await run(pipe, agent, force=force)
     except PromptTooLargeError as error:  # only when the fixed parts and the turn are over
         assert error.total == math.ceil(sum(error.parts.values()) * pipe.scale) > budget
+        parts = error.parts
+        never_leave = parts["system prompt"] + parts["tool schemas"] + parts["current user turn"]
+        assert math.ceil(never_leave * error.scale) > budget, str(error)
         return
     after = await pipe.prompt_tokens()
     if report.compacted or "not made" in (report.note or ""):

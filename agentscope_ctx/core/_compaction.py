@@ -179,16 +179,23 @@ class Compaction:
         *,
         extra_instruction: str | None = None,
         keep_ratio: float | None = None,
+        everything: bool = False,
+        least: int | None = None,
     ) -> CompactionOutcome:
         """Compact all but the newest `keep_ratio` (default `keep_recent_ratio`) of the
-        budget. `tokens_before` and `threshold` are for the messages and the loop guard."""
+        budget. `tokens_before` and `threshold` are for the messages and the loop guard.
+        `everything` (the last resort, when the newest messages cut to their least are still
+        over the budget): all but the current user turn and the pins, the newest tool calls
+        and results too. Then `least` is what the pipeline will leave of the summary
+        message at most (the fit cuts it to a notice, or takes it out of view): the no-grow
+        rule weighs what leaves, as it is shown, against that."""
         start = await self.accountant.calibrated()
         msgs = self.memory.messages()
         counts = [self.accountant.ledger.counts[m.id] for m in msgs]
         calibration = self.accountant.calibration
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
         keep = int(ratio * calibration.budget / calibration.scale)  # in raw estimate units
-        leaving = msgs[: split_point(msgs, counts, keep)]
+        leaving = msgs if everything else msgs[: split_point(msgs, counts, keep)]
         current = current_turn(self.memory.content)
         share = int(self.config.pin_max_share * calibration.budget / calibration.scale)
         pinned, unprotected = protected(msgs, self.accountant.ledger.counts, share)
@@ -223,12 +230,18 @@ class Compaction:
         # what would come instead (a summary message, at least its guide and the index).
         hidden = self.memory.hidden
         freed = sum(self.accountant.ledger.counts[m.id] for m in older if m.id not in hidden)
-        freed += await self._summary_tokens(self.memory.summary_text())
-        least = await self._summary_tokens(with_index(with_carry("-", carry), index))
-        if least >= freed:
+        if everything and least is not None:
+            freed += await self.accountant.summary_tokens()  # as shown: the fit cut it
+        else:
+            freed += await self._summary_tokens(self.memory.summary_text())
+        smallest = await self._summary_tokens(with_index(with_carry("-", carry), index))
+        if everything and least is not None:
+            smallest = min(smallest, least)
+        if smallest >= freed:
             return await self._not_made(
                 tokens_before,
-                f"{_older(older)} and the summary take {freed} tokens, a summary at least {least}",
+                f"{_older(older)} and the summary take {freed} tokens, a summary at least "
+                f"{smallest}",
             )
         await self.notify(
             f"[agentscope_ctx] compacting {len(older)} messages "
@@ -237,6 +250,8 @@ class Compaction:
         result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
         summary = with_index(with_carry(result.summary, carry), index)
         new = await self._summary_tokens(summary)
+        if everything and least is not None:
+            new = min(new, least)
         if new >= freed:
             return await self._not_made(
                 tokens_before,

@@ -229,11 +229,14 @@ class ContextConfig(_Section):
     max_input_tokens: int = Field(default=128_000, ge=1_000)
     """The prompt budget: system prompt, tool schemas, summary and messages together never
     exceed it at a model call (as the provider counts, once its factor is learned). No other
-    setting is a floor under it: in the last resort, outputs are masked whatever the byte
-    limits, and the summary and the MEMORY.md note are trimmed (losslessly) whatever their
-    caps. What can still exceed it is what never leaves the prompt: the system prompt, the
-    tool schemas (this package's own tools take about 410 tokens, 790 with recall) and the
-    current exchange. Below about 2,000, turn recall off."""
+    setting is a floor under it, so no value from 1,000 up is refused for its size: in the
+    last resort, outputs are masked whatever the byte limits, the summary and the MEMORY.md
+    note are trimmed (losslessly) to a notice whatever their caps, everything but the current
+    user turn and the pins is compacted, and the summary leaves the view if only that makes
+    the prompt fit. What can still exceed it is what never leaves the prompt: the system
+    prompt, the tool schemas (this package's own tools take about 350 tokens, 610 with
+    recall) and the current user turn; then `PromptTooLargeError` is raised before the
+    model call, and nothing is sent. Below about 2,000, turn recall off."""
 
     compact_trigger_ratio: float = Field(default=0.75, gt=0, le=1)
     """Compaction starts when the prompt reaches this share of `max_input_tokens`."""

@@ -55,20 +55,32 @@ class ConfigError(ContextUsageError, ValueError):
 
 
 class PromptTooLargeError(ContextUsageError):
-    """Raised before a model call when the parts that never leave the prompt (system prompt,
-    tool schemas, summary, the current user turn) are over the budget on their own: no
-    compaction or cut could make the prompt fit. Fix the setup (a larger window, a shorter
-    system prompt, fewer tools) or the input.
+    """Raised before a model call when the prompt cut to its least is still over the budget:
+    the parts that never leave the prompt (system prompt, tool schemas, the current user
+    turn, pinned messages) are over it on their own, no compaction or cut could make the
+    prompt fit. Fix the setup (a larger window, a shorter system prompt, fewer tools) or the
+    input.
 
-    `parts` maps each part to its tokens (our estimate), `total` is their sum as the provider
-    would count it (calibrated, with a safety margin), `budget` is the budget in tokens.
+    `parts` maps each part to its tokens (our estimate: ``system prompt``, ``tool schemas``,
+    ``summary``, ``current user turn``, ``other messages``), `total` is their sum as the
+    provider would count it (times `scale`: the calibration with its safety margin),
+    `budget` is the budget in tokens.
     """
 
-    def __init__(self, message: str, *, parts: dict[str, int], total: int, budget: int) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        parts: dict[str, int],
+        total: int,
+        budget: int,
+        scale: float = 1.0,
+    ) -> None:
         super().__init__(message)
         self.parts = dict(parts)
         self.total = total
         self.budget = budget
+        self.scale = scale
 
 
 class ContextRuntimeError(ContextError):

@@ -254,8 +254,11 @@ class Ladder:
         """The summary message within `target`, as far as it can go: the long-term note
         left out (MEMORY.md is on disk; a line says where), then the summary cut to a head
         and a notice, its whole text saved to `tool_result/` first (the notice points there,
-        `read_file` reads on), down to the notice alone. What is stored does not change: the
-        next compaction still gets the whole summary. Returns 1 if anything was cut."""
+        `read_file` reads on), down to the notice alone; last, the whole message (the
+        pointer to MEMORY.md and the guide to `dialog/` with it) saved and shown as a notice
+        alone (issue 19: the guide and the pointer took ~130 tokens, too many at a
+        1,000-token budget). What is stored does not change: the next compaction still gets
+        the whole summary. Returns 1 if anything was cut."""
         memory = self.memory
         if memory.summary_message() is None:
             return 0
@@ -263,8 +266,6 @@ class Ladder:
             return 0
         memory.trim_summary(None, note=False)
         summary = clean_text(memory.summary_text())  # measured and saved as valid UTF-8
-        if not summary:
-            return 1
         shown, limit = summary, utf8_len(summary)
         while limit > _MASK_BYTES and (over := await self.accountant.calibrated() - target) > 0:
             tokens = max(await self.accountant.counter.count_text(shown), 1)
@@ -276,6 +277,28 @@ class Ladder:
                 break
             shown = cut
             memory.trim_summary(shown, note=False)
+        if await self.accountant.calibrated() > target:
+            before = await self.accountant.summary_tokens()
+            whole = memory.whole_summary_message()
+            _, bare = await self.cutter.text(
+                "" if whole is None else whole.content, _MASK_BYTES, short=True
+            )
+            memory.trim_summary(bare, note=True, bare=True)
+            if await self.accountant.summary_tokens() >= before:  # never larger
+                memory.trim_summary(shown if shown != summary else None, note=False)
+        return 1
+
+    async def drop_summary(self, target: int) -> int:
+        """The summary message out of view, when that alone brings the prompt within
+        `target` (after `fit`): the summary and the long-term memory stay stored, and the
+        next compaction shows a new summary. Returns 1 if it was dropped."""
+        shown = await self.accountant.summary_tokens()
+        if not shown:
+            return 0
+        scale = self.accountant.calibration.scale
+        if math.ceil((await self.accountant.prompt_tokens() - shown) * scale) > target:
+            return 0
+        self.memory.trim_summary("", note=False, bare=True)
         return 1
 
     async def cut(

@@ -75,9 +75,10 @@ class ContextMemory(MemoryViews, MemoryBase):
         """Messages and summary of a loaded state, to write to the backend (see the class)."""
         self._summary_msg: Msg | None = None
         self._summary_key: tuple[object, ...] | None = None
-        self._summary_trim: tuple[str, str | None, str | None, bool] | None = None
+        self._summary_trim: tuple[str, str | None, str | None, bool, bool] | None = None
         """The last-resort cut of the summary message (`trim_summary`): the summary and note
-        it was made for, the summary shown, and whether the note is shown."""
+        it was made for, the summary shown, whether the note is shown, and whether what is
+        shown stands for the whole message (`bare`)."""
         self.register_state("_compressed_summary")
 
     # -- the summary -------------------------------------------------------------------
@@ -169,6 +170,12 @@ class ContextMemory(MemoryViews, MemoryBase):
         summary = self.summary_text()
         note: str | None = self.long_term_note
         trim = self._summary_trim
+        if trim is not None and trim[:2] == (summary, note) and trim[4]:
+            bare = ("bare", trim[2])
+            if bare != self._summary_key:
+                self._summary_key = bare
+                self._summary_msg = _bare_summary_message(trim[2]) if trim[2] else None
+            return self._summary_msg
         if trim is not None and trim[:2] == (summary, note):
             summary = trim[2] if trim[2] is not None else summary
             if not trim[3] and note:
@@ -191,6 +198,10 @@ class ContextMemory(MemoryViews, MemoryBase):
         text = summary_text(summary, unsaved, note, self.working_dir, self.language)
         return Msg(SUMMARY_MSG_NAME, text, "user") if text else None
 
+    def whole_summary_message(self) -> Msg | None:
+        """The summary message as it is without any last-resort cut (`trim_summary`)."""
+        return self._summary_for(self.summary_text(), len(self.hidden), self.long_term_note)
+
     def summary_text(self) -> str:
         """The summary the summary message presents, whole ("" if none)."""
         return (self.pending_summary if self.hidden else self._compressed_summary) or ""
@@ -202,12 +213,15 @@ class ContextMemory(MemoryViews, MemoryBase):
             return None
         return trim[2]
 
-    def trim_summary(self, shown: str | None, *, note: bool) -> None:
+    def trim_summary(self, shown: str | None, *, note: bool, bare: bool = False) -> None:
         """The last resort of the pipeline's fit: show the model `shown` (a cut of
         `summary_text`, whose whole text was saved first; `None`: the summary itself) and,
-        unless `note`, a pointer to MEMORY.md instead of the long-term note. Holds until the
-        summary or the note changes; nothing stored changes."""
-        self._summary_trim = (self.summary_text(), self.long_term_note, shown, note)
+        unless `note`, a pointer to MEMORY.md instead of the long-term note. With `bare`,
+        `shown` stands for the whole message (a notice pointing at its saved text, long-term
+        note and guide included): the model is shown it alone, and no summary message at
+        all when it is empty. Holds until the summary or the note changes; nothing stored
+        changes."""
+        self._summary_trim = (self.summary_text(), self.long_term_note, shown, note, bare)
 
     # -- MemoryBase --------------------------------------------------------------------
 
@@ -370,6 +384,12 @@ class ContextMemory(MemoryViews, MemoryBase):
             str(k): float(v) for k, v in dict(state_dict.get("calibration", {})).items()
         }
         self.revision += 1
+
+
+def _bare_summary_message(shown: str) -> Msg:
+    """The summary message the last-resort fit leaves: `shown` (a notice pointing at the
+    whole message's saved text) alone."""
+    return Msg(SUMMARY_MSG_NAME, f"<compact_summary>\n{shown}\n</compact_summary>", "user")
 
 
 def _marks(marks: str | list[str] | None) -> list[str]:

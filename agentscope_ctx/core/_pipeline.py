@@ -9,9 +9,11 @@ A pressure ladder of small stages, each a unit with one job, in order:
    masking (old outputs reduced to their notice), then masking of all but the newest;
 4. `Compaction`, only if the prompt is still over the trigger: a model summary of the older
    messages, saved to `dialog/` durably before they leave memory;
-5. `Ladder.fit`, the last resort when the prompt is over the budget;
+5. `Ladder.fit`, the last resort when the prompt is over the budget; still over it, a
+   compaction of all but the current user turn and the pins, the fit again, and the summary
+   message out of view if that alone makes the prompt fit;
 6. `ensure_fits`: still over it because the parts that never leave the prompt (system
-   prompt, tool schemas, summary, the current user turn) are, a `PromptTooLargeError`.
+   prompt, tool schemas, the current user turn; pins) are, a `PromptTooLargeError`.
 
 The core takes plain inputs (`PromptParts`, messages in `ContextMemory`) and writes no user
 output: the adapter gives `prompt_parts` and `notify`.
@@ -32,7 +34,7 @@ from ._config import ContextConfig
 from ._cuts import Cutter, Describe
 from ._entry import Msg
 from ._failures import FailureLog
-from ._fits import ensure_fits
+from ._fits import ensure_fits, floor_fits
 from ._ladder import Ladder
 from ._memory import ContextMemory
 from ._tokens import TokenCounter
@@ -183,9 +185,26 @@ class ContextPipeline:
             if report.tokens_after > budget:
                 report.truncated += await self.ladder.fit(budget)
                 report.tokens_after = await accountant.calibrated()
+            if report.tokens_after > budget and await floor_fits(accountant, budget):
+                # The newest messages, cut to their least, are still over (small budgets,
+                # issue 19): all but the current user turn and the pins are compacted, the
+                # newest tool calls and results too, and the fit runs again; last, the
+                # summary message leaves the view if that alone makes the prompt fit (so
+                # the no-grow rule weighs the older messages against no summary: the run
+                # ends with a prompt within the budget, smaller than before).
+                outcome = await self.compaction.run(
+                    report.tokens_after, report.threshold, everything=True, least=0
+                )
+                if outcome.compacted:
+                    report.compacted += outcome.compacted
+                    report.summary_source, report.note = outcome.source, outcome.note
+                    report.truncated += await self.ladder.first_cuts()
+                    report.truncated += await self.ladder.fit(budget)
+                report.truncated += await self.ladder.drop_summary(budget)
+                report.tokens_after = await accountant.calibrated()
             self.compaction.settle(report.tokens_after)
             if report.tokens_after > self.calibration.budget:
-                await ensure_fits(accountant, self.calibration.budget)  # raises if hopeless
+                await ensure_fits(accountant, self.calibration.budget)  # raises: not sent
             if report.compacted:
                 how = str(report.summary_source) + (f" ({report.note})" if report.note else "")
                 await self._notify(

@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import hypothesis
+import pytest
 from agentscope.agent import Agent
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
 from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
+from agentscope_ctx import (
+    ConfigError,
+    ContextConfig,
+    ContextManager,
+    PromptTooLargeError,
+    TokenCounter,
+)
+from agentscope_ctx.core._compaction import current_turn
 from tests.v2.fakes import ALLOW, FakeChatModel
 
 COUNTER = TokenCounter("o200k_base")
@@ -175,3 +186,161 @@ def test_v2_small_budgets_hold(
     budget: int, factor: float, steps: list[list[Call]], words: int
 ) -> None:
     check_small(budget, factor, steps, words)
+
+
+# -- item 6: every configuration the config accepts --------------------------------------
+
+_limit = st.sampled_from([1_024, 1_500, 4_096, 32_768])
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> dict[str, Any]:
+    """Settings as a user may write them (some of them refused); as on 1.x
+    (tests/test_budget_small.py)."""
+    recent = draw(_limit)
+    return {
+        "max_input_tokens": draw(st.integers(1_000, 6_000)),
+        "compact_trigger_ratio": draw(st.sampled_from([0.5, 0.6, 0.75, 0.9, 1.0])),
+        "keep_recent_ratio": draw(st.sampled_from([0.1, 0.25, 0.4])),
+        "memory_max_tokens": draw(st.sampled_from([0, 300, 2_000])),
+        "tool_result": {
+            "recent_n": draw(st.integers(0, 5)),
+            "recent_max_bytes": recent,
+            "old_max_bytes": min(draw(_limit), recent),
+            "mask_after": draw(st.none() | st.integers(0, 10)),
+            "recent_max_share": draw(st.none() | st.sampled_from([0.05, 0.15, 0.5, 1.0])),
+        },
+        "compactor": {"max_input_tokens": draw(st.none() | st.sampled_from([1_000, 100_000]))},
+        "recall": {
+            "enabled": draw(st.booleans()),
+            "eviction_index_max_chars": draw(st.sampled_from([200, 1_200, 6_000])),
+        },
+    }
+
+
+def note_outcome(outcome: str) -> None:
+    """How a config ended, for `--hypothesis-show-statistics` (within a Hypothesis test)."""
+    if currently_in_test_context():
+        hypothesis.event(outcome)
+
+
+def check_config(
+    fields: dict[str, Any], steps: list[list[Call]], factor: float, words: int
+) -> None:
+    """Every prompt within the budget (the first before the factor is learned), or
+    `PromptTooLargeError` before the call only when the system prompt, the tool schemas and
+    the current user turn are over the budget alone (checked against the test's own counts)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        memory_dir = Path(tmp) / "memory"
+        memory_dir.mkdir()
+        (memory_dir / "MEMORY.md").write_text(
+            "# Memory\n" + "".join(f"- the user prefers option {i}\n" for i in range(300))
+        )
+        try:
+            config = ContextConfig(working_dir=Path(tmp), summarizer={"enabled": False}, **fields)
+        except ConfigError as exc:
+            assert exc.field is not None and exc.field.split(".")[0] in fields, exc
+            note_outcome("refused at load")
+            return
+        session = Session(steps, factor)
+        prompts = ["read the pages", "now again: " + "please read the pages and report " * words]
+        error, fixed, turn = asyncio.run(_run_checked(Path(tmp), config, session, prompts))
+    budget = fields["max_input_tokens"]
+    sent = session.sent
+    assert not sent or sent[0] / factor <= budget, sent
+    assert all(size <= budget for size in sent[1:]), sent
+    note_outcome("held" if error is None else "PromptTooLargeError")
+    if error is None:
+        return
+    parts = error.parts
+    assert error.budget == budget
+    assert abs(parts["system prompt"] + parts["tool schemas"] - fixed) <= 10, (parts, fixed)
+    assert parts["current user turn"] == turn, (parts, turn)
+    assert 1.0 <= error.scale <= factor * 1.03 * 1.05, error.scale
+    never_leave = parts["system prompt"] + parts["tool schemas"] + parts["current user turn"]
+    assert math.ceil(never_leave * error.scale) > budget, str(error)
+
+
+async def _run_checked(
+    tmp: Path, config: ContextConfig, session: Session, prompts: list[str]
+) -> tuple[PromptTooLargeError | None, int, int]:
+    """`run_session`, and on `PromptTooLargeError` the error, the tokens of the system prompt
+    and tool schemas the agent sends (counted here) and of its current user turn."""
+    manager = ContextManager(config, model=FakeChatModel(default=SUMMARY))
+    agent = Agent(
+        name="worker",
+        system_prompt="You are a careful assistant.",
+        model=session.model,
+        toolkit=Toolkit(tools=[FunctionTool(fetch, permission=ALLOW)]),
+        middlewares=[manager.middleware()],
+    )
+    agent.context_config = agent.context_config.model_copy(update={"max_iters": 400})
+    try:
+        for prompt in prompts:
+            await agent.reply(UserMsg(name="user", content=prompt))
+    except PromptTooLargeError as error:
+        system = await agent._get_system_prompt()
+        tools = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
+        fixed = await COUNTER.count([{"role": "system", "content": system}], tools=tools)
+        memory = manager.memory_of(agent)
+        (held,) = [m for m in memory.messages() if m.id == current_turn(memory.content)]
+        return error, fixed, await COUNTER.count_msg(memory.shown(held))
+    finally:
+        await manager.close()
+    return None, 0, 0
+
+
+_calls = st.lists(st.lists(_call, max_size=3), min_size=3, max_size=10)
+
+AT_1000 = {
+    "max_input_tokens": 1_000,
+    "compact_trigger_ratio": 0.5,
+    "keep_recent_ratio": 0.1,
+    "memory_max_tokens": 0,
+    "tool_result": {
+        "recent_n": 0,
+        "recent_max_bytes": 1_024,
+        "old_max_bytes": 1_024,
+        "mask_after": None,
+        "recent_max_share": None,
+    },
+    "compactor": {"max_input_tokens": None},
+    "recall": {"enabled": False, "eviction_index_max_chars": 200},
+}
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    fields=configs(),
+    steps=_calls,
+    factor=st.sampled_from([1.0, 1.4]),
+    words=st.sampled_from([1, 60, 300]),
+)
+# found by the property: three outputs of one step, masked, over a 1,000-token budget
+@example(fields=AT_1000, steps=[[], [(1_500, 0)] * 3, []], factor=1.0, words=60)
+def test_v2_every_accepted_config_holds_its_budget(
+    fields: dict[str, Any], steps: list[list[Call]], factor: float, words: int
+) -> None:
+    check_config(fields, steps, factor, words)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    fields=configs(),
+    steps=_calls,
+    factor=st.sampled_from([1.0, 1.4]),
+    words=st.sampled_from([1, 60, 300]),
+)
+def test_v2_every_accepted_config_holds_its_budget_many(
+    fields: dict[str, Any], steps: list[list[Call]], factor: float, words: int
+) -> None:
+    check_config(fields, steps, factor, words)
