@@ -4,18 +4,15 @@
 configs), and every public name still imports, from the package and with ``import *``.
 The times are measured by ``python -m benchmarks startup``.
 
-Each case runs in an interpreter that has imported ``agentscope`` and nothing else, then what is
-measured; the modules it added are compared with what each case may load. The interpreter is
-started once per test process (`import agentscope` takes seconds on 1.x) and forks a child per
-case: the child begins exactly where a fresh ``python -c 'import agentscope; ...'`` would.
+Each case runs as a fresh interpreter: ``import agentscope`` first, then what is measured; the
+modules it added are compared with what each case may load. The interpreters are children
+forked right after ``import agentscope`` (`tests/forked.py`: it takes seconds on 1.x).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import agentscope_ctx
+from tests.forked import Forker
 from tests.lines import IS_1X, Msg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,99 +49,45 @@ CONFIG = ("pydantic", "yaml", "agentscope_ctx._config")
 """The config models: loaded only by a command given ``--config`` (and by `import agentscope`
 itself on 1.x, where the difference below leaves them out)."""
 
-_SERVER = """
-import json, os, sys
+_PROBE = """
+import json, sys
 import agentscope
 before = set(sys.modules)
-for line in sys.stdin:
-    case = json.loads(line)
-    pid = os.fork()
-    if pid == 0:  # the case, in a copy of this interpreter as it was after `import agentscope`
-        try:
-            os.chdir(case["cwd"])
-            os.environ["HOME"] = case["home"]
-            out = os.open(case["out"], os.O_WRONLY | os.O_CREAT)
-            os.dup2(out, 1)
-            sys.argv = ["-c", *case["args"]]
-            scope = {"__name__": "__main__", "sys": sys}
-            exec(case["body"], scope)
-            added = sorted(set(sys.modules) - before)
-            with open(case["report"], "w") as report:
-                json.dump({"added": added, "code": scope["code"]}, report)
-            sys.stdout.flush()
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-            os._exit(1)
-        os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    print(os.waitstatus_to_exitcode(status), flush=True)
+{body}
+added = sorted(set(sys.modules) - before)
+with open(sys.argv[1], "w") as out:
+    json.dump({{"added": added, "code": code}}, out)
 """
-"""Reads one case a line (JSON: the body, its arguments and where it runs), runs it in a forked
-child, answers with the child's exit code."""
-
-
-class Prober:
-    """One interpreter after `import agentscope`, forking a child for each case."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.errors = tmp / "stderr.txt"
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-            "HOME": str(tmp / "home"),
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER],
-            cwd=tmp,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors.open("w"),
-            text=True,
-        )
-
-    def run(self, body: str, cwd: Path, *args: str) -> tuple[list[str], int]:
-        """The modules `body` imports beyond `import agentscope`, and its `code`."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        report = cwd / "modules.json"
-        case = {
-            "body": body,
-            "args": [str(report), *args],
-            "cwd": str(cwd),
-            "home": str(cwd / "home"),
-            "out": str(cwd / "stdout.txt"),
-            "report": str(report),
-        }
-        self.proc.stdin.write(json.dumps(case) + "\n")
-        self.proc.stdin.flush()
-        status = self.proc.stdout.readline()
-        assert status.strip() == "0", self.errors.read_text(encoding="utf-8")
-        data = json.loads(report.read_text(encoding="utf-8"))
-        return data["added"], data["code"]
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=120)
 
 
 @pytest.fixture(scope="module")
-def prober(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prober]:
-    probes = Prober(tmp_path_factory.mktemp("prober"))
+def forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forker]:
+    forks = Forker(tmp_path_factory.mktemp("forker"))
     try:
-        yield probes
+        yield forks
     finally:
-        probes.close()
+        forks.close()
+
+
+def _added(forker: Forker, body: str, tmp_path: Path, *args: str) -> tuple[list[str], int]:
+    """The modules `body` imports beyond `import agentscope`, and its `code`."""
+    report = tmp_path / "modules.json"
+    done = forker.run(
+        ["-c", _PROBE.format(body=body), str(report), *args],
+        cwd=tmp_path,
+        env={"HOME": str(tmp_path / "home")},
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(report.read_text(encoding="utf-8"))
+    return data["added"], data["code"]
 
 
 def _loaded(added: list[str], prefixes: tuple[str, ...]) -> list[str]:
     return [m for m in added if any(m == p or m.startswith(p + ".") for p in prefixes)]
 
 
-def test_i20_3_import_loads_only_the_line_check(prober: Prober, tmp_path: Path) -> None:
-    added, _ = prober.run("import agentscope_ctx\ncode = 0", tmp_path)
+def test_i20_3_import_loads_only_the_line_check(forker: Forker, tmp_path: Path) -> None:
+    added, _ = _added(forker, "import agentscope_ctx\ncode = 0", tmp_path)
     assert _loaded(added, HEAVY + CONFIG) == []
     ours = [m for m in added if m.split(".")[0] == "agentscope_ctx"]
     assert sorted(ours) == ["agentscope_ctx", "agentscope_ctx._line"]
@@ -171,34 +115,34 @@ def working_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ids=lambda argv: argv[0],
 )
 def test_i20_3_quick_commands_load_nothing_heavy(
-    argv: list[str], working_dir: Path, prober: Prober, tmp_path: Path
+    argv: list[str], working_dir: Path, forker: Forker, tmp_path: Path
 ) -> None:
     args = [a.format(wd=working_dir) for a in argv]
     body = "from agentscope_ctx.cli import main\ncode = main(sys.argv[2:])"
-    added, code = prober.run(body, tmp_path, *args)
+    added, code = _added(forker, body, tmp_path, *args)
     assert code == 0
     assert _loaded(added, HEAVY + CONFIG) == [], args
 
 
 def test_i20_3_a_command_given_a_config_loads_it(
-    working_dir: Path, prober: Prober, tmp_path: Path
+    working_dir: Path, forker: Forker, tmp_path: Path
 ) -> None:
     """The check above can fail: `--config` does load the config models."""
     (tmp_path / "my.yaml").write_text(f"working_dir: {working_dir}\n", encoding="utf-8")
     body = "from agentscope_ctx.cli import main\ncode = main(sys.argv[2:])"
-    added, code = prober.run(body, tmp_path, "inspect", "--config", str(tmp_path / "my.yaml"))
+    added, code = _added(forker, body, tmp_path, "inspect", "--config", str(tmp_path / "my.yaml"))
     assert code == 0
     assert "agentscope_ctx._config" in added
 
 
-def test_i20_3_every_public_name_imports_lazily(prober: Prober, tmp_path: Path) -> None:
+def test_i20_3_every_public_name_imports_lazily(forker: Forker, tmp_path: Path) -> None:
     body = (
         "import agentscope_ctx\n"
         "from agentscope_ctx import *\n"
         "names = [n for n in agentscope_ctx.__all__ if n in globals()]\n"
         "code = len(agentscope_ctx.__all__) - len(names)"
     )
-    added, code = prober.run(body, tmp_path)
+    added, code = _added(forker, body, tmp_path)
     assert code == 0  # `import *` gave every name of __all__
     line = "agentscope_ctx._manager" if IS_1X else "agentscope_ctx._v2"
     assert line in added and "agentscope_ctx._providers" in added
