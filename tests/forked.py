@@ -21,8 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 _SERVER = """
-import json, os, runpy, sys
+import gc, json, os, runpy, sys
 import agentscope
+gc.freeze()  # what the children share is never collected: a child's exit copies no pages
 for line in sys.stdin:
     case = json.loads(line)
     pid = os.fork()
