@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 from agentscope_ctx import ContextConfig, Models, ShellTool
 from agentscope_ctx._manager import EMERGENCY_SHRINK
 from agentscope_ctx._truncation import parse_notice, utf8_len
-from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
 from agentscope_ctx.demo._report import (
@@ -42,7 +41,7 @@ from agentscope_ctx.demo._report import (
     Rung,
 )
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
-from tests.demo_rungs import assert_every_rung
+from tests.demo_rungs import check_default_demo
 from tests.fakes import FakeChatModel, text, tool_call
 
 
@@ -70,25 +69,8 @@ async def test_demo_compacts_continues_and_stays_within_budget(name: str, tmp_pa
 async def test_i20_4_default_demo_shows_every_rung(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 20, item 4 (1.x): one offline run of the default demo shows a first truncation
-    and its continuation read, masking, a model compaction into dialog/ and a
-    search_history hit, in the report and on the chart."""
-    lines: list[str] = []
-    report = await run_demo("logs", tmp_path, out=lines.append)
-    assert_every_rung(report, tmp_path)
-    assert any(line.startswith("  compactor | prompt") for line in lines)
-    assert report.peak <= report.budget
-    # the report and `inspect` say which count is which, and agree on the context's size
-    assert f"our count ({report.counter}) of the request as sent" in report.render()
-    assert report.context_now is not None and report.counter.startswith("tiktoken:")
-    capsys.readouterr()
-    assert cli_main(["inspect", str(tmp_path)]) == 0
-    shown = capsys.readouterr().out
-    assert (
-        f"context {report.context_now:,} of {report.budget:,} tokens by the context manager's "
-        f"estimate ({report.counter}, " in shown
-    )
-    assert f"context at the end   {report.context_now:,} tokens" in report.render()
+    """Issue 20, item 4 (1.x): see `check_default_demo`."""
+    await check_default_demo(tmp_path, capsys)
 
 
 async def test_logs_demo_finds_the_buried_error(tmp_path: Path) -> None:
