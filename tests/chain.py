@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from agentscope_ctx.core._truncation import parse_notice
 
@@ -31,3 +32,29 @@ def position_to_index(text: str, line: int, offset: int) -> int:
     for _ in range(line - 1):
         index = text.index("\n", index) + 1
     return index + offset
+
+
+async def check_masked_read_chain(
+    chain: list[str], masked: str, shown: str, *, store_dir: Path, read: Reader
+) -> Path:
+    """A `read_file` output masked after it was shown (issue 19.1, both lines): the excerpts
+    the agent read (`chain`: the masked output as it saw it, then each `read_file` answer)
+    concatenate back to what it was shown first (`shown`); the masked output's notice names a
+    snapshot in `store_dir` holding exactly `shown`, and following it with `read` gives
+    `shown` back. Returns the snapshot."""
+    assert len(chain) >= 2 and len(chain[0].encode()) < 800
+    reads = iter(chain[1:])
+
+    async def replay(path: str, line: int, offset: int) -> str:
+        return next(reads)
+
+    assert await follow_chain(chain[0], replay) == shown
+    assert next(reads, None) is None
+
+    parsed = parse_notice(masked)
+    assert parsed is not None and len(masked.encode()) < 800  # masked: the notice alone
+    snapshot = Path(parsed[1].file_path)
+    assert snapshot.parent == store_dir
+    assert snapshot.read_bytes() == shown.encode("utf-8")
+    assert await follow_chain(masked, read) == shown
+    return snapshot

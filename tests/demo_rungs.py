@@ -8,8 +8,11 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
+from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._truncation import parse_notice
-from agentscope_ctx.demo import DemoReport
+from agentscope_ctx.demo import DemoReport, run_demo
 from agentscope_ctx.demo._report import (
     COMPACTION,
     CONTINUATION_READ,
@@ -93,3 +96,29 @@ def assert_every_rung(report: DemoReport, root: Path) -> None:
         assert any(tip.startswith(f"{kind}, ") for tip in tips), kind
     labels = {node.text for node in svg.iter("{http://www.w3.org/2000/svg}text")}
     assert {"model compaction", "search hit", "masking", "read on"} <= labels
+
+
+async def check_default_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[DemoReport, str]:
+    """Issue 20, item 4: one offline run of the default demo shows a first truncation and its
+        continuation read, masking, a model compaction into dialog/ and a search_history hit, in
+        the report and on the chart; the report and `inspect` say which count is which and agree
+        on the context's size. Returns the report and what `inspect` printed (for the line's own
+    checks)."""
+    lines: list[str] = []
+    report = await run_demo("logs", tmp_path, out=lines.append)
+    assert_every_rung(report, tmp_path)
+    assert any(line.startswith("  compactor | prompt") for line in lines)
+    assert report.peak <= report.budget
+    assert f"our count ({report.counter}) of the request as sent" in report.render()
+    assert report.context_now is not None and report.counter.startswith("tiktoken:")
+    capsys.readouterr()
+    assert cli_main(["inspect", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        f"context {report.context_now:,} of {report.budget:,} tokens by the context manager's "
+        f"estimate ({report.counter}, " in shown
+    )
+    assert f"context at the end   {report.context_now:,} tokens" in report.render()
+    return report, shown

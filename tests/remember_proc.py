@@ -4,7 +4,8 @@
 
 Waits until GO_FILE exists (so that the processes start together), then saves COUNT facts
 ``"{PREFIX} fact {i}"`` with `LongTermMemory.remember`, and prints one JSON line: how many
-answers said "Saved to", and the other answers (errors) or exceptions.
+answers said "Saved to", and the other answers (errors) or exceptions. The tests run `worker`
+in forked children instead (they start at once: AgentScope is imported).
 """
 
 from __future__ import annotations
@@ -12,20 +13,25 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentscope_ctx.memory._long_term import LongTermMemory
 from tests.lines import text_of
 
 
-def main(argv: list[str]) -> int:
-    working_dir, go_file, prefix, count = Path(argv[0]), Path(argv[1]), argv[2], int(argv[3])
+def remember_all(
+    working_dir: Path, go_file: Path, prefix: str, count: int, ready: Callable[[], object]
+) -> dict[str, Any] | None:
+    """Call `ready` once set up, save the facts once GO_FILE exists; the report, or `None`
+    when GO_FILE did not appear within a minute."""
     memory = LongTermMemory(working_dir)
-    print("READY", flush=True)
+    ready()
     deadline = time.monotonic() + 60
     while not go_file.exists():
         if time.monotonic() > deadline:
-            return 2
+            return None
         time.sleep(0.001)
     saved, other = 0, []
     for i in range(count):
@@ -38,7 +44,20 @@ def main(argv: list[str]) -> int:
             saved += 1
         else:
             other.append(answer)
-    print(json.dumps({"saved": saved, "other": other[:5]}), flush=True)
+    return {"saved": saved, "other": other[:5]}
+
+
+def worker(working_dir: Path, go_file: Path, prefix: str, count: int, results: Any) -> None:
+    """`remember_all` in a `multiprocessing` child: puts "READY", then the report."""
+    results.put(remember_all(working_dir, go_file, prefix, count, lambda: results.put("READY")))
+
+
+def main(argv: list[str]) -> int:
+    working_dir, go_file, prefix, count = Path(argv[0]), Path(argv[1]), argv[2], int(argv[3])
+    report = remember_all(working_dir, go_file, prefix, count, lambda: print("READY", flush=True))
+    if report is None:
+        return 2
+    print(json.dumps(report), flush=True)
     return 0
 
 

@@ -197,14 +197,29 @@ PINNED: list[list[Call]] = [
 ]
 
 
+# The default run: the pinned session and one drawn (each drawn session of 12-24 steps takes
+# seconds); more drawn sessions under `-m slow`, beside the long ones.
 @settings(
-    max_examples=3,
+    max_examples=1,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(steps=SESSIONS, compactor_yields=st.integers(0, 60))
 @example(steps=PINNED, compactor_yields=30)
 def test_parallel_tool_calls_hold_the_budget(
+    steps: list[list[Call]], compactor_yields: int
+) -> None:
+    check_session(steps, compactor_yields)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(steps=SESSIONS, compactor_yields=st.integers(0, 60))
+def test_parallel_tool_calls_hold_the_budget_more(
     steps: list[list[Call]], compactor_yields: int
 ) -> None:
     check_session(steps, compactor_yields)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 import agentscope_ctx
 from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
+from tests.forked import Forker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,13 +137,19 @@ def test_bad_config_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "max_input_tokens" in _one_line_error(capsys.readouterr().err)
 
 
-def test_console_script_entry_point(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "agentscope_ctx.cli", "inspect", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+@pytest.fixture(scope="module")
+def forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forker]:
+    """`python -m agentscope_ctx.cli ...` runs, each a child forked after `import agentscope`
+    (`tests/forked.py`: one interpreter start-up for them all)."""
+    forks = Forker(tmp_path_factory.mktemp("forker"))
+    try:
+        yield forks
+    finally:
+        forks.close()
+
+
+def test_console_script_entry_point(forker: Forker, tmp_path: Path) -> None:
+    done = forker.run(["-m", "agentscope_ctx.cli", "inspect", str(tmp_path / "nope")], cwd=ROOT)
     assert done.returncode == 1
     _one_line_error(done.stderr)
 
@@ -296,23 +302,12 @@ def test_i20_5_a_word_that_is_no_dir_is_still_a_query(
 @pytest.mark.parametrize(
     "argv", [["--help"], ["config"], ["inspect", "{wd}"], ["search", "{wd}", "deploy"]]
 )
-def test_i20_5_a_closed_pipe_ends_quietly(argv: list[str], state_dir: Path) -> None:
+def test_i20_5_a_closed_pipe_ends_quietly(argv: list[str], state_dir: Path, forker: Forker) -> None:
     """`agentscope-ctx ... | head -1` when head has already gone: no traceback, no error line,
     the status of a process ended by SIGPIPE. The pipe's read end is closed before the command
     writes, so every run meets the broken pipe (not only the ones that lose the race)."""
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "agentscope_ctx.cli", *(a.format(wd=state_dir) for a in argv)],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-    finally:
-        os.close(write_end)
+    args = [a.format(wd=state_dir) for a in argv]
+    done = forker.run(["-m", "agentscope_ctx.cli", *args], cwd=ROOT, closed_stdout=True)
     assert done.stderr == ""
     # argparse itself drops what --help cannot write (and exits 0); the commands stop at 141
     assert done.returncode == (0 if argv == ["--help"] else 141)

@@ -24,8 +24,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, Models, ShellTool
-from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.agentscope1._manager import EMERGENCY_SHRINK
+from agentscope_ctx.core._truncation import parse_notice, utf8_len
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
 from agentscope_ctx.demo._report import (
@@ -40,19 +40,12 @@ from agentscope_ctx.demo._report import (
     DemoReport,
     Rung,
 )
-from tests.demo_rungs import assert_every_rung
+from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
+from tests.demo_rungs import check_default_demo
 from tests.fakes import FakeChatModel, text, tool_call
 
-_SKILLS_OPEN = pytest.mark.xfail(
-    strict=True,
-    reason="open: since the merge of issues 19, 20 and 22 the 1.x skills demo shows no second "
-    "truncation (its reliefs are masking); to be looked at with the demo rungs",
-)
 
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=_SKILLS_OPEN) if n == "skills" else n for n in sorted(DEMOS)]
-)
+@pytest.mark.parametrize("name", sorted(DEMOS))
 async def test_demo_compacts_continues_and_stays_within_budget(name: str, tmp_path: Path) -> None:
     lines: list[str] = []
     report = await run_demo(name, tmp_path / name, out=lines.append)
@@ -76,25 +69,8 @@ async def test_demo_compacts_continues_and_stays_within_budget(name: str, tmp_pa
 async def test_i20_4_default_demo_shows_every_rung(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 20, item 4 (1.x): one offline run of the default demo shows a first truncation
-    and its continuation read, masking, a model compaction into dialog/ and a
-    search_history hit, in the report and on the chart."""
-    lines: list[str] = []
-    report = await run_demo("logs", tmp_path, out=lines.append)
-    assert_every_rung(report, tmp_path)
-    assert any(line.startswith("  compactor | prompt") for line in lines)
-    assert report.peak <= report.budget
-    # the report and `inspect` say which count is which, and agree on the context's size
-    assert f"our count ({report.counter}) of the request as sent" in report.render()
-    assert report.context_now is not None and report.counter.startswith("tiktoken:")
-    capsys.readouterr()
-    assert cli_main(["inspect", str(tmp_path)]) == 0
-    shown = capsys.readouterr().out
-    assert (
-        f"context {report.context_now:,} of {report.budget:,} tokens by the context manager's "
-        f"estimate ({report.counter}, " in shown
-    )
-    assert f"context at the end   {report.context_now:,} tokens" in report.render()
+    """Issue 20, item 4 (1.x): see `check_default_demo`."""
+    await check_default_demo(tmp_path, capsys)
 
 
 async def test_logs_demo_finds_the_buried_error(tmp_path: Path) -> None:
@@ -204,12 +180,6 @@ def _too_long() -> openai.BadRequestError:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: since the merge of issues 19, 20 and 22 the prompt retried after the "
-    "provider's rejection is 1,394 tokens, not under half of the rejected 2,001 (cause not "
-    "yet found; the retry itself succeeds within the budget)",
-)
 async def test_i11_17_real_model_report_numbers_rejected_steps_and_provider_counts(
     tmp_path: Path,
 ) -> None:
@@ -242,13 +212,26 @@ async def test_i11_17_real_model_report_numbers_rejected_steps_and_provider_coun
     # the only older message is the user's request, which stays in the prompt (issue #20):
     # the emergency relief before the retry is the cut of the newest output, not a summary
     assert report.emergency_compactions == []
-    assert report.prompt_tokens[2] < report.prompt_tokens[1] // 2
+    (rejected,), (retried,) = (_tool_texts(fake.calls[i]["messages"]) for i in (1, 2))
+    before, after = parse_notice(rejected), parse_notice(retried)
+    assert before is not None and after is not None
+    assert after[1].file_path == before[1].file_path and before[0].startswith(after[0])
+    old_max = DEFAULT_CONTEXT["tool_result"]["old_max_bytes"]
+    assert after[1].n_bytes < before[1].n_bytes and utf8_len(retried) <= old_max
+    # ... down to the emergency target (a share of the rejected prompt); the system prompt
+    # and the tool schemas (about 850 of the rejected 2,000 tokens at the demo's 8,000-token
+    # budget, where the output entered as a 2,783-byte excerpt) stay as they are
+    assert report.prompt_tokens[2] <= report.prompt_tokens[1] * EMERGENCY_SHRINK
     rendered = report.render()
     assert "9 (1 rejected by the provider)" in rendered
     assert "provider counted     peak 4,444 tokens" in rendered
     assert "step 2: prompt too long" in rendered and "retried as step 3" in rendered
     svg = report.chart.read_text() if report.chart else ""
     assert "rejected by the provider" in svg and "provider counted 4,444 tokens" in svg
+
+
+def _tool_texts(messages: list[dict[str, object]]) -> list[str]:
+    return [str(m["content"]) for m in messages if m["role"] == "tool"]
 
 
 def _text_boxes(svg: str) -> list[tuple[str, float, float, float, float]]:

@@ -6,12 +6,11 @@ import asyncio
 import errno
 import json
 import logging
+import multiprocessing
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections import Counter
 from datetime import date, datetime
@@ -259,62 +258,50 @@ async def test_corrupt_lines_are_skipped_and_reported(tmp_path: Path) -> None:
 
 # -- two processes --------------------------------------------------------------------------------
 
-WRITER = textwrap.dedent(
-    """
-    import asyncio, os, sys, time
-    from pathlib import Path
+
+def _writer(work: Path, tag: str, go: Path) -> None:
+    """One process's appends (a forked child: it starts at once, AgentScope is imported)."""
     from agentscope_ctx.core._entry import Msg
-    import agentscope_ctx.stores._dialog as dialog
-    from agentscope_ctx.stores._dialog import DialogStore
 
-    append_file = dialog._append_file
+    append_file = dialog_module._append_file
 
-    def slow_append_file(*args):  # widen the check-then-write window
+    def slow_append_file(*args: Any) -> tuple[int, int]:  # widen the check-then-write window
         time.sleep(0.002)
         return append_file(*args)
 
-    dialog._append_file = slow_append_file
-    work, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    dialog_module._append_file = slow_append_file  # in this process only
     while not go.exists():
         time.sleep(0.001)
 
-    def msg(i, mid):
+    def msg(i: int, mid: str) -> Any:
         m = Msg("w", f"{mid} 文本 " + "x" * (i % 50) * 40, "assistant")
         m.id = mid
         m.timestamp = f"2026-12-0{1 + i % 2} 10:00:00.000"
         return m
 
-    async def main():
+    async def main() -> None:
         store = DialogStore(work)
         ids = [f"{tag}-{i}" for i in range(150)] + [f"shared-{i}" for i in range(50)]
         ids.sort(key=lambda s: int(s.split("-")[1]))
         for start in range(0, len(ids), 7):
-            await store.append([msg(i, mid) for i, mid in enumerate(ids[start:start + 7], start)])
+            await store.append([msg(i, mid) for i, mid in enumerate(ids[start : start + 7], start)])
 
     asyncio.run(main())
-    """
-)
 
 
 def test_two_processes_append_concurrently(tmp_path: Path) -> None:
     go = tmp_path / "go"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    context = multiprocessing.get_context("fork")
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(tmp_path / "work"), tag, str(go)],
-            env=env,
-            stderr=subprocess.PIPE,
-        )
-        for tag in ("p1", "p2")
+        context.Process(target=_writer, args=(tmp_path / "work", tag, go)) for tag in ("p1", "p2")
     ]
-    time.sleep(0.5)
+    for proc in procs:
+        proc.start()
+    time.sleep(0.1)
     go.touch()
     for proc in procs:
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
+        proc.join(timeout=120)
+        assert proc.exitcode == 0  # a failure's traceback is in the captured stderr
 
     store = DialogStore(tmp_path / "work")
     ids: Counter[str] = Counter()

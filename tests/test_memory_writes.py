@@ -11,9 +11,7 @@ work (issue #19, items 3, 4 and 11). Line-neutral: runs on 1.x and on 2.x.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+import multiprocessing
 import tempfile
 from collections.abc import Callable
 from datetime import date, datetime
@@ -28,6 +26,7 @@ from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import MemoryFiles, Summarizer
 from tests.lines import IS_1X, Msg, TextBlock
+from tests.remember_proc import worker
 
 if IS_1X:
     from agentscope.formatter import OpenAIChatFormatter
@@ -40,7 +39,6 @@ else:
 
     FORMATTER = None
 
-REPO = Path(__file__).resolve().parent.parent
 TODAY = date(2026, 3, 14)
 NOW = datetime(2026, 3, 14, 0, 0, 5)
 
@@ -54,32 +52,20 @@ def memory_lines(working_dir: Path) -> list[str]:
 
 def _remember_in_processes(working_dir: Path, count: int) -> None:
     go = working_dir.parent / "go"
+    context = multiprocessing.get_context("fork")  # starts at once: AgentScope is imported
+    results = context.Queue()
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.remember_proc",
-                str(working_dir),
-                str(go),
-                name,
-                str(count),
-            ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        context.Process(target=worker, args=(working_dir, go, name, count, results))
         for name in ("alpha", "beta")
     ]
-    for proc in procs:  # both imported and waiting: they start together
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
-    go.touch()
-    reports = []
     for proc in procs:
-        out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err
-        reports.append(json.loads(out.strip().splitlines()[-1]))
+        proc.start()
+    assert [results.get(timeout=120) for _ in procs] == ["READY"] * 2  # they start together
+    go.touch()
+    reports = [results.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+        assert proc.exitcode == 0  # a failure's traceback is in the captured stderr
     assert reports == [{"saved": count, "other": []}] * 2
     facts = [line for line in memory_lines(working_dir) if " fact " in line]
     expected = {f"- {name} fact {i}" for name in ("alpha", "beta") for i in range(count)}

@@ -21,7 +21,7 @@ from agentscope_ctx.core._cuts import Cutter
 from agentscope_ctx.core._truncation import parse_notice, utf8_len
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
-from tests.chain import follow_chain
+from tests.chain import check_masked_read_chain, follow_chain
 from tests.lines import IS_1X, Msg, TextBlock, ToolResultBlock, requires_1x, text_of
 
 LINES = "".join(f"line {i:04d} alphaorig{i} of the original file 中文 😀\n" for i in range(3_000))
@@ -238,28 +238,17 @@ async def _session(tmp_path: Path, *, edit: bool) -> None:
     shown = _content(model.calls[1]["messages"], "r1")
     assert parse_notice(shown) is not None and "alphaorig5 " in shown
     # The agent followed the masked result's notice through its own read_file: the excerpts
-    # it was shown concatenate back to what it saw of the file first.
-    assert len(chain) >= 2 and len(chain[0].encode()) < 800
-    reads = iter(chain[1:])
-
-    async def replay(path: str, line: int, offset: int) -> str:
-        return next(reads)
-
-    assert await follow_chain(chain[0], replay) == shown
-    assert next(reads, None) is None
-
+    # it was shown concatenate back to what it saw of the file first; so does the masked
+    # output's notice, through the snapshot.
     results = {b["id"]: b for m in memory.messages() for b in m.get_content_blocks("tool_result")}
     masked = results["r1"]["output"][0]["text"]
-    parsed = parse_notice(masked)
-    assert parsed is not None and len(masked.encode()) < 800  # masked: the notice alone
-    snapshot = Path(parsed[1].file_path)
-    assert snapshot.parent == manager.store.dir
-    assert snapshot.read_bytes() == shown.encode("utf-8")
 
     async def read(path: str, line: int, offset: int) -> str:
         return text_of(await manager.reader.read_file(path, line, offset))
 
-    assert await follow_chain(masked, read) == shown
+    snapshot = await check_masked_read_chain(
+        chain, masked, shown, store_dir=manager.store.dir, read=read
+    )
     assert (work.read_text(encoding="utf-8") == EDITED) is edit
 
     found = text_of_result(results["q1"])

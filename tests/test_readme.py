@@ -2,9 +2,11 @@
 AgentScope line they claim, against a local OpenAI-compatible server (`tests/openai_server.py`)
 driving the line's real `OpenAIChatModel`, agent and tools.
 
-Each runs as a newcomer runs it: a fresh interpreter, ``python main.py`` (a snippet saved as
-main.py) or ``python examples/NAME.py ARGS``, with ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
-set and ``HOME`` in a temporary directory. Every snippet names its line on its first line
+Each runs as a newcomer runs it: ``python main.py`` (a snippet saved as main.py) or ``python
+examples/NAME.py ARGS``, with ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` set and ``HOME`` in a
+temporary directory; the interpreter is a child forked from one that has imported AgentScope
+and the OpenAI SDK (`PRELOAD`, `tests/forked.py`): what the code imports of them is there
+already, everything else runs as in a fresh interpreter. Every snippet names its line on its first line
 (``# AgentScope 2.x ...``); every example says in its docstring "For AgentScope N.x" or "On
 either AgentScope line". An example run on the line it is not for exits non-zero with one line
 that says so, no traceback; a snippet of the other line is skipped here and runs in the other
@@ -14,16 +16,14 @@ venv (`.ci/run` runs both).
 from __future__ import annotations
 
 import ast
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.forked import Done, Forker
 from tests.lines import IS_1X
 from tests.openai_server import Reply, Server, base_url, serving
 
@@ -63,26 +63,35 @@ def server() -> Iterator[Server]:
         yield srv
 
 
-def run(
-    args: list[str], cwd: Path, server: Server | None, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "HOME": str(cwd / "home"),
-        "OPENAI_API_KEY": "sk-local-test",
-    }
+PRELOAD = (
+    "agentscope.agent",
+    "agentscope.formatter",
+    "agentscope.message",
+    "agentscope.model",
+    "agentscope.tool",
+    "openai",
+    "openai.resources.chat",
+)
+"""What the snippets and examples import from AgentScope and the OpenAI SDK (not what is
+tested here), imported once before the children are forked."""
+
+
+@pytest.fixture(scope="module")
+def forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forker]:
+    forks = Forker(tmp_path_factory.mktemp("forker"), preload=PRELOAD)
+    try:
+        yield forks
+    finally:
+        forks.close()
+
+
+def run(forker: Forker, args: list[str], cwd: Path, server: Server | None, stdin: str = "") -> Done:
+    """``python ARGS`` in `cwd`: a child forked after `import agentscope` (`tests/forked.py`;
+    the import takes seconds on 1.x), with its own HOME and the server's URL."""
+    env = {"HOME": str(cwd / "home"), "OPENAI_API_KEY": "sk-local-test"}
     if server is not None:
         env["OPENAI_BASE_URL"] = base_url(server)
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return forker.run(args, cwd=cwd, env=env, stdin=stdin)
 
 
 def a_repo(tmp_path: Path) -> Path:
@@ -129,7 +138,7 @@ def test_i20_2_the_readme_keeps_two_setup_commands() -> None:
 
 @pytest.mark.parametrize("snippet", readme_snippets(), ids=lambda s: s.name)
 def test_i20_2_readme_snippet_runs_as_pasted(
-    snippet: Snippet, server: Server, tmp_path: Path
+    snippet: Snippet, forker: Forker, server: Server, tmp_path: Path
 ) -> None:
     assert snippet.lines, f"{snippet.name} does not name its line on its first line"
     if LINE not in snippet.lines:
@@ -137,7 +146,7 @@ def test_i20_2_readme_snippet_runs_as_pasted(
     cwd = a_repo(tmp_path)
     (cwd / "main.py").write_text(snippet.code, encoding="utf-8")
     script_the_todo_search(server)
-    done = run(["main.py"], cwd, server)
+    done = run(forker, ["main.py"], cwd, server)
     assert done.returncode == 0, done.stderr
     assert re.search(r"context: [\d,]+ tokens, \d+% of the budget", done.stdout), done.stdout
     check_the_todo_search(server)
@@ -154,11 +163,13 @@ def test_i20_2_every_example_names_its_lines() -> None:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_i20_2_example_runs_as_pasted(path: Path, server: Server, tmp_path: Path) -> None:
+def test_i20_2_example_runs_as_pasted(
+    path: Path, forker: Forker, server: Server, tmp_path: Path
+) -> None:
     cwd = a_repo(tmp_path)
     lines = example_lines(path)
     if LINE not in lines:  # the other line's example: one line that says so
-        done = run([str(path)], cwd, server)
+        done = run(forker, [str(path)], cwd, server)
         assert done.returncode != 0
         assert done.stdout == "" and "Traceback" not in done.stderr
         (message,) = done.stderr.strip().splitlines()
@@ -166,7 +177,7 @@ def test_i20_2_example_runs_as_pasted(path: Path, server: Server, tmp_path: Path
         assert server.requests == []
         return
     if path.name == "log_detective.py":  # offline: the scripted demo
-        done = run([str(path), str(tmp_path / "wd")], cwd, None)
+        done = run(forker, [str(path), str(tmp_path / "wd")], cwd, None)
         assert done.returncode == 0, done.stderr
         assert "chart:" in done.stdout and (tmp_path / "wd" / "report.svg").exists()
         return
@@ -174,6 +185,7 @@ def test_i20_2_example_runs_as_pasted(path: Path, server: Server, tmp_path: Path
     if path.name == "attach_from_config.py":
         question = "Which files in this directory mention TODO?"
         done = run(
+            forker,
             [str(path), str(ROOT / "configs" / "agent.yaml")],
             cwd,
             server,
@@ -182,7 +194,7 @@ def test_i20_2_example_runs_as_pasted(path: Path, server: Server, tmp_path: Path
         assert done.returncode == 0, done.stderr
         assert re.search(r"\d+ of 100000 tokens \(\d+%\)", done.stdout), done.stdout
     else:
-        done = run([str(path)], cwd, server)
+        done = run(forker, [str(path)], cwd, server)
         assert done.returncode == 0, done.stderr
         assert "ContextUsage(" in done.stdout, done.stdout
     assert "notes.txt line 2 has a TODO" in done.stdout

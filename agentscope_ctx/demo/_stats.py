@@ -2,10 +2,11 @@
 
 Every prompt is counted (our count: the installed token counter over the formatted request,
 tool schemas included). From the prompts alone it also sees the package at work: each
-truncation notice the first time it appears (a first truncation), a notice that came back
-cut harder (a second truncation), the `read_file` calls that follow a notice's hint
-(continuation reads, each checked against the saved file: its answer must be the file's
-next bytes), and what each `search_history` call found.
+truncation notice the first time it appears (a first truncation), an output that came back
+cut harder (a second truncation: a tool call's result shown shorter than before, with a
+notice), the `read_file` calls that follow a notice's hint (continuation reads, each checked
+against the saved file: its answer must be the file's next bytes), and what each
+`search_history` call found.
 """
 
 from __future__ import annotations
@@ -89,16 +90,21 @@ def content_text(content: object) -> str:
 def tool_results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """The tool results in a formatted prompt (OpenAI or Anthropic style), in order, as
     (tool name, text); the name is "" when the prompt does not link the result to a call."""
+    return [(name, text) for _, name, text in _linked_results(messages)]
+
+
+def _linked_results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """`tool_results` with the id of each result's call first ("" when it has none)."""
     names: dict[str, str] = {}
-    results: list[tuple[str, str]] = []
+    results: list[tuple[str, str, str]] = []
     for message in messages:
         for call in message.get("tool_calls") or []:  # OpenAI
             if isinstance(call, Mapping):
                 function = call.get("function") or {}
                 names[str(call.get("id"))] = str(function.get("name", ""))
         if message.get("role") == "tool":
-            name = names.get(str(message.get("tool_call_id")), "")
-            results.append((name, content_text(message.get("content"))))
+            call_id = str(message.get("tool_call_id") or "")
+            results.append((call_id, names.get(call_id, ""), content_text(message.get("content"))))
             continue
         content = message.get("content")
         if not isinstance(content, list):
@@ -109,8 +115,8 @@ def tool_results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]
             if part.get("type") == "tool_use":
                 names[str(part.get("id"))] = str(part.get("name", ""))
             elif part.get("type") == "tool_result":
-                name = names.get(str(part.get("tool_use_id")), "")
-                results.append((name, content_text(part.get("content"))))
+                call_id = str(part.get("tool_use_id") or "")
+                results.append((call_id, names.get(call_id, ""), content_text(part.get("content"))))
     return results
 
 
@@ -157,8 +163,10 @@ class PromptStats:
         self.searches: list[SearchCall] = []
         self.compactor_calls: list[tuple[int, int]] = []
         """(prompt tokens, summary tokens) of each call of the scripted compactor model."""
-        self._seen: dict[tuple[str, int, int], int] = {}
-        self._harder: set[tuple[str, int, int]] = set()
+        self._seen: dict[str | tuple[str, int, int], int] = {}
+        """UTF-8 size last shown of each output: by its call's id, else (without an id) by
+        where its notice's excerpt starts."""
+        self._harder: set[str | tuple[str, int, int]] = set()
         self._hints: set[tuple[str, int, int]] = set()
         self._pending: list[ContinuationRead | SearchCall] = []
 
@@ -176,15 +184,20 @@ class PromptStats:
         self.provider_tokens.append(None)
         self.provider_cached.append(None)
         step = len(self.prompt_tokens)
-        results = tool_results(messages)
+        linked = _linked_results(messages)
+        results = [(name, text) for _, name, text in linked]
         await self._answers(results)
-        for name, text in results:
+        for call_id, name, text in linked:
             parsed = parse_notice(text)
             if parsed is None:
+                if call_id:  # shown whole: a later cut of it is a second truncation
+                    self._seen.setdefault(call_id, utf8_len(text))
                 continue
             notice = parsed[1]
             self._hints.add((notice.file_path, notice.next.line, notice.next.offset))
-            key = (notice.file_path, notice.start.line, notice.start.offset)
+            # An output is known by its call: a harder cut of a `read_file` output of a
+            # workspace file is saved as a snapshot first, so its notice names a new file.
+            key = call_id or (notice.file_path, notice.start.line, notice.start.offset)
             before = self._seen.get(key)
             if before is None:
                 self.first_truncations += 1

@@ -20,13 +20,12 @@ from agentscope.tool import Toolkit
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._providers import Models, build_model
 from agentscope_ctx.agentscope2._tools import function_tool
-from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._tokens import TokenCounter
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._line2 import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
-from tests.demo_rungs import assert_every_rung
+from tests.demo_rungs import check_default_demo
 from tests.openai_server import Reply, Server, base_url, serving
 
 
@@ -61,25 +60,8 @@ async def test_i14_3_demo_runs_on_a_2x_agent_with_real_tools(name: str, tmp_path
 async def test_i20_4_default_demo_shows_every_rung_on_2x(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 20, item 4 (2.x): one offline run of the default demo shows a first truncation
-    and its continuation read, masking, a model compaction into dialog/ and a
-    search_history hit, in the report and on the chart."""
-    lines: list[str] = []
-    report = await run_demo("logs", tmp_path, out=lines.append)
-    assert_every_rung(report, tmp_path)
-    assert any(line.startswith("  compactor | prompt") for line in lines)
-    assert report.peak <= report.budget
-    # the report and `inspect` say which count is which, and agree on the context's size
-    assert f"our count ({report.counter}) of the request as sent" in report.render()
-    assert report.context_now is not None and report.counter.startswith("tiktoken:")
-    capsys.readouterr()
-    assert cli_main(["inspect", str(tmp_path)]) == 0
-    shown = capsys.readouterr().out
-    assert (
-        f"context {report.context_now:,} of {report.budget:,} tokens by the context manager's "
-        f"estimate ({report.counter}, " in shown
-    )
-    assert f"context at the end   {report.context_now:,} tokens" in report.render()
+    """Issue 20, item 4 (2.x): see `check_default_demo`."""
+    report, shown = await check_default_demo(tmp_path, capsys)
     # the scripted 2.x model reports its prompt's size as a provider does: our count
     last = report.prompt_tokens[-1]
     assert f"last prompt sent {last:,} tokens by the provider's count" in shown

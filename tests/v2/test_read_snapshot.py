@@ -15,7 +15,7 @@ from agentscope.tool import FunctionTool, Toolkit
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.agentscope2 import READ_FILE
 from agentscope_ctx.core._truncation import parse_notice
-from tests.chain import follow_chain
+from tests.chain import check_masked_read_chain
 from tests.lines import text_of
 from tests.test_read_snapshot import EDITED, LINES
 from tests.v2.fakes import ALLOW, FakeChatModel, text, tool_call
@@ -124,28 +124,17 @@ async def test_i19_1_v2_masked_read_file_result_stays_reachable(tmp_path: Path, 
     shown = _output(_results(model.calls[1]["messages"])["r1"])
     assert parse_notice(shown) is not None and "alphaorig5 " in shown
     # The agent followed the masked result's notice through its own read_file: the excerpts
-    # it was shown concatenate back to what it saw of the file first.
-    assert len(chain) >= 2 and len(chain[0].encode()) < 800
-    reads = iter(chain[1:])
-
-    async def replay(path: str, line: int, offset: int) -> str:
-        return next(reads)
-
-    assert await follow_chain(chain[0], replay) == shown
-    assert next(reads, None) is None
-
+    # it was shown concatenate back to what it saw of the file first; so does the masked
+    # output's notice, through the snapshot.
     results = _results(agent.state.context)
     masked = _output(results["r1"])
-    parsed = parse_notice(masked)
-    assert parsed is not None and len(masked.encode()) < 800  # masked: the notice alone
-    snapshot = Path(parsed[1].file_path)
-    assert snapshot.parent == manager.store.dir
-    assert snapshot.read_bytes() == shown.encode("utf-8")
 
     async def read(path: str, line: int, offset: int) -> str:
         return text_of(await manager.reader.read_file(path, line, offset))
 
-    assert await follow_chain(masked, read) == shown
+    snapshot = await check_masked_read_chain(
+        chain, masked, shown, store_dir=manager.store.dir, read=read
+    )
     assert (work.read_text(encoding="utf-8") == EDITED) is edit
 
     found = _output(results["q1"])
