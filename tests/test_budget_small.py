@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hypothesis
 import pytest
 
 from tests.lines import IS_1X, reason_1x
@@ -34,7 +33,7 @@ from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
 from agentscope.tool import Toolkit, ToolResponse
-from hypothesis import HealthCheck, currently_in_test_context, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import (
@@ -45,36 +44,10 @@ from agentscope_ctx import (
     TokenCounter,
 )
 from agentscope_ctx.core._compaction import current_turn
+from tests.budget_configs import AT_1000, configs, note_outcome
 from tests.fakes import FakeChatModel, text
 
 COUNTER = TokenCounter("o200k_base")
-
-_limit = st.sampled_from([1_024, 1_500, 4_096, 32_768])
-
-
-@st.composite
-def configs(draw: st.DrawFn) -> dict[str, Any]:
-    """Settings as a user may write them (some of them refused)."""
-    recent = draw(_limit)
-    trigger = draw(st.sampled_from([0.5, 0.6, 0.75, 0.9, 1.0]))
-    return {
-        "max_input_tokens": draw(st.integers(1_000, 6_000)),
-        "compact_trigger_ratio": trigger,
-        "keep_recent_ratio": draw(st.sampled_from([0.1, 0.25, 0.4])),
-        "memory_max_tokens": draw(st.sampled_from([0, 300, 2_000])),
-        "tool_result": {
-            "recent_n": draw(st.integers(0, 5)),
-            "recent_max_bytes": recent,
-            "old_max_bytes": min(draw(_limit), recent),
-            "mask_after": draw(st.none() | st.integers(0, 10)),
-            "recent_max_share": draw(st.none() | st.sampled_from([0.05, 0.15, 0.5, 1.0])),
-        },
-        "compactor": {"max_input_tokens": draw(st.none() | st.sampled_from([1_000, 100_000]))},
-        "recall": {
-            "enabled": draw(st.booleans()),
-            "eviction_index_max_chars": draw(st.sampled_from([200, 1_200, 6_000])),
-        },
-    }
 
 
 Step = tuple[int, bool]
@@ -189,12 +162,6 @@ async def run_session(
     return Outcome(sizes, fixed, error, turn_tokens)
 
 
-def note_outcome(outcome: str) -> None:
-    """How a config ended, for `--hypothesis-show-statistics` (within a Hypothesis test)."""
-    if currently_in_test_context():
-        hypothesis.event(outcome)
-
-
 def check(fields: dict[str, Any], steps: list[list[Step]], factor: float, user_words: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -244,21 +211,6 @@ def test_the_issues_small_budgets_hold(budget: int, factor: float) -> None:
     check({**ISSUE, "max_input_tokens": budget}, SHAPE, factor, 60)
 
 
-AT_1000 = {
-    "max_input_tokens": 1_000,
-    "compact_trigger_ratio": 0.5,
-    "keep_recent_ratio": 0.1,
-    "memory_max_tokens": 0,
-    "tool_result": {
-        "recent_n": 0,
-        "recent_max_bytes": 1_024,
-        "old_max_bytes": 1_024,
-        "mask_after": None,
-        "recent_max_share": None,
-    },
-    "compactor": {"max_input_tokens": None},
-    "recall": {"enabled": False, "eviction_index_max_chars": 200},
-}
 AT_1132 = {
     "max_input_tokens": 1_132,
     "compact_trigger_ratio": 0.9,

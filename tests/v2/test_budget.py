@@ -17,13 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import hypothesis
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
 from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
-from hypothesis import HealthCheck, currently_in_test_context, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import (
@@ -34,6 +33,7 @@ from agentscope_ctx import (
     TokenCounter,
 )
 from agentscope_ctx.core._compaction import current_turn
+from tests.budget_configs import AT_1000, configs, note_outcome
 from tests.v2.fakes import ALLOW, FakeChatModel
 
 COUNTER = TokenCounter("o200k_base")
@@ -190,39 +190,6 @@ def test_v2_small_budgets_hold(
 
 # -- item 6: every configuration the config accepts --------------------------------------
 
-_limit = st.sampled_from([1_024, 1_500, 4_096, 32_768])
-
-
-@st.composite
-def configs(draw: st.DrawFn) -> dict[str, Any]:
-    """Settings as a user may write them (some of them refused); as on 1.x
-    (tests/test_budget_small.py)."""
-    recent = draw(_limit)
-    return {
-        "max_input_tokens": draw(st.integers(1_000, 6_000)),
-        "compact_trigger_ratio": draw(st.sampled_from([0.5, 0.6, 0.75, 0.9, 1.0])),
-        "keep_recent_ratio": draw(st.sampled_from([0.1, 0.25, 0.4])),
-        "memory_max_tokens": draw(st.sampled_from([0, 300, 2_000])),
-        "tool_result": {
-            "recent_n": draw(st.integers(0, 5)),
-            "recent_max_bytes": recent,
-            "old_max_bytes": min(draw(_limit), recent),
-            "mask_after": draw(st.none() | st.integers(0, 10)),
-            "recent_max_share": draw(st.none() | st.sampled_from([0.05, 0.15, 0.5, 1.0])),
-        },
-        "compactor": {"max_input_tokens": draw(st.none() | st.sampled_from([1_000, 100_000]))},
-        "recall": {
-            "enabled": draw(st.booleans()),
-            "eviction_index_max_chars": draw(st.sampled_from([200, 1_200, 6_000])),
-        },
-    }
-
-
-def note_outcome(outcome: str) -> None:
-    """How a config ended, for `--hypothesis-show-statistics` (within a Hypothesis test)."""
-    if currently_in_test_context():
-        hypothesis.event(outcome)
-
 
 def check_config(
     fields: dict[str, Any], steps: list[list[Call]], factor: float, words: int
@@ -291,22 +258,6 @@ async def _run_checked(
 
 
 _calls = st.lists(st.lists(_call, max_size=3), min_size=3, max_size=10)
-
-AT_1000 = {
-    "max_input_tokens": 1_000,
-    "compact_trigger_ratio": 0.5,
-    "keep_recent_ratio": 0.1,
-    "memory_max_tokens": 0,
-    "tool_result": {
-        "recent_n": 0,
-        "recent_max_bytes": 1_024,
-        "old_max_bytes": 1_024,
-        "mask_after": None,
-        "recent_max_share": None,
-    },
-    "compactor": {"max_input_tokens": None},
-    "recall": {"enabled": False, "eviction_index_max_chars": 200},
-}
 
 
 @settings(
