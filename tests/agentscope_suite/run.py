@@ -49,18 +49,7 @@ FORMAT = "format: checks the built-in compression's own output, which agentscope
 CHAIN = "middleware chain: counts AgentScope's own compression or the events of the chain"
 USER_TURN = "the current user turn never leaves the prompt (DESIGN §13), so nothing is compacted"
 
-NO_GROW = (
-    "by design: a compaction that would not make the prompt smaller is not made (issue 20): "
-    "at this 100-token window the summary (its guide alone, and the user's words it carries) "
-    "is larger than the call and message it would replace, so the Read stays in the context and "
-    "its cache entry with it; when a compaction is made, the entry goes "
-    "(tests/v2/test_workspace.py)"
-)
 EXPECTED: dict[str, str] = {
-    "compress_context_test.py::ContextCompressionTest::"
-    "test_context_compression_clears_evicted_read_cache": NO_GROW,
-    "compress_context_test.py::ContextCompressionTest::"
-    "test_context_compression_clears_unreferenced_read_cache": NO_GROW,
     # -- compress_context_test.py ----------------------------------------------------------
     "compress_context_test.py::ContextCompressionTest::test_context_compression": (
         f"{FORMAT} (summary_template text from generate_structured_output)"
