@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentscope_ctx import PromptTooLargeError
+from agentscope_ctx.core._compaction import turn_ids, waiting
 from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._pipeline import ContextPipeline
 from agentscope_ctx.core._truncation import excerpt_with_notice, notice_paths, parse_notice
@@ -228,3 +229,59 @@ async def test_prompt_too_large_only_when_what_never_leaves_is_over(tmp_path: Pa
     }
     never_leave = error.parts["system prompt"] + error.parts["current user turn"]
     assert math.ceil(never_leave * error.scale) > error.budget == 1_000
+
+
+async def test_a_call_waiting_for_its_result_stays_with_the_current_turn(tmp_path: Path) -> None:
+    """The compact-everything step took a tool call still waiting for its result (a call
+    running, or awaiting the user's confirmation or an external result): the result then came
+    without its call, a prompt the providers reject (found by AgentScope's
+    `test_context_compression_keeps_reserved_read_cache`). Now the waiting call stays in
+    place with the current user turn; the answered step before it is compacted."""
+    pipe, memory, compactor = pipeline(tmp_path, max_input_tokens=1_000)
+    agent = Agent()
+    ask = Msg("user", "read the two files, then the third", "user")
+    step = parallel_unit(2, 8)
+    use = ToolUseBlock(type="tool_use", id="w1", name="shell", input={"cmd": "cat 3"})
+    pending = Msg("bot", [use], "assistant")
+    room = sum([await pipe.counter.count_msg(m) for m in (ask, pending)]) + 20
+    agent.sys_prompt = await sized_prompt(pipe, room)
+    await memory.add(ask)
+    await memory.add(step)
+    await memory.add(pending)
+    report = await run_attached(pipe, agent)
+    assert report.tokens_after <= 1_000
+    assert report.compacted == len(step)
+    assert [m.id for m in memory.messages()] == [ask.id, pending.id]
+    result = ToolResultBlock(
+        type="tool_result", id="w1", name="shell", output=[TextBlock(type="text", text="3")]
+    )
+    await memory.add(Msg("system", [result], "system"))
+    kept = [b.get("id") for m in memory.messages() for b in m.get_content_blocks()]
+    assert kept.count("w1") == 2  # the call and its result, together
+
+
+def test_turn_ids_waits_only_for_calls_after_the_turn_without_a_result() -> None:
+    """An unanswered call before the user's turn (an interrupted reply) is not waited for;
+    a call answered in its own message (AgentScope 2.x keeps both in one) is not either."""
+    old = Msg("bot", [ToolUseBlock(type="tool_use", id="o", name="x", input={})], "assistant")
+    ask = Msg("user", "go", "user")
+    result = ToolResultBlock(type="tool_result", id="a", name="x", output="done")
+    answered = Msg(
+        "bot", [ToolUseBlock(type="tool_use", id="a", name="x", input={}), result], "assistant"
+    )
+    pending = Msg("bot", [ToolUseBlock(type="tool_use", id="w", name="x", input={})], "assistant")
+    content = [(m, []) for m in (old, ask, answered, pending)]
+    assert turn_ids(content) == {ask.id, pending.id}
+    assert turn_ids([(old, [])]) == {old.id}  # no user turn: every unanswered call waits
+    # 1.x runs a step's tools one by one: the first result is in, the second call waits;
+    # the first result stays with the message of its call
+    step = Msg(
+        "bot",
+        [ToolUseBlock(type="tool_use", id=k, name="x", input={}) for k in ("s1", "s2")],
+        "assistant",
+    )
+    first = Msg(
+        "system", [ToolResultBlock(type="tool_result", id="s1", name="x", output="")], "system"
+    )
+    assert turn_ids([(m, []) for m in (ask, answered, step, first)]) == {ask.id, step.id, first.id}
+    assert waiting([(m, []) for m in (ask, answered)]) == set()

@@ -79,6 +79,21 @@ def make_toolkit() -> Toolkit:
     return toolkit
 
 
+def assert_paired(messages: list[dict[str, Any]]) -> None:
+    """Every tool call of the prompt (OpenAI format) has its result after it, every result
+    its call before it: what a provider accepts. A result without its call was sent when
+    the compact-everything step took a call still waiting for its result."""
+    calls: list[str] = []
+    results: list[str] = []
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            calls.append(call["id"])
+        if message.get("role") == "tool":
+            assert message["tool_call_id"] in calls, ("a result without its call", message)
+            results.append(message["tool_call_id"])
+    assert sorted(calls) == sorted(results), ("calls without their results", calls, results)
+
+
 @dataclass
 class Outcome:
     sizes: list[int]
@@ -103,6 +118,7 @@ async def run_session(
 
     def respond(calls: list[Step], k: int) -> Any:
         async def answer(messages: list[dict[str, Any]]) -> ChatResponse:
+            assert_paired(messages)
             tools = holder[0].toolkit.get_json_schemas()
             reported = int(await COUNTER.count(messages, tools=tools) * factor)
             usage = ChatUsage(

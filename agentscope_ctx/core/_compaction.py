@@ -11,7 +11,10 @@ Three rules (DESIGN.md §13):
 - **The current user turn never leaves the prompt**: the newest user message (not a tool
   result, not a hint) stays in memory even when it falls in the older part; the agent's work
   after it can still be compacted. It is written to `dialog/` with the older part (in order;
-  the store skips it when it leaves later), so the files keep the conversation's order.
+  the store skips it when it leaves later), so the files keep the conversation's order. A
+  tool call after it still waiting for its result (a call running, or awaiting the user's
+  confirmation) belongs to the turn too: its result will come, and a result without its call
+  is a prompt the providers reject (`turn_ids`).
 - **Pinned messages stay** (`_pins`, within `pin_max_share`), in their place; like the
   current turn, they are written to `dialog/` with the older part.
 - **A compaction that would not make the prompt smaller is not made**: before the model
@@ -47,6 +50,8 @@ __all__ = [
     "CompactorLike",
     "current_turn",
     "split_point",
+    "turn_ids",
+    "waiting",
 ]
 
 HINT_MARK = "hint"
@@ -100,6 +105,43 @@ def current_turn(content: Sequence[tuple[Msg, Sequence[str]]]) -> str | None:
             continue
         return str(msg.id)
     return None
+
+
+def turn_ids(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
+    """Ids of what never leaves the prompt as the current turn: the current user turn
+    (`current_turn`) and the messages after it that hold a call still waiting (`waiting`)."""
+    current = current_turn(content)
+    return waiting(content) | (set() if current is None else {current})
+
+
+def waiting(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
+    """Ids of the messages after the current user turn holding a tool call whose result is
+    not in memory yet: a call running (1.x runs the pipeline after each tool of a step), or
+    awaiting a confirmation or an external result. An older unanswered call, left by an
+    interrupted reply, is not waited for. No prompt is sent while a call waits: the model is
+    called once the results are in. The results of the other calls of those messages come
+    with them (a call never apart from its result)."""
+    current = current_turn(content)
+    start = 0
+    if current is not None:
+        start = next(i for i, (m, _) in enumerate(content) if str(m.id) == current) + 1
+    blocks = [(msg, b) for msg, _ in content[start:] for b in msg.get_content_blocks()]
+    answered = {str(b.get("id")) for _, b in blocks if b.get("type") == "tool_result"}
+    ids = {
+        str(msg.id)
+        for msg, b in blocks
+        if b.get("type") == "tool_use" and str(b.get("id")) not in answered
+    }
+    # the results of the other calls of those messages stay with them (one unit)
+    calls = {
+        str(b.get("id")) for msg, b in blocks if str(msg.id) in ids and b.get("type") == "tool_use"
+    }
+    ids.update(
+        str(msg.id)
+        for msg, b in blocks
+        if b.get("type") == "tool_result" and str(b.get("id")) in calls
+    )
+    return ids
 
 
 def split_point(msgs: Sequence[Msg], counts: Sequence[int], keep_tokens: int) -> int:
@@ -196,11 +238,11 @@ class Compaction:
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
         keep = int(ratio * calibration.budget / calibration.scale)  # in raw estimate units
         leaving = msgs if everything else msgs[: split_point(msgs, counts, keep)]
-        current = current_turn(self.memory.content)
+        turn = turn_ids(self.memory.content)
         share = int(self.config.pin_max_share * calibration.budget / calibration.scale)
         pinned, unprotected = protected(msgs, self.accountant.ledger.counts, share)
-        # the current user turn and the pins stay, in their place
-        older = [m for m in leaving if m.id != current and m.id not in pinned]
+        # the current user turn (with its calls still waiting) and the pins stay, in place
+        older = [m for m in leaving if m.id not in turn and m.id not in pinned]
         if unprotected:
             await self.notify(
                 f"[agentscope_ctx] {unprotected} pinned message(s) over pin_max_share "

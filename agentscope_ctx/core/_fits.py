@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ._accountant import Accountant
-from ._compaction import current_turn
+from ._compaction import current_turn, turn_ids
 from ._errors import PromptTooLargeError
 
 __all__ = ["ensure_fits", "floor_fits"]
@@ -24,10 +24,11 @@ __all__ = ["ensure_fits", "floor_fits"]
 
 async def floor_fits(accountant: Accountant, budget: int) -> bool:
     """Whether the system prompt, the tool schemas and the current user turn (as they are
-    now) fit `budget` together (calibrated): if not, nothing can make the prompt fit."""
+    now, with the tool calls after it still waiting for their results: `turn_ids`) fit
+    `budget` together (calibrated): if not, nothing can make the prompt fit."""
     parts = await accountant.breakdown()
-    turn_id = current_turn(accountant.memory.content)
-    turn = 0 if turn_id is None else accountant.ledger.counts.get(turn_id, 0)
+    counts = accountant.ledger.counts
+    turn = sum(counts.get(i, 0) for i in turn_ids(accountant.memory.content))
     floor = parts["system_prompt"] + parts["tool_schemas"] + turn
     return math.ceil(floor * accountant.calibration.scale) <= budget
 

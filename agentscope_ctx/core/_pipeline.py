@@ -13,7 +13,9 @@ A pressure ladder of small stages, each a unit with one job, in order:
    compaction of all but the current user turn and the pins, the fit again, and the summary
    message out of view if that alone makes the prompt fit;
 6. `ensure_fits`: still over it because the parts that never leave the prompt (system
-   prompt, tool schemas, the current user turn; pins) are, a `PromptTooLargeError`.
+   prompt, tool schemas, the current user turn; pins) are, a `PromptTooLargeError`; not
+   while a tool call of the turn waits for its result (no prompt is sent before it comes:
+   1.x runs the pipeline after each tool of a step; the run before the model call judges).
 
 The core takes plain inputs (`PromptParts`, messages in `ContextMemory`) and writes no user
 output: the adapter gives `prompt_parts` and `notify`.
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ._accountant import Accountant, PromptParts
 from ._calibration import CacheStats, Calibration, PromptUsage
-from ._compaction import Compaction, CompactorLike, split_point
+from ._compaction import Compaction, CompactorLike, split_point, waiting
 from ._config import ContextConfig
 from ._cuts import Cutter, Describe
 from ._entry import Msg
@@ -154,7 +156,7 @@ class ContextPipeline:
 
         Raises:
             PromptTooLargeError: what never leaves the prompt is over the budget alone (see
-                `ensure_fits`); no model call should be made with it."""
+                `ensure_fits`), and no tool call waits; no model call should be made with it."""
         async with self._lock:
             accountant = self.accountant
             report = PipelineReport(threshold=self.threshold, scale=self.scale)
@@ -203,7 +205,9 @@ class ContextPipeline:
                 report.truncated += await self.ladder.drop_summary(budget)
                 report.tokens_after = await accountant.calibrated()
             self.compaction.settle(report.tokens_after)
-            if report.tokens_after > self.calibration.budget:
+            if report.tokens_after > self.calibration.budget and not waiting(
+                self.memory.content
+            ):  # with a tool call waiting no prompt is sent: the run after its result judges
                 await ensure_fits(accountant, self.calibration.budget)  # raises: not sent
             if report.compacted:
                 how = str(report.summary_source) + (f" ({report.note})" if report.note else "")
