@@ -8,99 +8,17 @@ reads the buried lines in place and tails the database log, well past its token 
 from __future__ import annotations
 
 import asyncio
-import random
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ..tools import ShellTool
+from ._logs_data import TRACE, generate_logs
+from ._logs_report import drafts as write_drafts
+from ._logs_report import report as write_report
 from ._runner import DemoSetup
 from ._scripted import Move, Observation, Step, answer, call, follow, say
 
 __all__ = ["generate_logs", "setup"]
-
-TRACE = "7f3a9c2e"
-_PATHS = ["/v1/cart", "/v1/orders", "/v1/checkout", "/v1/users/me", "/v1/catalog", "/healthz"]
-_NOISE = [
-    "upstream timeout talking to inventory-svc (transient, retried)",
-    "connection reset by peer: redis-2:6379 (transient, retried)",
-    "rate limited by payments-sandbox (transient, retried)",
-]
-
-
-def _stamp(start: datetime, i: int, n: int) -> str:
-    moment = start + timedelta(seconds=6 * 3600 * i / n)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{i % 1000:03d}Z"
-
-
-def _service_lines(rng: random.Random, host: str, n: int, start: datetime) -> list[str]:
-    lines = []
-    for i in range(n):
-        stamp = _stamp(start, i, n)
-        roll = rng.random()
-        req = f"req={rng.getrandbits(48):012x}"
-        if roll < 0.012:
-            lines.append(f"{stamp} ERROR [{host}] {req} {rng.choice(_NOISE)}")
-        elif roll < 0.05:
-            lines.append(f"{stamp} WARN  [{host}] {req} slow query {rng.randint(300, 2500)}ms")
-        else:
-            path = rng.choice(_PATHS)
-            lines.append(
-                f"{stamp} INFO  [{host}] {req} GET {path} 200 {rng.randint(2, 180)}ms "
-                f"user={rng.randint(1000, 99999)}"
-            )
-    return lines
-
-
-def _write(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def generate_logs(root: Path, *, seed: int = 20261128, scale: float = 1.0) -> dict[str, Any]:
-    """Write the log tree under `root/logs` and return where the failure is buried."""
-    rng = random.Random(seed)
-    start = datetime(2026, 11, 28, 0, 0, 0)
-    n = int(9_000 * scale)
-    facts: dict[str, Any] = {}
-    for host in ("api-01", "api-02"):
-        _write(root / "logs" / "app" / f"{host}.log", _service_lines(rng, host, n, start))
-    worker = _service_lines(rng, "worker-03", n, start)
-    at = int(n * 0.58)  # about 03:29, deep in the file
-    stamp = _stamp(start, at, n)
-    worker[at:at] = [
-        f"{stamp} ERROR [worker-03] trace_id={TRACE} ledger-sync failed: OSError: [Errno 122] "
-        "Disk quota exceeded: 'cache/ledger/2026-11-28.idx'",
-        "Traceback (most recent call last):",
-        '  File "/srv/worker/ledger/sync.py", line 214, in flush_index',
-        "    index.write(batch)",
-        '  File "/srv/worker/ledger/index.py", line 88, in write',
-        "    self._fh.write(encoded)",
-        "OSError: [Errno 122] Disk quota exceeded",
-        f"{stamp} WARN  [worker-03] trace_id={TRACE} checkout queue paused: ledger not writable",
-    ]
-    facts["worker_line"] = at + 1
-    for k in range(40):  # the failure keeps coming back after the first one
-        j = at + 8 + int((n - at - 10) * k / 40)
-        worker.insert(
-            j,
-            f"{_stamp(start, j, n)} ERROR [worker-03] trace_id={TRACE} ledger-sync retry "
-            "failed: OSError: [Errno 122] Disk quota exceeded",
-        )
-    _write(root / "logs" / "app" / "worker-03.log", worker)
-    db = _service_lines(rng, "postgres", int(n * 0.8), start)
-    db_at = int(len(db) * 0.58)
-    db[db_at:db_at] = [
-        f"{_stamp(start, db_at, len(db))} LOG   [postgres] trace_id={TRACE} checkpoint starting: "
-        "time",
-        f"{_stamp(start, db_at, len(db))} ERROR [postgres] trace_id={TRACE} could not extend "
-        'file "base/16384/24576.7": No space left on device',
-        f"{_stamp(start, db_at, len(db))} HINT  [postgres] Check free disk space on volume "
-        "/var/lib/ledger (shared with cache/ledger).",
-    ]
-    facts["db_line"] = db_at + 2
-    _write(root / "logs" / "db" / "postgres.log", db)
-    return facts
 
 
 def _line_of(obs: Observation, file: str, default: int) -> int:
@@ -260,11 +178,11 @@ def _postmortem(seen: dict[str, Any]) -> list[list[Step]]:
 
     def report(obs: Observation) -> Move:
         _keep(seen, obs)
-        return answer(_report(seen, detailed=False))
+        return answer(write_report(seen, detailed=False))
 
     def revised(obs: Observation) -> Move:
         _keep(seen, obs)
-        return answer(_report(seen, detailed=True))
+        return answer(write_report(seen, detailed=True))
 
     def search(obs: Observation) -> Move:
         why = (
@@ -304,7 +222,7 @@ def _postmortem(seen: dict[str, Any]) -> list[list[Step]]:
 
     def drafts(obs: Observation) -> Move:
         _keep(seen, obs)
-        return answer(_drafts(seen))
+        return answer(write_drafts(seen))
 
     update_turn: list[Step] = [
         shell("queue", "grep -rc 'queue paused' logs/app", "Is the queue still paused?"),
@@ -319,83 +237,6 @@ def _keep(seen: dict[str, Any], obs: Observation) -> None:
     key = seen.pop("next", None)
     if key is not None:
         seen[f"out:{key}"] = obs.last_tool_text.strip()
-
-
-def _lines(seen: dict[str, Any], key: str, limit: int = 3) -> list[str]:
-    text = str(seen.get(f"out:{key}", ""))
-    return [line for line in text.splitlines() if line.strip()][:limit] or ["(nothing found)"]
-
-
-def _drafts(seen: dict[str, Any]) -> str:
-    """The status-page update and the chat message, from the findings."""
-    first = _lines(seen, "first", 1)[0]
-    return "\n".join(
-        [
-            "## Status page",
-            "**Checkout degraded (resolved pending fix).** From 03:29 UTC on 2026-11-28, many "
-            "checkouts failed or hung: a storage volume shared by the order ledger and the "
-            "database ran out of space. The checkout queue was paused to protect order data; "
-            "no order was lost. We are freeing space, raising the quota, and will replay the "
-            "paused checkouts. Next update within the hour.",
-            "",
-            "## Slack, #incidents",
-            "Checkout outage 2026-11-28 03:29 UTC: worker-03 ledger-sync hit `Disk quota "
-            "exceeded` on cache/ledger (first: "
-            f"`{first}`); postgres hit `No space left on device` on the same volume "
-            "(/var/lib/ledger). Queue paused, no data loss. Actions: free space + raise quota "
-            "(storage team), replay paused checkouts (payments), alert at 80% (SRE). "
-            f"Today's checkout requests on api-02 so far: {_lines(seen, 'resumed', 1)[0]}; "
-            f"'queue paused' lines per log: {', '.join(_lines(seen, 'queue', 3))}.",
-        ]
-    )
-
-
-def _report(seen: dict[str, Any], *, detailed: bool) -> str:
-    """The incident report, written from what the tools returned."""
-    first, last = _lines(seen, "first", 1)[0], _lines(seen, "last", 3)[-1]
-    parts = [
-        "# Incident report: checkout outage, 2026-11-28",
-        "",
-        "## Summary",
-        "Checkout failed for many users from about 03:29 UTC: worker-03's ledger-sync could "
-        "not write its index (`OSError: [Errno 122] Disk quota exceeded`), which paused the "
-        "checkout queue. postgres hit `No space left on device` on the same volume at the same "
-        "minute.",
-        "",
-        "## Timeline (UTC, from the logs)",
-        f"- first quota error: `{first}`",
-        f"- checkout queue paused: `{_lines(seen, 'paused', 1)[0]}`",
-        f"- postgres: `{_lines(seen, 'db', 1)[0]}`",
-        f"- last quota error (still failing at the end of the logs): `{last}`",
-    ]
-    if detailed:
-        parts += ["", "## Detection", "Nothing alerted on the volume; users reported it. Logs:"]
-        parts += [f"- `{line}`" for line in _lines(seen, "checkpoint", 4)]
-        parts += [f"- `{line}`" for line in _lines(seen, "first", 3)]
-        parts += ["The last quota errors, at the end of the logs:"]
-        parts += [f"- `{line}`" for line in _lines(seen, "last", 3)]
-        parts += [
-            f"- ledger-sync retries that failed: {_lines(seen, 'retries', 1)[0]}",
-            f"- API lines naming the ledger (per host): {', '.join(_lines(seen, 'hosts', 2))}",
-        ]
-    parts += [
-        "",
-        "## Impact",
-        "Every checkout after 03:29 waited on the paused queue; the API served other routes "
-        f"normally (only transient, retried errors; {_lines(seen, 'slow', 1)[0]} slow queries "
-        "on api-01, as usual).",
-        "",
-        "## Root cause",
-        "cache/ledger and postgres share /var/lib/ledger; the ledger index outgrew the "
-        "volume's quota.",
-        "",
-        "## Fix and follow-ups",
-        "- free space on /var/lib/ledger and raise the quota;",
-        "- resume the checkout queue and replay the paused checkouts;",
-        "- alert on the volume's usage at 80%;",
-        "- move cache/ledger to its own volume.",
-    ]
-    return "\n".join(parts)
 
 
 async def setup(working_dir: Path) -> DemoSetup:
