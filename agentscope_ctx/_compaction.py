@@ -18,6 +18,10 @@ Three rules (DESIGN.md §13):
   call when the older part is smaller than the least a summary takes (the guide, the carried
   block and the eviction index), after it when the new summary is; nothing is removed, and
   the notice says so.
+
+The adapter leaves the agent's last prompt in `last_prompt` (with `compactor.request:
+prefix`); while it still matches the memory (the same summary, none of its messages gone or
+hidden), the compactor is given it (`Prefix`), so that its request can start with that prompt.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ._accountant import Accountant
 from ._carry import carried, split_carry, with_carry
@@ -43,7 +47,10 @@ __all__ = [
     "Compaction",
     "CompactionOutcome",
     "CompactorLike",
+    "LastPrompt",
+    "Prefix",
     "current_turn",
+    "model_key",
     "split_point",
 ]
 
@@ -52,6 +59,55 @@ HINT_MARK = "hint"
 hint entries so): not a user turn."""
 
 Notify = Callable[[str], Awaitable[None]]
+
+
+def model_key(model: object) -> str:
+    """Which model a call goes to, for telling whether two calls share a prompt cache: the
+    client's class and the model's name (a wrapper, such as 1.x's guard, counts as its
+    `inner` model)."""
+    inner = getattr(model, "inner", None) or model
+    name = getattr(inner, "model_name", None) or getattr(inner, "model", None)
+    return f"{type(inner).__module__}.{type(inner).__qualname__}:{name}"
+
+
+@dataclass(frozen=True)
+class LastPrompt:
+    """The agent's last prompt, as its model was called (the adapter keeps it until the next
+    call, or until a compaction makes it stale).
+
+    Attributes:
+        messages: What the model was given: on 1.x the formatted messages, on 2.x the
+            messages (the model formats them).
+        tools: The tool schemas sent with them (`None`: none).
+        tool_choice: The `tool_choice` sent with them.
+        model: `model_key` of the agent's model.
+        shown: Ids of the memory's messages in the prompt.
+        summary: The memory's summary when the prompt was made (a changed summary means a
+            compaction since: the prompt no longer matches the memory).
+    """
+
+    messages: Sequence[Any]
+    tools: list[dict[str, Any]] | None
+    tool_choice: Any
+    model: str
+    shown: frozenset[str]
+    summary: str
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """What a prefix request needs besides the messages to replace.
+
+    Attributes:
+        prompt: The agent's last prompt.
+        unseen: The messages to replace that `prompt` does not show (newer ones), oldest first.
+        anchor: The first message that stays and that `prompt` shows (`None`: the whole
+            conversation shown is folded in).
+    """
+
+    prompt: LastPrompt
+    unseen: Sequence[Msg]
+    anchor: Msg | None
 
 
 class _Summary(Protocol):
@@ -72,6 +128,7 @@ class CompactorLike(Protocol):
         messages: Sequence[Msg],
         *,
         extra_instruction: str | None = None,
+        prefix: Prefix | None = None,
     ) -> _Summary: ...
 
 
@@ -155,6 +212,36 @@ class Compaction:
         self.read_saved = read_saved
         self.internal = internal
         self._stalled_at: int | None = None
+        self.last_prompt: LastPrompt | None = None
+        """The agent's last prompt, as the adapter saw its model called (`None`: not kept)."""
+        self._expected: tuple[frozenset[str], str] | None = None
+
+    def expect_prompt(self) -> None:
+        """The agent's next model call sends the memory as it is now: the adapter says so
+        right after the pipeline ran before a reasoning call (other calls of the model, e.g.
+        a query rewrite, are not the agent's context and are not kept)."""
+        compactor = self.config.compactor
+        if compactor.request != "prefix" or not compactor.enabled:
+            self._expected = self.last_prompt = None
+            return
+        hidden = self.memory.hidden
+        shown = frozenset(m.id for m in self.memory.messages() if m.id not in hidden)
+        self._expected = (shown, self.memory.compact_summary)
+
+    def keep_prompt(
+        self,
+        messages: Sequence[Any] | None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        model: object = None,
+    ) -> None:
+        """The agent's model was called with `messages` (as sent), `tools` and `tool_choice`
+        (`messages=None`: the call failed). Kept as `last_prompt` when the call was the one
+        `expect_prompt` announced; the previous one is dropped either way."""
+        expected, self._expected = self._expected, None
+        if expected is None or messages is None:
+            return
+        self.last_prompt = LastPrompt(messages, tools, tool_choice, model_key(model), *expected)
 
     def stalled(self, tokens: int) -> bool:
         """Loop guard: after a compaction that did not help, wait for real growth (5% of
@@ -232,7 +319,12 @@ class Compaction:
             f"[agentscope_ctx] compacting {len(older)} messages "
             f"({tokens_before} tokens, threshold {threshold})...",
         )
-        result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
+        prefix = self._prefix(msgs, len(leaving), older)
+        more = {} if prefix is None else {"prefix": prefix}
+        result = await self.compactor.compact(
+            previous, older, extra_instruction=extra_instruction, **more
+        )
+        del prefix, more
         summary = with_index(with_carry(result.summary, carry), index)
         new = await self._summary_tokens(summary)
         if new >= freed:
@@ -254,6 +346,7 @@ class Compaction:
             )
             return CompactionOutcome(note=f"dialog not saved, nothing removed: {exc}")
         self.failures.recovered("dialog")
+        self.last_prompt = None  # it shows what leaves now: no request can start with it
         await self.memory.delete([m.id for m in older])
         await self.memory.update_compressed_summary(summary)
         # Whether it helped is judged on the messages it had: what arrived meanwhile (the
@@ -264,6 +357,21 @@ class Compaction:
         if self.on_compacted is not None:
             await self.on_compacted(older)
         return CompactionOutcome(len(older), result.source, result.reason)
+
+    def _prefix(self, msgs: Sequence[Msg], split: int, older: Sequence[Msg]) -> Prefix | None:
+        """The agent's last prompt for the compactor, while it still matches the memory."""
+        last = self.last_prompt
+        if last is None or self.config.compactor.request != "prefix":
+            return None
+        ids = {m.id for m in msgs}
+        if last.summary != self.memory.compact_summary or not last.shown <= ids:
+            self.last_prompt = None  # made before a compaction or an edit of the memory
+            return None
+        if last.shown & set(self.memory.hidden):
+            return None
+        unseen = [m for m in older if m.id not in last.shown]
+        anchor = next((m for m in msgs[split:] if m.id in last.shown), None)
+        return Prefix(last, unseen, anchor)
 
     async def _arrived_tokens(self, known: set[str]) -> int:
         """Calibrated tokens of the shown messages that are not in `known`."""

@@ -15,6 +15,19 @@ or a timeout (`timeout_seconds`, per model call) falls back to the deterministic
 `extractive_summary` for the rest. `Compactor.compact` therefore never raises (except
 `asyncio.CancelledError`). A manual compaction's extra instruction goes into every chunk's
 prompt. Section headings stay English in every language (see `_extractive`).
+
+Two forms of request (`compactor.request`). ``plain``: the compactor's own system prompt and
+a transcript of the older messages, as above. ``prefix`` (the default): the agent's last
+prompt exactly as its model was called (`LastPrompt`, kept by the adapter until the next
+call: the same system prompt, messages, tool schemas, and a `tool_choice` that does not force
+a call), then one user message with the rules, the headings and the part to fold in (the
+older messages the last prompt did not show, as a transcript). Providers that cache prompt
+prefixes serve all but that message from the cache (a tenth of the price at Anthropic and
+OpenAI's current models, a fifth at DashScope): see README, "Cheap compaction calls". It is
+used only when the compactor's model is the agent's (same class and model name) and the
+request fits the compactor's input budget; otherwise the plain form is used. One call, no
+chunks; the answer is cleaned and validated as in the plain form, retried once in the same
+form, then the extractive fallback.
 """
 
 from __future__ import annotations
@@ -26,11 +39,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ._compaction import Prefix, model_key
 from ._config import CompactorConfig
 from ._entry import Msg
 from ._extractive import extractive_summary, render_msg, validate_summary
 from ._outcome import ReadSaved
-from ._runner import format_prompt, has_model, run_agent_once
+from ._runner import call_prefixed, format_prefixed, format_prompt, has_model, run_agent_once
 from ._tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -47,11 +61,19 @@ _HEADINGS = (
     "## Goal\n## Constraints\n## Progress\n### Done\n### In progress\n### Blocked\n"
     "## Key Decisions\n## Next Steps\n## Critical Context"
 )
-_SYSTEM = {
+_INTRO = {
     "en": (
         "You are the context compactor of an AI agent. You write the structured summary that "
         "replaces the older part of the agent's conversation, so that the agent can continue "
         "its work from the summary and the newest messages alone.\n\n"
+    ),
+    "zh": (
+        "你是一个 AI 智能体的上下文压缩器。你要写一份结构化摘要，用来替换智能体对话中较早的部分，"
+        "使智能体仅凭这份摘要和最新的消息就能继续工作。\n\n"
+    ),
+}
+_RULES = {
+    "en": (
         "Rules:\n"
         "- Answer with the summary only, in Markdown, with exactly these headings in this "
         f"order:\n{_HEADINGS}\n"
@@ -65,8 +87,6 @@ _SYSTEM = {
         "be much shorter than the messages it replaces. Write '- (none)' for an empty section."
     ),
     "zh": (
-        "你是一个 AI 智能体的上下文压缩器。你要写一份结构化摘要，用来替换智能体对话中较早的部分，"
-        "使智能体仅凭这份摘要和最新的消息就能继续工作。\n\n"
         "规则：\n"
         f"- 只输出摘要本身，使用 Markdown，并严格按此顺序使用以下英文标题（标题保持英文原样，"
         f"不要翻译）：\n{_HEADINGS}\n"
@@ -78,6 +98,7 @@ _SYSTEM = {
         "空的章节写 '- （无）'。"
     ),
 }
+_SYSTEM = {language: _INTRO[language] + _RULES[language] for language in _INTRO}
 _TEXT = {
     "en": {
         "previous": "Previous summary:",
@@ -88,6 +109,22 @@ _TEXT = {
         "extra": "Additional instruction from the user for this summary:",
         "retry": "Your previous answer was rejected: {error}. Answer again with the full summary.",
         "go": "Write the updated summary now.",
+        "prefix": (
+            "[agentscope_ctx: context compaction. This message comes from the context "
+            "manager, not from the user. Do not call any tool: answer in text.]"
+        ),
+        "previous_above": "Previous summary: the summary at the start of the conversation above.",
+        "fold_upto": (
+            "Messages to fold into the summary: the conversation above, from its start up to "
+            "(not including) the {anchor}; that message and the ones after it stay in the "
+            "context as they are."
+        ),
+        "fold_all": "Messages to fold into the summary: the whole conversation above.",
+        "unseen": "Messages not shown above, to fold in too (oldest first):",
+        "said": "{role} message that begins: «{text}»",
+        "called": "{role} message that calls the tool {name!r}",
+        "result": "{role} message with the result of the tool {name!r}",
+        "message": "{role} message of {name}",
     },
     "zh": {
         "previous": "之前的摘要：",
@@ -98,6 +135,21 @@ _TEXT = {
         "extra": "用户对本次摘要的附加要求：",
         "retry": "你上一次的回答被拒绝了：{error}。请重新输出完整的摘要。",
         "go": "现在写出更新后的摘要。",
+        "prefix": (
+            "[agentscope_ctx：上下文压缩。这条消息来自上下文管理器，不是用户发的。"
+            "不要调用任何工具，直接用文字回答。]"
+        ),
+        "previous_above": "之前的摘要：上面对话开头的那份摘要。",
+        "fold_upto": (
+            "需要并入摘要的消息：上面的对话，从开头到（不包括）{anchor}；"
+            "这条消息及其后的消息原样保留在上下文中。"
+        ),
+        "fold_all": "需要并入摘要的消息：上面的全部对话。",
+        "unseen": "上面没有出现、也需要并入的消息（从旧到新）：",
+        "said": "以「{text}」开头的 {role} 消息",
+        "called": "调用工具 {name!r} 的 {role} 消息",
+        "result": "包含工具 {name!r} 结果的 {role} 消息",
+        "message": "{name} 的 {role} 消息",
     },
 }
 
@@ -116,6 +168,7 @@ class _Ask:
     part: int | None
     more: bool
     replaced: int
+    prefix: Prefix | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +246,7 @@ class Compactor:
         messages: Sequence[Msg],
         *,
         extra_instruction: str | None = None,
+        prefix: Prefix | None = None,
     ) -> CompactionResult:
         """Write the summary that replaces `messages`. Never raises, except on cancellation.
 
@@ -201,6 +255,9 @@ class Compactor:
                 the guide the memory adds when presenting it.
             messages: The messages to replace, oldest first.
             extra_instruction: The user's instruction for a manual compaction.
+            prefix: The agent's last prompt and how `messages` relate to it: with
+                `compactor.request: prefix`, the request starts with that prompt (see the
+                module docstring).
 
         Returns:
             The summary and how it was obtained.
@@ -214,6 +271,12 @@ class Compactor:
                 if previous_summary.strip() and validate_summary(previous_summary) is None:
                     return CompactionResult(previous_summary, "extractive", reason, 0)
                 return await self._fallback(previous_summary, messages, reason, 0)
+            if prefix is not None and self.config.request == "prefix":
+                result = await self._prefixed(
+                    previous_summary, list(messages), extra_instruction, prefix
+                )
+                if result is not None:
+                    return result
             return await self._with_model(previous_summary, list(messages), extra_instruction)
         except asyncio.CancelledError:
             raise
@@ -267,18 +330,26 @@ class Compactor:
             _ModelFailure: the call raised or timed out (not worth a retry).
         """
         assert self._model is not None
-        prompt = self._prompt(ask, error)
-        try:
-            answer = await asyncio.wait_for(
-                run_agent_once(
-                    self._model,
-                    self._formatter,
-                    name="compactor",
-                    sys_prompt=_SYSTEM[self.config.language],
-                    prompt=prompt,
-                ),
-                timeout=self.config.timeout_seconds,
+        if ask.prefix is not None:
+            last = ask.prefix.prompt
+            call = call_prefixed(
+                self._model,
+                self._formatter,
+                last.messages,
+                tools=last.tools,
+                tool_choice=last.tool_choice,
+                instruction=self._instruction(ask, error),
             )
+        else:
+            call = run_agent_once(
+                self._model,
+                self._formatter,
+                name="compactor",
+                sys_prompt=_SYSTEM[self.config.language],
+                prompt=self._prompt(ask, error),
+            )
+        try:
+            answer = await asyncio.wait_for(call, timeout=self.config.timeout_seconds)
         except asyncio.TimeoutError:
             raise _ModelFailure(
                 f"model timed out after {self.config.timeout_seconds:g} s"
@@ -304,6 +375,69 @@ class Compactor:
         lines += [t["messages"].format(part=part), "<messages>", ask.transcript, "</messages>"]
         if ask.more:
             lines.append(t["more"])
+        if ask.extra and ask.extra.strip():
+            lines += ["", t["extra"], ask.extra.strip()]
+        if error:
+            lines += ["", t["retry"].format(error=error)]
+        lines += ["", t["go"]]
+        return "\n".join(lines)
+
+    async def _prefixed(
+        self, summary: str, messages: list[Msg], extra: str | None, prefix: Prefix
+    ) -> CompactionResult | None:
+        """The compaction as one prefix request; `None` when that form does not apply (another
+        model, or the request would not fit the compactor's input budget)."""
+        assert self._model is not None
+        if prefix.prompt.model != model_key(self._model):
+            logger.debug("Compactor: the agent's model is not the compactor's; plain request.")
+            return None
+        transcript = "\n\n".join(render_msg(msg) for msg in prefix.unseen)
+        replaced = await self._counter.count_msgs(messages) + await self._counter.count_text(
+            summary
+        )
+        ask = _Ask(summary, transcript, extra, None, False, replaced, prefix)
+        last = prefix.prompt
+        request = await format_prefixed(
+            self._model, self._formatter, last.messages, self._instruction(ask, "x" * 200)
+        )
+        tokens = await self._counter.count(request, tools=last.tools)
+        if tokens + 32 + self.budget // 100 > self.budget:
+            logger.info(
+                "Compactor: the prefix request (%d tokens) would not fit the input budget (%d); "
+                "plain request.",
+                tokens,
+                self.budget,
+            )
+            return None
+        del request
+        try:
+            answer, error = await self._attempt(ask)
+            retried = None
+            if error is not None:
+                retried = f"first answer rejected: {error}"
+                logger.info("Compactor %s; retrying once.", retried)
+                answer, error = await self._attempt(ask, error=error)
+                error = error and f"answer rejected twice: {error}"
+        except _ModelFailure as exc:
+            error = str(exc)
+        if error is not None:
+            return await self._fallback(summary, messages, f"prefix request: {error}", 1)
+        return CompactionResult(answer, "model_retry" if retried else "model", retried, 1)
+
+    def _instruction(self, ask: _Ask, error: str | None) -> str:
+        """The user message of a prefix request (the rules with it: the system prompt is the
+        agent's)."""
+        assert ask.prefix is not None
+        language = self.config.language
+        t = _TEXT[language]
+        lines = [t["prefix"], "", _INTRO[language] + _RULES[language], ""]
+        lines.append(t["previous_above"] if ask.summary.strip() else f"{t['previous']} {t['none']}")
+        anchor = ask.prefix.anchor
+        lines.append(
+            t["fold_all"] if anchor is None else t["fold_upto"].format(anchor=_anchor(anchor, t))
+        )
+        if ask.transcript:
+            lines += ["", t["unseen"], "<messages>", ask.transcript, "</messages>"]
         if ask.extra and ask.extra.strip():
             lines += ["", t["extra"], ask.extra.strip()]
         if error:
@@ -357,3 +491,18 @@ class Compactor:
                 break
             max_chars //= 2
         return CompactionResult(text, "extractive", reason, chunks)
+
+
+def _anchor(msg: Msg, t: dict[str, str]) -> str:
+    """How the instruction names the first message that stays."""
+    role = str(msg.role)
+    for block in msg.get_content_blocks():
+        kind = block.get("type")
+        if kind == "text" and str(block.get("text", "")).strip():
+            text = " ".join(str(block.get("text")).split())
+            return t["said"].format(role=role, text=text[:80] + ("..." if len(text) > 80 else ""))
+        if kind == "tool_use":
+            return t["called"].format(role=role, name=str(block.get("name")))
+        if kind == "tool_result":
+            return t["result"].format(role=role, name=str(block.get("name")))
+    return t["message"].format(role=role, name=str(msg.name))

@@ -65,11 +65,15 @@ class GuardedModel(ChatModelBase):
         *,
         on_usage: Callable[[PromptUsage], object],
         recover: Recover,
+        on_prompt: Callable[[list[dict[str, Any]] | None, dict[str, Any]], object] | None = None,
     ) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
         self.inner = inner
         self.on_usage = on_usage
         self.recover = recover
+        self.on_prompt = on_prompt
+        """Told each prompt the provider accepted, with the call's keyword arguments (`None`
+        for a prompt it rejected: the retry's prompt is not the agent's memory)."""
 
     def __getattr__(self, name: str) -> Any:  # other attributes of the wrapped model
         inner = self.__dict__.get("inner")
@@ -84,9 +88,11 @@ class GuardedModel(ChatModelBase):
         try:
             response = await self.inner(messages, *args, **kwargs)
         except Exception as exc:
+            self._prompt(None, kwargs)
             if not is_context_overflow(exc):
                 raise
             return await self._retry(exc, args, kwargs)
+        self._prompt(messages, kwargs)
         if isinstance(response, ChatResponse):
             self._observe(response)
             return response
@@ -143,6 +149,14 @@ class GuardedModel(ChatModelBase):
             return
         if last is not None:
             self._observe(last)
+
+    def _prompt(self, messages: list[dict[str, Any]] | None, kwargs: dict[str, Any]) -> None:
+        if self.on_prompt is None:
+            return
+        try:
+            self.on_prompt(messages, kwargs)
+        except Exception:  # keeping the prompt is a nicety: never fail the call
+            logger.exception("agentscope_ctx: could not keep the prompt")
 
     def _observe(self, response: ChatResponse) -> None:
         usage = prompt_usage(getattr(response, "usage", None))

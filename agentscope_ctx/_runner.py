@@ -20,6 +20,12 @@ Callers see one line-neutral API; the AgentScope calls behind it differ by line:
   block; see `agentscope_ctx._v2._tools.function_tool`).
 - The model's formatter: a 1.x model needs one passed along (`formatter`); a 2.x model owns
   its own (`model.formatter`), and the `formatter` argument is ignored there (`None` is fine).
+- `call_prefixed` is the one call made without an agent: the Compactor's prefix request
+  (`compactor.request: prefix`), which must start with the agent's last prompt byte for byte
+  (so that a provider's prompt cache serves it), and an agent would format it anew. It sends
+  the agent's last prompt as the agent sent it (1.x: the formatted messages; 2.x: the same
+  messages, which the model's formatter turns into the same bytes), the same tools, and a
+  `tool_choice` that does not force a call, then one user message; it returns the text.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentTool",
     "ToolText",
+    "call_prefixed",
+    "format_prefixed",
     "format_prompt",
     "has_model",
     "run_agent",
@@ -150,6 +158,65 @@ async def format_prompt(
     return await _line2().format_prompt(model, sys_prompt=sys_prompt, prompt=prompt)
 
 
+def free_choice(tool_choice: Any) -> Any:
+    """`tool_choice` unless it forces a call (``"required"``, ``"any"``, a tool's name: then
+    `None`, the provider's default, which lets the model answer in text)."""
+    mode = getattr(tool_choice, "mode", tool_choice)  # 2.x: a `ToolChoice`
+    if mode is None or mode in ("auto", "none"):
+        return tool_choice
+    return None
+
+
+async def format_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Any],
+    instruction: str,
+) -> list[dict[str, Any]]:
+    """The prefix request as the provider receives it (for counting): `messages` (1.x: the
+    formatted messages; 2.x: the messages) with the user message `instruction` after them."""
+    if IS_1X:
+        assert formatter is not None
+        return [*messages, *await formatter.format([Msg1("user", instruction, "user")])]
+    return await _line2().format_prefixed(model, messages, instruction)
+
+
+async def call_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Any],
+    *,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: Any,
+    instruction: str,
+) -> str:
+    """Call `model` on `messages` (the agent's last prompt, as it was sent) with the user
+    message `instruction` after them, the same `tools`, and `tool_choice` unless it forces a
+    call; return the answer's text (empty when it holds none, e.g. only a tool call).
+
+    Raises:
+        Exception: whatever the model raised.
+    """
+    if IS_1X:
+        prompt = await format_prefixed(model, formatter, messages, instruction)
+        kwargs: dict[str, Any] = {"tools": tools} if tools else {}
+        choice = free_choice(tool_choice)
+        if tools and choice is not None:
+            kwargs["tool_choice"] = choice
+        result = await model(prompt, **kwargs)
+        if not isinstance(result, ChatResponse):  # a 1.x stream: each chunk holds all so far
+            last = None
+            async for chunk in result:
+                last = chunk
+            if last is None:
+                return ""
+            result = last
+        return "".join(str(b.get("text", "")) for b in result.content if b.get("type") == "text")
+    return await _line2().call_prefixed(
+        model, messages, tools=tools, tool_choice=free_choice(tool_choice), instruction=instruction
+    )
+
+
 class _Line2(Protocol):
     """What `agentscope_ctx._v2._runner` provides."""
 
@@ -168,6 +235,20 @@ class _Line2(Protocol):
     async def format_prompt(
         self, model: ChatModelBase, *, sys_prompt: str, prompt: str
     ) -> list[dict[str, Any]]: ...
+
+    async def format_prefixed(
+        self, model: ChatModelBase, messages: Sequence[Any], instruction: str
+    ) -> list[dict[str, Any]]: ...
+
+    async def call_prefixed(
+        self,
+        model: ChatModelBase,
+        messages: Sequence[Any],
+        *,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: Any,
+        instruction: str,
+    ) -> str: ...
 
 
 def _line2() -> _Line2:
