@@ -19,8 +19,9 @@ Three rules (DESIGN.md §13):
   block and the eviction index), after it when the new summary is; nothing is removed, and
   the notice says so.
 
-The adapter leaves the agent's last prompt in `last_prompt` (with `compactor.request:
-prefix`); while it still matches the memory (the same summary, none of its messages gone or
+The adapter leaves the agent's last prompt in `last_prompt` (unless `compactor.request:
+plain`); with ``prefix``, or ``auto`` once the provider reported cache reads, and while it
+still matches the memory (the same summary, none of its messages gone or
 hidden), the compactor is given it (`Prefix`), so that its request can start with that prompt.
 """
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._accountant import Accountant
+from ._calibration import CacheStats
 from ._carry import carried, split_carry, with_carry
 from ._config import ContextConfig
 from ._dialog import DialogStore
@@ -63,11 +65,14 @@ Notify = Callable[[str], Awaitable[None]]
 
 def model_key(model: object) -> str:
     """Which model a call goes to, for telling whether two calls share a prompt cache: the
-    client's class and the model's name (a wrapper, such as 1.x's guard, counts as its
-    `inner` model)."""
+    client's class, the model's name and the endpoint where the client states one (1.x:
+    `client.base_url`; 2.x: `credential.base_url`); a wrapper, such as 1.x's guard, counts
+    as its `inner` model."""
     inner = getattr(model, "inner", None) or model
     name = getattr(inner, "model_name", None) or getattr(inner, "model", None)
-    return f"{type(inner).__module__}.{type(inner).__qualname__}:{name}"
+    where = getattr(getattr(inner, "client", None), "base_url", None)
+    where = where or getattr(getattr(inner, "credential", None), "base_url", None)
+    return f"{type(inner).__module__}.{type(inner).__qualname__}:{name}@{where or ''}"
 
 
 @dataclass(frozen=True)
@@ -197,10 +202,12 @@ class Compaction:
         on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
         read_saved: ReadSaved | None = None,
         internal: Callable[[str], bool] = lambda path: False,
+        cache: CacheStats | None = None,
     ) -> None:
         """`read_saved` reads a saved output back (bounded) to judge a run whose output was
         cut or masked; `internal` tells the package's own paths (saved outputs) apart from the
-        agent's artifacts (see `_carry`)."""
+        agent's artifacts (see `_carry`); `cache` is what the provider reported of its prompt
+        cache (`compactor.request: auto` makes prefix requests once it reported reads)."""
         self.config = config
         self.accountant = accountant
         self.memory = accountant.memory
@@ -211,6 +218,7 @@ class Compaction:
         self.on_compacted = on_compacted
         self.read_saved = read_saved
         self.internal = internal
+        self.cache = cache
         self._stalled_at: int | None = None
         self.last_prompt: LastPrompt | None = None
         """The agent's last prompt, as the adapter saw its model called (`None`: not kept)."""
@@ -221,7 +229,7 @@ class Compaction:
         right after the pipeline ran before a reasoning call (other calls of the model, e.g.
         a query rewrite, are not the agent's context and are not kept)."""
         compactor = self.config.compactor
-        if compactor.request != "prefix" or not compactor.enabled:
+        if compactor.request == "plain" or not compactor.enabled:
             self._expected = self.last_prompt = None
             return
         hidden = self.memory.hidden
@@ -361,8 +369,11 @@ class Compaction:
     def _prefix(self, msgs: Sequence[Msg], split: int, older: Sequence[Msg]) -> Prefix | None:
         """The agent's last prompt for the compactor, while it still matches the memory."""
         last = self.last_prompt
-        if last is None or self.config.compactor.request != "prefix":
+        request = self.config.compactor.request
+        if last is None or request == "plain":
             return None
+        if request == "auto" and not (self.cache is not None and self.cache.cached_tokens > 0):
+            return None  # no sign that the provider caches: the plain request is cheaper
         ids = {m.id for m in msgs}
         if last.summary != self.memory.compact_summary or not last.shown <= ids:
             self.last_prompt = None  # made before a compaction or an edit of the memory

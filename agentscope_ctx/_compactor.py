@@ -271,7 +271,7 @@ class Compactor:
                 if previous_summary.strip() and validate_summary(previous_summary) is None:
                     return CompactionResult(previous_summary, "extractive", reason, 0)
                 return await self._fallback(previous_summary, messages, reason, 0)
-            if prefix is not None and self.config.request == "prefix":
+            if prefix is not None and self.config.request != "plain":
                 result = await self._prefixed(
                     previous_summary, list(messages), extra_instruction, prefix
                 )

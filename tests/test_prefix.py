@@ -22,6 +22,7 @@ if not IS_1X:
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock
+from agentscope.model._model_usage import ChatUsage
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager
@@ -59,13 +60,20 @@ class SharedModel(FakeChatModel):
     def __init__(self, answer: str = GOOD) -> None:
         super().__init__(default="ok")
         self.answer = answer
+        self.cached: int | None = None
+        """Cache reads to report on the agent's calls, as OpenAI does (`None`: no usage)."""
 
     async def __call__(self, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
-        if _is_compaction(messages) or "You are the context compactor" in json.dumps(
-            messages[:1]
-        ):
+        compaction = _is_compaction(messages)
+        if compaction or "You are the context compactor" in json.dumps(messages[:1]):
             self.queue.insert(0, f"Here it is:\n```markdown\n{self.answer}\n```")
-        return await super().__call__(messages, *args, **kwargs)
+        response = await super().__call__(messages, *args, **kwargs)
+        if self.cached is not None and not compaction:
+            details = {"prompt_tokens": 2_000, "prompt_tokens_details": {"cached_tokens": 1_500}}
+            response.usage = ChatUsage(
+                input_tokens=2_000, output_tokens=10, time=0.0, metadata=details
+            )
+        return response
 
 
 def _setup(
@@ -77,7 +85,7 @@ def _setup(
             "max_input_tokens": 8_000,
             "keep_recent_ratio": 0.05,
             "summarizer": {"enabled": False},
-            "compactor": compactor,
+            "compactor": {"request": "prefix", **compactor},
         }
     )
     agent = ReActAgent(
@@ -179,4 +187,24 @@ async def test_a_rejected_prefix_answer_is_retried_then_falls_back(tmp_path: Pat
     assert "was rejected" in json.dumps(requests[1]["messages"][-1])
     assert report.summary_source == "extractive"
     assert report.tokens_after <= report.tokens_before
+    await manager.close()
+
+
+async def test_auto_makes_prefix_requests_once_the_provider_reports_cache_reads(
+    tmp_path: Path,
+) -> None:
+    """`request: auto` (the default): plain while the provider has reported no cache reads
+    (one that caches nothing would bill the whole prefix request at full price), prefix
+    after it has."""
+    model = SharedModel()
+    agent, manager = _setup(tmp_path, model, request="auto")
+    await _turns(agent, model, 2)
+    before = len(model.calls)
+    await manager._binding(agent).pipeline.run(force=True, keep_ratio=0.3)
+    assert model.calls[before:] and not _is_compaction(model.calls[-1]["messages"])
+    model.cached = 1_500
+    await _turns(agent, model, 2)
+    before = len(model.calls)
+    report = await manager.compact(agent)
+    assert report.compacted and _is_compaction(model.calls[before]["messages"])
     await manager.close()

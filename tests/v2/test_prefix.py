@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import Msg, UserMsg
+from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
@@ -33,14 +34,20 @@ class SharedModel(FakeChatModel):
     def __init__(self, answer: str = GOOD, stream: bool = False) -> None:
         super().__init__(default="ok", stream=stream)
         self.answer = answer
+        self.cached: int | None = None
+        """Cache reads to report on the agent's calls (`None`: no usage)."""
 
     async def _call_api(self, model_name: str, messages: list[Msg], *a: Any, **kw: Any) -> Any:
         formatted = await self.formatter.format(messages)
-        if _is_compaction(formatted) or "You are the context compactor" in json.dumps(
-            formatted[:1]
-        ):
+        compaction = _is_compaction(formatted)
+        if compaction or "You are the context compactor" in json.dumps(formatted[:1]):
             self.queue.insert(0, f"Here it is:\n```markdown\n{self.answer}\n```")
-        return await super()._call_api(model_name, messages, *a, **kw)
+        response = await super()._call_api(model_name, messages, *a, **kw)
+        if self.cached is not None and not compaction and isinstance(response, ChatResponse):
+            response.usage = ChatUsage(
+                input_tokens=2_000, output_tokens=10, time=0.0, cache_input_tokens=self.cached
+            )
+        return response
 
 
 def _toolkit() -> Toolkit:
@@ -64,7 +71,7 @@ def _setup(
             "max_input_tokens": 8_000,
             "keep_recent_ratio": 0.05,
             "summarizer": {"enabled": False},
-            "compactor": compactor,
+            "compactor": {"request": "prefix", **compactor},
         }
     )
     manager = ContextManager(config, model=helper or model)
@@ -91,9 +98,7 @@ async def _turns(agent: Agent, model: SharedModel, n: int) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_the_request_starts_with_the_agents_last_prompt(
-    tmp_path: Path, stream: bool
-) -> None:
+async def test_the_request_starts_with_the_agents_last_prompt(tmp_path: Path, stream: bool) -> None:
     model = SharedModel(stream=stream)
     agent, manager = _setup(tmp_path, model)
     await _turns(agent, model, 2)
@@ -164,4 +169,22 @@ async def test_a_rejected_prefix_answer_is_retried_then_falls_back(tmp_path: Pat
     assert "was rejected" in json.dumps(requests[1]["formatted"][-1])
     assert report is not None and report.summary_source == "extractive"
     assert report.tokens_after <= report.tokens_before
+    await manager.close()
+
+
+async def test_auto_makes_prefix_requests_once_the_provider_reports_cache_reads(
+    tmp_path: Path,
+) -> None:
+    model = SharedModel()
+    agent, manager = _setup(tmp_path, model, request="auto")
+    await _turns(agent, model, 2)
+    before = len(model.calls)
+    await manager.run(manager.bind(agent), force=True, keep_ratio=0.3)
+    assert model.calls[before:] and not _is_compaction(model.calls[-1]["formatted"])
+    model.cached = 1_500
+    await _turns(agent, model, 2)
+    before = len(model.calls)
+    report = await manager.compact(agent)
+    assert report is not None and report.compacted
+    assert _is_compaction(model.calls[before]["formatted"])
     await manager.close()
