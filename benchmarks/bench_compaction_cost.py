@@ -1,8 +1,9 @@
 """What a compaction request costs with a prompt cache: the prefix form against the plain form
 (issue 22, item 5; `compactor.request`).
 
-The cost benchmark's sessions (`cost_session`: stress, budget 24k; everyday, budget 128k)
-through a real agent (1.x `ReActAgent` or 2.x `Agent`, whichever line is installed), with
+The cost benchmark's sessions (`cost_session`), longer, so that they compact: stress (budget
+24k) over 30 turns, and everyday (budget 128k) over 20 turns with masking off (with it,
+masking alone holds that session under the trigger), through a real agent (1.x `ReActAgent` or 2.x `Agent`, whichever line is installed), with
 agentscope_ctx attached and the compactor on the agent's own model (one scripted model
 answers both: a provider's cache is per model), each run twice: ``request: plain`` and
 ``request: prefix``. The Summarizer is off (its calls do not depend on the form).
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import sys
 import tempfile
@@ -150,6 +152,10 @@ def is_compaction(messages: Sequence[Mapping[str, Any]]) -> bool:
     return MARK in cost_script.dumps(messages[-1]) or PLAIN_MARK in cost_script.dumps(messages[0])
 
 
+MASKING_OFF = {"tool_result": {"mask_after": None}}
+"""Masking off: without it the 128k session reaches compaction (with it, masking holds it)."""
+
+
 def _config(scenario: Scenario, work: Path, form: str) -> ContextConfig:
     return ContextConfig.model_validate(
         {
@@ -158,6 +164,7 @@ def _config(scenario: Scenario, work: Path, form: str) -> ContextConfig:
             "token_counter": "cl100k_base",
             "summarizer": {"enabled": False},
             "compactor": {"request": form},
+            **(MASKING_OFF if scenario.name.endswith("no masking") else {}),
         }
     )
 
@@ -294,14 +301,29 @@ def report(name: str, result: dict[str, Any], prices: Sequence[Pricing]) -> list
     return table
 
 
-SCENARIOS = {"stress": stress, "everyday": everyday, "everyday-json": everyday_json}
+def long_stress() -> Scenario:
+    """`stress` over 30 turns: masking holds its 6 turns without a compaction."""
+    return dataclasses.replace(stress(turns=30), name="stress, 30 turns")
+
+
+def everyday_unmasked() -> Scenario:
+    """`everyday` over 20 turns with masking off (`MASKING_OFF`): compactions at 128k."""
+    return dataclasses.replace(everyday(turns=20), name="everyday, 20 turns, no masking")
+
+
+SCENARIOS = {
+    "stress": long_stress,
+    "everyday": everyday_unmasked,
+    "everyday-json": everyday_json,
+}
 
 
 def main(
     scenarios: Sequence[Scenario] | None = None, prices: Sequence[Pricing] = PRICES
 ) -> dict[str, Any]:
-    """Run the scenarios (stress and everyday by default), print the tables, return them."""
-    chosen = list(scenarios) if scenarios is not None else [stress(), everyday()]
+    """Run the scenarios (`long_stress`, `everyday_unmasked` by default), print the tables,
+    return the numbers."""
+    chosen = list(scenarios) if scenarios is not None else [long_stress(), everyday_unmasked()]
     loggers = [logging.getLogger(name) for name in ("as", "agentscope", "agentscope_ctx")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
