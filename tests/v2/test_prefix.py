@@ -188,3 +188,70 @@ async def test_auto_makes_prefix_requests_once_the_provider_reports_cache_reads(
     assert report is not None and report.compacted
     assert _is_compaction(model.calls[before]["formatted"])
     await manager.close()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_over_http_the_body_starts_with_the_agents_last_request(
+    tmp_path: Path, stream: bool
+) -> None:
+    """AgentScope 2.x's real `OpenAIChatModel` against the local OpenAI-compatible server,
+    the server reporting cache reads (so `auto` sends the prefix request): the compaction
+    request's body holds the last request's messages and tools, then one message."""
+    from agentscope_ctx import build_model
+    from tests.openai_server import SUMMARY, Reply, base_url, serving
+
+    with serving() as srv:
+        srv.usage = lambda body: {  # type: ignore[method-assign]
+            "prompt_tokens": 3_000,
+            "completion_tokens": 7,
+            "total_tokens": 3_007,
+            "prompt_tokens_details": {"cached_tokens": 2_000},
+        }
+        scripted = srv.next_reply
+        srv.next_reply = lambda body: (  # type: ignore[method-assign]
+            Reply(text=SUMMARY) if MARK in json.dumps(body["messages"][-1]) else scripted(body)
+        )
+        model, _ = build_model(
+            {
+                "provider": "openai",
+                "model_name": "local-test-model",
+                "base_url": base_url(srv),
+                "api_key_env": None,
+                "stream": stream,
+                "client_kwargs": {"max_retries": 0, "timeout": 20},
+            }
+        )
+        config = ContextConfig.model_validate(
+            {
+                "working_dir": str(tmp_path / "ctx"),
+                "max_input_tokens": 8_000,
+                "keep_recent_ratio": 0.05,
+                "summarizer": {"enabled": False},
+            }
+        )
+        manager = ContextManager(config, model=model)
+        agent = Agent(
+            name="coder",
+            system_prompt="You fix code.",
+            model=model,
+            toolkit=_toolkit(),
+            middlewares=[manager.middleware()],
+        )
+        for turn in range(2):
+            srv.script += [
+                Reply(tool="run_shell", arguments={"command": f"pytest -x  # {turn}"}),
+                Reply(text=f"Turn {turn} done."),
+            ]
+            words = f"Fix the failing test, part {turn}."
+            async for _ in agent.reply_stream(UserMsg(name="user", content=words)):
+                pass
+        before = len(srv.requests)
+        report = await manager.compact(agent)
+        body, last = srv.requests[before], srv.requests[before - 1]
+        assert report is not None and report.compacted and report.summary_source == "model"
+        assert MARK in json.dumps(body["messages"][-1])
+        assert body["messages"][:-1] == last["messages"]
+        assert body["tools"] == last["tools"]
+        assert body.get("tool_choice") == last.get("tool_choice")
+        assert "- find the TODOs" in str(agent.state.summary)
+        await manager.close()
