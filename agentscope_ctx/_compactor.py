@@ -386,7 +386,8 @@ class Compactor:
         self, summary: str, messages: list[Msg], extra: str | None, prefix: Prefix
     ) -> CompactionResult | None:
         """The compaction as one prefix request; `None` when that form does not apply (another
-        model, or the request would not fit the compactor's input budget)."""
+        model, or the request would not fit the compactor's input budget, or the provider
+        said it is too long)."""
         assert self._model is not None
         if prefix.prompt.model != model_key(self._model):
             logger.debug("Compactor: the agent's model is not the compactor's; plain request.")
@@ -419,6 +420,14 @@ class Compactor:
                 answer, error = await self._attempt(ask, error=error)
                 error = error and f"answer rejected twice: {error}"
         except _ModelFailure as exc:
+            from ._guard import is_context_overflow
+
+            if exc.__cause__ is not None and is_context_overflow(exc.__cause__):
+                logger.info(
+                    "Compactor: the provider rejected the prefix request as too long; "
+                    "plain request."
+                )
+                return None  # the plain request is smaller: it may fit
             error = str(exc)
         if error is not None:
             return await self._fallback(summary, messages, f"prefix request: {error}", 1)

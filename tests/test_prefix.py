@@ -274,3 +274,28 @@ async def test_over_http_the_body_starts_with_the_agents_last_request(
         assert body["tools"] == last["tools"] and body.get("tool_choice") == last.get("tool_choice")
         assert "- find the TODOs" in agent.memory.compact_summary  # type: ignore[attr-defined]
         await manager.close()
+
+
+class TooLong(SharedModel):
+    """Rejects the prefix request with OpenAI's context-length error."""
+
+    async def __call__(self, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
+        if _is_compaction(messages):
+            self.calls.append({"messages": messages, "rejected": True})
+            raise ValueError("Error code: 400 - This model's maximum context length is 8192")
+        return await super().__call__(messages, *args, **kwargs)
+
+
+async def test_a_prefix_request_the_provider_finds_too_long_goes_plain(tmp_path: Path) -> None:
+    """The provider's context-length error on the prefix request (our count was low): the
+    plain request, smaller, is made next; the summary is the model's."""
+    model = TooLong()
+    agent, manager = _setup(tmp_path, model)
+    await _turns(agent, model, 2)
+    before = len(model.calls)
+    report = await manager.compact(agent)
+    calls = model.calls[before:]
+    assert calls[0].get("rejected")
+    assert "You are the context compactor" in json.dumps(calls[1]["messages"][0])
+    assert report.compacted and report.summary_source == "model"
+    await manager.close()
