@@ -17,15 +17,18 @@ or a timeout (`timeout_seconds`, per model call) falls back to the deterministic
 prompt. Section headings stay English in every language (see `_extractive`).
 
 Two forms of request (`compactor.request`). ``plain``: the compactor's own system prompt and
-a transcript of the older messages, as above. ``prefix`` (the default): the agent's last
-prompt exactly as its model was called (`LastPrompt`, kept by the adapter until the next
+a transcript of the older messages, as above. ``prefix`` (with ``auto``, the default, once the
+provider has reported cache reads; see `Compaction`): the agent's last prompt exactly as its
+model was called (`LastPrompt`, kept by the adapter until the next
 call: the same system prompt, messages, tool schemas, and a `tool_choice` that does not force
 a call), then one user message with the rules, the headings and the part to fold in (the
 older messages the last prompt did not show, as a transcript). Providers that cache prompt
 prefixes serve all but that message from the cache (a tenth of the price at Anthropic and
 OpenAI's current models, a fifth at DashScope): see README, "Cheap compaction calls". It is
-used only when the compactor's model is the agent's (same class and model name) and the
-request fits the compactor's input budget; otherwise the plain form is used. One call, no
+used only when the compactor's model is the agent's (`model_key`: class, model name,
+endpoint) and the request fits the compactor's input budget (the answer's room is the
+provider's output allowance beyond `max_input_tokens`, as for the agent's own calls);
+otherwise, or when the provider rejects it as too long, the plain form is used. One call, no
 chunks; the answer is cleaned and validated as in the plain form, retried once in the same
 form, then the extractive fallback.
 """
