@@ -10,7 +10,9 @@ the reason printed. Numbers only: nothing here asserts a time limit.
 On both lines: tokens, truncation, pipeline (the core's step), search, probes (what the
 agent still knows after 1, 3 and 10 compactions), startup (importing the package and the
 quick CLI commands against ``import agentscope``). `cost` is
-`bench_cost` on 1.x (a `ReActAgent`) and `bench_cost2` on 2.x (an `Agent`); `baseline` (1.x's
+`bench_cost` on 1.x (a `ReActAgent`) and `bench_cost2` on 2.x (an `Agent`);
+`compaction_cost` (the compactor's prefix request against the plain one, at providers'
+cache prices) on both; `baseline` (1.x's
 `CompressionConfig`) is 1.x only, `steady2` (the 2.x adapter's step) 2.x only.
 """
 
@@ -53,6 +55,7 @@ _PLAN: list[tuple[str, str | None, str | None, str]] = [
         "1.x's ReActAgent.CompressionConfig; 2.x's own context management is in `cost`",
     ),
     ("cost", "bench_cost", "bench_cost2", ""),
+    ("compaction_cost", "bench_compaction_cost", "bench_compaction_cost", ""),
     ("search", "bench_search", "bench_search", ""),
     ("probes", "bench_probes", "bench_probes", ""),
     ("startup", "bench_startup", "bench_startup", ""),

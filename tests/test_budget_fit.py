@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,9 +16,10 @@ from agentscope_ctx import PromptTooLargeError
 from agentscope_ctx.core._compaction import turn_ids, waiting
 from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._pipeline import ContextPipeline
+from agentscope_ctx.core._prefix import Prefix
 from agentscope_ctx.core._truncation import excerpt_with_notice, notice_paths, parse_notice
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
-from tests.test_pipeline import Agent, pipeline, run
+from tests.test_pipeline import Agent, RecordingCompactor, pipeline, run
 from tests.test_small_window import run as run_attached
 
 
@@ -285,3 +288,58 @@ def test_turn_ids_waits_only_for_calls_after_the_turn_without_a_result() -> None
     )
     assert turn_ids([(m, []) for m in (ask, answered, step, first)]) == {ask.id, step.id, first.id}
     assert waiting([(m, []) for m in (ask, answered)]) == set()
+
+
+class PrefixRecorder(RecordingCompactor):
+    """Records what each compaction was given of the agent's last prompt (issue 22 item 5)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prefixes: list[Prefix | None] = []
+
+    async def compact(
+        self,
+        previous_summary: str,
+        messages: Sequence[Msg],
+        *,
+        extra_instruction: str | None = None,
+        prefix: Prefix | None = None,
+    ) -> Any:
+        self.prefixes.append(prefix)
+        return await super().compact(
+            previous_summary, messages, extra_instruction=extra_instruction
+        )
+
+
+async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: Path) -> None:
+    """The fit's compaction of everything (issue 19.6) with `compactor.request: prefix`
+    (issue 22.5): the compactor is given the agent's last prompt, the step it did not show as
+    the messages to add, no anchor (all the conversation shown is folded in); the budget
+    holds, and the kept prompt is dropped once the messages it showed have left."""
+    pipe, memory, _ = pipeline(
+        tmp_path,
+        max_input_tokens=1_000,
+        tool_result={"recent_n": 9, "old_max_bytes": 1_100},
+        compactor={"request": "prefix"},
+    )
+    compactor = PrefixRecorder()
+    pipe.compaction.compactor = compactor
+    agent = Agent()
+    ask = Msg("user", "read the nine files", "user")
+    await memory.add(ask)
+    pipe.compaction.expect_prompt()  # the agent's reasoning call, as the adapter reports it
+    sent = [{"role": "system", "content": "You are a test agent."}, {"role": "user"}]
+    pipe.compaction.keep_prompt(sent, None, None, object())
+    kept = pipe.compaction.last_prompt
+    assert kept is not None and kept.shown == {ask.id}
+    msgs = parallel_unit(9, 200)
+    await memory.add(msgs)
+    report = await run_attached(pipe, agent)
+    assert report.tokens_after <= 1_000
+    assert report.compacted == len(msgs)
+    (prefix,) = compactor.prefixes
+    assert prefix is not None and prefix.prompt is kept
+    assert [m.id for m in prefix.unseen] == [m.id for m in msgs]
+    assert prefix.anchor is None
+    assert pipe.compaction.last_prompt is None
+    assert [m.id for m in memory.messages()] == [ask.id]

@@ -166,3 +166,21 @@ def test_property_bounded_newest_verbatim_and_stable(
             import json
 
             assert json.dumps(newest[-1], ensure_ascii=False) in block
+
+
+def test_a_burst_of_turns_costs_one_time_stamp_and_keeps_them_all() -> None:
+    """Turns made in the same minute show its stamp once (the line above's stands for the
+    lines below it); read back, every turn has its stamp again, and the block is stable."""
+    msgs = [
+        _user("first", "2026-12-03 10:00:01.000"),
+        _user("second", "2026-12-03 10:00:30.000"),
+        _user("third", "2026-12-03 10:05:00.000"),
+    ]
+    block = carried(msgs, "", 4_000)
+    assert block.count("[2026-12-03 10:00]") == 1 and block.count("[2026-12-03 10:05]") == 1
+    assert '- "first"' in block  # under "second", which carries the stamp
+    assert carried([], block, 4_000) == block
+    later = carried([_user("fourth", "2026-12-03 11:00:00.000")], block, 4_000)
+    assert later.count("[2026-12-03 10:00]") == 1 and "[2026-12-03 11:00]" in later
+    folded = carried([], later, 230)  # the first stamp read back from the line above
+    assert "- earlier: 3 turns, 2026-12-03 10:00 → 2026-12-03 10:05" in folded

@@ -1,8 +1,9 @@
 """What the agent still knows after compaction, on a real 1.x `ReActAgent` (DESIGN.md §13): the
 1.x twin of `tests/v2/test_guards.py`. With a lazy compactor model (the five headings and
-generic lines) and with the extractive fallback, after 1, 3 and 10 compactions the next prompt
-holds the user's constraints and first task, the newest instruction, every file the agent
-touched and the newest error; a failed run is never reported ok."""
+generic lines, answering the plain or the prefix request) and with the extractive fallback,
+after 1, 3 and 10 compactions at budgets from 3,000 to 128,000 tokens the next prompt holds the
+user's constraints and first task, the newest instruction, every file the agent touched and
+the newest error; a failed run is never reported ok; no compaction makes the prompt bigger."""
 
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def _toolkit(root: Path) -> Toolkit:
         Args:
             command (str): the command line.
         """
-        if command.startswith("pytest"):
-            return _text(FAILING)
+        if command.startswith("pytest"):  # each run's error names its turn
+            return _text(FAILING.replace("bad input", f"bad input #{command.split('# ')[-1]}"))
         return _text("".join(f"{command}: line {i} ok\n" for i in range(300)))
 
     def edit_file(file_path: str, old: str, new: str) -> ToolResponse:
@@ -82,11 +83,30 @@ def _steps(turn: int) -> list[Any]:
     ]
 
 
-@pytest.mark.parametrize("writer", ["lazy", "extractive"])
-@pytest.mark.parametrize(("budget", "compactions"), [(3_000, 3), (8_000, 10), (128_000, 1)])
+def _words(turn: int) -> str:
+    """The user's turn: the first with its constraints, the second with one more."""
+    if turn == 0:
+        return FIRST
+    return f"Now continue with module {turn}." + (" Never push to main." if turn == 1 else "")
+
+
+_FAST = {(3_000, 3), (3_000, 10), (8_000, 10), (128_000, 1), (128_000, 10)}
+GRID = [
+    pytest.param(budget, n, marks=() if (budget, n) in _FAST else pytest.mark.slow)
+    for budget in (3_000, 8_000, 128_000)
+    for n in (1, 3, 10)
+]
+"""Budgets from 3,000 to 128,000 tokens x 1, 3 and 10 compactions (issue 22, "Done when");
+the corners and the old points in the default suite, the rest with `-m slow`."""
+
+
+@pytest.mark.parametrize("writer", ["lazy", "lazy-prefix", "extractive"])
+@pytest.mark.parametrize(("budget", "compactions"), GRID)
 async def test_constraints_files_and_errors_survive_compactions(
     tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
 ) -> None:
+    """`lazy-prefix`: the lazy model answers the prefix request (`compactor.request:
+    prefix`, the compactor's model being the agent's kind)."""
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
     for turn in range(compactions):
@@ -100,7 +120,10 @@ async def test_constraints_files_and_errors_survive_compactions(
             "read_roots": [str(root), str(tmp_path / "ctx")],
             "tool_result": {"recent_n": 1, "recent_max_bytes": 2_000, "old_max_bytes": 1_100},
             "summarizer": {"enabled": False},
-            "compactor": {"enabled": writer == "lazy"},
+            "compactor": {
+                "enabled": writer != "extractive",
+                "request": "prefix" if writer == "lazy-prefix" else "plain",
+            },
         }
     )
     helper = FakeChatModel(default=LAZY)
@@ -119,21 +142,26 @@ async def test_constraints_files_and_errors_survive_compactions(
     for turn in range(compactions):
         model.enqueue(*_steps(turn))
         touched += [f"src/mod{turn}.py", f"notes/n{turn}.md"]
-        await agent(
-            Msg("user", FIRST if turn == 0 else f"Now continue with module {turn}.", "user")
-        )
-        await manager.compact(agent)
+        await agent(Msg("user", _words(turn), "user"))
+        report = await manager.compact(agent)
+        assert report.compacted, report.note
+        assert report.tokens_after <= report.tokens_before  # no compaction makes it bigger
     model.enqueue("Looked.")
     await agent(Msg("user", "Where are we?", "user"))
     await manager.close()
+    asked = [json.dumps(c["messages"], ensure_ascii=False) for c in helper.calls]
+    if writer == "lazy-prefix":  # the lazy model got the prefix request
+        assert any("[agentscope_ctx: context compaction." in a for a in asked)
     prompt = json.dumps(model.calls[-1]["messages"], ensure_ascii=False)
     summary = agent.memory.compact_summary  # type: ignore[attr-defined]
     for needle in ("Do not modify setup.cfg, do not touch vendor/.", "Fix the failing test"):
         assert needle in prompt, needle
+    if compactions > 1:
+        assert "Never push to main." in prompt
     assert "Where are we?" in prompt
     for path in touched:
         assert path in prompt, path
-    assert "ValueError: bad input" in prompt
+    assert f"ValueError: bad input #{compactions - 1}" in prompt  # the newest error
     assert "→ ok" not in "".join(line for line in summary.splitlines() if "pytest" in line)
 
 

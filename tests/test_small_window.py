@@ -162,7 +162,12 @@ shapes = st.lists(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @example(shape=[("user", 3), ("answer", 1)], budget=1_000, force=True)
-@given(shape=shapes, budget=st.integers(1_000, 5_000), force=st.booleans())
+@example(shape=[("user", 3), ("call", 120), ("answer", 1)], budget=128_000, force=True)
+@given(
+    shape=shapes,
+    budget=st.integers(1_000, 5_000) | st.sampled_from([8_000, 32_000, 128_000]),
+    force=st.booleans(),
+)
 async def test_no_compaction_grows_the_prompt_and_the_newest_user_turn_stays(
     tmp_path_factory: pytest.TempPathFactory,
     shape: list[tuple[str, int]],

@@ -129,6 +129,9 @@ class ContextManager(Services):
             agent.model,
             on_usage=pipeline.observe_usage,
             recover=lambda error: self._emergency_compaction(agent, error),
+            on_prompt=lambda messages, kwargs: pipeline.compaction.keep_prompt(
+                messages, kwargs.get("tools"), kwargs.get("tool_choice"), agent.model
+            ),
         )
         middleware = TruncationMiddleware(
             store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
@@ -297,6 +300,9 @@ class ContextManager(Services):
 
     async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         await self._run(agent)
+        binding: _Binding | None = self._bindings.get(agent.id)
+        if binding is not None and agent.memory is binding.memory:
+            binding.pipeline.compaction.expect_prompt()  # the reasoning call sends it next
 
     async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         await self._run(agent)

@@ -20,7 +20,7 @@ from agentscope.tool import ToolResponse as ToolText
 
 from ..core._runner import AgentTool
 
-__all__ = ["format_prompt", "run_agent", "tool_text"]
+__all__ = ["call_prefixed", "format_prefixed", "format_prompt", "run_agent", "tool_text"]
 
 P = ParamSpec("P")
 
@@ -33,6 +33,45 @@ async def format_prompt(
     return list(
         await formatter.format([Msg1("system", sys_prompt, "system"), Msg1("user", prompt, "user")])
     )
+
+
+async def format_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Any],
+    instruction: str,
+) -> list[dict[str, Any]]:
+    """`messages` (formatted, as the agent's model was called) and the user message
+    `instruction`, formatted by `formatter`, after them."""
+    assert formatter is not None, "AgentScope 1.x models need their formatter"
+    return [*messages, *await formatter.format([Msg1("user", instruction, "user")])]
+
+
+async def call_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Any],
+    *,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: Any,
+    instruction: str,
+) -> str:
+    """Call `model` on the formatted `messages` and the user message `instruction`, with
+    `tools` and `tool_choice` (sent only with tools); the answer's text
+    (`agentscope_ctx.core._runner.call_prefixed`)."""
+    prompt = await format_prefixed(model, formatter, messages, instruction)
+    kwargs: dict[str, Any] = {"tools": tools} if tools else {}
+    if tools and tool_choice is not None:
+        kwargs["tool_choice"] = tool_choice
+    result = await model(prompt, **kwargs)
+    if not isinstance(result, ChatResponse):  # a 1.x stream: each chunk holds all so far
+        last = None
+        async for chunk in result:
+            last = chunk
+        if last is None:
+            return ""
+        result = last
+    return "".join(str(b.get("text", "")) for b in result.content if b.get("type") == "text")
 
 
 def tool_text(func: Callable[P, str]) -> Callable[P, ToolText]:

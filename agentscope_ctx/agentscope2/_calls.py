@@ -31,6 +31,7 @@ from ..models._guard import is_context_overflow
 if TYPE_CHECKING:
     from agentscope.agent import Agent
 
+    from ..core._compaction import Compaction
     from ._manager import ContextManager, _Binding
 
 __all__ = ["EMERGENCY_SHRINK", "guarded_call", "prompt_usage"]
@@ -53,19 +54,39 @@ async def guarded_call(
     """One model call of `agent` (see the module docstring)."""
     messages = binding.mirror.shown(list(kwargs["messages"]))
     model = kwargs.get("current_model")
+    compaction = binding.pipeline.compaction
     try:
         result = await _started(await next_handler(messages=messages))
     except Exception as error:
+        compaction.keep_prompt(None)
         if not is_context_overflow(error):
             raise
         retry = await _recover(manager, agent, binding, error, messages)
         if retry is None:
             raise
         result = await _started(await next_handler(messages=retry))
+    else:
+        _keep(compaction, messages, kwargs, model)
     if isinstance(result, ChatResponse):
         _observe(binding, result, model)
         return result
     return _observed(result, binding, model)
+
+
+def _keep(compaction: Compaction, messages: list[Msg], kwargs: dict[str, Any], model: Any) -> None:
+    """Keep the prompt for the compactor's prefix request (`Compaction.keep_prompt`): each
+    message with its list of blocks as sent (the agent may add blocks to a message later;
+    a shallow copy of the list, not of the blocks)."""
+    try:
+        sent = [
+            msg.model_copy(update={"content": list(msg.content)})
+            if isinstance(msg.content, list)
+            else msg
+            for msg in messages
+        ]
+        compaction.keep_prompt(sent, kwargs.get("tools"), kwargs.get("tool_choice"), model)
+    except Exception:  # keeping the prompt is a nicety: never fail the call
+        logger.exception("agentscope_ctx: could not keep the prompt")
 
 
 def prompt_usage(usage: Any, model: Any) -> PromptUsage | None:

@@ -122,6 +122,7 @@ class MiddlewareHooks(MiddlewareBase):
         binding = self.manager.bind(agent)
         await self.manager.refresh_parts(agent, binding)
         await self.manager.run(binding)
+        binding.pipeline.compaction.expect_prompt()  # the model call sends the state next
         for text in binding.take_notices():
             yield CustomEvent(name=NOTICE_EVENT, value={"text": text})
         async for item in next_handler(**input_kwargs):

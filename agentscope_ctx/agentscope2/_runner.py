@@ -29,10 +29,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentscope.agent import Agent, InjectionConfig, ReActConfig
-from agentscope.message import SystemMsg, UserMsg
+from agentscope.message import Msg, SystemMsg, TextBlock, UserMsg
 from agentscope.middleware import MiddlewareBase
-from agentscope.model import ChatModelBase, ChatResponse
-from agentscope.tool import Toolkit
+from agentscope.model import ChatModelBase, ChatResponse, FinishedReason
+from agentscope.tool import ToolChoice, Toolkit
 
 from ..core._runner import AgentTool
 from ._tools import function_tool
@@ -40,7 +40,7 @@ from ._tools import function_tool
 if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
 
-__all__ = ["format_prompt", "run_agent"]
+__all__ = ["call_prefixed", "format_prefixed", "format_prompt", "run_agent"]
 
 ModelResult = ChatResponse | AsyncGenerator[ChatResponse, None]
 
@@ -138,3 +138,52 @@ async def format_prompt(
         raise TypeError(f"{type(model).__name__} has no formatter (a 2.x model owns one)")
     messages = [SystemMsg(name="system", content=sys_prompt), UserMsg(name="user", content=prompt)]
     return await own.format(messages)
+
+
+def _formatter(model: ChatModelBase) -> FormatterBase:
+    formatter: FormatterBase | None = getattr(model, "formatter", None)
+    if formatter is None:
+        raise TypeError(f"{type(model).__name__} has no formatter (a 2.x model owns one)")
+    return formatter
+
+
+async def format_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Msg],
+    instruction: str,
+) -> list[dict[str, Any]]:
+    """`messages` and the user message `instruction` as `model.formatter` sends them
+    (`formatter` is not used: a 2.x model owns its own)."""
+    return await _formatter(model).format([*messages, UserMsg(name="user", content=instruction)])
+
+
+async def call_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Msg],
+    *,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: ToolChoice | None,
+    instruction: str,
+) -> str:
+    """Call `model` on `messages` and the user message `instruction` (see
+    `agentscope_ctx.core._runner.call_prefixed`; `formatter` is not used); the answer's text."""
+    result = await model(
+        messages=[*messages, UserMsg(name="user", content=instruction)],
+        tools=tools or None,
+        tool_choice=tool_choice if tools else None,
+    )
+    if not isinstance(result, ChatResponse):  # the base class ends a stream with the whole
+        last = None
+        try:
+            async for chunk in result:
+                last = chunk
+        finally:
+            await result.aclose()
+        if last is None:
+            return ""
+        result = last
+    if result.finished_reason == FinishedReason.INTERRUPTED:  # cancelled (our time limit)
+        raise TimeoutError("the model call was interrupted")
+    return "".join(b.text for b in result.content if isinstance(b, TextBlock))

@@ -84,8 +84,10 @@ class _Turn:
     stamp: str
     text: str
 
-    def render(self) -> str:
-        stamp = f"[{self.stamp}] " if self.stamp else ""
+    def render(self, newer: str | None = None) -> str:
+        """The turn's line; its time stamp left out when it is the one of the line above
+        (`newer`, the next newer turn's): a burst of turns in one minute costs one stamp."""
+        stamp = f"[{self.stamp}] " if self.stamp and self.stamp != newer else ""
         return f"- {stamp}{json.dumps(self.text, ensure_ascii=False)}"
 
 
@@ -258,7 +260,9 @@ def _parse(previous: str) -> _Carry:
                 text = json.loads(turn["text"])
             except ValueError:
                 continue
-            state.turns.insert(0, _Turn(turn["stamp"] or "", str(text)))
+            # no stamp: the one of the line above (the next newer turn; see `_Turn.render`)
+            above = state.turns[0].stamp if state.turns else ""
+            state.turns.insert(0, _Turn(turn["stamp"] or above, str(text)))
         elif section == _USERS and (earlier := _EARLIER_TURNS.fullmatch(line)):
             state.earlier = int(earlier["n"])
             state.earlier_start = earlier["start"] or ""
@@ -304,7 +308,8 @@ def _render_users(state: _Carry, budget: int) -> str:
     newest_first = state.turns[::-1]
 
     def build(turns: list[_Turn], folded: list[_Turn]) -> str:
-        lines = [_USERS, *(t.render() for t in turns)]
+        newer = [None, *(t.stamp for t in turns)]
+        lines = [_USERS, *(t.render(above) for t, above in zip(turns, newer, strict=False))]
         earlier = _earlier_line(state, folded, budget - len("\n".join(lines)) - 1)
         return "\n".join([*lines, earlier] if earlier else lines)
 

@@ -21,6 +21,12 @@ Three rules (DESIGN.md §13):
   call when the older part is smaller than the least a summary takes (the guide, the carried
   block and the eviction index), after it when the new summary is; nothing is removed, and
   the notice says so.
+
+The adapter leaves the agent's last prompt in `last_prompt` (unless `compactor.request:
+plain`; kept by `_prefix.PromptKeeper`); with ``prefix``, or ``auto`` once the provider
+reported cache reads, and while it still matches the memory (the same summary, none of its
+messages gone or hidden), the compactor is given it (`Prefix`), so that its request can start
+with that prompt.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._accountant import Accountant
+from ._calibration import CacheStats
 from ._carry import carried, split_carry, with_carry
 from ._config import ContextConfig
 from ._entry import Msg
@@ -39,6 +46,7 @@ from ._eviction import eviction_index, split_summary, with_index
 from ._failures import FailureLog
 from ._outcome import ReadSaved
 from ._pins import protected
+from ._prefix import LastPrompt, Prefix, PromptKeeper
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
     from ..stores._dialog import DialogStore
@@ -79,6 +87,7 @@ class CompactorLike(Protocol):
         messages: Sequence[Msg],
         *,
         extra_instruction: str | None = None,
+        prefix: Prefix | None = None,
     ) -> _Summary: ...
 
 
@@ -184,10 +193,12 @@ class Compaction:
         on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
         read_saved: ReadSaved | None = None,
         internal: Callable[[str], bool] = lambda path: False,
+        cache: CacheStats | None = None,
     ) -> None:
         """`read_saved` reads a saved output back (bounded) to judge a run whose output was
         cut or masked; `internal` tells the package's own paths (saved outputs) apart from the
-        agent's artifacts (see `_carry`)."""
+        agent's artifacts (see `_carry`); `cache` is what the provider reported of its prompt
+        cache (`compactor.request: auto` makes prefix requests once it reported reads)."""
         self.config = config
         self.accountant = accountant
         self.memory = accountant.memory
@@ -198,7 +209,30 @@ class Compaction:
         self.on_compacted = on_compacted
         self.read_saved = read_saved
         self.internal = internal
+        self.cache = cache
         self._stalled_at: int | None = None
+        self.prompts = PromptKeeper(config, self.memory, cache)
+        """The agent's last prompt, for the compactor's prefix request."""
+
+    @property
+    def last_prompt(self) -> LastPrompt | None:
+        """The agent's last prompt, as the adapter saw its model called (`None`: not kept)."""
+        return self.prompts.last
+
+    def expect_prompt(self) -> None:
+        """The agent's next model call sends the memory as it is now (`PromptKeeper.expect`)."""
+        self.prompts.expect()
+
+    def keep_prompt(
+        self,
+        messages: Sequence[Any] | None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        model: object = None,
+    ) -> None:
+        """The agent's model was called with `messages` as sent (`None`: the call failed);
+        see `PromptKeeper.keep`."""
+        self.prompts.keep(messages, tools, tool_choice, model)
 
     def stalled(self, tokens: int) -> bool:
         """Loop guard: after a compaction that did not help, wait for real growth (5% of
@@ -289,7 +323,12 @@ class Compaction:
             f"[agentscope_ctx] compacting {len(older)} messages "
             f"({tokens_before} tokens, threshold {threshold})...",
         )
-        result = await self.compactor.compact(previous, older, extra_instruction=extra_instruction)
+        prefix = self.prompts.prefix(msgs, len(leaving), older)
+        more = {} if prefix is None else {"prefix": prefix}
+        result = await self.compactor.compact(
+            previous, older, extra_instruction=extra_instruction, **more
+        )
+        del prefix, more
         summary = with_index(with_carry(result.summary, carry), index)
         new = await self._summary_tokens(summary)
         if everything and least is not None:
@@ -313,6 +352,7 @@ class Compaction:
             )
             return CompactionOutcome(note=f"dialog not saved, nothing removed: {exc}")
         self.failures.recovered("dialog")
+        self.prompts.drop()  # it shows what leaves now: no request can start with it
         await self.memory.delete([m.id for m in older])
         await self.memory.update_compressed_summary(summary)
         # Whether it helped is judged on the messages it had: what arrived meanwhile (the

@@ -15,6 +15,23 @@ or a timeout (`timeout_seconds`, per model call) falls back to the deterministic
 `extractive_summary` for the rest. `Compactor.compact` therefore never raises (except
 `asyncio.CancelledError`). A manual compaction's extra instruction goes into every chunk's
 prompt. Section headings stay English in every language (see `_extractive`).
+
+Two forms of request (`compactor.request`). ``plain``: the compactor's own system prompt and
+a transcript of the older messages, as above. ``prefix`` (with ``auto``, the default, once the
+provider has reported cache reads; see `Compaction`): the agent's last prompt exactly as its
+model was called (`LastPrompt`, kept by the adapter until the next
+call: the same system prompt, messages, tool schemas, and a `tool_choice` that does not force
+a call), then one user message with the rules, the headings and the part to fold in (the
+older messages the last prompt did not show, as a transcript). Providers that cache prompt
+prefixes serve all but that message from the cache (a tenth of the price at Anthropic and
+OpenAI's current models, a fifth at DashScope): see README, "Cheap compaction calls". It is
+used only when the compactor's model is the agent's (`model_key`: class, model name,
+endpoint) and the request fits the compactor's input budget (the answer's room is the
+provider's output allowance beyond `max_input_tokens`, as for the agent's own calls);
+otherwise, or when the provider rejects it as too long, the plain form is used. One call, no
+chunks; the answer is cleaned and validated as in the plain form, retried once in the same
+form, then the extractive fallback. The words of both forms: `_compactor_prompts`; the kept
+prompt: `_prefix`.
 """
 
 from __future__ import annotations
@@ -26,11 +43,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ._compactor_prompts import SYSTEM, Ask, plain_prompt, prefix_instruction
 from ._config import CompactorConfig
 from ._entry import Msg
 from ._extractive import extractive_summary, render_msg, validate_summary
 from ._outcome import ReadSaved
-from ._runner import format_prompt, has_model, run_agent_once
+from ._overflow import is_context_overflow
+from ._prefix import Prefix, model_key
+from ._runner import call_prefixed, format_prefixed, format_prompt, has_model, run_agent_once
 from ._tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -43,79 +63,10 @@ logger = logging.getLogger("agentscope_ctx")
 
 _MIN_CHUNK_TOKENS = 128
 _CUT_NOTE = "\n[... cut to fit the compactor's input budget: {shown} of {total} characters shown]"
-_HEADINGS = (
-    "## Goal\n## Constraints\n## Progress\n### Done\n### In progress\n### Blocked\n"
-    "## Key Decisions\n## Next Steps\n## Critical Context"
-)
-_SYSTEM = {
-    "en": (
-        "You are the context compactor of an AI agent. You write the structured summary that "
-        "replaces the older part of the agent's conversation, so that the agent can continue "
-        "its work from the summary and the newest messages alone.\n\n"
-        "Rules:\n"
-        "- Answer with the summary only, in Markdown, with exactly these headings in this "
-        f"order:\n{_HEADINGS}\n"
-        "- Update the previous summary with the new messages: keep what still holds, change "
-        "what changed, drop what is obsolete. Never drop a constraint the user set.\n"
-        "- Copy verbatim: file paths, function and class names, commands, error messages, "
-        "identifiers, numbers and URLs.\n"
-        "- The user's latest corrections and preferences override earlier instructions; "
-        "record them under Constraints.\n"
-        "- Be concise: short bullet points, no preamble, no closing remarks; the summary must "
-        "be much shorter than the messages it replaces. Write '- (none)' for an empty section."
-    ),
-    "zh": (
-        "你是一个 AI 智能体的上下文压缩器。你要写一份结构化摘要，用来替换智能体对话中较早的部分，"
-        "使智能体仅凭这份摘要和最新的消息就能继续工作。\n\n"
-        "规则：\n"
-        f"- 只输出摘要本身，使用 Markdown，并严格按此顺序使用以下英文标题（标题保持英文原样，"
-        f"不要翻译）：\n{_HEADINGS}\n"
-        "- 正文用中文书写。用新消息更新之前的摘要：保留仍然成立的内容，修改已变化的内容，"
-        "删除过时的内容。不要丢弃用户设定的任何约束。\n"
-        "- 原样保留：文件路径、函数名和类名、命令、错误信息、标识符、数字和 URL。\n"
-        "- 用户最新的更正和偏好优先于之前的指示，把它们记在 Constraints 下。\n"
-        "- 简洁：使用简短的要点，不要开场白和结束语；摘要必须比它替换的消息短得多。"
-        "空的章节写 '- （无）'。"
-    ),
-}
-_TEXT = {
-    "en": {
-        "previous": "Previous summary:",
-        "none": "(none: this is the first summary)",
-        "messages": "Messages to fold into the summary (oldest first){part}:",
-        "part": ", part {n}; older parts are already in the previous summary",
-        "more": "More messages follow after these; they will be folded in later.",
-        "extra": "Additional instruction from the user for this summary:",
-        "retry": "Your previous answer was rejected: {error}. Answer again with the full summary.",
-        "go": "Write the updated summary now.",
-    },
-    "zh": {
-        "previous": "之前的摘要：",
-        "none": "（无：这是第一份摘要）",
-        "messages": "需要并入摘要的消息（从旧到新）{part}：",
-        "part": "，第 {n} 部分；更早的部分已包含在之前的摘要中",
-        "more": "这些消息之后还有更多消息，稍后会再并入。",
-        "extra": "用户对本次摘要的附加要求：",
-        "retry": "你上一次的回答被拒绝了：{error}。请重新输出完整的摘要。",
-        "go": "现在写出更新后的摘要。",
-    },
-}
 
 
 class _ModelFailure(Exception):
     """The model call raised or timed out."""
-
-
-@dataclass(frozen=True)
-class _Ask:
-    """One chunk's request: what the prompt holds, and the tokens the answer replaces."""
-
-    summary: str
-    transcript: str
-    extra: str | None
-    part: int | None
-    more: bool
-    replaced: int
 
 
 @dataclass(frozen=True)
@@ -193,6 +144,7 @@ class Compactor:
         messages: Sequence[Msg],
         *,
         extra_instruction: str | None = None,
+        prefix: Prefix | None = None,
     ) -> CompactionResult:
         """Write the summary that replaces `messages`. Never raises, except on cancellation.
 
@@ -201,6 +153,9 @@ class Compactor:
                 the guide the memory adds when presenting it.
             messages: The messages to replace, oldest first.
             extra_instruction: The user's instruction for a manual compaction.
+            prefix: The agent's last prompt and how `messages` relate to it: with
+                `compactor.request: prefix`, the request starts with that prompt (see the
+                module docstring).
 
         Returns:
             The summary and how it was obtained.
@@ -214,6 +169,12 @@ class Compactor:
                 if previous_summary.strip() and validate_summary(previous_summary) is None:
                     return CompactionResult(previous_summary, "extractive", reason, 0)
                 return await self._fallback(previous_summary, messages, reason, 0)
+            if prefix is not None and self.config.request != "plain":
+                result = await self._prefixed(
+                    previous_summary, list(messages), extra_instruction, prefix
+                )
+                if result is not None:
+                    return result
             return await self._with_model(previous_summary, list(messages), extra_instruction)
         except asyncio.CancelledError:
             raise
@@ -244,7 +205,7 @@ class Compactor:
             part = chunks if chunks > 1 or end < len(messages) else None
             replaced = await self._counter.count_msgs(messages[start:end])
             replaced += await self._counter.count_text(summary)
-            ask = _Ask(summary, "\n\n".join(texts), extra, part, end < len(messages), replaced)
+            ask = Ask(summary, "\n\n".join(texts), extra, part, end < len(messages), replaced)
             try:
                 answer, error = await self._attempt(ask)
                 if error is not None:
@@ -260,25 +221,33 @@ class Compactor:
             summary, start = answer, end
         return CompactionResult(summary, "model_retry" if retried else "model", retried, chunks)
 
-    async def _attempt(self, ask: _Ask, *, error: str | None = None) -> tuple[str, str | None]:
+    async def _attempt(self, ask: Ask, *, error: str | None = None) -> tuple[str, str | None]:
         """One model call; returns the cleaned answer and what is wrong with it, if anything.
 
         Raises:
             _ModelFailure: the call raised or timed out (not worth a retry).
         """
         assert self._model is not None
-        prompt = self._prompt(ask, error)
-        try:
-            answer = await asyncio.wait_for(
-                run_agent_once(
-                    self._model,
-                    self._formatter,
-                    name="compactor",
-                    sys_prompt=_SYSTEM[self.config.language],
-                    prompt=prompt,
-                ),
-                timeout=self.config.timeout_seconds,
+        if ask.prefix is not None:
+            last = ask.prefix.prompt
+            call = call_prefixed(
+                self._model,
+                self._formatter,
+                last.messages,
+                tools=last.tools,
+                tool_choice=last.tool_choice,
+                instruction=prefix_instruction(ask, error, self.config.language),
             )
+        else:
+            call = run_agent_once(
+                self._model,
+                self._formatter,
+                name="compactor",
+                sys_prompt=SYSTEM[self.config.language],
+                prompt=plain_prompt(ask, error, self.config.language),
+            )
+        try:
+            answer = await asyncio.wait_for(call, timeout=self.config.timeout_seconds)
         except asyncio.TimeoutError:
             raise _ModelFailure(
                 f"model timed out after {self.config.timeout_seconds:g} s"
@@ -297,26 +266,66 @@ class Compactor:
             return f"the summary has {tokens} tokens, more than the {limit} allowed"
         return None
 
-    def _prompt(self, ask: _Ask, error: str | None) -> str:
-        t = _TEXT[self.config.language]
-        part = t["part"].format(n=ask.part) if ask.part else ""
-        lines = [t["previous"], ask.summary.strip() or t["none"], ""]
-        lines += [t["messages"].format(part=part), "<messages>", ask.transcript, "</messages>"]
-        if ask.more:
-            lines.append(t["more"])
-        if ask.extra and ask.extra.strip():
-            lines += ["", t["extra"], ask.extra.strip()]
-        if error:
-            lines += ["", t["retry"].format(error=error)]
-        lines += ["", t["go"]]
-        return "\n".join(lines)
+    async def _prefixed(
+        self, summary: str, messages: list[Msg], extra: str | None, prefix: Prefix
+    ) -> CompactionResult | None:
+        """The compaction as one prefix request; `None` when that form does not apply (another
+        model, or the request would not fit the compactor's input budget, or the provider
+        said it is too long)."""
+        assert self._model is not None
+        if prefix.prompt.model != model_key(self._model):
+            logger.debug("Compactor: the agent's model is not the compactor's; plain request.")
+            return None
+        transcript = "\n\n".join(render_msg(msg) for msg in prefix.unseen)
+        replaced = await self._counter.count_msgs(messages) + await self._counter.count_text(
+            summary
+        )
+        ask = Ask(summary, transcript, extra, None, False, replaced, prefix)
+        last = prefix.prompt
+        request = await format_prefixed(
+            self._model,
+            self._formatter,
+            last.messages,
+            prefix_instruction(ask, "x" * 200, self.config.language),
+        )
+        tokens = await self._counter.count(request, tools=last.tools)
+        if tokens + 32 + self.budget // 100 > self.budget:
+            logger.info(
+                "Compactor: the prefix request (%d tokens) would not fit the input budget (%d); "
+                "plain request.",
+                tokens,
+                self.budget,
+            )
+            return None
+        del request
+        try:
+            answer, error = await self._attempt(ask)
+            retried = None
+            if error is not None:
+                retried = f"first answer rejected: {error}"
+                logger.info("Compactor %s; retrying once.", retried)
+                answer, error = await self._attempt(ask, error=error)
+                error = error and f"answer rejected twice: {error}"
+        except _ModelFailure as exc:
+            if exc.__cause__ is not None and is_context_overflow(exc.__cause__):
+                logger.info(
+                    "Compactor: the provider rejected the prefix request as too long; "
+                    "plain request."
+                )
+                return None  # the plain request is smaller: it may fit
+            error = str(exc)
+        if error is not None:
+            return await self._fallback(summary, messages, f"prefix request: {error}", 1)
+        return CompactionResult(answer, "model_retry" if retried else "model", retried, 1)
 
     async def _prompt_tokens(self, summary: str, extra: str | None) -> int:
         """Tokens of the formatted prompt without the transcript (a retry note included)."""
         assert self._model is not None
-        prompt = self._prompt(_Ask(summary, "", extra, 999, True, 0), "x" * 200)
+        prompt = plain_prompt(
+            Ask(summary, "", extra, 999, True, 0), "x" * 200, self.config.language
+        )
         formatted = await format_prompt(
-            self._model, self._formatter, sys_prompt=_SYSTEM[self.config.language], prompt=prompt
+            self._model, self._formatter, sys_prompt=SYSTEM[self.config.language], prompt=prompt
         )
         return await self._counter.count(formatted)
 

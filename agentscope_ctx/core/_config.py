@@ -111,6 +111,16 @@ class CompactorConfig(_Section):
     Larger histories are summarised in chunks, oldest first. The summary itself is at most a
     quarter of the smaller of this and the main `max_input_tokens`."""
 
+    request: Literal["auto", "prefix", "plain"] = "auto"
+    """How the compaction request is built. ``prefix``: the agent's last prompt exactly as
+    it was sent (system prompt, messages, tool schemas), then one user message asking for the
+    summary, so that a provider's prompt cache serves most of it; used when the compactor's
+    model is the agent's and the request fits the compactor's input budget, else ``plain``.
+    ``plain``: the compactor's own system prompt and a transcript of the older messages.
+    ``auto``: ``prefix`` once the provider has reported cache reads for the agent's prompts
+    in this session, else ``plain`` (a provider that caches nothing would bill the whole
+    prefix request at full price). See README, "Cheap compaction calls"."""
+
     carry_max_chars: int = Field(default=4_000, ge=400)
     """Cap, in characters, on what every summary carries by code whoever wrote it (DESIGN.md
     §13): the user's own words, verbatim and newest first, and the artifact trail (files

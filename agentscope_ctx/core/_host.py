@@ -52,6 +52,30 @@ class Runner(Protocol):
         """A system prompt and a user message as `model`'s formatter sends them."""
         ...
 
+    async def format_prefixed(
+        self,
+        model: ChatModelBase,
+        formatter: FormatterBase | None,
+        messages: Sequence[Any],
+        instruction: str,
+    ) -> list[dict[str, Any]]:
+        """An agent's prompt as sent and one user message after it, as the provider gets them."""
+        ...
+
+    async def call_prefixed(
+        self,
+        model: ChatModelBase,
+        formatter: FormatterBase | None,
+        messages: Sequence[Any],
+        *,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: Any,
+        instruction: str,
+    ) -> str:
+        """Call `model` on an agent's prompt as sent and one user message; the answer's text
+        (`_runner.call_prefixed`; `tool_choice` already freed)."""
+        ...
+
 
 def _unchanged(func: Callable[..., str]) -> Callable[..., Any]:
     return func

@@ -124,6 +124,8 @@ class ContextPipeline:
             self._notify,
             pin_max_share=config.pin_max_share,
         )
+        self.cache = CacheStats()
+        """The provider's prompt-cache reads over the session (where it reports them)."""
         self.compaction = Compaction(
             config,
             self.accountant,
@@ -134,9 +136,8 @@ class ContextPipeline:
             on_compacted=on_compacted,
             read_saved=store.read_saved,
             internal=store.owns,
+            cache=self.cache,
         )
-        self.cache = CacheStats()
-        """The provider's prompt-cache reads over the session (where it reports them)."""
         self.last_estimate = 0
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()

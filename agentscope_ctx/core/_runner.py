@@ -21,6 +21,13 @@ line's adapter lends them to the core (`_host`: the core imports no AgentScope):
   block; see `agentscope_ctx.agentscope2._tools.function_tool`).
 - The model's formatter: a 1.x model needs one passed along (`formatter`); a 2.x model owns
   its own (`model.formatter`), and the `formatter` argument is ignored there (`None` is fine).
+- `call_prefixed` is the one call made without an agent: the Compactor's prefix request
+  (`compactor.request: prefix`), which must start with the agent's last prompt byte for byte
+  (so that a provider's prompt cache serves it), and an agent would format it anew. It sends
+  the agent's last prompt as the agent sent it (1.x: the formatted messages; 2.x: the same
+  messages, which the model's formatter turns into the same bytes), the same tools, and a
+  `tool_choice` that does not force a call (`free_choice`), then one user message; it returns
+  the text.
 """
 
 from __future__ import annotations
@@ -37,7 +44,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentTool",
+    "call_prefixed",
+    "format_prefixed",
     "format_prompt",
+    "free_choice",
     "has_model",
     "run_agent",
     "run_agent_once",
@@ -139,6 +149,58 @@ async def format_prompt(
     """A system prompt and a user message as `model`'s formatter sends them (for counting)."""
     runner = host().runner()
     return await runner.format_prompt(model, formatter, sys_prompt=sys_prompt, prompt=prompt)
+
+
+def free_choice(tool_choice: Any) -> Any:
+    """`tool_choice` unless it forces a call (``"required"``, ``"any"``, a tool's name: then
+    `None`, the provider's default, which lets the model answer in text)."""
+    mode = getattr(tool_choice, "mode", tool_choice)  # 2.x: a `ToolChoice`
+    if mode is None or mode in ("auto", "none"):
+        return tool_choice
+    return None
+
+
+async def format_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Any],
+    instruction: str,
+) -> list[dict[str, Any]]:
+    """The prefix request as the provider receives it (for counting): `messages` (1.x: the
+    formatted messages; 2.x: the messages) with the user message `instruction` after them."""
+    return await host().runner().format_prefixed(model, formatter, messages, instruction)
+
+
+async def call_prefixed(
+    model: ChatModelBase,
+    formatter: FormatterBase | None,
+    messages: Sequence[Any],
+    *,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: Any,
+    instruction: str,
+) -> str:
+    """Call `model` on `messages` (the agent's last prompt, as it was sent) with the user
+    message `instruction` after them, the same `tools`, and `tool_choice` unless it forces a
+    call (`free_choice`); return the answer's text (empty when it holds none, e.g. only a tool
+    call).
+
+    Raises:
+        TimeoutError: the call was interrupted (2.x answers a cancelled call so).
+        Exception: whatever the model raised.
+    """
+    return (
+        await host()
+        .runner()
+        .call_prefixed(
+            model,
+            formatter,
+            messages,
+            tools=tools,
+            tool_choice=free_choice(tool_choice),
+            instruction=instruction,
+        )
+    )
 
 
 if TYPE_CHECKING:  # each line's type check sees its own (mypy --always-true/false IS_1X)

@@ -11,40 +11,17 @@ never loops.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
 
 from ..core._calibration import PromptUsage, prompt_usage
+from ..core._overflow import is_context_overflow
 
 __all__ = ["GuardedModel", "is_context_overflow"]
 
 logger = logging.getLogger("agentscope_ctx")
-
-# How each provider says "the prompt is too long", in one place:
-#  OpenAI-compatible (OpenAI, vLLM, llama.cpp server): code context_length_exceeded,
-#    "This model's maximum context length is 8192 tokens ...", "... exceeds the context window"
-#  Anthropic: "prompt is too long: 210000 tokens > 200000 maximum",
-#    "input length and `max_tokens` exceed context limit"
-#  DashScope: InvalidParameter "Range of input length should be [1, 30720]",
-#    "Input tokens exceed max input length"
-#  Ollama: "input length exceeds the context length", "context length exceeded"
-_OVERFLOW = re.compile(
-    r"context_length_exceeded|maximum context length|context (?:window|limit)|"
-    r"context length|prompt is too long|range of input length|"
-    r"input tokens? exceeds?|exceeds? (?:the )?max(?:imum)? input length|"
-    r"too many (?:input )?tokens",
-    re.IGNORECASE,
-)
-
-
-def is_context_overflow(exc: BaseException) -> bool:
-    """Whether `exc` is a provider's "prompt too long" error (any of the four providers)."""
-    parts = [str(exc), repr(getattr(exc, "body", "") or ""), str(getattr(exc, "code", "") or "")]
-    return any(_OVERFLOW.search(part) for part in parts)
-
 
 Recover = Callable[[Exception], Awaitable[list[dict[str, Any]] | None]]
 
@@ -65,11 +42,15 @@ class GuardedModel(ChatModelBase):
         *,
         on_usage: Callable[[PromptUsage], object],
         recover: Recover,
+        on_prompt: Callable[[list[dict[str, Any]] | None, dict[str, Any]], object] | None = None,
     ) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
         self.inner = inner
         self.on_usage = on_usage
         self.recover = recover
+        self.on_prompt = on_prompt
+        """Told each prompt the provider accepted, with the call's keyword arguments (`None`
+        for a prompt it rejected: the retry's prompt is not the agent's memory)."""
 
     def __getattr__(self, name: str) -> Any:  # other attributes of the wrapped model
         inner = self.__dict__.get("inner")
@@ -84,9 +65,11 @@ class GuardedModel(ChatModelBase):
         try:
             response = await self.inner(messages, *args, **kwargs)
         except Exception as exc:
+            self._prompt(None, kwargs)
             if not is_context_overflow(exc):
                 raise
             return await self._retry(exc, args, kwargs)
+        self._prompt(messages, kwargs)
         if isinstance(response, ChatResponse):
             self._observe(response)
             return response
@@ -143,6 +126,14 @@ class GuardedModel(ChatModelBase):
             return
         if last is not None:
             self._observe(last)
+
+    def _prompt(self, messages: list[dict[str, Any]] | None, kwargs: dict[str, Any]) -> None:
+        if self.on_prompt is None:
+            return
+        try:
+            self.on_prompt(messages, kwargs)
+        except Exception:  # keeping the prompt is a nicety: never fail the call
+            logger.exception("agentscope_ctx: could not keep the prompt")
 
     def _observe(self, response: ChatResponse) -> None:
         usage = prompt_usage(getattr(response, "usage", None))

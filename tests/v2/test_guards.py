@@ -1,7 +1,9 @@
 """What the agent still knows after compaction, on a real 2.x `Agent` (DESIGN.md §13): with a
-lazy compactor model (the five headings and generic lines) and with the extractive fallback,
-after several compactions the next prompt still holds the user's constraints and first task,
-every file the agent touched, and the newest error; a failed run is never reported ok."""
+lazy compactor model (the five headings and generic lines, answering the plain or the prefix
+request) and with the extractive fallback, after 1, 3 and 10 compactions at budgets from
+3,000 to 128,000 tokens the next prompt still holds the user's constraints and first task,
+every file the agent touched, and the newest error; a failed run is never reported ok; no
+compaction makes the prompt bigger."""
 
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ def _toolkit(root: Path) -> Toolkit:
         Args:
             command (str): the command line.
         """
-        if command.startswith("pytest"):
-            return FAILING
+        if command.startswith("pytest"):  # each run's error names its turn
+            return FAILING.replace("bad input", f"bad input #{command.split('# ')[-1]}")
         return "".join(f"{command}: line {i} ok\n" for i in range(300))
 
     def edit_file(file_path: str, old: str, new: str) -> str:
@@ -72,11 +74,19 @@ def _steps(turn: int) -> list[Any]:
     ]
 
 
+def _words(turn: int) -> str:
+    """The user's turn: the first with its constraints, the second with one more."""
+    if turn == 0:
+        return FIRST
+    return f"Now continue with module {turn}." + (" Never push to main." if turn == 1 else "")
+
+
 async def _session(
     tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
 ) -> tuple[str, str, list[str]]:
-    """`compactions` turns, each followed by a manual compaction; returns the last prompt the
-    agent's model received, the summary, and the files touched."""
+    """`compactions` turns, each followed by a manual compaction (each made, none making the
+    prompt bigger); returns the last prompt the agent's model received, the summary, and the
+    files touched. `lazy-prefix`: the lazy model answers the prefix request."""
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
     for turn in range(compactions):
@@ -90,7 +100,10 @@ async def _session(
             "read_roots": [str(root), str(tmp_path / "ctx")],
             "tool_result": {"recent_n": 1, "recent_max_bytes": 2_000, "old_max_bytes": 1_100},
             "summarizer": {"enabled": False},
-            "compactor": {"enabled": writer == "lazy"},
+            "compactor": {
+                "enabled": writer != "extractive",
+                "request": "prefix" if writer == "lazy-prefix" else "plain",
+            },
         }
     )
     helper = FakeChatModel(default=LAZY)
@@ -107,30 +120,46 @@ async def _session(
     for turn in range(compactions):
         model.enqueue(*_steps(turn))
         touched += [f"src/mod{turn}.py", f"notes/n{turn}.md"]
-        words = FIRST if turn == 0 else f"Now continue with module {turn}."
-        async for _ in agent.reply_stream(UserMsg(name="user", content=words)):
+        async for _ in agent.reply_stream(UserMsg(name="user", content=_words(turn))):
             pass
-        await manager.compact(agent)
+        report = await manager.compact(agent)
+        assert report.compacted, report.note
+        assert report.tokens_after <= report.tokens_before  # no compaction makes it bigger
     model.enqueue("Looked.")
     async for _ in agent.reply_stream(UserMsg(name="user", content="Where are we?")):
         pass
     await manager.close()
+    if writer == "lazy-prefix":  # the lazy model got the prefix request
+        asked = [json.dumps(c["formatted"], ensure_ascii=False) for c in helper.calls]
+        assert any("[agentscope_ctx: context compaction." in a for a in asked)
     prompt = json.dumps(model.calls[-1]["formatted"], ensure_ascii=False)
     return prompt, str(agent.state.summary), touched
 
 
-@pytest.mark.parametrize("writer", ["lazy", "extractive"])
-@pytest.mark.parametrize(("budget", "compactions"), [(3_000, 3), (8_000, 10), (128_000, 1)])
+_FAST = {(3_000, 3), (3_000, 10), (8_000, 10), (128_000, 1), (128_000, 10)}
+GRID = [
+    pytest.param(budget, n, marks=() if (budget, n) in _FAST else pytest.mark.slow)
+    for budget in (3_000, 8_000, 128_000)
+    for n in (1, 3, 10)
+]
+"""Budgets from 3,000 to 128,000 tokens x 1, 3 and 10 compactions (issue 22, "Done when");
+the corners and the old points in the default suite, the rest with `-m slow`."""
+
+
+@pytest.mark.parametrize("writer", ["lazy", "lazy-prefix", "extractive"])
+@pytest.mark.parametrize(("budget", "compactions"), GRID)
 async def test_constraints_files_and_errors_survive_compactions(
     tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
 ) -> None:
     prompt, summary, touched = await _session(tmp_path, monkeypatch, writer, budget, compactions)
     for needle in ("Do not modify setup.cfg, do not touch vendor/.", "Fix the failing test"):
         assert needle in prompt, needle
+    if compactions > 1:
+        assert "Never push to main." in prompt
     assert "Where are we?" in prompt  # the newest instruction, verbatim
     for path in touched:
         assert path in prompt, path
-    assert "ValueError: bad input" in prompt
+    assert f"ValueError: bad input #{compactions - 1}" in prompt  # the newest error
     assert "→ ok" not in "".join(line for line in summary.splitlines() if "pytest" in line)
 
 
