@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.message import HintBlock, Msg, TextBlock
 
-from ..core._compaction import HINT_MARK
 from ..core._memory import ContextMemory
+from ..core._turns import HINT_MARK
 from ._entries import Entry, Origin, to_blocks, to_entries
 
 if TYPE_CHECKING:

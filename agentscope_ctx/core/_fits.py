@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 from ._accountant import Accountant
-from ._compaction import current_turn, turn_ids
 from ._errors import PromptTooLargeError
+from ._turns import current_turn, turn_ids
 
 __all__ = ["ensure_fits", "floor_fits"]
 

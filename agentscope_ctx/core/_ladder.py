@@ -1,7 +1,7 @@
 """`Ladder`: the rungs of the pressure ladder that need no model call (DESIGN.md §8).
 
 A new tool message is cut to its recent limits at once (and a fresh output to its share of
-the budget). Then, by `CutPlan`:
+the budget). Then, by `CutPlan` (`_cut_plan`):
 
 As a tool message ages, harder cuts become due: the second truncation once it is beyond the
 newest `recent_n` tool-result messages (level `OLD`), masking (the notice alone) once it is
@@ -16,118 +16,23 @@ the prompt within the budget, `Ladder.fit` cuts whatever it must (rung d).
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from copy import copy
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ._accountant import Accountant
-from ._compaction import current_turn
 from ._config import ToolResultConfig
-from ._cuts import _MASK_BYTES, Calls, Cut, Cutter
+from ._cut_plan import MASKED, OLD, CutPlan
+from ._cuts import _MASK_BYTES, Cut, Cutter
 from ._entry import Msg
 from ._offload import clean_text
 from ._pins import protected
-from ._tokens import TokenCounter
 from ._truncation import utf8_len
+from ._turns import current_turn
 
 __all__ = ["MASKED", "OLD", "CutPlan", "Ladder", "Relief"]
 
-OLD = 1
-"""Level of the second truncation (`old_max_bytes`)."""
-MASKED = 2
-"""Level of masking: the notice alone."""
-
 _NOTICE_TOKENS = 120
 """About what a notice adds to an excerpt, in tokens (the path and the read_file hint)."""
-
-StoreCut = Callable[[Msg, Cut], Awaitable[None]]
-
-
-@dataclass
-class _Plan:
-    level: int
-    source: int
-    """`id()` of the content the plan was computed from: a plan of content changed since
-    is stale."""
-    cut: Cut
-    freed: int
-
-
-class CutPlan:
-    """Due cuts of old tool messages, by message id, and their batched application."""
-
-    def __init__(self, cutter: Cutter, counter: TokenCounter, store_cut: StoreCut) -> None:
-        self.cutter = cutter
-        self.counter = counter
-        self.store_cut = store_cut
-        self.due: dict[str, int] = {}
-        """Level due, by message id, of cuts not applied yet."""
-        self.applied: dict[str, int] = {}
-        self._plans: dict[str, _Plan] = {}
-
-    def mark(self, msg_id: str, level: int) -> None:
-        """A cut of `level` is due for `msg_id` (no-op when it, or a harder one, is applied)."""
-        if self.applied.get(msg_id, 0) < level and self.due.get(msg_id, 0) < level:
-            self.due[msg_id] = level
-
-    def settled(self, msg_id: str, level: int) -> None:
-        """A cut of `level` was made outside the plan (by the fit): nothing lighter is due."""
-        if self.applied.get(msg_id, 0) < level:
-            self.applied[msg_id] = level
-        if self.due.get(msg_id, 0) <= level:
-            self.due.pop(msg_id, None)
-            self._plans.pop(msg_id, None)
-
-    def retain(self, live: Iterable[str]) -> None:
-        """Forget messages that left the memory."""
-        keep = set(live)
-        for table in (self.due, self.applied, self._plans):
-            for msg_id in [k for k in table if k not in keep]:
-                del table[msg_id]
-
-    async def freed(
-        self, msgs: Mapping[str, Msg], counts: Mapping[str, int], calls: Calls, level: int = 0
-    ) -> int:
-        """Tokens the due cuts of `level` (0: of any level) would free, planning them."""
-        total = 0
-        for msg_id, due in list(self.due.items()):
-            if level in (0, due):
-                total += (await self._plan(msgs[msg_id], due, counts[msg_id], calls)).freed
-        return total
-
-    async def apply(
-        self, msgs: Mapping[str, Msg], counts: Mapping[str, int], calls: Calls, level: int = 0
-    ) -> int:
-        """Apply the due cuts of `level` (0: of any level), in the order they became due;
-        returns how many messages changed."""
-        changed = 0
-        for msg_id, due in list(self.due.items()):
-            if level not in (0, due):
-                continue
-            plan = await self._plan(msgs[msg_id], due, counts[msg_id], calls)
-            if plan.cut.changed:
-                await self.store_cut(msgs[msg_id], plan.cut)
-                changed += 1
-            del self.due[msg_id]
-            self._plans.pop(msg_id, None)
-            self.applied[msg_id] = due
-        return changed
-
-    async def _plan(self, msg: Msg, level: int, count: int, calls: Calls) -> _Plan:
-        plan = self._plans.get(msg.id)
-        if plan is not None and plan.level == level and plan.source == id(msg.content):
-            return plan
-        cut = await self.cutter.cut(msg, calls, old=True, mask=level >= MASKED)
-        freed = 0
-        if cut.changed:
-            after = copy(msg)
-            after.id = f"{msg.id}#planned"  # not to displace the message's own cached count
-            shown = cut.view if cut.view is not None else cut.content
-            after.content = shown if shown is not None else msg.content
-            freed = max(count - await self.counter.count_msg(after), 0)
-        plan = _Plan(level, id(msg.content), cut, freed)
-        self._plans[msg.id] = plan
-        return plan
 
 
 @dataclass

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ._accountant import Accountant, PromptParts
 from ._calibration import CacheStats, Calibration, PromptUsage
-from ._compaction import Compaction, CompactorLike, split_point, waiting
+from ._compaction import Compaction, CompactorLike
 from ._config import ContextConfig
 from ._cuts import Cutter, Describe
 from ._entry import Msg
@@ -40,6 +40,7 @@ from ._fits import ensure_fits, floor_fits
 from ._ladder import Ladder
 from ._memory import ContextMemory
 from ._tokens import TokenCounter
+from ._turns import split_point, waiting
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
     from ..stores._dialog import DialogStore
