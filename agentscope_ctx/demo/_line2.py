@@ -33,15 +33,12 @@ from ..agentscope2._manager import ContextManager
 from ..agentscope2._middleware import NOTICE_EVENT
 from ..agentscope2._tools import function_tool
 from ..core._config import ContextConfig
-from ..models._guard import is_context_overflow
+from ._recording import Recorder
 from ._runner import DemoSetup, Notices, agent_name
 from ._scripted import (
     Move,
     PromptStats,
     Script,
-    describe,
-    describe_rejection,
-    rejection_reason,
 )
 from ._summary import answer_compactor
 
@@ -147,7 +144,7 @@ def provider_prompt(model: ChatModelBase, usage: ChatUsage | None) -> tuple[int,
     return None if reported is None else (reported.tokens, reported.cached or 0)
 
 
-class RecordingChatModel(ChatModelBase):
+class RecordingChatModel(Recorder, ChatModelBase):
     """Wraps a real 2.x chat model (its formatter, credential and context window): counts
     each prompt, notes continuation reads, the provider's reported prompt tokens and the
     prompts it rejects (the 2.x twin of `demo._recording.RecordingModel`)."""
@@ -182,10 +179,7 @@ class RecordingChatModel(ChatModelBase):
         **kwargs: Any,
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         tokens, _ = await self.stats.observe(await self.formatter.format(messages), tools)
-        step = len(self.stats.prompt_tokens)
-        if self._overflowed:
-            self.stats.retries.append(step)
-            self._overflowed = False
+        step = self._start()
         self.inner.stream = self.stream
         try:
             response = await self.inner(messages, tools=tools, tool_choice=tool_choice, **kwargs)
@@ -196,27 +190,6 @@ class RecordingChatModel(ChatModelBase):
             self._note(response, step, tokens)
             return response
         return self._relay(response, step, tokens)
-
-    async def _relay(
-        self, chunks: AsyncGenerator[ChatResponse, None], step: int, tokens: int
-    ) -> AsyncGenerator[ChatResponse, None]:
-        last: ChatResponse | None = None
-        try:
-            async for chunk in chunks:
-                last = chunk
-                yield chunk
-        except Exception as exc:  # a streaming provider may refuse on the first chunk
-            self._reject(exc, step, tokens)
-            raise
-        if last is not None:  # the inner model ends with the whole (accumulated) answer
-            self._note(last, step, tokens)
-
-    def _reject(self, exc: Exception, step: int, tokens: int) -> None:
-        reason = rejection_reason(exc)
-        self.stats.rejected[step] = reason
-        self._overflowed = is_context_overflow(exc)
-        if self.on_step is not None:
-            self.on_step(describe_rejection(step, tokens, reason))
 
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
         reported = provider_prompt(self.inner, response.usage)
@@ -236,13 +209,7 @@ class RecordingChatModel(ChatModelBase):
                 moves.append(move)
             elif isinstance(block, TextBlock):
                 texts.append(block.text)
-        if not moves:
-            moves.append(Move(text="".join(texts)))
-        if self.on_step is not None:
-            provider = None if reported is None else reported[0]
-            retry = step in self.stats.retries
-            for move in moves:
-                self.on_step(describe(step, tokens, move, provider=provider, retry=retry))
+        self._describe(moves, texts, step, tokens, None if reported is None else reported[0])
 
 
 class _Session:

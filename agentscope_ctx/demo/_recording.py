@@ -14,10 +14,62 @@ from ..core._calibration import prompt_usage
 from ..models._guard import is_context_overflow
 from ._scripted import Move, PromptStats, describe, describe_rejection, rejection_reason
 
-__all__ = ["RecordingModel"]
+__all__ = ["Recorder", "RecordingModel"]
 
 
-class RecordingModel(ChatModelBase):
+class Recorder:
+    """What both lines' recording models do around the inner model's call: number the step,
+    mark a retry after an overflow, relay a stream, note a rejection, describe the moves."""
+
+    stats: PromptStats
+    on_step: Callable[[str], None] | None
+    _overflowed: bool
+
+    def _start(self) -> int:
+        """The step of the prompt just observed (a retry after an overflow is marked)."""
+        step = len(self.stats.prompt_tokens)
+        if self._overflowed:
+            self.stats.retries.append(step)
+            self._overflowed = False
+        return step
+
+    async def _relay(
+        self, chunks: AsyncGenerator[ChatResponse, None], step: int, tokens: int
+    ) -> AsyncGenerator[ChatResponse, None]:
+        last: ChatResponse | None = None
+        try:
+            async for chunk in chunks:
+                last = chunk
+                yield chunk
+        except Exception as exc:  # a streaming provider may refuse on the first chunk
+            self._reject(exc, step, tokens)
+            raise
+        if last is not None:  # the chunks accumulate: the last one is the whole answer
+            self._note(last, step, tokens)
+
+    def _reject(self, exc: Exception, step: int, tokens: int) -> None:
+        reason = rejection_reason(exc)
+        self.stats.rejected[step] = reason
+        self._overflowed = is_context_overflow(exc)
+        if self.on_step is not None:
+            self.on_step(describe_rejection(step, tokens, reason))
+
+    def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
+        raise NotImplementedError
+
+    def _describe(
+        self, moves: list[Move], texts: list[str], step: int, tokens: int, provider: int | None
+    ) -> None:
+        """Describe the answer's moves (its text when it called no tool)."""
+        if not moves:
+            moves.append(Move(text="".join(texts)))
+        if self.on_step is not None:
+            retry = step in self.stats.retries
+            for move in moves:
+                self.on_step(describe(step, tokens, move, provider=provider, retry=retry))
+
+
+class RecordingModel(Recorder, ChatModelBase):
     """Wraps a real chat model: counts each prompt, notes continuation reads, the provider's
     reported prompt tokens and the prompts it rejects.
 
@@ -50,10 +102,7 @@ class RecordingModel(ChatModelBase):
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream
         tokens, _ = await self.stats.observe(messages, tools)
-        step = len(self.stats.prompt_tokens)
-        if self._overflowed:
-            self.stats.retries.append(step)
-            self._overflowed = False
+        step = self._start()
         try:
             response = await self.inner(
                 messages,
@@ -69,27 +118,6 @@ class RecordingModel(ChatModelBase):
             self._note(response, step, tokens)
             return response
         return self._relay(response, step, tokens)
-
-    async def _relay(
-        self, chunks: AsyncGenerator[ChatResponse, None], step: int, tokens: int
-    ) -> AsyncGenerator[ChatResponse, None]:
-        last: ChatResponse | None = None
-        try:
-            async for chunk in chunks:
-                last = chunk
-                yield chunk
-        except Exception as exc:  # a streaming provider may refuse on the first chunk
-            self._reject(exc, step, tokens)
-            raise
-        if last is not None:  # AgentScope's chunks accumulate: the last one is whole
-            self._note(last, step, tokens)
-
-    def _reject(self, exc: Exception, step: int, tokens: int) -> None:
-        reason = rejection_reason(exc)
-        self.stats.rejected[step] = reason
-        self._overflowed = is_context_overflow(exc)
-        if self.on_step is not None:
-            self.on_step(describe_rejection(step, tokens, reason))
 
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
         usage = prompt_usage(getattr(response, "usage", None))
@@ -109,9 +137,4 @@ class RecordingModel(ChatModelBase):
                 moves.append(move)
             elif block.get("type") == "text":
                 texts.append(str(block.get("text", "")))
-        if not moves:
-            moves.append(Move(text="".join(texts)))
-        if self.on_step is not None:
-            retry = step in self.stats.retries
-            for move in moves:
-                self.on_step(describe(step, tokens, move, provider=provider, retry=retry))
+        self._describe(moves, texts, step, tokens, provider)
