@@ -54,24 +54,32 @@ _CONTEXT_SIZE = 128_000
 """The scripted model's context window: a common provider's (the demo's budget is ours)."""
 
 
-class ScriptedChatModel(ChatModelBase):
-    """Plays a `Script` as a 2.x chat model: each call formats the prompt with the real
-    `OpenAIChatFormatter`, lets the script count it and choose a move, and answers with a
-    text or one tool call, with the usage a provider would report."""
+class _Offline(ChatModelBase):
+    """A 2.x chat model answered here (no provider): no credential, no parameters, no
+    streaming, the real `OpenAIChatFormatter`."""
 
     class Parameters(BaseModel):
-        """The scripted model takes no parameters."""
+        """An offline model takes no parameters."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, model: str) -> None:
         super().__init__(
             credential=CredentialBase(),
-            model="scripted-offline",
-            parameters=ScriptedChatModel.Parameters(),
+            model=model,
+            parameters=_Offline.Parameters(),
             stream=False,
             max_retries=0,
             context_size=_CONTEXT_SIZE,
         )
         self.formatter = OpenAIChatFormatter()
+
+
+class ScriptedChatModel(_Offline):
+    """Plays a `Script` as a 2.x chat model: each call formats the prompt with the real
+    `OpenAIChatFormatter`, lets the script count it and choose a move, and answers with a
+    text or one tool call, with the usage a provider would report."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__("scripted-offline")
         self.script = script
 
     async def _call_api(
@@ -98,24 +106,13 @@ class ScriptedChatModel(ChatModelBase):
         return ChatResponse(content=content, is_last=True, usage=usage)  # type: ignore[arg-type]
 
 
-class ScriptedCompactorChatModel(ChatModelBase):
+class ScriptedCompactorChatModel(_Offline):
     """The compactor's model offline: answers the Compactor's prompt (formatted by the real
     `OpenAIChatFormatter`) with the summary `demo._summary.write_summary` writes from it,
     counted in `stats.compactor_calls`."""
 
-    class Parameters(BaseModel):
-        """The scripted compactor model takes no parameters."""
-
     def __init__(self, stats: PromptStats, on_step: Callable[[str], None] | None) -> None:
-        super().__init__(
-            credential=CredentialBase(),
-            model="scripted-compactor",
-            parameters=ScriptedCompactorChatModel.Parameters(),
-            stream=False,
-            max_retries=0,
-            context_size=_CONTEXT_SIZE,
-        )
-        self.formatter = OpenAIChatFormatter()
+        super().__init__("scripted-compactor")
         self.stats = stats
         self.on_step = on_step
 
