@@ -16,9 +16,21 @@ from agentscope.agent import Agent
 from agentscope.message import ToolResultBlock, UserMsg
 from agentscope.tool import FunctionTool, Toolkit
 
-from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx import ContextManager
 from agentscope_ctx.core._ladder import MASKED
-from tests.guard_session import FAILING, FIRST, LAZY
+from tests.guard_session import (
+    GRID,
+    LAZY,
+    check_prompt,
+    edit,
+    pin_config,
+    repo,
+    shell,
+    steps,
+    words,
+    write,
+    writer_config,
+)
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 
 
@@ -29,9 +41,7 @@ def _toolkit(root: Path) -> Toolkit:
         Args:
             command (str): the command line.
         """
-        if command.startswith("pytest"):  # each run's error names its turn
-            return FAILING.replace("bad input", f"bad input #{command.split('# ')[-1]}")
-        return "".join(f"{command}: line {i} ok\n" for i in range(300))
+        return shell(command)
 
     def edit_file(file_path: str, old: str, new: str) -> str:
         """Replace text in a file.
@@ -41,9 +51,7 @@ def _toolkit(root: Path) -> Toolkit:
             old (str): the text to replace.
             new (str): its replacement.
         """
-        path = root / file_path
-        path.write_text(path.read_text().replace(old, new))
-        return f"edited {file_path}"
+        return edit(root, file_path, old, new)
 
     def write_file(file_path: str, content: str) -> str:
         """Write a file.
@@ -52,9 +60,7 @@ def _toolkit(root: Path) -> Toolkit:
             file_path (str): the file.
             content (str): its text.
         """
-        (root / file_path).parent.mkdir(parents=True, exist_ok=True)
-        (root / file_path).write_text(content)
-        return f"wrote {file_path}"
+        return write(root, file_path, content)
 
     return Toolkit(
         tools=[
@@ -64,48 +70,14 @@ def _toolkit(root: Path) -> Toolkit:
     )
 
 
-def _steps(turn: int) -> list[Any]:
-    return [
-        tool_call("run_shell", f"t{turn}a", command=f"pytest -x tests/test_app.py  # {turn}"),
-        tool_call("edit_file", f"t{turn}b", file_path=f"src/mod{turn}.py", old="x", new="y"),
-        tool_call("write_file", f"t{turn}c", file_path=f"notes/n{turn}.md", content="n" * 50),
-        tool_call("run_shell", f"t{turn}d", command=f"cat big{turn}.log"),
-        f"Turn {turn} done.",
-    ]
-
-
-def _words(turn: int) -> str:
-    """The user's turn: the first with its constraints, the second with one more."""
-    if turn == 0:
-        return FIRST
-    return f"Now continue with module {turn}." + (" Never push to main." if turn == 1 else "")
-
-
 async def _session(
     tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
 ) -> tuple[str, str, list[str]]:
     """`compactions` turns, each followed by a manual compaction (each made, none making the
     prompt bigger); returns the last prompt the agent's model received, the summary, and the
     files touched. `lazy-prefix`: the lazy model answers the prefix request."""
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    for turn in range(compactions):
-        (root / "src" / f"mod{turn}.py").write_text("x = 1\n")
-    monkeypatch.chdir(root)
-    config = ContextConfig.model_validate(
-        {
-            "working_dir": str(tmp_path / "ctx"),
-            "max_input_tokens": budget,
-            "keep_recent_ratio": 0.01,
-            "read_roots": [str(root), str(tmp_path / "ctx")],
-            "tool_result": {"recent_n": 1, "recent_max_bytes": 2_000, "old_max_bytes": 1_100},
-            "summarizer": {"enabled": False},
-            "compactor": {
-                "enabled": writer != "extractive",
-                "request": "prefix" if writer == "lazy-prefix" else "plain",
-            },
-        }
-    )
+    root = repo(tmp_path, monkeypatch, compactions)
+    config = writer_config(tmp_path, root, budget, writer)
     helper = FakeChatModel(default=LAZY)
     model = FakeChatModel(default="ok")
     manager = ContextManager(config, model=helper)
@@ -118,9 +90,9 @@ async def _session(
     )
     touched: list[str] = []
     for turn in range(compactions):
-        model.enqueue(*_steps(turn))
+        model.enqueue(*steps(tool_call, turn))
         touched += [f"src/mod{turn}.py", f"notes/n{turn}.md"]
-        async for _ in agent.reply_stream(UserMsg(name="user", content=_words(turn))):
+        async for _ in agent.reply_stream(UserMsg(name="user", content=words(turn))):
             pass
         report = await manager.compact(agent)
         assert report.compacted, report.note
@@ -136,31 +108,13 @@ async def _session(
     return prompt, str(agent.state.summary), touched
 
 
-_FAST = {(3_000, 3), (3_000, 10), (8_000, 10), (128_000, 1), (128_000, 10)}
-GRID = [
-    pytest.param(budget, n, marks=() if (budget, n) in _FAST else pytest.mark.slow)
-    for budget in (3_000, 8_000, 128_000)
-    for n in (1, 3, 10)
-]
-"""Budgets from 3,000 to 128,000 tokens x 1, 3 and 10 compactions (issue 22, "Done when");
-the corners and the old points in the default suite, the rest with `-m slow`."""
-
-
 @pytest.mark.parametrize("writer", ["lazy", "lazy-prefix", "extractive"])
 @pytest.mark.parametrize(("budget", "compactions"), GRID)
 async def test_constraints_files_and_errors_survive_compactions(
     tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
 ) -> None:
     prompt, summary, touched = await _session(tmp_path, monkeypatch, writer, budget, compactions)
-    for needle in ("Do not modify setup.cfg, do not touch vendor/.", "Fix the failing test"):
-        assert needle in prompt, needle
-    if compactions > 1:
-        assert "Never push to main." in prompt
-    assert "Where are we?" in prompt  # the newest instruction, verbatim
-    for path in touched:
-        assert path in prompt, path
-    assert f"ValueError: bad input #{compactions - 1}" in prompt  # the newest error
-    assert "→ ok" not in "".join(line for line in summary.splitlines() if "pytest" in line)
+    check_prompt(prompt, summary, touched, compactions)
 
 
 async def test_pinned_messages_survive_ten_compactions_and_masking(
@@ -170,27 +124,8 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
     never masked, cut harder or compacted over ten compactions under pressure."""
     from agentscope_ctx.core._pins import PIN_MARK
 
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    for turn in range(10):
-        (root / "src" / f"mod{turn}.py").write_text("x = 1\n")
-    monkeypatch.chdir(root)
-    config = ContextConfig.model_validate(
-        {
-            "working_dir": str(tmp_path / "ctx"),
-            "max_input_tokens": 8_000,
-            "keep_recent_ratio": 0.01,
-            "read_roots": [str(root), str(tmp_path / "ctx")],
-            "tool_result": {
-                "recent_n": 1,
-                "mask_after": 1,
-                "recent_max_bytes": 2_000,
-                "old_max_bytes": 1_100,
-            },
-            "summarizer": {"enabled": False},
-            "clear_at_least": 0,  # each due cut (masking included) as soon as it is due
-        }
-    )
+    root = repo(tmp_path, monkeypatch, 10)
+    config = pin_config(tmp_path, root)
     model = FakeChatModel(default="ok")
     manager = ContextManager(config, model=FakeChatModel(default=LAZY))
     agent = Agent(
@@ -202,7 +137,7 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
     )
     persona = UserMsg(name="user", content="Persona: answer in French, always.")
     persona.metadata[PIN_MARK] = True
-    model.enqueue(*_steps(0))
+    model.enqueue(*steps(tool_call, 0))
     async for _ in agent.reply_stream(persona):
         pass
     reply = agent.state.context[-1]
@@ -211,7 +146,7 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
     with pytest.raises(Exception, match="no message with id"):
         await manager.pin(agent, "no-such-message")
     for turn in range(1, 10):
-        model.enqueue(*_steps(turn))
+        model.enqueue(*steps(tool_call, turn))
         async for _ in agent.reply_stream(UserMsg(name="user", content=f"Go on with {turn}.")):
             pass
         masked = manager.bind(agent).pipeline.ladder.plan.applied
