@@ -1,0 +1,419 @@
+"""`PostgresSearchIndex`: the search seam on PostgreSQL (table ``chunks``, see `_schema`).
+
+What is indexed is what the local index keeps (`_search_text.record_parts`, `chunk_lines`):
+the text, thinking, tool calls and outputs of each dialog record (a truncated output's
+excerpt without its notice), and every saved output. Memory files stay local (they are not
+in this store).
+
+Tokens are ours, not PostgreSQL's parser's: `_search_text.tokens` of `index_text` (case and
+diacritics folded, each CJK character a token), written as a ``tsvector`` literal with their
+positions; a query is `parse_query`'s terms, each a phrase of the same tokens (``<->``), all
+of them (``&``) else any (``|``), ``:*`` for a prefix. The tokens hold letters and digits
+only and are quoted, so nothing a user types is ever query syntax; lone surrogates and NUL
+become U+FFFD before they reach the database. Ranked by ``ts_rank`` (the score is its
+negation: lower is better, as BM25 in the local index).
+
+The stores are the truth and the index catches up with them: dialog rows and outputs carry an
+``indexed`` flag, taken with ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once
+never index a row twice. A save notifies the index (an output up to 8 MB is indexed at
+once, a larger one at the next catch-up); each search catches up first, so what another
+worker stored is found even if that worker died before indexing it. `rebuild` empties the
+index and indexes everything again.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..._errors import PersistenceError
+from ..._failures import FailureLog
+from ..._search_hits import Filters, SearchResult, build_hits
+from ..._search_text import (
+    Chunk,
+    Query,
+    chunk_lines,
+    index_text,
+    parse_query,
+    record_parts,
+    storable,
+    tokens,
+)
+from ..._stamps import local_stamp
+from ._engine import PostgresEngine
+from ._outputs import output_id
+
+__all__ = ["PostgresSearchIndex", "query_text", "tsvector_text"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+INDEX_AT_SAVE_BYTES = 8 << 20
+"""An output up to this size is indexed as it is saved; a larger one at the next catch-up."""
+NOTIFY_SECONDS = 2.0
+_BATCH = 500
+"""Dialog rows indexed per transaction."""
+_MAX_LEXEME = 256
+"""Characters of a token kept (PostgreSQL takes lexemes up to 2047 bytes)."""
+_MAX_POSITION = 16_383
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """`text` as the database can hold it (no NUL, no lone surrogate)."""
+    return text if text.isascii() and "\x00" not in text else _BAD_CHARS.sub("\ufffd", text)
+
+
+def _quote(token: str) -> str:
+    return "'" + token[:_MAX_LEXEME].replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _terms(text: str) -> list[str]:
+    return tokens(index_text(text))
+
+
+def tsvector_text(text: str) -> str:
+    """The ``tsvector`` literal of `text`: each token with its position (from 1)."""
+    positions: dict[str, list[int]] = {}
+    for number, token in enumerate(_terms(text), start=1):
+        kept = positions.setdefault(token[:_MAX_LEXEME], [])
+        if len(kept) < 255:
+            kept.append(min(number, _MAX_POSITION))
+    return " ".join(
+        _quote(token) + ":" + ",".join(map(str, sorted(set(at)))) for token, at in positions.items()
+    )
+
+
+def query_text(query: Query, *, every: bool = True) -> str:
+    """The ``tsquery`` literal of `query`: each term a phrase of its tokens, all or any."""
+    parts = []
+    for text, prefix in query.terms:
+        words = [_quote(token) for token in _terms(text)]
+        if not words:
+            continue
+        if prefix:
+            words[-1] += ":*"
+        parts.append("(" + " <-> ".join(words) + ")")
+    return (" & " if every else " | ").join(parts)
+
+
+_QUERY = """
+SELECT -ts_rank(c.terms, q.query), c.body, c.start_line, c.line_offset, c.source, c.kind,
+    1, 0, c.agent, c.role, c.tool, c.args, c.ts
+FROM {s}.chunks AS c, (SELECT %(match)s::tsquery AS query) AS q
+WHERE c.terms @@ q.query
+    AND (%(agent)s::text IS NULL OR c.agent IS NULL OR c.agent = %(agent)s)
+    AND (%(session)s::text IS NULL OR c.session = %(session)s)
+    AND (%(role)s::text IS NULL OR c.role = %(role)s)
+    AND (%(tool)s::text IS NULL OR strpos(',' || c.tool || ',', ',' || %(tool)s || ',') > 0)
+    AND (%(since)s::text IS NULL OR replace(c.ts, 'T', ' ') >= %(since)s)
+    AND (%(until)s::text IS NULL OR replace(c.ts, 'T', ' ') <= %(until)s || '~')
+ORDER BY ts_rank(c.terms, q.query) DESC, c.ts DESC NULLS LAST, c.id DESC
+LIMIT %(limit)s
+"""
+
+
+def _output_lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """The lines of an output as `read_file` counts them, decoded chunk by chunk."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    rest = ""
+    for block in [*chunks, b""]:
+        text = rest + decoder.decode(block, final=not block)
+        lines = text.replace("\r\n", "\n").split("\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
+
+
+def _stamp(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+class PostgresSearchIndex:
+    """Full-text search over the PostgreSQL dialog and outputs (see the module docstring).
+
+    All methods do blocking I/O (call them from a thread inside an event loop); the
+    notifications never raise: a failure is logged once through `failures` and the next
+    catch-up repairs it.
+    """
+
+    def __init__(self, engine: PostgresEngine, *, failures: FailureLog | None = None) -> None:
+        self.engine = engine
+        self.failures = failures or FailureLog()
+
+    # -- notifications ----------------------------------------------------------------------
+
+    def output_saved(self, ref: str, *, agent: str | None, session: str | None = None) -> None:
+        key = output_id(ref)
+        if key is not None:
+            self._notify(lambda conn: self._saved(conn, key, (agent, session, None, None)))
+
+    def describe_output(self, ref: str, *, tool: str, args: str | None) -> None:
+        key = output_id(ref)
+        if key is not None:
+            owner = (None, None, tool, args or None)
+            self._notify(lambda conn: self._set_owner(conn, key, owner, None))
+
+    def dialog_appended(self) -> None:
+        deadline = time.monotonic() + NOTIFY_SECONDS
+        self._notify(lambda conn: self._catch_up_dialog(conn, deadline))
+
+    def drop_outputs(self, refs: Iterable[str]) -> None:
+        keys = [key for key in map(output_id, refs) if key]
+        if keys:
+            s = self.engine.schema
+            self._notify(
+                lambda conn: (
+                    conn.execute(f"DELETE FROM {s}.chunks WHERE source = ANY(%s)", (keys,)),
+                    conn.execute(f"DELETE FROM {s}.owners WHERE id = ANY(%s)", (keys,)),
+                )
+            )
+
+    # -- catch-up, search, rebuild ------------------------------------------------------------
+
+    def catch_up(self, *, seconds: float | None = None) -> int:
+        """Index the dialog rows and outputs not indexed yet, until `seconds` run out; the
+        number left (dialog rows and outputs).
+
+        Raises:
+            PersistenceError: the database cannot be read or written.
+        """
+        deadline = None if seconds is None else time.monotonic() + seconds
+        return self._run(lambda conn: self._catch_up(conn, deadline), "cannot update the index")
+
+    def search(
+        self,
+        query: str | Query,
+        filters: Filters | None = None,
+        *,
+        limit: int = 5,
+        catch_up_seconds: float | None = 10.0,
+    ) -> SearchResult:
+        """Catch up (for at most `catch_up_seconds`), then the best `limit` hits of `query`:
+        chunks with every term, else with any.
+
+        Raises:
+            PersistenceError: the database cannot be read.
+        """
+        parsed = parse_query(query) if isinstance(query, str) else query
+        filters = Filters(**{k: v and _clean(v) for k, v in vars(filters or Filters()).items()})
+        if not parsed.terms:
+            return SearchResult(hits=[], query=parsed)
+        deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
+        sql = _QUERY.format(s=self.engine.schema)
+
+        def run(conn: Any) -> SearchResult:
+            pending = self._catch_up(conn, deadline)
+            params = {**vars(filters), "limit": 4 * limit + 8}
+            rows = conn.execute(sql, {**params, "match": query_text(parsed)}).fetchall()
+            every = bool(rows) or len(parsed.terms) == 1
+            if not every:
+                match = query_text(parsed, every=False)
+                rows = conn.execute(sql, {**params, "match": match}).fetchall()
+            hits = build_hits(rows, Path(), parsed, limit)
+            return SearchResult(hits, parsed, every, pending)
+
+        return self._run(run, "cannot search")
+
+    def rebuild(self) -> None:
+        """Empty the index and index the whole dialog and every output again.
+
+        Raises:
+            PersistenceError: the database cannot be written.
+        """
+        s = self.engine.schema
+
+        def reset(conn: Any) -> None:
+            with conn.transaction():
+                conn.execute(f"TRUNCATE {s}.chunks")
+                conn.execute(f"UPDATE {s}.dialog SET indexed = false WHERE indexed")
+                conn.execute(f"UPDATE {s}.outputs SET indexed = false WHERE indexed")
+
+        self._run(reset, "cannot rebuild the index")
+        self.catch_up()
+
+    def close(self) -> None:
+        self.engine.close()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _run(self, op: Callable[[Any], Any], what: str) -> Any:
+        try:
+            with self.engine.connection() as conn:
+                return op(conn)
+        except Exception as exc:
+            if isinstance(exc, PersistenceError):
+                raise
+            raise self.engine.error(what, exc) from None
+
+    def _notify(self, op: Callable[[Any], object]) -> None:
+        try:
+            with self.engine.connection() as conn:
+                op(conn)
+        except Exception as exc:  # a cache: never fail the save that notified it
+            self.failures.failed(
+                "search_index", self.engine.scrub(f"search index not updated: {exc}")
+            )
+        else:
+            self.failures.recovered("search_index")
+
+    def _catch_up(self, conn: Any, deadline: float | None) -> int:
+        self._catch_up_dialog(conn, deadline)
+        s = self.engine.schema
+        while deadline is None or time.monotonic() <= deadline:
+            with conn.transaction():
+                row = conn.execute(
+                    f"SELECT id FROM {s}.outputs WHERE NOT indexed ORDER BY saved_at "
+                    "LIMIT 1 FOR UPDATE SKIP LOCKED"
+                ).fetchone()
+                if row is None:
+                    break
+                self._index_output(conn, row[0])
+        left = conn.execute(
+            f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
+            f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
+        ).fetchone()
+        return int(left[0])
+
+    def _catch_up_dialog(self, conn: Any, deadline: float | None) -> None:
+        s = self.engine.schema
+        more = True
+        while more and (deadline is None or time.monotonic() <= deadline):
+            with conn.transaction():
+                rows = conn.execute(
+                    f"SELECT seq, agent, session, record FROM {s}.dialog WHERE NOT indexed "
+                    "ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED",
+                    (_BATCH,),
+                ).fetchall()
+                more = len(rows) == _BATCH
+                chunks: list[tuple[object, ...]] = []
+                for seq, agent, session, record in rows:
+                    chunks.extend(self._record_chunks(conn, int(seq), agent, session, record))
+                self._insert(conn, chunks)
+                if rows:
+                    conn.execute(
+                        f"UPDATE {s}.dialog SET indexed = true WHERE seq = ANY(%s)",
+                        ([row[0] for row in rows],),
+                    )
+
+    def _record_chunks(
+        self, conn: Any, seq: int, agent: str | None, session: str | None, record: str
+    ) -> list[tuple[object, ...]]:
+        try:
+            data = json.loads(record)
+        except ValueError:
+            return []
+        msg = data.get("msg") if isinstance(data, dict) and data.get("v") == 1 else None
+        if not isinstance(msg, dict):
+            return []
+        ts = msg.get("timestamp")
+        ts = local_stamp(ts) or (ts if isinstance(ts, str) else None)
+        parts = record_parts(msg)
+        args = next(iter(parts.calls.values()))[1] if len(parts.calls) == 1 else None
+        tools = ",".join(parts.tools) or None
+        meta = (agent, session, parts.role, tools, args, ts)
+        source = f"pg-dialog:{seq}"
+        out = [
+            self._row("dialog", source, chunk, meta)
+            for text in parts.texts
+            for chunk in chunk_lines(text.split("\n"))
+        ]
+        for ref, tool, call_id in parts.outputs:
+            key = output_id(ref)
+            if key is not None:
+                call_args = parts.calls.get(call_id, (tool, ""))[1] or None
+                self._set_owner(conn, key, (agent, session, tool, call_args), ts)
+        return out
+
+    @staticmethod
+    def _row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) -> tuple[object, ...]:
+        text = _clean(chunk.text)
+        return (kind, source, chunk.start_line, chunk.line_offset, text, tsvector_text(text), *meta)
+
+    def _insert(self, conn: Any, rows: list[tuple[object, ...]]) -> None:
+        if not rows:
+            return
+        s = self.engine.schema
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {s}.chunks (kind, source, start_line, line_offset, body, terms, "
+                "agent, session, role, tool, args, ts) "
+                "VALUES (%s, %s, %s, %s, %s, %s::tsvector, %s, %s, %s, %s, %s, %s)",
+                [tuple(_clean(v) if isinstance(v, str) else v for v in row) for row in rows],
+            )
+
+    def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
+        s = self.engine.schema
+        self._set_owner(conn, key, owner, _stamp(time.time()))
+        with conn.transaction():
+            row = conn.execute(
+                f"SELECT size FROM {s}.outputs WHERE id = %s AND NOT indexed "
+                "FOR UPDATE SKIP LOCKED",
+                (key,),
+            ).fetchone()
+            if row is not None and int(row[0]) <= INDEX_AT_SAVE_BYTES:
+                self._index_output(conn, key)
+
+    def _set_owner(
+        self, conn: Any, key: str, owner: tuple[str | None, ...], ts: str | None
+    ) -> None:
+        """Record what is known of output `key`; what was recorded first stays."""
+        s = self.engine.schema
+        values = tuple(_clean(v) if isinstance(v, str) else v for v in owner)
+        conn.execute(
+            f"INSERT INTO {s}.owners VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE "
+            "SET agent = coalesce(owners.agent, excluded.agent), "
+            "session = coalesce(owners.session, excluded.session), "
+            "tool = coalesce(owners.tool, excluded.tool), "
+            "args = coalesce(owners.args, excluded.args)",
+            (key, *values, ts),
+        )
+        conn.execute(
+            f"UPDATE {s}.chunks SET agent = coalesce(agent, %s), session = coalesce(session, %s), "
+            "tool = coalesce(tool, %s), args = coalesce(args, %s) WHERE source = %s",
+            (*values, f"pg-output:{key}"),
+        )
+
+    def _index_output(self, conn: Any, key: str) -> None:
+        """Index output `key` whole, streaming its chunks (the caller holds its row)."""
+        s = self.engine.schema
+        owner = conn.execute(
+            f"SELECT o.agent, o.session, w.tool, w.args, "
+            f"coalesce(w.ts, to_char(o.saved_at AT TIME ZONE current_setting('TimeZone'), "
+            f"'YYYY-MM-DD HH24:MI:SS')), coalesce(w.agent, o.agent), "
+            f"coalesce(w.session, o.session) "
+            f"FROM {s}.outputs AS o LEFT JOIN {s}.owners AS w ON w.id = o.id WHERE o.id = %s",
+            (key,),
+        ).fetchone()
+        if owner is None:
+            return
+        _, _, tool, args, ts, agent, session = owner
+        meta = (agent, session, "tool", tool, args, ts)
+
+        def blocks() -> Iterator[bytes]:
+            n = 0
+            while True:
+                row = conn.execute(
+                    f"SELECT data FROM {s}.output_chunks WHERE id = %s AND n = %s", (key, n)
+                ).fetchone()
+                if row is None:
+                    return
+                yield bytes(row[0])
+                n += 1
+
+        source = f"pg-output:{key}"
+        conn.execute(f"DELETE FROM {s}.chunks WHERE source = %s", (source,))
+        batch: list[tuple[object, ...]] = []
+        for chunk in chunk_lines(_output_lines(blocks())):
+            batch.append(self._row("tool_result", source, chunk, meta))
+            if len(batch) >= 1_000:
+                self._insert(conn, batch)
+                batch = []
+        self._insert(conn, batch)
+        conn.execute(f"UPDATE {s}.outputs SET indexed = true WHERE id = %s", (key,))
