@@ -202,8 +202,10 @@ class PostgresOutputStore:
         return f"{first}\n[...]\n{last}"
 
     def cleanup(self, referenced: Iterable[str], *, now: float | None = None) -> list[str]:
-        """Refresh the outputs still referenced; delete the others unused for longer than the
-        retention period. Returns the refs deleted (a failure is logged: nothing deleted)."""
+        """Refresh the outputs still referenced (their last use becomes the real time, as the
+        local store's ``utime``); delete the others unused for longer than the retention
+        period, counted back from `now`. Returns the refs deleted (a failure is logged:
+        nothing deleted)."""
         now = time.time() if now is None else now
         self._last_cleanup = now
         keep = sorted({key for key in map(output_id, referenced) if key})
@@ -212,7 +214,8 @@ class PostgresOutputStore:
             with self.engine.connection() as conn, conn.transaction():
                 if keep:
                     conn.execute(
-                        f"UPDATE {s}.outputs SET used_at = %s WHERE id = ANY(%s)", (now, keep)
+                        f"UPDATE {s}.outputs SET used_at = %s WHERE id = ANY(%s)",
+                        (time.time(), keep),
                     )
                 rows = conn.execute(
                     f"DELETE FROM {s}.outputs WHERE used_at < %s AND NOT (id = ANY(%s)) "

@@ -23,7 +23,8 @@ Version 1::
         their positions, GIN-indexed
 
 Created on first use by `ensure` under a transaction-scoped advisory lock, so that several
-workers starting at once make it once; an existing schema of a newer version is refused.
+workers starting at once make it once (a worker finding the current version runs no DDL);
+an existing schema of a newer version is refused.
 """
 
 from __future__ import annotations
@@ -82,22 +83,41 @@ CREATE INDEX IF NOT EXISTS chunks_by_source ON {s}.chunks (source);
 """
 
 
+def _version(conn: Any, schema: str) -> int | None:
+    """The schema version the database holds (`None`: no tables yet)."""
+    row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    row = conn.execute(f"SELECT max(version) FROM {schema}.schema_version").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def ensure(conn: Any, schema: str) -> None:
     """Create the tables when missing (idempotent, safe when many workers start at once).
+
+    A database that already holds this version is only read (its DDL would lock tables other
+    workers are writing); otherwise the tables are made under the advisory lock, and the
+    version row is written last, in the same transaction.
 
     Raises:
         RuntimeError: the database holds a newer schema version than this package knows.
     """
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-        conn.execute(_DDL.format(s=schema))
-        conn.execute(
-            f"INSERT INTO {schema}.schema_version (version) VALUES (%s) ON CONFLICT DO NOTHING",
-            (SCHEMA_VERSION,),
-        )
-        row = conn.execute(f"SELECT max(version) FROM {schema}.schema_version").fetchone()
-        if row is not None and row[0] > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"the store's schema is version {row[0]}; this agentscope_ctx knows "
-                f"{SCHEMA_VERSION} (upgrade agentscope_ctx)"
-            )
+    for locked in (False, True):
+        with conn.transaction():
+            if locked:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+            version = _version(conn, schema)
+            if version is not None and version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"the store's schema is version {version}; this agentscope_ctx knows "
+                    f"{SCHEMA_VERSION} (upgrade agentscope_ctx)"
+                )
+            if version == SCHEMA_VERSION:
+                return
+            if locked:
+                conn.execute(_DDL.format(s=schema))
+                conn.execute(
+                    f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
+                    "ON CONFLICT DO NOTHING",
+                    (SCHEMA_VERSION,),
+                )

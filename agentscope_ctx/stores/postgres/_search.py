@@ -168,9 +168,10 @@ class PostgresSearchIndex:
         keys = [key for key in map(output_id, refs) if key]
         if keys:
             s = self.engine.schema
+            sources = [f"pg-output:{key}" for key in keys]
             self._notify(
                 lambda conn: (
-                    conn.execute(f"DELETE FROM {s}.chunks WHERE source = ANY(%s)", (keys,)),
+                    conn.execute(f"DELETE FROM {s}.chunks WHERE source = ANY(%s)", (sources,)),
                     conn.execute(f"DELETE FROM {s}.owners WHERE id = ANY(%s)", (keys,)),
                 )
             )
