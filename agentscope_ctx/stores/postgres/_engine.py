@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import unquote
 
 from ..._errors import PersistenceError
 from ._schema import ensure
@@ -120,18 +121,22 @@ class PostgresEngine:
     # -- internals -----------------------------------------------------------------------
 
     def _secrets(self) -> list[str]:
+        """The passwords this engine may send: in the DSN (as written, unquoted, and
+        percent-decoded) and in the environment."""
         found = []
-        match = re.search(r"(?i)password\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&]+)", self._dsn)
+        match = re.search(r"(?i)password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&]+)", self._dsn)
         if match:
-            found.append(match.group(1).strip("'"))
+            raw = match.group(1)
+            quoted = len(raw) >= 2 and raw[0] == raw[-1] == "'"
+            found += [raw, re.sub(r"\\(.)", r"\1", raw[1:-1] if quoted else raw), unquote(raw)]
         match = _URL_USERINFO.search(self._dsn)
         if match and match.group(2):
-            found.append(match.group(2))
+            found += [match.group(2), unquote(match.group(2))]
         for name in (self.password_env, "PGPASSWORD"):
             value = os.environ.get(name) if name else None
             if value:
                 found.append(value)
-        return [s for s in found if len(s) >= 1]
+        return sorted({s for s in found if s}, key=len, reverse=True)
 
     def _take(self) -> Any:
         with self._lock:
