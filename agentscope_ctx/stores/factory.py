@@ -77,7 +77,5 @@ def open_stores(
         retention,
         on_saved=lambda path: search.output_saved(str(path), agent=agent, session=session),
     )
-    dialog = LocalDialogStore(
-        working_dir, record_fields=fields, on_append=search.dialog_appended
-    )
+    dialog = LocalDialogStore(working_dir, record_fields=fields, on_append=search.dialog_appended)
     return Stores(dialog, outputs, search, search.close)

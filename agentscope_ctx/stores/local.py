@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
-from io import FileIO
 from collections.abc import Callable, Iterable
+from io import FileIO
 from pathlib import Path
 
 from .._dialog import DialogStore
@@ -129,9 +129,7 @@ class LocalSearchIndex:
         limit: int = 5,
         catch_up_seconds: float | None = 10.0,
     ) -> SearchResult:
-        return self.index.search(
-            query, filters, limit=limit, catch_up_seconds=catch_up_seconds
-        )
+        return self.index.search(query, filters, limit=limit, catch_up_seconds=catch_up_seconds)
 
     def rebuild(self) -> None:
         """Replace the database by an empty one (as a damaged one is), then index the files."""

@@ -64,9 +64,7 @@ def _run_as() -> str | None:
 def why_unavailable() -> str | None:
     """Why no server can be started here, or `None` when one can."""
     if find_bindir() is None:
-        return (
-            "PostgreSQL server binaries not found (apt-get install postgresql, or set PG_BINDIR)"
-        )
+        return "PostgreSQL server binaries not found (apt-get install postgresql, or set PG_BINDIR)"
     if _run_as() == "" or (_run_as() and shutil.which("runuser") is None):
         return "running as root without a 'postgres' OS user (or runuser) to run the server"
     try:

@@ -55,7 +55,9 @@ def test_redact_hides_the_password(dsn: str, secret: str) -> None:
     assert "db" in shown  # the rest stays, to say which server
 
 
-@given(password=st.text(alphabet=st.characters(codec="ascii", exclude_characters="\x00"), min_size=4))
+@given(
+    password=st.text(alphabet=st.characters(codec="ascii", exclude_characters="\x00"), min_size=4)
+)
 def test_an_engine_never_shows_a_password_it_knows(password: str) -> None:
     quoted = password.replace("\\", "\\\\").replace("'", "\\'")
     engine = PostgresEngine(f"host=nowhere password='{quoted}'")
@@ -218,10 +220,22 @@ def test_store_config_defaults_to_local() -> None:
     [
         ({"kind": "postgres"}, "store.dsn", "required"),
         ({"kind": "sqlite"}, "store.kind", "local"),
-        ({"kind": "postgres", "dsn": "host=db", "schema_name": "Bad-Name"}, "store.schema_name", "identifier"),
-        ({"kind": "postgres", "dsn": "host=db", "password_env": "1 X"}, "store.password_env", "variable"),
+        (
+            {"kind": "postgres", "dsn": "host=db", "schema_name": "Bad-Name"},
+            "store.schema_name",
+            "identifier",
+        ),
+        (
+            {"kind": "postgres", "dsn": "host=db", "password_env": "1 X"},
+            "store.password_env",
+            "variable",
+        ),
         ({"kind": "postgres", "dsn": "   "}, "store.dsn", "connection string"),
-        ({"kind": "postgres", "dsn": "host=db", "connect_timeout_seconds": 0}, "store.connect_timeout_seconds", "greater"),
+        (
+            {"kind": "postgres", "dsn": "host=db", "connect_timeout_seconds": 0},
+            "store.connect_timeout_seconds",
+            "greater",
+        ),
     ],
 )
 def test_bad_store_config_names_the_field(store: dict, field: str, fragment: str) -> None:
@@ -232,14 +246,18 @@ def test_bad_store_config_names_the_field(store: dict, field: str, fragment: str
 
 @pytest.mark.parametrize(
     "dsn",
-    ["postgresql://bob:Top-Secret1@db/app", "host=db password=Top-Secret1", "host=db PASSWORD='Top-Secret1'"],
+    [
+        "postgresql://bob:Top-Secret1@db/app",
+        "host=db password=Top-Secret1",
+        "host=db PASSWORD='Top-Secret1'",
+    ],
 )
 def test_a_password_in_the_config_is_refused_without_repeating_it(dsn: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         ContextConfig(store={"kind": "postgres", "dsn": dsn})
     assert info.value.field == "store.dsn" and "Top-Secret1" not in str(info.value)
     path = tmp_path / "c.yaml"
-    path.write_text(f"store:\n  kind: postgres\n  dsn: \"{dsn}\"\n")
+    path.write_text(f'store:\n  kind: postgres\n  dsn: "{dsn}"\n')
     with pytest.raises(ConfigError) as from_file:
         ContextConfig.from_yaml(path)
     assert "Top-Secret1" not in str(from_file.value)

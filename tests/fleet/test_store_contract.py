@@ -5,14 +5,14 @@ by the tests). Nothing is mocked: real files, a real server, real worker process
 from __future__ import annotations
 
 import asyncio
-import json
+import itertools
 import os
 import subprocess
 import sys
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +70,7 @@ class Opener:
 
         store = self.config.store
         assert store.dsn is not None
-        return PostgresEngine(
-            store.dsn, password_env=store.password_env, schema=store.schema_name
-        )
+        return PostgresEngine(store.dsn, password_env=store.password_env, schema=store.schema_name)
 
     def close(self) -> None:
         for stores in self.opened:
@@ -208,7 +206,7 @@ def test_ranged_reads_and_lines_match_the_bytes(opener: Opener, text: str, cuts:
     data = text.encode("utf-8")
     ref = outputs.save(text)
     assert outputs.owns(ref) and outputs.size(ref) == len(data)
-    for offset, size in zip(cuts, cuts[1:], strict=False):
+    for offset, size in itertools.pairwise(cuts):
         assert outputs.read_range(ref, offset, size) == data[offset : offset + size]
     lines = data.split(b"\n")
     expected_lines = len(lines) - (1 if lines[-1] == b"" else 0)
@@ -237,9 +235,9 @@ def _follow(outputs: OutputSeam, ref: str, max_bytes: int) -> str:
 
 @FUNCTION_FIXTURE
 @given(
-    text=st.lists(
-        st.sampled_from(["x", "y", " ", "\n", "\r\n", "中文", "😀"]), max_size=3_000
-    ).map("".join)
+    text=st.lists(st.sampled_from(["x", "y", " ", "\n", "\r\n", "中文", "😀"]), max_size=3_000).map(
+        "".join
+    )
 )
 @example(text="z" * 5_000)  # one line longer than the budget: line_offset continuations
 @example(text="中" * 3_000 + "\n" + "end")

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
+from typing import Any
 
 from ..._dialog import DialogReadReport
 from ..._dialog_record import date_prefix, decode_record, encode_record
@@ -119,7 +120,7 @@ class PostgresDialogStore:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _query(self, sql: str) -> list[tuple[object, ...]]:
+    def _query(self, sql: str) -> list[tuple[Any, ...]]:
         try:
             with self.engine.connection() as conn:
                 return list(conn.execute(sql).fetchall())

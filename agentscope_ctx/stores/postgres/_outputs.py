@@ -19,6 +19,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..._errors import OffloadError, PersistenceError
 from ._engine import PostgresEngine
@@ -242,7 +243,7 @@ class PostgresOutputStore:
             raise KeyError(ref)
         return key
 
-    def _meta(self, ref: str) -> tuple[object, ...] | None:
+    def _meta(self, ref: str) -> tuple[Any, ...] | None:
         key = output_id(ref)
         if key is None:
             return None
@@ -251,7 +252,7 @@ class PostgresOutputStore:
         )
         return rows[0] if rows else None
 
-    def _fetch(self, sql: str, params: object) -> list[tuple[object, ...]]:
+    def _fetch(self, sql: str, params: object) -> list[tuple[Any, ...]]:
         try:
             with self.engine.connection() as conn:
                 return list(conn.execute(sql, params).fetchall())

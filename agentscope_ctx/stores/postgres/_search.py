@@ -30,7 +30,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..._errors import PersistenceError
 from ..._failures import FailureLog
@@ -42,7 +42,6 @@ from ..._search_text import (
     index_text,
     parse_query,
     record_parts,
-    storable,
     tokens,
 )
 from ..._stamps import local_stamp
@@ -52,6 +51,8 @@ from ._outputs import output_id
 __all__ = ["PostgresSearchIndex", "query_text", "tsvector_text"]
 
 logger = logging.getLogger("agentscope_ctx")
+
+T = TypeVar("T")
 
 INDEX_AT_SAVE_BYTES = 8 << 20
 """An output up to this size is indexed as it is saved; a larger one at the next catch-up."""
@@ -244,7 +245,7 @@ class PostgresSearchIndex:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _run(self, op: Callable[[Any], Any], what: str) -> Any:
+    def _run(self, op: Callable[[Any], T], what: str) -> T:
         try:
             with self.engine.connection() as conn:
                 return op(conn)
