@@ -13,7 +13,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx._config import ContextConfig, StoreConfig
@@ -275,3 +275,34 @@ def test_importing_the_stores_does_not_import_psycopg() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# -- tokens ------------------------------------------------------------------------------------
+
+
+@given(text=st.text(max_size=300))
+def test_the_fast_tokens_are_the_search_texts_tokens(text: str) -> None:
+    from agentscope_ctx._search_text import index_text, tokens
+    from agentscope_ctx.stores.postgres._search import _terms
+
+    assert _terms(text) == tokens(index_text(text))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(text=st.text(alphabet=st.characters(codec="ascii"), max_size=400))
+@example(text="1e5 0x1F 1.5 a-b foo_bar v1.2.3 x@y.com http://h/p 12345678901234567890 ÿ")
+def test_ascii_chunks_indexed_by_postgres_parser_equal_our_tokens(
+    pg_server: PostgresServer, pg_password: str, pg_schema: str, text: str
+) -> None:
+    from agentscope_ctx.stores.postgres._search import _terms, tsvector_text
+
+    words = " ".join(_terms(text))
+    if not words.isascii():
+        return
+    engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
+    with engine.connection() as conn:
+        ours, theirs = conn.execute(
+            "SELECT %s::tsvector, to_tsvector('simple', %s::text)", (tsvector_text(text), words)
+        ).fetchone()
+    engine.close()
+    assert ours == theirs

@@ -28,6 +28,7 @@ import json
 import logging
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +36,7 @@ from typing import Any, TypeVar
 from ..._errors import PersistenceError
 from ..._failures import FailureLog
 from ..._search_hits import Filters, SearchResult, build_hits
+from ..._search_text import _TOKEN as _TOKEN
 from ..._search_text import (
     Chunk,
     Query,
@@ -42,7 +44,6 @@ from ..._search_text import (
     index_text,
     parse_query,
     record_parts,
-    tokens,
 )
 from ..._stamps import local_stamp
 from ._engine import PostgresEngine
@@ -61,7 +62,12 @@ _BATCH = 500
 """Dialog rows indexed per transaction."""
 _MAX_LEXEME = 256
 """Characters of a token kept (PostgreSQL takes lexemes up to 2047 bytes)."""
-_MAX_POSITION = 16_383
+ANALYZE_AFTER = 20_000
+"""Chunks a worker indexes before it refreshes the planner's statistics (``ANALYZE``), as
+autovacuum would later: a table grown by a rebuild is searched through its GIN index."""
+MAX_RANKED = 5_000
+"""A query matching more chunks ranks the newest ones only (as the local index); if the
+filters then leave too few hits, it ranks them all."""
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -75,18 +81,32 @@ def _quote(token: str) -> str:
 
 
 def _terms(text: str) -> list[str]:
-    return tokens(index_text(text))
+    """`_search_text.tokens(index_text(text))`, faster on text that folding leaves alone
+    (most text: the combining marks are only looked for when NFKD changed something)."""
+    text = index_text(text)
+    if text.isascii():
+        return _TOKEN.findall(text.lower())
+    folded = text.casefold()
+    decomposed = unicodedata.normalize("NFKD", folded)
+    if decomposed != folded:
+        decomposed = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _TOKEN.findall(decomposed)
 
 
 def tsvector_text(text: str) -> str:
-    """The ``tsvector`` literal of `text`: each token with its position (from 1)."""
-    positions: dict[str, list[int]] = {}
+    """The ``tsvector`` literal of `text`: each token with its positions (from 1). Tokens
+    hold letters and digits only (`_search_text.tokens`), so none needs escaping; a chunk
+    (at most `CHUNK_CHARS` characters) never reaches the highest position."""
+    positions: dict[str, list[str]] = {}
     for number, token in enumerate(_terms(text), start=1):
-        kept = positions.setdefault(token[:_MAX_LEXEME], [])
-        if len(kept) < 255:
-            kept.append(min(number, _MAX_POSITION))
+        at = positions.get(token)
+        if at is None:
+            positions[token] = [str(number)]
+        elif len(at) < 255:
+            at.append(str(number))
     return " ".join(
-        _quote(token) + ":" + ",".join(map(str, sorted(set(at)))) for token, at in positions.items()
+        f"{_quote(token) if len(token) > _MAX_LEXEME else chr(39) + token + chr(39)}:{','.join(at)}"
+        for token, at in positions.items()
     )
 
 
@@ -114,8 +134,13 @@ WHERE c.terms @@ q.query
     AND (%(tool)s::text IS NULL OR strpos(',' || c.tool || ',', ',' || %(tool)s || ',') > 0)
     AND (%(since)s::text IS NULL OR replace(c.ts, 'T', ' ') >= %(since)s)
     AND (%(until)s::text IS NULL OR replace(c.ts, 'T', ' ') <= %(until)s || '~')
+    AND c.id >= %(low)s
 ORDER BY ts_rank(c.terms, q.query) DESC, c.ts DESC NULLS LAST, c.id DESC
 LIMIT %(limit)s
+"""
+_LOW = """
+SELECT id FROM {s}.chunks WHERE terms @@ %(match)s::tsquery ORDER BY id DESC
+OFFSET %(ranked)s LIMIT 1
 """
 
 
@@ -147,6 +172,7 @@ class PostgresSearchIndex:
     def __init__(self, engine: PostgresEngine, *, failures: FailureLog | None = None) -> None:
         self.engine = engine
         self.failures = failures or FailureLog()
+        self._unanalyzed = 0  # chunks inserted since this index last ran ANALYZE
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -208,16 +234,23 @@ class PostgresSearchIndex:
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
-        sql = _QUERY.format(s=self.engine.schema)
+        sql, low_sql = _QUERY.format(s=self.engine.schema), _LOW.format(s=self.engine.schema)
+
+        def ranked(conn: Any, match: str, params: dict[str, object]) -> list[Any]:
+            bound = conn.execute(low_sql, {"match": match, "ranked": MAX_RANKED}).fetchone()
+            low = 0 if bound is None else int(bound[0]) + 1
+            rows = conn.execute(sql, {**params, "match": match, "low": low}).fetchall()
+            if low and len(rows) < limit:
+                rows = conn.execute(sql, {**params, "match": match, "low": 0}).fetchall()
+            return list(rows)
 
         def run(conn: Any) -> SearchResult:
             pending = self._catch_up(conn, deadline)
             params = {**vars(filters), "limit": 4 * limit + 8}
-            rows = conn.execute(sql, {**params, "match": query_text(parsed)}).fetchall()
+            rows = ranked(conn, query_text(parsed), params)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
-                match = query_text(parsed, every=False)
-                rows = conn.execute(sql, {**params, "match": match}).fetchall()
+                rows = ranked(conn, query_text(parsed, every=False), params)
             hits = build_hits(rows, Path(), parsed, limit)
             return SearchResult(hits, parsed, every, pending)
 
@@ -266,8 +299,8 @@ class PostgresSearchIndex:
             self.failures.recovered("search_index")
 
     def _catch_up(self, conn: Any, deadline: float | None) -> int:
-        self._catch_up_dialog(conn, deadline)
         s = self.engine.schema
+        self._catch_up_dialog(conn, deadline)
         while deadline is None or time.monotonic() <= deadline:
             with conn.transaction():
                 row = conn.execute(
@@ -277,6 +310,9 @@ class PostgresSearchIndex:
                 if row is None:
                     break
                 self._index_output(conn, row[0])
+        if self._unanalyzed > ANALYZE_AFTER:  # the planner then uses the GIN index
+            self._unanalyzed = 0
+            conn.execute(f"ANALYZE {s}.chunks")
         left = conn.execute(
             f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
             f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
@@ -336,24 +372,33 @@ class PostgresSearchIndex:
     @staticmethod
     def _row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) -> tuple[object, ...]:
         text = _clean(chunk.text)
-        return (kind, source, chunk.start_line, chunk.line_offset, text, tsvector_text(text), *meta)
+        words = _terms(text)
+        if all(len(word) <= _MAX_LEXEME for word in words) and " ".join(words).isascii():
+            # letters and digits, apart: PostgreSQL's parser keeps each word as it is
+            terms: tuple[str | None, str | None] = (None, " ".join(words))
+        else:
+            terms = (tsvector_text(text), None)
+        return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta)
 
     def _insert(self, conn: Any, rows: list[tuple[object, ...]]) -> None:
         if not rows:
             return
+        self._unanalyzed += len(rows)
         s = self.engine.schema
         with conn.cursor() as cursor:
             cursor.executemany(
                 f"INSERT INTO {s}.chunks (kind, source, start_line, line_offset, body, terms, "
                 "agent, session, role, tool, args, ts) "
-                "VALUES (%s, %s, %s, %s, %s, %s::tsvector, %s, %s, %s, %s, %s, %s)",
+                "VALUES (%s, %s, %s, %s, %s, "
+                "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
+                "%s, %s, %s, %s, %s, %s)",
                 [tuple(_clean(v) if isinstance(v, str) else v for v in row) for row in rows],
             )
 
     def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
         s = self.engine.schema
-        self._set_owner(conn, key, owner, _stamp(time.time()))
-        with conn.transaction():
+        with conn.transaction():  # one commit: the owner and the chunks
+            self._set_owner(conn, key, owner, _stamp(time.time()))
             row = conn.execute(
                 f"SELECT size FROM {s}.outputs WHERE id = %s AND NOT indexed "
                 "FOR UPDATE SKIP LOCKED",
