@@ -398,3 +398,41 @@ def test_search_scope_by_agent_and_session(opener: Opener) -> None:
     alice = search.search("scopeword", Filters(agent="alice")).hits
     assert [h.agent for h in alice] == ["alice"]
     assert [h.agent for h in search.search("scopeword", Filters(session="s2")).hits] == ["bob"]
+
+
+@settings(max_examples=40)
+@given(
+    text=st.lists(st.sampled_from(["x", "yy ", "\n", "\r\n", "中文", "😀"]), max_size=2_500).map(
+        "".join
+    ),
+    line=st.integers(1, 40),
+    offset=st.integers(0, 30),
+)
+@example(text="a" * 3_000, line=1, offset=1_500)
+def test_the_seam_excerpt_is_read_files_answer_on_the_local_store(
+    text: str, line: int, offset: int
+) -> None:
+    import tempfile
+
+    from agentscope_ctx._config import ToolResultConfig
+    from agentscope_ctx._read_file import FileReader
+    from agentscope_ctx._tool_results import ToolResultPolicy
+    from agentscope_ctx.stores.local import LocalOutputStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        outputs = LocalOutputStore(Path(tmp), 7)
+        ref = outputs.save(text)
+        policy = ToolResultPolicy(ToolResultConfig(recent_max_bytes=1_024, old_max_bytes=1_024))
+        reader = FileReader([Path(tmp)], policy, store_dir=outputs.dir)
+        response = asyncio.run(reader.read_file(ref, line, offset))
+        block = response.content[0]
+        expected = block["text"] if isinstance(block, dict) else block.text  # 1.x / 2.x
+        try:
+            got = excerpt(outputs, ref, Position(line, offset), 1_024)
+        except ValueError as exc:
+            got = f"Error: {exc}"
+        if expected.startswith("Error: "):  # the same position is refused, for the same reason
+            assert got.startswith("Error: ") or got == f"({ref!r} is empty)"
+            assert ("past the end" in got) == ("past the end" in expected)
+        else:
+            assert got == expected
