@@ -25,7 +25,8 @@ save tells the search index):
    so the table shows how the cost grows with history size (on PostgreSQL after an
    ``ANALYZE`` of the index table, which autovacuum makes within a minute of a load);
 4. size: the search index (SQLite file; PostgreSQL's ``chunks`` table with its GIN index)
-   and the whole store.
+   and the whole store;
+5. rebuild: the index dropped and made again from the stores (``--no-rebuild`` skips it).
 
 Numbers only: no target is asserted.
 """
@@ -130,7 +131,9 @@ def _sizes(kind: str, stores: Stores, work: Path) -> dict[str, int]:
     return {"index_bytes": int(index), "store_bytes": int(store)}
 
 
-def _run_point(kind: str, config: ContextConfig, messages: int, output_mb: int) -> dict[str, Any]:
+def _run_point(
+    kind: str, config: ContextConfig, messages: int, output_mb: int, *, rebuild: bool = True
+) -> dict[str, Any]:
     rng = random.Random(7)
     stores = open_stores(config, agent="bench", session="s1")
     work = Path(config.working_dir)
@@ -181,9 +184,11 @@ def _run_point(kind: str, config: ContextConfig, messages: int, output_mb: int) 
         ref, lines = rng.choice(refs)
         line = rng.randint(1, max(lines, 1))
         reads.append(_timed(lambda r=ref, n=line: excerpt(stores.outputs, r, Position(n), 32_768)))
-    start = time.perf_counter()
-    stores.search.rebuild()
-    rebuild_s = time.perf_counter() - start
+    rebuild_s = float("nan")
+    if rebuild:
+        start = time.perf_counter()
+        stores.search.rebuild()
+        rebuild_s = time.perf_counter() - start
     result = {
         "messages": messages,
         "output_mb": output_mb,
@@ -220,11 +225,16 @@ def _print(kind: str, row: dict[str, Any]) -> None:
 
 
 def main(
-    points: Sequence[tuple[int, int]] | None = None, *, large: bool | None = None
+    points: Sequence[tuple[int, int]] | None = None,
+    *,
+    large: bool | None = None,
+    rebuild: bool | None = None,
 ) -> dict[str, Any]:
     """Run every point on both stores; print the table and return the numbers."""
     if large is None:
         large = "--large" in sys.argv
+    if rebuild is None:
+        rebuild = "--no-rebuild" not in sys.argv
     if points is None:
         env = os.environ.get(ENV)
         points = (
@@ -257,7 +267,7 @@ def main(
                     )
                 config = ContextConfig(working_dir=work, store=store)
                 try:
-                    row = _run_point(kind, config, messages, output_mb)
+                    row = _run_point(kind, config, messages, output_mb, rebuild=rebuild)
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
                 results["points"][f"{kind}:{messages}:{output_mb}"] = row
@@ -272,6 +282,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", nargs="*", metavar="MESSAGES:OUTPUT_MB")
     parser.add_argument("--large", action="store_true", help="10000:100 and 100000:1024")
+    parser.add_argument("--no-rebuild", action="store_true", help="skip timing a rebuild")
     args = parser.parse_args()
     chosen = [tuple(map(int, p.split(":"))) for p in args.points] if args.points else None
-    main(chosen, large=args.large)  # type: ignore[arg-type]
+    main(chosen, large=args.large, rebuild=not args.no_rebuild)  # type: ignore[arg-type]
