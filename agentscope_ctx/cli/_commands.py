@@ -187,9 +187,9 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    from ..core._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
     from ..core._search_text import parse_query
-    from ..recall._search import Filters, SearchIndex
-    from ..recall._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
+    from ..stores._search import Filters, SearchIndex
 
     words = list(args.words)
     where = None

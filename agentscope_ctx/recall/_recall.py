@@ -24,10 +24,10 @@ from ..core._config import RecallConfig
 from ..core._errors import ContextError
 from ..core._eviction import eviction_index
 from ..core._failures import FailureLog
+from ..core._search_hits import MAX_HITS, ROLES, Filters, format_result, parse_time
 from ..core._search_text import SEARCH_TOOL, key_args
 from ..core._truncation import parse_notice
-from ._search import Filters, SearchIndex
-from ._search_hits import MAX_HITS, ROLES, format_result, parse_time
+from ..stores._search import SearchIndex
 
 __all__ = [
     "MAX_HITS",

@@ -32,8 +32,8 @@ from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader
 from ..recall._recall import Recall, RecallConfig
-from ..recall._search import SearchIndex
 from ..stores._dialog import DialogStore
+from ..stores._search import SearchIndex
 from ..stores._tool_results import ToolResultPolicy, ToolResultStore
 from ..stores._usage_file import write_usage
 

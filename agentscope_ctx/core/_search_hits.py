@@ -10,7 +10,6 @@ the record's JSON, so that one `read_file` from the pointer shows it.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,30 +29,12 @@ __all__ = [
     "build_hits",
     "format_result",
     "parse_time",
-    "ranked_rows",
 ]
 
 ROLES = ("user", "assistant", "system", "tool", "memory")
 """Values of the `role` filter (``tool``: tool outputs; ``memory``: long-term memory files)."""
 LINE_CHARS = 240
 """Characters shown of one line of a hit."""
-MAX_RANKED = 5_000
-"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
-microseconds per match); if the filters then leave too few hits, it ranks them all."""
-_QUERY = """
-SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
-    d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
-FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
-WHERE chunks MATCH :match AND chunks.rowid >= :low
-    AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
-    AND (:session IS NULL OR d.session = :session)
-    AND (:role IS NULL OR d.role = :role)
-    AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
-    AND (:since IS NULL OR replace(d.ts, 'T', ' ') >= :since)
-    AND (:until IS NULL OR replace(d.ts, 'T', ' ') <= :until || '~')
-ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
-LIMIT :limit
-"""
 
 
 @dataclass(frozen=True)
@@ -118,22 +99,6 @@ class SearchResult:
     searched: bool = True
     """False when the index could not be opened at all (busy): nothing was searched."""
     notes: list[str] = field(default_factory=list)
-
-
-def ranked_rows(
-    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
-) -> list[tuple[object, ...]]:
-    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
-    more (all of them if the filters leave fewer than `limit` rows)."""
-    bound = db.execute(
-        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match, MAX_RANKED),
-    ).fetchone()
-    low = 0 if bound is None else int(bound[0]) + 1
-    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
-    if low and len(rows) < limit:
-        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
-    return rows
 
 
 def _record_offset(path: Path, byte_offset: int, text: str) -> int:
