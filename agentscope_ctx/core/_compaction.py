@@ -38,7 +38,7 @@ from ._outcome import ReadSaved
 from ._pins import protected
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._dialog import DialogStore
+    from ..stores.seams import DialogSeam
 
 __all__ = [
     "HINT_MARK",
@@ -135,7 +135,7 @@ class Compaction:
         config: ContextConfig,
         accountant: Accountant,
         *,
-        dialog: DialogStore,
+        dialog: DialogSeam,
         compactor: CompactorLike,
         failures: FailureLog,
         notify: Notify,

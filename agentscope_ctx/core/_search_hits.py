@@ -10,8 +10,9 @@ the record's JSON, so that one `read_file` from the pointer shows it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -101,17 +102,24 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _record_offset(path: Path, byte_offset: int, text: str) -> int:
-    """Where `text` starts inside the JSON of the record at `byte_offset`, in characters; 0 if
+def _file_record(path: Path, byte_offset: int) -> str | None:
+    """The dialog record (its JSON line) at `byte_offset` of the day file `path`."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(byte_offset)
+            return file.readline().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _record_offset(read: Callable[[], str | None], text: str) -> int:
+    """Where `text` starts inside the JSON of the record `read()` returns, in characters; 0 if
     it cannot be found."""
     probe = text[:60].split("\ufffd")[0]  # may stand for a lone surrogate, stored escaped
     if not probe.strip():
         return 0
-    try:
-        with open(path, "rb") as file:
-            file.seek(byte_offset)
-            line = file.readline().decode("utf-8", "replace")
-    except OSError:
+    line = read()
+    if line is None:
         return 0
     for ascii_only in (False, True):
         at = line.find(json.dumps(probe, ensure_ascii=ascii_only)[1:-1])
@@ -120,9 +128,17 @@ def _record_offset(path: Path, byte_offset: int, text: str) -> int:
     return 0
 
 
-def build_hits(rows: Sequence[Sequence[Any]], root: Path, query: Query, limit: int) -> list[Hit]:
+def build_hits(
+    rows: Sequence[Sequence[Any]],
+    root: Path,
+    query: Query,
+    limit: int,
+    *,
+    record: Callable[[Path, int], str | None] = _file_record,
+) -> list[Hit]:
     """Turn rows of the search query (best first) into at most `limit` hits; a hit whose first
-    matching line was already shown by a better one is left out."""
+    matching line was already shown by a better one is left out. `record(path, byte_offset)`
+    reads a dialog hit's record (default: the line at that offset of the day file)."""
     needles = query.needles()
     hits: list[Hit] = []
     seen: set[str] = set()
@@ -138,7 +154,7 @@ def build_hits(rows: Sequence[Sequence[Any]], root: Path, query: Query, limit: i
         path = root / rel
         if kind == "dialog":
             first, cut = lines[picked[0]], clipped[0][1]
-            offset = _record_offset(path, int(byte_offset), first[cut:])
+            offset = _record_offset(partial(record, path, int(byte_offset)), first[cut:])
             shown: list[tuple[int | None, str]] = [(None, text) for text, _ in clipped]
             at_line, at_offset = int(line), offset
         elif int(line_offset) or (len(lines) == 1 and len(lines[0]) > LINE_CHARS):

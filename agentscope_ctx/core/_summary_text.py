@@ -12,12 +12,12 @@ _GUIDE = {
     "en": (
         "Older messages of this conversation were moved out of the context. This summary "
         "replaces them. The raw messages are saved, one JSON object per line, in "
-        "{dialog_dir}/YYYY-MM-DD.jsonl (one file per day). If you need an exact detail, read "
+        "{days} (one file per day). If you need an exact detail, read "
         "them with `read_file`, starting from the newest file and going backwards."
     ),
     "zh": (
         "本对话较早的消息已移出上下文，由以下摘要代替。原始消息按日期保存在 "
-        "{dialog_dir}/YYYY-MM-DD.jsonl（每行一个 JSON 对象）。如需确切细节，请用 `read_file` "
+        "{days}（每行一个 JSON 对象）。如需确切细节，请用 `read_file` "
         "从最新的文件开始向前阅读。"
     ),
 }
@@ -47,16 +47,24 @@ def note_left_out(path: Path, language: str) -> str:
 
 
 def summary_text(
-    summary: str, unsaved: int, note: str | None, working_dir: Path, language: str
+    summary: str,
+    unsaved: int,
+    note: str | None,
+    working_dir: Path,
+    language: str,
+    *,
+    days: str | None = None,
 ) -> str:
     """The summary message's text ("" when there is nothing to present): `note` (the head of
-    MEMORY.md), then `summary` with the guide to ``dialog/`` (and how many compacted messages
-    are not saved yet: `unsaved`)."""
+    MEMORY.md), then `summary` with the guide to ``dialog/`` (`days`: how the dialog's days
+    are named when they are not ``working_dir/dialog/YYYY-MM-DD.jsonl``) and how many
+    compacted messages are not saved yet (`unsaved`)."""
     parts = []
     if note:
         parts.append(f"<long_term_memory>\n{note}\n</long_term_memory>")
     if summary:
-        guide = _GUIDE[language].format(dialog_dir=working_dir / "dialog")
+        days = days or f"{working_dir / 'dialog'}/YYYY-MM-DD.jsonl"
+        guide = _GUIDE[language].format(days=days)
         if unsaved:
             guide += _UNSAVED[language].format(n=unsaved)
         parts.append(f"<compact_summary>\n{guide}\n\n{summary}\n</compact_summary>")

@@ -121,7 +121,9 @@ class SearchIndex:
 
     # -- notifications ----------------------------------------------------------------------
 
-    def output_saved(self, path: Path, *, agent: str | None, session: str | None = None) -> None:
+    def output_saved(
+        self, path: str | Path, *, agent: str | None, session: str | None = None
+    ) -> None:
         """A tool output was saved to `path` by `agent`: record the owner and index it."""
         name = self._output_name(path)
         if name is not None:
@@ -200,6 +202,12 @@ class SearchIndex:
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
             return SearchResult(hits=[], query=parsed, busy=True, searched=False)
+
+    def rebuild(self) -> None:
+        """Replace the database by an empty one (as a damaged one is), then index the files."""
+        db = self.db
+        db.run(lambda _: db._replace(db._pointer_key()))
+        self.catch_up()
 
     def close(self) -> None:
         """Close the database (reopened when needed)."""

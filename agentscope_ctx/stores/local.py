@@ -1,6 +1,7 @@
 """The local implementation of the seams: thin adapters over today's modules, behaviour
 unchanged (`_dialog.DialogStore`, `_tool_results.ToolResultStore` with `_line_index` for
-ranged line reads, `_search.SearchIndex` on SQLite FTS5).
+ranged line reads, `_search.SearchIndex` on SQLite FTS5). The manager uses those classes
+themselves (they fit the seams); these adapters give refs as `str`.
 
 A local output's ref is the absolute path of its ``tool_result/{hex}.txt`` file, exactly what
 notices name today.
@@ -8,17 +9,13 @@ notices name today.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable, Iterable
-from io import FileIO
 from pathlib import Path
 
 from ..core._failures import FailureLog
 from ..core._search_hits import Filters, SearchResult
 from ..core._search_text import Query
 from ._dialog import DialogStore
-from ._line_index import ByteSource, LineIndexCache
 from ._search import SearchIndex
 from ._tool_results import ToolResultStore
 
@@ -29,7 +26,8 @@ LocalDialogStore = DialogStore
 
 
 class LocalOutputStore:
-    """`ToolResultStore` as an `OutputSeam`: refs are absolute paths of its files."""
+    """`ToolResultStore` as an `OutputSeam` whose refs are `str` (the absolute paths of its
+    files; `ToolResultStore` itself answers `Path`s)."""
 
     def __init__(
         self,
@@ -37,10 +35,8 @@ class LocalOutputStore:
         retention_days: float,
         *,
         on_saved: Callable[[Path], None] | None = None,
-        index_cache: LineIndexCache | None = None,
     ) -> None:
         self.files = ToolResultStore(working_dir, retention_days, on_saved=on_saved)
-        self.index_cache = index_cache or LineIndexCache()
 
     @property
     def dir(self) -> Path:
@@ -57,26 +53,16 @@ class LocalOutputStore:
         return self.files.holds(ref, excerpt)
 
     def size(self, ref: str) -> int | None:
-        try:
-            info = os.stat(self._path(ref), follow_symlinks=False)
-        except (KeyError, OSError):
-            return None
-        return info.st_size if stat.S_ISREG(info.st_mode) else None
+        return self.files.size(ref)
 
     def read_range(self, ref: str, offset: int, size: int) -> bytes:
-        with self._open(ref) as file:
-            file.seek(offset)
-            return file.read(max(size, 0)) or b""
+        return self.files.read_range(ref, offset, size)
 
     def line_count(self, ref: str) -> int:
-        with self._open(ref) as file:
-            return self.index_cache.get(ByteSource(file), os.fstat(file.fileno())).lines
+        return self.files.line_count(ref)
 
     def line_start(self, ref: str, line: int) -> int:
-        with self._open(ref) as file:
-            source = ByteSource(file)
-            index = self.index_cache.get(source, os.fstat(file.fileno()))
-            return index.line_start(source, line)
+        return self.files.line_start(ref, line)
 
     def read_saved(self, ref: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
         return self.files.read_saved(ref, head=head, tail=tail)
@@ -86,18 +72,6 @@ class LocalOutputStore:
 
     def maybe_cleanup(self, referenced: Callable[[], Iterable[str]]) -> list[str]:
         return [str(path) for path in self.files.maybe_cleanup(referenced)]
-
-    def _path(self, ref: str) -> Path:
-        if not self.owns(ref):
-            raise KeyError(ref)
-        return Path(ref)
-
-    def _open(self, ref: str) -> FileIO:
-        try:
-            fd = os.open(self._path(ref), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError as exc:
-            raise KeyError(ref) from exc
-        return FileIO(fd, "rb")
 
 
 class LocalSearchIndex:
@@ -132,10 +106,7 @@ class LocalSearchIndex:
         return self.index.search(query, filters, limit=limit, catch_up_seconds=catch_up_seconds)
 
     def rebuild(self) -> None:
-        """Replace the database by an empty one (as a damaged one is), then index the files."""
-        db = self.index.db
-        db.run(lambda _: db._replace(db._pointer_key()))
-        self.index.catch_up()
+        self.index.rebuild()
 
     def close(self) -> None:
         self.index.close()

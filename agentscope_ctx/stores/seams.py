@@ -21,6 +21,7 @@ and notice as reading the file (`_truncation.excerpt_with_notice`), for either s
 from __future__ import annotations
 
 import codecs
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -30,12 +31,17 @@ from ..core._search_text import Query
 from ..core._truncation import Position, excerpt_with_notice, utf8_len
 from ._dialog import DialogReadReport
 
-__all__ = ["DialogSeam", "OutputSeam", "SearchSeam", "excerpt"]
+__all__ = ["DialogSeam", "OutputSeam", "RangedSource", "SearchSeam", "excerpt"]
 
 
 @runtime_checkable
 class DialogSeam(Protocol):
     """Every message that left the context, append-only (see `_dialog.DialogStore`)."""
+
+    @property
+    def dialog_dir(self) -> str | os.PathLike[str]:
+        """Where the messages go, as the agent's notices name it (locally ``dialog/``)."""
+        ...
 
     async def append(self, msgs: Sequence[Msg]) -> int:
         """Store `msgs` durably, in order, skipping ids already stored; the number written.
@@ -62,12 +68,24 @@ class DialogSeam(Protocol):
         ...
 
 
+class RangedSource(Protocol):
+    """What `excerpt` reads: bytes by ref, by range and by line (an `OutputSeam`, or the
+    PostgreSQL dialog's day view)."""
+
+    def read_range(self, ref: str, offset: int, size: int) -> bytes: ...
+
+    def line_count(self, ref: str) -> int: ...
+
+    def line_start(self, ref: str, line: int) -> int: ...
+
+
 @runtime_checkable
 class OutputSeam(Protocol):
     """Full tool outputs by ref (see `_tool_results.ToolResultStore`)."""
 
-    def save(self, data: str | bytes) -> str:
-        """Store `data` (text as UTF-8) whole and return its ref.
+    def save(self, data: str | bytes) -> str | os.PathLike[str]:
+        """Store `data` (text as UTF-8) whole and return its ref (`os.fspath` of it: the local
+        store's `ToolResultStore` answers the file's `Path`).
 
         Raises:
             OffloadError: it could not be stored (the caller keeps the output whole).
@@ -115,12 +133,16 @@ class OutputSeam(Protocol):
         """Its first `head` and last `tail` bytes as text (``[...]`` between when larger)."""
         ...
 
-    def cleanup(self, referenced: Iterable[str], *, now: float | None = None) -> list[str]:
+    def cleanup(
+        self, referenced: Iterable[str], *, now: float | None = None
+    ) -> Sequence[str | os.PathLike[str]]:
         """Retention: refresh the outputs still `referenced`, delete the others older than the
         retention period; the refs deleted."""
         ...
 
-    def maybe_cleanup(self, referenced: Callable[[], Iterable[str]]) -> list[str]:
+    def maybe_cleanup(
+        self, referenced: Callable[[], Iterable[str]]
+    ) -> Sequence[str | os.PathLike[str]]:
         """`cleanup`, at most once an hour."""
         ...
 
@@ -169,7 +191,7 @@ class SearchSeam(Protocol):
         ...
 
 
-def excerpt(outputs: OutputSeam, ref: str, start: Position, max_bytes: int) -> str:
+def excerpt(outputs: RangedSource, ref: str, start: Position, max_bytes: int) -> str:
     """`read_file` on a stored output: from `start`, cut to `max_bytes` with the notice
     pointing to the next position (file_path=`ref`). Reads a bounded window, never the whole
     output: the line's start by the store's line index, then at most one line's worth of
@@ -196,7 +218,7 @@ def excerpt(outputs: OutputSeam, ref: str, start: Position, max_bytes: int) -> s
     return output
 
 
-def _skip_chars(outputs: OutputSeam, ref: str, at: int, start: Position) -> int:
+def _skip_chars(outputs: RangedSource, ref: str, at: int, start: Position) -> int:
     """Byte offset `start.offset` characters after `at` (the start of `start.line`).
 
     Raises:

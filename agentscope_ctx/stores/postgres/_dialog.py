@@ -4,12 +4,19 @@ Append-only and idempotent by message id (``INSERT ... ON CONFLICT (msg_id) DO N
 ordered by an identity sequence (the order of the appends, across workers). Each row holds
 the record line of `_dialog_record` (so both stores keep a message the same way), its day
 (the date of ``Msg.timestamp``, else today) and the agent and session it was given.
+
+Its days read like the local day files: ``pg-dialog:YYYY-MM-DD`` names the day's records in
+order, one JSON line each (what ``dialog/YYYY-MM-DD.jsonl`` holds locally), and `read_file`
+reads it by line and byte range (`line_count`, `line_start`, `read_range`: the
+`seams.RangedSource` of `seams.excerpt`) without loading more than the records it shows. The
+summary's guide and `search_history`'s dialog hits point there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Any
@@ -20,9 +27,21 @@ from .._dialog import DialogReadReport
 from .._dialog_record import date_prefix, decode_record, encode_record
 from ._engine import PostgresEngine
 
-__all__ = ["PostgresDialogStore"]
+__all__ = ["DAY_REF", "PostgresDialogStore", "day_ref"]
 
 logger = logging.getLogger("agentscope_ctx")
+
+DAY_REF = re.compile(r"pg-dialog:(\d{4}-\d{2}-\d{2})")
+"""The form of a day of the dialog, as `read_file` reads it."""
+GUIDE = "pg-dialog:YYYY-MM-DD"
+"""How the summary's guide names the days (`ContextMemory.dialog_days`)."""
+
+
+def day_ref(ref: str) -> str | None:
+    """The ``YYYY-MM-DD`` of a day ref, or `None` when `ref` is not one."""
+    match = DAY_REF.fullmatch(ref.strip()) if isinstance(ref, str) else None
+    return match.group(1) if match and date_prefix(match.group(1)) == match.group(1) else None
+
 
 _SOURCE = "dialog"
 """The name a read report gives the table (where the local store names a day file)."""
@@ -49,6 +68,11 @@ class PostgresDialogStore:
         self.engine = engine
         self._fields = dict(record_fields or {})
         self._on_append = on_append
+
+    @property
+    def dialog_dir(self) -> str:
+        """How notices name where the messages go: the days, as `read_file` reads them."""
+        return GUIDE
 
     async def append(self, msgs: Sequence[Msg]) -> int:
         """Store `msgs` durably (committed) in order, skipping stored ids; the number written.
@@ -114,16 +138,87 @@ class PostgresDialogStore:
         """The ids of every stored message."""
         return {row[0] for row in self._query(f"SELECT msg_id FROM {self.engine.schema}.dialog")}
 
+    def day_counts(self) -> dict[str, int]:
+        """Messages stored per day (``YYYY-MM-DD``)."""
+        rows = self._query(
+            f"SELECT day, count(*) FROM {self.engine.schema}.dialog GROUP BY day ORDER BY day"
+        )
+        return {day.isoformat(): int(n) for day, n in rows}
+
     def count(self) -> int:
         """How many messages are stored."""
         return int(self._query(f"SELECT count(*) FROM {self.engine.schema}.dialog")[0][0])
 
+    # -- a day as a file (``pg-dialog:YYYY-MM-DD``) ------------------------------------------
+
+    def owns(self, ref: str) -> bool:
+        """Whether `ref` names a day of this store (``pg-dialog:YYYY-MM-DD``)."""
+        return day_ref(ref) is not None
+
+    def line_count(self, ref: str) -> int:
+        """Records of the day.
+
+        Raises:
+            KeyError: not a day ref, or no record that day.
+        """
+        day = self._day(ref)
+        rows = self._query(f"SELECT count(*) FROM {self.engine.schema}.dialog WHERE day = %s", day)
+        if not rows or not rows[0][0]:
+            raise KeyError(ref)
+        return int(rows[0][0])
+
+    def line_start(self, ref: str, line: int) -> int:
+        """Byte offset where record `line` (from 1) of the day begins.
+
+        Raises:
+            KeyError: not a day ref.
+        """
+        day = self._day(ref)
+        rows = self._query(
+            "SELECT coalesce(sum(octet_length(record) + 1), 0) FROM (SELECT record "
+            f"FROM {self.engine.schema}.dialog WHERE day = %s ORDER BY seq LIMIT %s) AS r",
+            day, max(line - 1, 0),
+        )  # fmt: skip
+        return int(rows[0][0])
+
+    def read_range(self, ref: str, offset: int, size: int) -> bytes:
+        """Up to `size` bytes of the day's lines from `offset` (only the records they cover
+        are fetched).
+
+        Raises:
+            KeyError: not a day ref, or no record that day.
+        """
+        day = self._day(ref)
+        offset, size = max(offset, 0), max(size, 0)
+        rows = self._query(
+            "SELECT start, record FROM (SELECT seq, record, "
+            "sum(octet_length(record) + 1) OVER (ORDER BY seq) - octet_length(record) - 1 "
+            f"AS start FROM {self.engine.schema}.dialog WHERE day = %s) AS r "
+            "WHERE start < %s AND start + octet_length(record) + 1 > %s ORDER BY seq",
+            day, offset + size, offset,
+        )  # fmt: skip
+        if not rows:
+            if not self._query(
+                f"SELECT 1 FROM {self.engine.schema}.dialog WHERE day = %s LIMIT 1", day
+            ):
+                raise KeyError(ref)
+            return b""
+        data = b"".join(record.encode("utf-8") + b"\n" for _, record in rows)
+        skip = offset - int(rows[0][0])
+        return data[skip : skip + size]
+
+    def _day(self, ref: str) -> str:
+        day = day_ref(ref)
+        if day is None:
+            raise KeyError(ref)
+        return day
+
     # -- internals -------------------------------------------------------------------------
 
-    def _query(self, sql: str) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
         try:
             with self.engine.connection() as conn:
-                return list(conn.execute(sql).fetchall())
+                return list(conn.execute(sql, params or None).fetchall())
         except PersistenceError:
             raise
         except Exception as exc:

@@ -235,6 +235,17 @@ class PostgresOutputStore:
             return []
         return self.cleanup(referenced(), now=now)
 
+    def stats(self) -> tuple[int, int, float | None, float | None]:
+        """Outputs stored, their bytes, and the newest and oldest last use (epoch seconds;
+        `None` when there is none)."""
+        rows = self._fetch(
+            f"SELECT count(*), coalesce(sum(size), 0), max(used_at), min(used_at) "
+            f"FROM {self.engine.schema}.outputs",
+            None,
+        )
+        count, size, newest, oldest = rows[0]
+        return int(count), int(size), newest, oldest
+
     # -- internals -------------------------------------------------------------------------
 
     def _id(self, ref: str) -> str:

@@ -157,6 +157,33 @@ def _output_lines(chunks: Iterable[bytes]) -> Iterator[str]:
         yield rest
 
 
+def _day_rows(
+    conn: Any, schema: str, rows: list[Any]
+) -> tuple[list[tuple[Any, ...]], dict[int, str]]:
+    """`rows` of `_QUERY` with each dialog hit pointing into its day
+    (``pg-dialog:YYYY-MM-DD``, the record's line in it, and its seq where a day file has a
+    byte offset), and the JSON line of each record by seq (where the hit's text starts in
+    it is its ``line_offset``)."""
+    seqs = sorted({int(row[4].split(":", 1)[1]) for row in rows if row[5] == "dialog"})
+    if not seqs:
+        return [tuple(row) for row in rows], {}
+    found = conn.execute(
+        f"SELECT d.seq, d.day, (SELECT count(*) FROM {schema}.dialog AS e "
+        f"WHERE e.day = d.day AND e.seq <= d.seq), d.record FROM {schema}.dialog AS d "
+        "WHERE d.seq = ANY(%s)",
+        (seqs,),
+    ).fetchall()
+    where = {int(seq): (f"pg-dialog:{day.isoformat()}", int(n)) for seq, day, n, _ in found}
+    out = []
+    for row in rows:
+        seq = int(row[4].split(":", 1)[1]) if row[5] == "dialog" else None
+        if seq is not None and seq in where:
+            ref, line = where[seq]
+            row = (*row[:4], ref, row[5], line, seq, *row[8:])
+        out.append(tuple(row))
+    return out, {int(seq): record for seq, _, _, record in found}
+
+
 def _stamp(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
@@ -251,7 +278,10 @@ class PostgresSearchIndex:
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
                 rows = ranked(conn, query_text(parsed, every=False), params)
-            hits = build_hits(rows, Path(), parsed, limit)
+            rows, records = _day_rows(conn, self.engine.schema, rows)
+            hits = build_hits(
+                rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq)
+            )
             return SearchResult(hits, parsed, every, pending)
 
         return self._run(run, "cannot search")
