@@ -81,6 +81,8 @@ class PostgresServer:
     root: Path
     bindir: Path
     user: str | None
+    options: str = ""
+    """The server's command-line options (`start` sets them)."""
 
     @classmethod
     def start(cls, *, durable: bool = False) -> PostgresServer:
@@ -106,16 +108,26 @@ class PostgresServer:
         options = f"-k {root} -c listen_addresses='' -p {PORT}"
         if not durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        server._run(
-            "pg_ctl", "-D", str(root / "data"), "-l", str(root / "log"), "-o", options,
-            "-w", "-t", "60", "start",
-        )  # fmt: skip
+        server.options = options
+        server.resume()
         return server
 
     @property
     def dsn(self) -> str:
         """A DSN without the password (give it through PGPASSWORD or password_env)."""
         return f"host={self.root} port={PORT} user=postgres dbname=postgres"
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data (`resume` starts it again): the database
+        becomes unreachable, as when a worker loses its network."""
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a `halt`-ed server again on the same data."""
+        self._run(
+            "pg_ctl", "-D", str(self.root / "data"), "-l", str(self.root / "log"),
+            "-o", self.options, "-w", "-t", "60", "start",
+        )  # fmt: skip
 
     def stop(self) -> None:
         """Stop the server and remove its directory."""
