@@ -292,7 +292,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
         result = index.search(query, filters, limit=limit, catch_up_seconds=None)
     except ContextError as exc:
         raise CliError(str(exc)) from None
-    print(format_result(result, query, shared=args.agent is None, max_bytes=1 << 20))
+    shared = args.agent is None
+    print(format_result(result, query, shared=shared, max_bytes=1 << 20, sources=index.sources))
     return 0
 
 

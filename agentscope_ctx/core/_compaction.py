@@ -218,6 +218,7 @@ class Compaction:
             read_saved=self.read_saved,
             internal=self.internal,
             hints={m.id for m, marks in self.memory.content if HINT_MARK in marks},
+            dialog=self.memory.dialog_days or "dialog/",
         )
         index = ""
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)

@@ -212,9 +212,21 @@ def _render_hit(number: int, hit: Hit, shared: bool) -> str:
     return "\n".join(lines)
 
 
-def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: int) -> str:
+LOCAL_SOURCES = "dialog/, tool_result/, memory/"
+"""What the local index searches, as a search's answer names it."""
+
+
+def format_result(
+    result: SearchResult,
+    query: str,
+    *,
+    shared: bool,
+    max_bytes: int,
+    sources: str = LOCAL_SOURCES,
+) -> str:
     """The answer to a search, within `max_bytes` (UTF-8): a header, then one block per hit
-    with its lines and its `read_file` pointer; hits that do not fit are counted."""
+    with its lines and its `read_file` pointer; hits that do not fit are counted. `sources`:
+    what was searched (the index's `sources`)."""
     where = "all agents' history" if shared else "your history"
     if not result.query.terms:
         return f"Nothing to search for in {query!r}: give words, or a quoted phrase."
@@ -226,7 +238,7 @@ def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: 
         )
     if not result.hits:
         text = (
-            f"No hits for {query!r} in {where} (dialog/, tool_result/, memory/). Try other or "
+            f"No hits for {query!r} in {where} ({sources}). Try other or "
             "fewer words, a prefix like word*, or fewer filters."
         )
     else:

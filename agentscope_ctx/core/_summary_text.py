@@ -31,11 +31,14 @@ _NOTE_LEFT_OUT = {
 
 
 _UNSAVED = {
-    "en": " ({n} older messages are not shown and not yet in dialog/: they could not be saved;"
-    " they are kept and will be saved when the disk works again.)",
-    "zh": "（另有 {n} 条较早的消息暂未显示，也尚未写入 dialog/：保存失败；"
-    "它们仍被保留，磁盘恢复后会写入。）",
+    "en": " ({n} older messages are not shown and not yet in {where}: they could not be saved;"
+    " they are kept and will be saved when {what} works again.)",
+    "zh": "（另有 {n} 条较早的消息暂未显示，也尚未写入 {where}：保存失败；"
+    "它们仍被保留，{what}恢复后会写入。）",
 }
+
+_DISK = {"en": "the disk", "zh": "磁盘"}
+_DATABASE = {"en": "the database", "zh": "数据库"}
 
 LANGUAGES = tuple(_GUIDE)
 """The languages of the guide texts (`ContextMemory(language=...)`; others fall back to en)."""
@@ -63,9 +66,9 @@ def summary_text(
     if note:
         parts.append(f"<long_term_memory>\n{note}\n</long_term_memory>")
     if summary:
-        days = days or f"{working_dir / 'dialog'}/YYYY-MM-DD.jsonl"
-        guide = _GUIDE[language].format(days=days)
+        guide = _GUIDE[language].format(days=days or f"{working_dir / 'dialog'}/YYYY-MM-DD.jsonl")
         if unsaved:
-            guide += _UNSAVED[language].format(n=unsaved)
+            where, what = (days, _DATABASE) if days else ("dialog/", _DISK)
+            guide += _UNSAVED[language].format(n=unsaved, where=where, what=what[language])
         parts.append(f"<compact_summary>\n{guide}\n\n{summary}\n</compact_summary>")
     return "\n\n".join(parts)

@@ -139,7 +139,13 @@ class Recall:
         result = self.index.search(
             query, filters, limit=count, catch_up_seconds=self.config.catch_up_seconds
         )
-        return format_result(result, query, shared=shared, max_bytes=self.max_output_bytes)
+        return format_result(
+            result,
+            query,
+            shared=shared,
+            max_bytes=self.max_output_bytes,
+            sources=self.index.sources,
+        )
 
     async def post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         """The agent's ``post_acting`` hook: name the tool (and its key arguments) whose

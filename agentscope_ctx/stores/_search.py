@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..core._failures import FailureLog
-from ..core._search_hits import Filters, SearchResult, build_hits
+from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core._search_text import Query, chunk_lines, parse_query, record_parts, storable
 from ..core._stamps import local_stamp
 from ._search_db import (
@@ -110,6 +110,8 @@ class SearchIndex:
     `drop_outputs`) never raise: a failure is logged once through `failures`, and the next
     catch-up repairs what was missed.
     """
+
+    sources = LOCAL_SOURCES
 
     def __init__(self, working_dir: Path, *, failures: FailureLog | None = None) -> None:
         self.root = Path(working_dir).expanduser().resolve()

@@ -77,6 +77,8 @@ class LocalOutputStore:
 class LocalSearchIndex:
     """`SearchIndex` as a `SearchSeam` (refs are the output files' paths), plus `rebuild`."""
 
+    sources = SearchIndex.sources
+
     def __init__(self, working_dir: Path, *, failures: FailureLog | None = None) -> None:
         self.index = SearchIndex(working_dir, failures=failures)
 

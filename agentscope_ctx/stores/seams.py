@@ -151,6 +151,9 @@ class OutputSeam(Protocol):
 class SearchSeam(Protocol):
     """Full-text search over the dialog and the outputs (see `_search.SearchIndex`)."""
 
+    sources: str
+    """What it searches, as a search's answer names it."""
+
     def output_saved(self, ref: str, *, agent: str | None, session: str | None = None) -> None:
         """An output was saved by `agent`: record its owner and index it. Never raises."""
         ...

@@ -68,5 +68,6 @@ async def test_inspect_search_and_gc_act_on_the_database(
     out = capsys.readouterr().out
     assert "gc: removed 1 saved output(s) unused for over 7 days" in out and "1 kept" in out
     assert cli_main(["search", "--config", str(config), "numbat"]) == 0
-    assert "No hits for 'numbat'" in capsys.readouterr().out  # its index entries went too
+    out = capsys.readouterr().out  # its index entries went too; what was searched is named
+    assert "No hits for 'numbat' in all agents' history (the fleet store: pg-dialog" in out
     assert not (tmp_path / "w").exists()  # nothing was written to the working dir

@@ -19,7 +19,7 @@ from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.fleet.conftest import pg_password  # noqa: F401 (a fixture)
-from tests.fleet.postgres_server import PostgresServer, why_unavailable
+from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 
 STEPS = 6
@@ -202,6 +202,11 @@ async def test_a_compaction_while_the_database_is_away_removes_nothing_until_it_
     assert agent.state.context[-1].role == "assistant"  # the agent went on
     kept_back = [r for r in caplog.records if "messages kept in memory" in r.getMessage()]
     assert len(kept_back) == 1, [r.getMessage()[:200] for r in caplog.records]
+    prompts = [str(call["messages"]) for call in model.calls]  # the guide says where they go
+    assert any(
+        "not yet in pg-dialog:YYYY-MM-DD" in p and "the database works" in p for p in prompts
+    )
+    assert all(PASSWORD not in r.getMessage() for r in caplog.records)
     from agentscope_ctx.agentscope2._entries import to_entries
 
     seen: set[str] = set()

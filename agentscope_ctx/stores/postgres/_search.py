@@ -196,6 +196,8 @@ class PostgresSearchIndex:
     catch-up repairs it.
     """
 
+    sources = "the fleet store: pg-dialog days, pg-output saved outputs"
+
     def __init__(self, engine: PostgresEngine, *, failures: FailureLog | None = None) -> None:
         self.engine = engine
         self.failures = failures or FailureLog()
@@ -279,9 +281,7 @@ class PostgresSearchIndex:
             if not every:
                 rows = ranked(conn, query_text(parsed, every=False), params)
             rows, records = _day_rows(conn, self.engine.schema, rows)
-            hits = build_hits(
-                rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq)
-            )
+            hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
             return SearchResult(hits, parsed, every, pending)
 
         return self._run(run, "cannot search")
