@@ -243,6 +243,11 @@ class StoreConfig(_Section):
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
     """How long a connection attempt may take."""
 
+    retry_seconds: float = Field(default=5.0, ge=0)
+    """After a connection attempt failed, how long the store answers "unreachable" at once
+    without trying again: an unreachable database then costs one attempt per period, not
+    one (of up to `connect_timeout_seconds`) per save or read. 0: try every time."""
+
     @model_validator(mode="after")
     def _check_postgres(self) -> StoreConfig:
         # Named "[field] ...": the message never repeats the DSN (it might hold a secret).

@@ -90,6 +90,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             password_env=config.store.password_env,
             schema=config.store.schema_name,
             connect_timeout=config.store.connect_timeout_seconds,
+            retry_after=config.store.retry_seconds,
         )
         pg_search = PostgresSearchIndex(engine, failures=failures)
         pg_outputs = PostgresOutputStore(engine, retention)

@@ -90,6 +90,7 @@ async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries
                 "dsn": server.dsn,
                 "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
                 "connect_timeout_seconds": 2,
+                "retry_seconds": 0,  # try at every step (the breaker: test_pg_breaker)
             },
         }
     )
@@ -181,6 +182,7 @@ async def test_a_compaction_while_the_database_is_away_removes_nothing_until_it_
                 "dsn": server.dsn,
                 "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
                 "connect_timeout_seconds": 2,
+                "retry_seconds": 0,  # try at every step (the breaker: test_pg_breaker)
             },
         }
     )

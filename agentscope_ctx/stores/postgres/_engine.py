@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -52,6 +53,8 @@ class PostgresEngine:
             connection); `None`: libpq's own (``PGPASSWORD``, ``~/.pgpass``).
         schema: The PostgreSQL schema holding the tables.
         connect_timeout: Seconds a connection attempt may take.
+        retry_after: Seconds after a failed connection attempt during which the engine
+            fails at once without trying (0: try every time); `attempts` counts the tries.
 
     Raises:
         ContextUsageError-like `ValueError`: `schema` is not a plain lower-case identifier.
@@ -64,6 +67,7 @@ class PostgresEngine:
         password_env: str | None = None,
         schema: str = "agentscope_ctx",
         connect_timeout: float = 10.0,
+        retry_after: float = 0.0,
     ) -> None:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(f"schema must be a lower-case identifier; got {schema!r}")
@@ -71,6 +75,9 @@ class PostgresEngine:
         self.password_env = password_env
         self.schema = schema
         self.connect_timeout = connect_timeout
+        self.retry_after = retry_after
+        self.attempts = 0
+        self._down_until = 0.0
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._ready = False
@@ -170,6 +177,12 @@ class PostgresEngine:
             raise PersistenceError(
                 "the PostgreSQL store needs psycopg 3: pip install 'agentscope-ctx[fleet]'"
             ) from exc
+        wait = self._down_until - time.monotonic()
+        if wait > 0:
+            raise PersistenceError(
+                f"the PostgreSQL store {self.dsn} is unreachable (the last attempt failed); "
+                f"trying again in {wait:.1f} s"
+            )
         extra: dict[str, Any] = {"connect_timeout": max(1, round(self.connect_timeout))}
         if self.password_env is not None:
             password = os.environ.get(self.password_env)
@@ -179,10 +192,13 @@ class PostgresEngine:
                     "set in the environment"
                 )
             extra["password"] = password
+        self.attempts += 1
         try:
             conn = psycopg.connect(self._dsn, autocommit=True, **extra)
         except Exception as exc:
+            self._down_until = time.monotonic() + self.retry_after
             raise self.error("cannot connect", exc) from None
+        self._down_until = 0.0
         if not self._ready:
             try:
                 ensure(conn, self.schema)
