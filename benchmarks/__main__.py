@@ -59,6 +59,7 @@ _PLAN: list[tuple[str, str | None, str | None, str]] = [
     ("search", "bench_search", "bench_search", ""),
     ("probes", "bench_probes", "bench_probes", ""),
     ("startup", "bench_startup", "bench_startup", ""),
+    ("store", "bench_store", "bench_store", ""),
 ]
 
 
@@ -111,6 +112,7 @@ def machine() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmarks named in `argv` (all by default), print and save the results."""
+    argv = [arg for arg in argv or [] if not arg.startswith("--")]  # flags: read by a bench
     names = argv if argv else [name for name, _ in BENCHES]
     unknown = set(names) - {name for name, _ in BENCHES} - set(SKIPPED)
     if unknown:

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.recall._search import INDEX_AT_SAVE_BYTES, Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._search import INDEX_AT_SAVE_BYTES, Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
 DEFAULT_POINTS = ((1_000, 10), (10_000, 100), (100_000, 300))

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.recall._search import Filters, SearchIndex
 from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._search import Filters, SearchIndex
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
 

@@ -136,6 +136,9 @@ def test_a_newest_turn_longer_than_the_block_is_clipped_with_a_note() -> None:
     block = carried([_user("Please " + "x" * 5_000)], "", 600)
     assert len(block) <= 600
     assert "[clipped: 5007 characters in all, in dialog/]" in block
+    # on the fleet store the note names where the dialog is there (issue 23)
+    fleet = carried([_user("Please " + "x" * 5_000)], "", 600, dialog="pg-dialog:YYYY-MM-DD")
+    assert "[clipped: 5007 characters in all, in pg-dialog:YYYY-MM-DD]" in fleet
 
 
 _words = st.text(

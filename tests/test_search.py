@@ -21,8 +21,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import agentscope_ctx.recall._search as search_module
-import agentscope_ctx.recall._search_hits as search_hits
+import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_db as search_db
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._config import RecallConfig, ToolResultConfig
@@ -37,8 +36,8 @@ from agentscope_ctx.core._search_text import (
 from agentscope_ctx.core._truncation import excerpt_with_notice
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.recall._recall import Recall, format_result
-from agentscope_ctx.recall._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from benchmarks import bench_search
 from tests.lines import text_of
@@ -183,7 +182,7 @@ async def test_memory_files_are_searched_and_reindexed_when_they_change(tmp_path
 async def test_a_very_common_word_ranks_the_newest_matches_unless_filters_need_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search_hits, "MAX_RANKED", 3)
+    monkeypatch.setattr(search_module, "MAX_RANKED", 3)
     index = SearchIndex(tmp_path)
     oldest = save(index, "a heron seen by the old agent\n", agent="old")
     paths = [save(index, f"heron number {k}\n", agent="new") for k in range(8)]

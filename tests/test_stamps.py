@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._eviction import EVICTION_HEADER, eviction_index
 from agentscope_ctx.recall._recall import parse_time
-from agentscope_ctx.recall._search import Filters, SearchIndex
 from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._search import Filters, SearchIndex
 
 NOW = datetime(2026, 12, 3, 14, 48, 0, 123456)
 FORMS = {

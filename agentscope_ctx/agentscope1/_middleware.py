@@ -13,7 +13,8 @@ from agentscope.tool import ToolResponse
 
 from ..core._failures import FailureLog
 from ..core._offload import block_budget, clean_text, cut_texts, offload_text
-from ..stores._tool_results import ToolResultPolicy, ToolResultStore
+from ..stores._tool_results import ToolResultPolicy
+from ..stores.seams import OutputSeam
 
 __all__ = ["TruncationMiddleware", "block_budget", "clean_text", "offload_text"]
 
@@ -32,7 +33,7 @@ class TruncationMiddleware:
 
     def __init__(
         self,
-        store: ToolResultStore,
+        store: OutputSeam,
         policy: ToolResultPolicy,
         *,
         skip_tools: frozenset[str] = frozenset(),

@@ -33,7 +33,7 @@ from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._tokens import TokenCounter
 from ..recall._recall import Recall
 from ..services._services import ContextUsage, Services
-from ..stores._tool_results import ToolResultStore
+from ..stores.seams import OutputSeam
 from ._middleware import MiddlewareHooks
 from ._mirror import StateMirror
 from ._tools import memory_tools, search_tool
@@ -73,7 +73,7 @@ class _Binding:
     mirror: StateMirror
     pipeline: ContextPipeline = field(init=False)
     recall: Recall | None = field(init=False)
-    store: ToolResultStore = field(init=False)
+    store: OutputSeam = field(init=False)
     tools: list[ToolBase] = field(default_factory=list)
     parts: PromptParts = field(default_factory=PromptParts)
     replying: bool = False

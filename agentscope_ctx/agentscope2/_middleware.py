@@ -232,9 +232,12 @@ class MiddlewareHooks(MiddlewareBase):
         """Whether `tool` is a `read_file` of this package that reads this store."""
         if tool is self.read_file:
             return True
-        return isinstance(tool, ReadFileTool) and any(
-            self.store.dir.is_relative_to(root) for root in tool.reader.roots
-        )
+        if not isinstance(tool, ReadFileTool):
+            return False
+        store_dir = self.manager.backend.store_dir
+        if store_dir is None:  # a store that is not files: that reader reads it through it
+            return tool.reader.sources == self.manager.backend.source
+        return any(store_dir.is_relative_to(root) for root in tool.reader.roots)
 
     # -- first truncation --------------------------------------------------------------
 

@@ -7,12 +7,13 @@ import argparse
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core._errors import ContextError
 
 if TYPE_CHECKING:
     from ..core._config import ContextConfig
+    from ..stores._dialog import DialogReadReport
 from ._common import (
     DEFAULT_WORKING_DIR,
     CliError,
@@ -72,13 +73,20 @@ def _demo_working_dir(arg: str | None, config: ContextConfig | None) -> Path:
     return _new_demo_dir()
 
 
-def _cmd_inspect(args: argparse.Namespace) -> int:
-    from ..stores._dialog import DialogStore
-    from ..stores._usage_file import read_usage
+def _fleet(config: ContextConfig | None) -> Any:
+    """The fleet store's seams when the config names one (``store.kind: postgres``), else
+    `None` (the working dir's files)."""
+    if config is None or config.store.kind != "postgres":
+        return None
+    from ..stores.factory import open_backend
 
-    config = _load_config(args.config)
-    path = _state_dir(args.working_dir, config, demo_fallback=True)
-    print(f"working dir: {path.resolve()}")
+    return open_backend(config)
+
+
+def _inspect_files(path: Path) -> DialogReadReport:
+    """What the working dir's dialog/ and tool_result/ hold."""
+    from ..stores._dialog import DialogStore
+
     try:
         store = DialogStore(path)
         msgs, report = store.read()
@@ -100,6 +108,42 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if files:
         ages = [now - p.stat().st_mtime for p in files]
         print(f"  newest {_age(min(ages))} old, oldest {_age(max(ages))} old")
+    return report
+
+
+def _inspect_fleet(backend: Any, config: ContextConfig) -> None:
+    """What the fleet store holds (the database: its dialog days and saved outputs)."""
+    dialog, outputs = backend.dialog(), backend.outputs()
+    try:
+        days = dialog.day_counts()
+        count, total, newest, oldest = outputs.stats()
+    except ContextError as exc:
+        raise CliError(str(exc)) from None
+    print(f"store: PostgreSQL {backend.search.engine.dsn} schema {config.store.schema_name}")
+    print(f"dialog: {sum(days.values())} messages over {len(days)} day(s) (pg-dialog:DAY)")
+    for day, n in days.items():
+        print(f"  {day}: {n} messages")
+    print(f"saved outputs: {count}, {_size(total)} (pg-output:ID)")
+    if newest is not None and oldest is not None:
+        now = time.time()
+        print(f"  last used {_age(now - newest)} ago (newest), {_age(now - oldest)} ago (oldest)")
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from ..stores._usage_file import read_usage
+
+    config = _load_config(args.config)
+    backend = _fleet(config)
+    report = None
+    if backend is not None:
+        assert config is not None
+        _inspect_fleet(backend, config)
+        path = Path(args.working_dir or config.working_dir).expanduser()
+        print(f"working dir (memory, usage): {path.resolve()}")
+    else:
+        path = _state_dir(args.working_dir, config, demo_fallback=True)
+        print(f"working dir: {path.resolve()}")
+        report = _inspect_files(path)
     memory_dir = path / "memory"
     notes = sorted(memory_dir.glob("*.md")) if memory_dir.is_dir() else []
     print(f"memory/: {len(notes)} file(s)")
@@ -126,7 +170,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             )
             + f" (as of {usage.get('updated')})"
         )
-    if report.bad_lines:
+    if report is not None and report.bad_lines:
         name, line, reason = report.bad_lines[0]
         raise CliError(
             f"dialog/ is corrupt: {len(report.bad_lines)} unreadable line(s), first "
@@ -147,12 +191,28 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     from ..stores._tool_results import ToolResultStore
 
     config = _load_config(args.config)
-    path = _state_dir(args.working_dir, config)
     days = args.retention_days
     if days is None:
         days = config.tool_result.retention_days if config else 7.0
     if days <= 0:
         raise CliError(f"--retention-days must be > 0, got {days!r}", code=2)
+    if config is not None and config.store.kind == "postgres":  # its outputs unused > days
+        retention = config.tool_result.model_copy(update={"retention_days": days})
+        backend = _fleet(config.model_copy(update={"tool_result": retention}))
+        outputs = backend.outputs()
+        try:
+            _, size_before, _, _ = outputs.stats()
+            gone = outputs.cleanup([])
+            backend.search.drop_outputs(gone)
+            left, size_left, _, _ = outputs.stats()
+        except ContextError as exc:
+            raise CliError(str(exc)) from None
+        print(
+            f"gc: removed {len(gone)} saved output(s) unused for over {days:g} days "
+            f"({_size(max(size_before - size_left, 0))}); {left} kept"
+        )
+        return 0
+    path = _state_dir(args.working_dir, config)
     store = ToolResultStore(path, days)
     sizes = {p.resolve(): p.stat().st_size for p in _tool_result_files(path)}
     removed = store.cleanup(referenced=[])
@@ -187,9 +247,9 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    from ..core._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
     from ..core._search_text import parse_query
-    from ..recall._search import Filters, SearchIndex
-    from ..recall._search_hits import DEFAULT_HITS, MAX_HITS, ROLES, format_result, parse_time
+    from ..stores._search import Filters, SearchIndex
 
     words = list(args.words)
     where = None
@@ -209,7 +269,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
     if not parse_query(query).terms:
         raise UsageError(f"QUERY {query!r} has no words to search for")
     config = _load_config(args.config)
-    path = _state_dir(where, config)
+    backend = _fleet(config)
+    path = _state_dir(where, config) if backend is None else Path()
     if args.role is not None and args.role not in ROLES:
         raise CliError(f"--role must be one of {', '.join(ROLES)}; got {args.role!r}", code=2)
     if args.limit is not None and not 1 <= args.limit <= MAX_HITS:
@@ -226,8 +287,13 @@ def _cmd_search(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc), code=2) from None
     limit = args.limit or DEFAULT_HITS
-    result = SearchIndex(path).search(query, filters, limit=limit, catch_up_seconds=None)
-    print(format_result(result, query, shared=args.agent is None, max_bytes=1 << 20))
+    index = SearchIndex(path) if backend is None else backend.search
+    try:
+        result = index.search(query, filters, limit=limit, catch_up_seconds=None)
+    except ContextError as exc:
+        raise CliError(str(exc)) from None
+    shared = args.agent is None
+    print(format_result(result, query, shared=shared, max_bytes=1 << 20, sources=index.sources))
     return 0
 
 

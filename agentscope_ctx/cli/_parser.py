@@ -13,7 +13,7 @@ from ._common import DEMO_DIR, _retention_days
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
-    from ..recall._search_hits import ROLES
+    from ..core._search_hits import ROLES
 
     parser = argparse.ArgumentParser(
         prog="agentscope-ctx",

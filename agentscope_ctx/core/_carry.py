@@ -147,6 +147,7 @@ def carried(
     read_saved: ReadSaved | None = None,
     internal: Callable[[str], bool] = lambda path: False,
     hints: Collection[str] = (),
+    dialog: str = "dialog/",
 ) -> str:
     """The carried block after compacting `msgs` away, given the `previous` block ("" at the
     first compaction); at most `max_chars` characters. The same inputs give the same text.
@@ -159,10 +160,11 @@ def carried(
         internal: Whether a path is the package's own (a saved output read on with
             `read_file`): such paths are not the agent's artifacts.
         hints: Ids of the messages the memory marks as runtime hints (not the user's words).
+        dialog: Where a clipped turn's whole text is (the fleet store: its day refs).
     """
     state = _parse(previous)
     _add(state, [m for m in msgs if m.id not in hints], read_saved, internal)
-    return _render(state, max_chars)
+    return _render(state, max_chars, dialog)
 
 
 # -- reading the messages --------------------------------------------------------------
@@ -288,7 +290,7 @@ def _unquote(quotes: str) -> list[str]:
     return [str(item) for item in items]
 
 
-def _render(state: _Carry, max_chars: int) -> str:
+def _render(state: _Carry, max_chars: int, dialog: str = "dialog/") -> str:
     """The user's words take what they need of the block, at least three fifths when the
     trail needs more; the trail the rest."""
     if not (state.turns or state.earlier or state.runs or state.earlier_runs
@@ -296,13 +298,13 @@ def _render(state: _Carry, max_chars: int) -> str:
         return ""
     room = max_chars - len(CARRY_HEADER) - 2
     wanted = len(_render_trail(state, room))
-    users = _render_users(state, max(room * 3 // 5, room - wanted))
+    users = _render_users(state, max(room * 3 // 5, room - wanted), dialog)
     trail = _render_trail(state, room - len(users))
     text = "\n".join(part for part in (CARRY_HEADER, users, trail) if part)
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-def _render_users(state: _Carry, budget: int) -> str:
+def _render_users(state: _Carry, budget: int, dialog: str = "dialog/") -> str:
     """Newest turns first, as many whole as fit beside the ``earlier`` line of the rest; the
     newest is clipped (with a note) only when it alone does not fit."""
     newest_first = state.turns[::-1]
@@ -320,7 +322,7 @@ def _render_users(state: _Carry, budget: int) -> str:
             if keep == 1:  # the newest alone is too long: its head, and where the rest is
                 turn = newest_first[0]
                 room = max(budget - len(_USERS) - 120, 40)
-                note = f"… [clipped: {len(turn.text)} characters in all, in dialog/]"
+                note = f"… [clipped: {len(turn.text)} characters in all, in {dialog}]"
                 best = build([_Turn(turn.stamp, turn.text[:room] + note)], newest_first[1:])
             break
         best = text

@@ -50,7 +50,7 @@ from ._prefix import LastPrompt, Prefix, PromptKeeper
 from ._turns import HINT_MARK, split_point, turn_ids
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._dialog import DialogStore
+    from ..stores.seams import DialogSeam
 
 __all__ = ["Compaction", "CompactionOutcome", "CompactorLike"]
 
@@ -98,7 +98,7 @@ class Compaction:
         config: ContextConfig,
         accountant: Accountant,
         *,
-        dialog: DialogStore,
+        dialog: DialogSeam,
         compactor: CompactorLike,
         failures: FailureLog,
         notify: Notify,
@@ -206,6 +206,7 @@ class Compaction:
             read_saved=self.read_saved,
             internal=self.internal,
             hints={m.id for m, marks in self.memory.content if HINT_MARK in marks},
+            dialog=self.memory.dialog_days or "dialog/",
         )
         index = ""
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)

@@ -26,6 +26,7 @@ __all__ = [
     "ConsolidationConfig",
     "ContextConfig",
     "RecallConfig",
+    "StoreConfig",
     "SummarizerConfig",
     "ToolResultConfig",
 ]
@@ -226,6 +227,62 @@ class RecallConfig(_Section):
     """Size cap of the eviction index (what was compacted away) shown with the summary."""
 
 
+_PG_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DSN_PASSWORD = re.compile(r"(?i)password\s*=|^[a-z][a-z0-9+.-]*://[^/@\s]*:[^/@\s]*@")
+
+
+class StoreConfig(_Section):
+    """Where the dialog, the saved outputs and the search index live (DESIGN.md §11)."""
+
+    kind: Literal["local", "postgres"] = "local"
+    """``local``: files and SQLite under `working_dir`; ``postgres``: one PostgreSQL database
+    shared by every worker (needs the ``fleet`` extra)."""
+
+    dsn: str | None = None
+    """The PostgreSQL server, without the password: ``postgresql://user@host:5432/db`` or
+    ``host=... dbname=... user=...``. Required for ``postgres``."""
+
+    password_env: str | None = None
+    """Name of the environment variable holding the password; `None`: libpq's own
+    ``PGPASSWORD`` (or ``~/.pgpass``). A password is never written in the config."""
+
+    schema_name: str = "agentscope_ctx"
+    """The PostgreSQL schema holding the tables (made on first use)."""
+
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    """How long a connection attempt may take."""
+
+    retry_seconds: float = Field(default=5.0, ge=0)
+    """After a connection attempt failed, how long the store answers "unreachable" at once
+    without trying again: an unreachable database then costs one attempt per period, not
+    one (of up to `connect_timeout_seconds`) per save or read. 0: try every time."""
+
+    @model_validator(mode="after")
+    def _check_postgres(self) -> StoreConfig:
+        # Named "[field] ...": the message never repeats the DSN (it might hold a secret).
+        if self.dsn is not None and _DSN_PASSWORD.search(self.dsn):
+            raise ValueError(
+                "[dsn] holds a password; expected a DSN without one (give the password in "
+                "the environment: PGPASSWORD, or the variable named by password_env)"
+            )
+        if self.dsn is not None and ("\x00" in self.dsn or not self.dsn.strip()):
+            raise ValueError("[dsn] expected a PostgreSQL URL or key=value connection string")
+        if self.kind == "postgres" and self.dsn is None:
+            raise ValueError("[dsn] is required when kind is 'postgres'")
+        if not _PG_SCHEMA.fullmatch(self.schema_name):
+            raise ValueError(
+                f"[schema_name] got {self.schema_name[:80]!r}; expected a lower-case "
+                "identifier (letters, digits, _)"
+            )
+        if self.password_env is not None and not _ENV_NAME.fullmatch(self.password_env):
+            raise ValueError(
+                f"[password_env] got {self.password_env[:80]!r}; expected an environment "
+                "variable name"
+            )
+        return self
+
+
 class ContextConfig(_Section):
     """All settings of agentscope_ctx. Load with `ContextConfig.from_yaml(path)` or build with
     keyword arguments; invalid values raise `ConfigError` naming the field."""
@@ -283,6 +340,9 @@ class ContextConfig(_Section):
 
     recall: RecallConfig = Field(default_factory=RecallConfig)
     """Search over what left the context: the `search_history` tool and its index."""
+
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    """Where the dialog, the saved outputs and the search index live."""
 
     token_counter: str = "o200k_base"
     """tiktoken encoding used to count tokens. When its file cannot be had offline,

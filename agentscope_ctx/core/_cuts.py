@@ -44,7 +44,8 @@ from ._tokens import TokenCounter
 from ._truncation import Position, head, notice_paths, parse_notice, retruncate, utf8_len
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._tool_results import ToolResultPolicy, ToolResultStore
+    from ..stores._tool_results import ToolResultPolicy
+    from ..stores.seams import OutputSeam
 
 __all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "Describe", "unsaved_excerpt"]
 
@@ -117,7 +118,7 @@ class Cutter:
 
     def __init__(
         self,
-        store: ToolResultStore,
+        store: OutputSeam,
         policy: ToolResultPolicy,
         failures: FailureLog | None = None,
         *,

@@ -87,6 +87,23 @@ class Ladder:
             changed += await self.cut(t.msgs[t.tool_msgs[k]], old=False)
         t.recent_upto = len(t.tool_msgs)
         self._mark_due()
+        return changed + await self._retry_unsaved()
+
+    async def _retry_unsaved(self) -> int:
+        """Outputs kept whole because the store could not save them (the model is shown a
+        marked cut, `memory.views`): saved and cut now, at the level already applied to
+        them, oldest first. The first that still cannot be saved ends the try: while the
+        store is down, a run makes one attempt more, not one per output."""
+        t = self.accountant.ledger
+        changed = 0
+        for msg_id in [i for i in t.tool_msgs if i in self.memory.views]:
+            msg = t.msgs.get(msg_id)
+            if msg is None:
+                continue
+            level = self.plan.applied.get(msg_id, 0)
+            changed += await self.cut(msg, old=level >= OLD, mask=level >= MASKED)
+            if msg_id in self.memory.views:
+                break
         return changed
 
     async def relieve(self, tokens: int, threshold: int) -> Relief:

@@ -58,6 +58,10 @@ class ContextMemory(MemoryViews, MemoryBase):
         self.content: list[tuple[Msg, list[str]]] = []
         self.long_term_note: str | None = None
         """Text offered with the summary (set by the manager at the start of a reply)."""
+        self.dialog_days: str | None = None
+        """How the summary's guide names the dialog's days when they are not the files
+        ``working_dir/dialog/YYYY-MM-DD.jsonl`` (the fleet store: ``pg-dialog:YYYY-MM-DD``);
+        set by the manager."""
         self.calibration: dict[str, float] = {}
         """Per-model ratio of provider-reported to estimated prompt tokens."""
         self.revision = 0
@@ -195,7 +199,9 @@ class ContextMemory(MemoryViews, MemoryBase):
         return self._summary_for(summary, 0, None)
 
     def _summary_for(self, summary: str, unsaved: int, note: str | None) -> Msg | None:
-        text = summary_text(summary, unsaved, note, self.working_dir, self.language)
+        text = summary_text(
+            summary, unsaved, note, self.working_dir, self.language, days=self.dialog_days
+        )
         return Msg(SUMMARY_MSG_NAME, text, "user") if text else None
 
     def whole_summary_message(self) -> Msg | None:

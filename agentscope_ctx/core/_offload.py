@@ -7,6 +7,7 @@ and put the texts back into their own block types."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from ._failures import FailureLog
 from ._truncation import excerpt_with_notice, parse_notice
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._tool_results import ToolResultStore
+    from ..stores.seams import OutputSeam
 
 __all__ = ["block_budget", "clean_text", "cut_texts", "offload_text"]
 
@@ -40,7 +41,7 @@ def clean_text(text: object) -> str:
     return result
 
 
-async def offload_text(text: str, max_bytes: int, store: ToolResultStore) -> str:
+async def offload_text(text: str, max_bytes: int, store: OutputSeam) -> str:
     """`text` within `max_bytes`: unchanged if it fits, else saved whole and cut with a notice.
 
     Raises:
@@ -49,13 +50,13 @@ async def offload_text(text: str, max_bytes: int, store: ToolResultStore) -> str
     data = text.encode("utf-8")  # encoded once, for the size check and the file
     if len(data) <= max_bytes and parse_notice(text) is None:
         return text
-    path = await asyncio.to_thread(store.save, data)
+    ref = await asyncio.to_thread(store.save, data)
     del data  # not held while the excerpt is made: peak memory stays near one encoded copy
-    return excerpt_with_notice(text, max_bytes=max_bytes, file_path=str(path))
+    return excerpt_with_notice(text, max_bytes=max_bytes, file_path=os.fspath(ref))
 
 
 async def cut_texts(
-    texts: Sequence[object], limit: int, store: ToolResultStore, failures: FailureLog
+    texts: Sequence[object], limit: int, store: OutputSeam, failures: FailureLog
 ) -> list[str]:
     """The text blocks of one output, each within its share of `limit` bytes: saved whole and
     cut with a notice, or kept whole when it cannot be saved (nothing is cut that is not

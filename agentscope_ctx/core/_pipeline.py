@@ -43,8 +43,8 @@ from ._tokens import TokenCounter
 from ._turns import split_point, waiting
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._dialog import DialogStore
-    from ..stores._tool_results import ToolResultPolicy, ToolResultStore
+    from ..stores._tool_results import ToolResultPolicy
+    from ..stores.seams import DialogSeam, OutputSeam
 
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
 
@@ -80,9 +80,9 @@ class ContextPipeline:
         memory: ContextMemory,
         *,
         counter: TokenCounter,
-        store: ToolResultStore,
+        store: OutputSeam,
         policy: ToolResultPolicy,
-        dialog: DialogStore,
+        dialog: DialogSeam,
         compactor: CompactorLike,
         on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None,
         calibration_key: str = "default",

@@ -22,6 +22,9 @@ What it reads, and how it makes sure (DESIGN.md §12):
   byte never makes them "binary"; other files with a NUL in their first 8 KB are refused.
 - Line counts are cached per file version (`LineIndexCache`): a continuation read of a huge
   file costs its excerpt, not a pass over the file.
+- A store that is not files (the fleet's PostgreSQL: ``pg-output:<id>`` for a saved output,
+  ``pg-dialog:YYYY-MM-DD`` for a day of the dialog) is read through its seam (`sources`):
+  the same cut and notice (`stores.seams.excerpt`), a bounded window of the stored bytes.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
@@ -42,6 +46,10 @@ from agentscope.tool import ToolResponse
 from ..core._truncation import Position, excerpt_with_notice, parse_notice
 from ..stores._line_index import ByteSource, LineEndError, LineIndexCache
 from ..stores._tool_results import ToolResultPolicy
+from ..stores.seams import excerpt
+
+if TYPE_CHECKING:
+    from ..stores.seams import RangedSource
 
 __all__ = ["FileReader", "ReadFileError"]
 
@@ -93,13 +101,17 @@ class FileReader:
         *,
         store_dir: Path | None = None,
         index_cache: LineIndexCache | None = None,
+        sources: Callable[[str], RangedSource | None] | None = None,
     ) -> None:
+        """`sources(ref)`: the store that reads `ref` when it names no file (`None`: files
+        only)."""
         self.roots = [Path(root).expanduser().resolve() for root in roots]
         self.store_dir = None if store_dir is None else Path(store_dir).resolve()
         if self.store_dir is not None and not self._inside(self.store_dir):
             self.roots.append(self.store_dir)
         self.policy = policy
         self.index_cache = index_cache or LineIndexCache()
+        self.sources = sources
         self.bytes_read = 0
         self._count_lock = threading.Lock()
 
@@ -158,15 +170,35 @@ class FileReader:
             start = Position(
                 _as_int("start_line", start_line, 1), _as_int("line_offset", line_offset, 0)
             )
-            root, real = self.locate(file_path)
-            max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
-            text = await asyncio.to_thread(self._read, root, real, start, max_bytes)
+            source = self._source(file_path)
+            if source is not None:
+                ref = str(file_path).strip()
+                text = await asyncio.to_thread(self._read_stored, source, ref, start)
+            else:
+                root, real = self.locate(file_path)
+                max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
+                text = await asyncio.to_thread(self._read, root, real, start, max_bytes)
         except ReadFileError as exc:
             text = f"Error: {exc}"
         except Exception as exc:  # a bug or an exhausted machine: say so, never a bare "Error: "
             logger.warning("agentscope_ctx: read_file(%.200r) failed", file_path, exc_info=True)
             text = f"Error: reading {str(file_path)[:200]!r} failed ({type(exc).__name__}: {exc})"
         return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+    def _source(self, file_path: object) -> RangedSource | None:
+        if self.sources is None or not isinstance(file_path, str):
+            return None
+        return self.sources(file_path.strip())
+
+    def _read_stored(self, source: RangedSource, ref: str, start: Position) -> str:
+        """`ref` of a store that is not files, from `start` (see the module docstring)."""
+        max_bytes = self.policy.limits("read_file", {"file_path": ref}).recent
+        try:
+            return excerpt(source, ref, start, max_bytes)
+        except KeyError:
+            raise ReadFileError(f"{ref!r} does not exist (or is no longer kept)") from None
+        except ValueError as exc:
+            raise ReadFileError(str(exc)) from None
 
     def _read(self, root: Path, real: Path, start: Position, max_bytes: int) -> str:
         name = repr(str(real))

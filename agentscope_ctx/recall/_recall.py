@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
+import os
 from typing import Any
 
 from agentscope.message import TextBlock
@@ -24,10 +24,10 @@ from ..core._config import RecallConfig
 from ..core._errors import ContextError
 from ..core._eviction import eviction_index
 from ..core._failures import FailureLog
+from ..core._search_hits import MAX_HITS, ROLES, Filters, format_result, parse_time
 from ..core._search_text import SEARCH_TOOL, key_args
 from ..core._truncation import parse_notice
-from ._search import Filters, SearchIndex
-from ._search_hits import MAX_HITS, ROLES, format_result, parse_time
+from ..stores.seams import SearchSeam
 
 __all__ = [
     "MAX_HITS",
@@ -48,7 +48,7 @@ class Recall:
 
     def __init__(
         self,
-        index: SearchIndex,
+        index: SearchSeam,
         config: RecallConfig,
         agent_name: str,
         *,
@@ -80,9 +80,9 @@ class Recall:
             fields["session"] = self.config.session
         return fields
 
-    def output_saved(self, path: Path) -> None:
+    def output_saved(self, ref: str | os.PathLike[str]) -> None:
         """The output store's listener: index a saved output as this agent's."""
-        self.index.output_saved(path, agent=self.agent_name, session=self.config.session)
+        self.index.output_saved(os.fspath(ref), agent=self.agent_name, session=self.config.session)
 
     async def search_history(
         self,
@@ -139,7 +139,13 @@ class Recall:
         result = self.index.search(
             query, filters, limit=count, catch_up_seconds=self.config.catch_up_seconds
         )
-        return format_result(result, query, shared=shared, max_bytes=self.max_output_bytes)
+        return format_result(
+            result,
+            query,
+            shared=shared,
+            max_bytes=self.max_output_bytes,
+            sources=self.index.sources,
+        )
 
     async def post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         """The agent's ``post_acting`` hook: name the tool (and its key arguments) whose

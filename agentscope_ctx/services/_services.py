@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +33,10 @@ from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader
 from ..recall._recall import Recall, RecallConfig
-from ..recall._search import SearchIndex
-from ..stores._dialog import DialogStore
-from ..stores._tool_results import ToolResultPolicy, ToolResultStore
+from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
+from ..stores.factory import open_backend
+from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
 
 __all__ = ["ContextUsage", "Services"]
 
@@ -110,12 +111,17 @@ class Services:
         self.working_dir = working_dir
         for name in STORE_DIRS:  # made by an older version, maybe readable by others
             private_dir(working_dir / name, create=False)
-        self.store = ToolResultStore(working_dir, self.config.tool_result.retention_days)
+        self.failures = FailureLog()
+        # The three storage seams (DESIGN §11): files + SQLite here, or the fleet's database.
+        self.backend = open_backend(self.config, failures=self.failures)
+        self.store: OutputSeam = self.backend.outputs()
         self.policy = ToolResultPolicy(self.config.tool_result)
-        self.dialog = DialogStore(working_dir)
+        self.dialog: DialogSeam = self.backend.dialog()
         self.long_term = LongTermMemory(working_dir)
         roots = self.config.read_roots or [working_dir, Path.cwd()]
-        self.reader = FileReader(roots, self.policy, store_dir=self.store.dir)
+        self.reader = FileReader(
+            roots, self.policy, store_dir=self.backend.store_dir, sources=self.backend.source
+        )
         self.compactor = Compactor(
             self.config.compactor,
             model=model,
@@ -124,9 +130,8 @@ class Services:
             max_input_tokens=self.config.compactor.max_input_tokens or self.config.max_input_tokens,
             read_saved=self.store.read_saved,
         )
-        self.failures = FailureLog()
         self.recall_config: RecallConfig = self.config.recall
-        self.search_index = SearchIndex(working_dir, failures=self.failures)
+        self.search_index: SearchSeam = self.backend.search
         self.scheduler: ConsolidationScheduler | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._summaries: SummarizerQueue | None = None
@@ -141,11 +146,12 @@ class Services:
         notify: Callable[[str], Awaitable[None]],
         on_compacted: Callable[[list[Msg]], Awaitable[None]],
         config: ContextConfig | None = None,
-    ) -> tuple[ContextPipeline, Recall | None, ToolResultStore]:
+    ) -> tuple[ContextPipeline, Recall | None, OutputSeam]:
         """An agent's pipeline over `memory`, its recall (None when disabled) and the store
         its tool outputs are saved to (which tells the recall's index). `config` replaces the
         manager's for this agent (e.g. a smaller budget)."""
         recall, store, dialog = self._recall_for(agent_name)
+        memory.dialog_days = self.backend.dialog_days
         pipeline = ContextPipeline(
             config or self.config,
             memory,
@@ -230,7 +236,7 @@ class Services:
         `PromptTooLargeError`, which is raised: that prompt must not be sent."""
         try:
             report = await pipeline.run(**kwargs)
-            removed = self.store.maybe_cleanup(self._referenced_files)
+            removed = [os.fspath(ref) for ref in self.store.maybe_cleanup(self._referenced_files)]
             if removed:
                 await asyncio.to_thread(self.search_index.drop_outputs, removed)
             return report
@@ -254,7 +260,7 @@ class Services:
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
-        self.search_index.close()
+        self.backend.close()
         if self._summaries is not None:
             self._summaries.flush()
         if not self._background:
@@ -271,7 +277,7 @@ class Services:
                 f"; {len(stuck)} did not stop" if stuck else "",
             )
 
-    def _recall_for(self, agent_name: str) -> tuple[Recall | None, ToolResultStore, DialogStore]:
+    def _recall_for(self, agent_name: str) -> tuple[Recall | None, OutputSeam, DialogSeam]:
         """The agent's recall (None when disabled), and the output and dialog stores that
         name the agent on what they save and keep the search index up to date."""
         if not self.recall_config.enabled:
@@ -283,14 +289,8 @@ class Services:
             max_output_bytes=self.config.tool_result.old_max_bytes,
             failures=self.failures,
         )
-        store = ToolResultStore(
-            self.working_dir, self.config.tool_result.retention_days, on_saved=recall.output_saved
-        )
-        dialog = DialogStore(
-            self.working_dir,
-            record_fields=recall.record_fields,
-            on_append=self.search_index.dialog_appended,
-        )
+        store = self.backend.outputs(agent_name, self.recall_config.session, recall.output_saved)
+        dialog = self.backend.dialog(recall.record_fields, self.search_index.dialog_appended)
         return recall, store, dialog
 
     def _referenced_files(self) -> set[str]:

@@ -11,6 +11,7 @@ cleanup, and never delete one of those.
 from __future__ import annotations
 
 import fnmatch
+import io
 import logging
 import os
 import stat
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..core._errors import OffloadError
 from ..core._private import private_dir, write_atomic
+from ._line_index import ByteSource, LineIndexCache
 
 if TYPE_CHECKING:
     from ..core._config import ToolResultConfig
@@ -51,6 +53,7 @@ class ToolResultStore:
         self.on_saved = on_saved
         self.retention_seconds = retention_days * 86_400
         self._last_cleanup: float | None = None
+        self._index_cache: LineIndexCache | None = None
 
     def save(self, text: str | bytes) -> Path:
         """Write `text` (or its UTF-8 bytes) to a new file and return its absolute path.
@@ -122,6 +125,62 @@ class ToolResultStore:
             return None
         finally:
             os.close(fd)
+
+    # -- ranged reads (the output seam's, `stores.seams.OutputSeam`) ----------------------
+
+    def size(self, path: str) -> int | None:
+        """Bytes of the saved output; `None` when `path` is no regular file of this store."""
+        if not self.owns(path):
+            return None
+        try:
+            info = os.stat(path, follow_symlinks=False)
+        except (OSError, ValueError):
+            return None
+        return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+    def read_range(self, path: str, offset: int, size: int) -> bytes:
+        """Up to `size` bytes from byte `offset` (fewer at the end).
+
+        Raises:
+            KeyError: no such output.
+        """
+        with self._open(path) as file:
+            file.seek(max(offset, 0))
+            return file.read(max(size, 0)) or b""
+
+    def line_count(self, path: str) -> int:
+        """Lines of the output (by `_line_index`, cached per file version).
+
+        Raises:
+            KeyError: no such output.
+        """
+        with self._open(path) as file:
+            return self._lines().get(ByteSource(file), os.fstat(file.fileno())).lines
+
+    def line_start(self, path: str, line: int) -> int:
+        """Byte offset where `line` begins.
+
+        Raises:
+            KeyError: no such output.
+        """
+        with self._open(path) as file:
+            source = ByteSource(file)
+            index = self._lines().get(source, os.fstat(file.fileno()))
+            return index.line_start(source, line)
+
+    def _lines(self) -> LineIndexCache:
+        if self._index_cache is None:
+            self._index_cache = LineIndexCache()
+        return self._index_cache
+
+    def _open(self, path: str) -> io.FileIO:
+        if not self.owns(path):
+            raise KeyError(path)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except (OSError, ValueError) as exc:
+            raise KeyError(path) from exc
+        return io.FileIO(fd, "rb")
 
     def cleanup(self, referenced: Iterable[str | Path], *, now: float | None = None) -> list[Path]:
         """Delete expired files of this store that no live message points to.

@@ -279,7 +279,7 @@ async def test_a_reply_never_waits_for_another_process_holding_the_index(
     import asyncio
 
     import agentscope_ctx.stores._search_db as search_db
-    from agentscope_ctx.recall._search import SearchIndex
+    from agentscope_ctx.stores._search import SearchIndex
     from tests.test_search import HANG_SECONDS, holding
 
     monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long

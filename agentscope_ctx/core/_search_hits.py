@@ -10,9 +10,9 @@ the record's JSON, so that one `read_file` from the pointer shows it.
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,30 +30,12 @@ __all__ = [
     "build_hits",
     "format_result",
     "parse_time",
-    "ranked_rows",
 ]
 
 ROLES = ("user", "assistant", "system", "tool", "memory")
 """Values of the `role` filter (``tool``: tool outputs; ``memory``: long-term memory files)."""
 LINE_CHARS = 240
 """Characters shown of one line of a hit."""
-MAX_RANKED = 5_000
-"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
-microseconds per match); if the filters then leave too few hits, it ranks them all."""
-_QUERY = """
-SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
-    d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
-FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
-WHERE chunks MATCH :match AND chunks.rowid >= :low
-    AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
-    AND (:session IS NULL OR d.session = :session)
-    AND (:role IS NULL OR d.role = :role)
-    AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
-    AND (:since IS NULL OR replace(d.ts, 'T', ' ') >= :since)
-    AND (:until IS NULL OR replace(d.ts, 'T', ' ') <= :until || '~')
-ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
-LIMIT :limit
-"""
 
 
 @dataclass(frozen=True)
@@ -120,33 +102,24 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
 
 
-def ranked_rows(
-    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
-) -> list[tuple[object, ...]]:
-    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
-    more (all of them if the filters leave fewer than `limit` rows)."""
-    bound = db.execute(
-        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match, MAX_RANKED),
-    ).fetchone()
-    low = 0 if bound is None else int(bound[0]) + 1
-    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
-    if low and len(rows) < limit:
-        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
-    return rows
+def _file_record(path: Path, byte_offset: int) -> str | None:
+    """The dialog record (its JSON line) at `byte_offset` of the day file `path`."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(byte_offset)
+            return file.readline().decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
-def _record_offset(path: Path, byte_offset: int, text: str) -> int:
-    """Where `text` starts inside the JSON of the record at `byte_offset`, in characters; 0 if
+def _record_offset(read: Callable[[], str | None], text: str) -> int:
+    """Where `text` starts inside the JSON of the record `read()` returns, in characters; 0 if
     it cannot be found."""
     probe = text[:60].split("\ufffd")[0]  # may stand for a lone surrogate, stored escaped
     if not probe.strip():
         return 0
-    try:
-        with open(path, "rb") as file:
-            file.seek(byte_offset)
-            line = file.readline().decode("utf-8", "replace")
-    except OSError:
+    line = read()
+    if line is None:
         return 0
     for ascii_only in (False, True):
         at = line.find(json.dumps(probe, ensure_ascii=ascii_only)[1:-1])
@@ -155,9 +128,17 @@ def _record_offset(path: Path, byte_offset: int, text: str) -> int:
     return 0
 
 
-def build_hits(rows: Sequence[Sequence[Any]], root: Path, query: Query, limit: int) -> list[Hit]:
+def build_hits(
+    rows: Sequence[Sequence[Any]],
+    root: Path,
+    query: Query,
+    limit: int,
+    *,
+    record: Callable[[Path, int], str | None] = _file_record,
+) -> list[Hit]:
     """Turn rows of the search query (best first) into at most `limit` hits; a hit whose first
-    matching line was already shown by a better one is left out."""
+    matching line was already shown by a better one is left out. `record(path, byte_offset)`
+    reads a dialog hit's record (default: the line at that offset of the day file)."""
     needles = query.needles()
     hits: list[Hit] = []
     seen: set[str] = set()
@@ -173,7 +154,7 @@ def build_hits(rows: Sequence[Sequence[Any]], root: Path, query: Query, limit: i
         path = root / rel
         if kind == "dialog":
             first, cut = lines[picked[0]], clipped[0][1]
-            offset = _record_offset(path, int(byte_offset), first[cut:])
+            offset = _record_offset(partial(record, path, int(byte_offset)), first[cut:])
             shown: list[tuple[int | None, str]] = [(None, text) for text, _ in clipped]
             at_line, at_offset = int(line), offset
         elif int(line_offset) or (len(lines) == 1 and len(lines[0]) > LINE_CHARS):
@@ -231,9 +212,21 @@ def _render_hit(number: int, hit: Hit, shared: bool) -> str:
     return "\n".join(lines)
 
 
-def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: int) -> str:
+LOCAL_SOURCES = "dialog/, tool_result/, memory/"
+"""What the local index searches, as a search's answer names it."""
+
+
+def format_result(
+    result: SearchResult,
+    query: str,
+    *,
+    shared: bool,
+    max_bytes: int,
+    sources: str = LOCAL_SOURCES,
+) -> str:
     """The answer to a search, within `max_bytes` (UTF-8): a header, then one block per hit
-    with its lines and its `read_file` pointer; hits that do not fit are counted."""
+    with its lines and its `read_file` pointer; hits that do not fit are counted. `sources`:
+    what was searched (the index's `sources`)."""
     where = "all agents' history" if shared else "your history"
     if not result.query.terms:
         return f"Nothing to search for in {query!r}: give words, or a quoted phrase."
@@ -245,7 +238,7 @@ def format_result(result: SearchResult, query: str, *, shared: bool, max_bytes: 
         )
     if not result.hits:
         text = (
-            f"No hits for {query!r} in {where} (dialog/, tool_result/, memory/). Try other or "
+            f"No hits for {query!r} in {where} ({sources}). Try other or "
             "fewer words, a prefix like word*, or fewer filters."
         )
     else:

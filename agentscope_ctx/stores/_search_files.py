@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from ..core._search_text import chunk_lines
-from ..stores._search_db import (
+from ._search_db import (
     add_doc,
     drop_one,
     write,

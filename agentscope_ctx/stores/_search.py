@@ -38,9 +38,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..core._failures import FailureLog
+from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core._search_text import Query, chunk_lines, parse_query, record_parts, storable
 from ..core._stamps import local_stamp
-from ..stores._search_db import (
+from ._search_db import (
     BUSY_SECONDS,
     IndexBusy,
     IndexDatabase,
@@ -51,7 +52,6 @@ from ..stores._search_db import (
     write,
 )
 from ._search_files import ALL_KINDS, file_stamp, index_dialog, index_file, source_files, up_to_date
-from ._search_hits import Filters, SearchResult, build_hits, ranked_rows
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
@@ -67,6 +67,41 @@ MAX_PENDING = 10_000
 beyond: a dialog record carrying the output's notice names its owner again)."""
 
 
+MAX_RANKED = 5_000
+"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
+microseconds per match); if the filters then leave too few hits, it ranks them all."""
+_QUERY = """
+SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
+    d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
+FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
+WHERE chunks MATCH :match AND chunks.rowid >= :low
+    AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
+    AND (:session IS NULL OR d.session = :session)
+    AND (:role IS NULL OR d.role = :role)
+    AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
+    AND (:since IS NULL OR replace(d.ts, 'T', ' ') >= :since)
+    AND (:until IS NULL OR replace(d.ts, 'T', ' ') <= :until || '~')
+ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
+LIMIT :limit
+"""
+
+
+def ranked_rows(
+    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
+) -> list[tuple[object, ...]]:
+    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
+    more (all of them if the filters leave fewer than `limit` rows)."""
+    bound = db.execute(
+        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (match, MAX_RANKED),
+    ).fetchone()
+    low = 0 if bound is None else int(bound[0]) + 1
+    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
+    if low and len(rows) < limit:
+        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
+    return rows
+
+
 class SearchIndex:
     """The search index of one ``working_dir`` (see the module docstring).
 
@@ -75,6 +110,8 @@ class SearchIndex:
     `drop_outputs`) never raise: a failure is logged once through `failures`, and the next
     catch-up repairs what was missed.
     """
+
+    sources = LOCAL_SOURCES
 
     def __init__(self, working_dir: Path, *, failures: FailureLog | None = None) -> None:
         self.root = Path(working_dir).expanduser().resolve()
@@ -86,7 +123,9 @@ class SearchIndex:
 
     # -- notifications ----------------------------------------------------------------------
 
-    def output_saved(self, path: Path, *, agent: str | None, session: str | None = None) -> None:
+    def output_saved(
+        self, path: str | Path, *, agent: str | None, session: str | None = None
+    ) -> None:
         """A tool output was saved to `path` by `agent`: record the owner and index it."""
         name = self._output_name(path)
         if name is not None:
@@ -165,6 +204,12 @@ class SearchIndex:
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
             return SearchResult(hits=[], query=parsed, busy=True, searched=False)
+
+    def rebuild(self) -> None:
+        """Replace the database by an empty one (as a damaged one is), then index the files."""
+        db = self.db
+        db.run(lambda _: db._replace(db._pointer_key()))
+        self.catch_up()
 
     def close(self) -> None:
         """Close the database (reopened when needed)."""

@@ -1,0 +1,180 @@
+"""The stores a config names (``store.kind``), behind the three seams.
+
+`open_backend`: what a manager uses: the shared search index, and makers of the dialog and
+output stores of each agent (they name the agent and the session on what they save, and tell
+the index). Locally these are today's classes themselves (`DialogStore`, `ToolResultStore`,
+`SearchIndex`: the local default behaves as it always did); for PostgreSQL, one engine serves
+all three.
+
+`open_stores`: the three seams of one agent, wired the same way, with `str` refs on both
+kinds (the seams' contract tests, the benchmark, the CLI).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core._config import ContextConfig
+from ..core._failures import FailureLog
+from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
+
+__all__ = ["Backend", "Stores", "open_backend", "open_stores"]
+
+OnSaved = Callable[[Any], None]
+"""Called with the ref of each saved output (locally its `Path`)."""
+
+
+@dataclass
+class Backend:
+    """The storage of one manager (see the module docstring)."""
+
+    kind: str
+    search: SearchSeam
+    """The search index, shared by the manager's agents."""
+    make_dialog: Callable[[Mapping[str, str] | None, Callable[[], None] | None], DialogSeam]
+    make_outputs: Callable[[str | None, str | None, OnSaved | None], OutputSeam]
+    close: Callable[[], None]
+    store_dir: Path | None = None
+    """The local ``tool_result/`` directory (`None` for a store that is not files)."""
+    dialog_days: str | None = None
+    """How the summary's guide names the dialog's days (`None`: the local day files)."""
+    sources: list[Callable[[str], RangedSource | None]] = field(default_factory=list)
+    """What `read_file` reads a ref of this store with, besides files (`None`: not ours)."""
+
+    def dialog(
+        self,
+        record_fields: Mapping[str, str] | None = None,
+        on_append: Callable[[], None] | None = None,
+    ) -> DialogSeam:
+        """A dialog store writing `record_fields` (agent, session) on each record."""
+        return self.make_dialog(record_fields, on_append)
+
+    def outputs(
+        self,
+        agent: str | None = None,
+        session: str | None = None,
+        on_saved: OnSaved | None = None,
+    ) -> OutputSeam:
+        """An output store saving for `agent` (`on_saved(ref)` after each save)."""
+        return self.make_outputs(agent, session, on_saved)
+
+    def source(self, ref: str) -> RangedSource | None:
+        """The store `read_file` reads `ref` from, when it is not a file."""
+        for find in self.sources:
+            found = find(ref)
+            if found is not None:
+                return found
+        return None
+
+
+def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -> Backend:
+    """The storage `config.store` names. Nothing is connected or created until first use;
+    for ``postgres``, psycopg is imported then."""
+    retention = config.tool_result.retention_days
+    if config.store.kind == "postgres":
+        from .postgres import (
+            PostgresDialogStore,
+            PostgresEngine,
+            PostgresOutputStore,
+            PostgresSearchIndex,
+        )
+        from .postgres._dialog import GUIDE
+
+        assert config.store.dsn is not None  # the config refuses postgres without one
+        engine = PostgresEngine(
+            config.store.dsn,
+            password_env=config.store.password_env,
+            schema=config.store.schema_name,
+            connect_timeout=config.store.connect_timeout_seconds,
+            retry_after=config.store.retry_seconds,
+        )
+        pg_search = PostgresSearchIndex(engine, failures=failures)
+        pg_outputs = PostgresOutputStore(engine, retention)
+        pg_days = PostgresDialogStore(engine)
+        return Backend(
+            kind="postgres",
+            search=pg_search,
+            make_dialog=lambda fields, on_append: PostgresDialogStore(
+                engine, record_fields=fields, on_append=on_append
+            ),
+            make_outputs=lambda agent, session, on_saved: PostgresOutputStore(
+                engine, retention, agent=agent, session=session, on_saved=on_saved
+            ),
+            close=engine.close,
+            dialog_days=GUIDE,
+            sources=[
+                lambda ref: pg_outputs if pg_outputs.owns(ref) else None,
+                lambda ref: pg_days if pg_days.owns(ref) else None,
+            ],
+        )
+
+    from ._dialog import DialogStore
+    from ._search import SearchIndex
+    from ._tool_results import ToolResultStore
+
+    working_dir = Path(config.working_dir).resolve()
+    search = SearchIndex(working_dir, failures=failures)
+    return Backend(
+        kind="local",
+        search=search,
+        make_dialog=lambda fields, on_append: DialogStore(
+            working_dir, record_fields=fields, on_append=on_append
+        ),
+        make_outputs=lambda agent, session, on_saved: ToolResultStore(
+            working_dir, retention, on_saved=on_saved
+        ),
+        close=search.close,
+        store_dir=(working_dir / "tool_result").resolve(),
+    )
+
+
+@dataclass
+class Stores:
+    """The seams of one agent (the search index is shared by the agents of a store)."""
+
+    dialog: DialogSeam
+    outputs: OutputSeam
+    search: SearchSeam
+    close: Callable[[], None]
+
+
+def open_stores(
+    config: ContextConfig,
+    *,
+    agent: str | None = None,
+    session: str | None = None,
+    failures: FailureLog | None = None,
+) -> Stores:
+    """The dialog store, output store and search index `config.store` names, for `agent`:
+    what they save names the agent (and `session`) and is indexed at once. Refs are `str`.
+
+    Nothing is connected or created until first use; for ``postgres``, psycopg is imported
+    then.
+    """
+    fields = {k: v for k, v in (("agent", agent), ("session", session)) if v is not None}
+    if config.store.kind == "local":
+        from .local import LocalDialogStore, LocalOutputStore, LocalSearchIndex
+
+        working_dir = Path(config.working_dir).resolve()
+        local = LocalSearchIndex(working_dir, failures=failures)
+        files = LocalOutputStore(
+            working_dir,
+            config.tool_result.retention_days,
+            on_saved=lambda path: local.output_saved(str(path), agent=agent, session=session),
+        )
+        dialog = LocalDialogStore(
+            working_dir, record_fields=fields, on_append=local.dialog_appended
+        )
+        return Stores(dialog, files, local, local.close)
+    backend = open_backend(config, failures=failures)
+    search = backend.search
+
+    def saved(ref: str | os.PathLike[str]) -> None:
+        search.output_saved(os.fspath(ref), agent=agent, session=session)
+
+    outputs = backend.outputs(agent, session, saved)
+    return Stores(backend.dialog(fields, search.dialog_appended), outputs, search, backend.close)

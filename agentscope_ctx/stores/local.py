@@ -1,0 +1,114 @@
+"""The local implementation of the seams: thin adapters over today's modules, behaviour
+unchanged (`_dialog.DialogStore`, `_tool_results.ToolResultStore` with `_line_index` for
+ranged line reads, `_search.SearchIndex` on SQLite FTS5). The manager uses those classes
+themselves (they fit the seams); these adapters give refs as `str`.
+
+A local output's ref is the absolute path of its ``tool_result/{hex}.txt`` file, exactly what
+notices name today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ..core._failures import FailureLog
+from ..core._search_hits import Filters, SearchResult
+from ..core._search_text import Query
+from ._dialog import DialogStore
+from ._search import SearchIndex
+from ._tool_results import ToolResultStore
+
+__all__ = ["LocalDialogStore", "LocalOutputStore", "LocalSearchIndex"]
+
+LocalDialogStore = DialogStore
+"""`_dialog.DialogStore` is the local dialog seam as it is."""
+
+
+class LocalOutputStore:
+    """`ToolResultStore` as an `OutputSeam` whose refs are `str` (the absolute paths of its
+    files; `ToolResultStore` itself answers `Path`s)."""
+
+    def __init__(
+        self,
+        working_dir: Path,
+        retention_days: float,
+        *,
+        on_saved: Callable[[Path], None] | None = None,
+    ) -> None:
+        self.files = ToolResultStore(working_dir, retention_days, on_saved=on_saved)
+
+    @property
+    def dir(self) -> Path:
+        """The ``tool_result/`` directory."""
+        return self.files.dir
+
+    def save(self, data: str | bytes) -> str:
+        return str(self.files.save(data))
+
+    def owns(self, ref: str) -> bool:
+        return self.files.owns(ref)
+
+    def holds(self, ref: str, excerpt: str) -> bool:
+        return self.files.holds(ref, excerpt)
+
+    def size(self, ref: str) -> int | None:
+        return self.files.size(ref)
+
+    def read_range(self, ref: str, offset: int, size: int) -> bytes:
+        return self.files.read_range(ref, offset, size)
+
+    def line_count(self, ref: str) -> int:
+        return self.files.line_count(ref)
+
+    def line_start(self, ref: str, line: int) -> int:
+        return self.files.line_start(ref, line)
+
+    def read_saved(self, ref: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
+        return self.files.read_saved(ref, head=head, tail=tail)
+
+    def cleanup(self, referenced: Iterable[str], *, now: float | None = None) -> list[str]:
+        return [str(path) for path in self.files.cleanup(referenced, now=now)]
+
+    def maybe_cleanup(self, referenced: Callable[[], Iterable[str]]) -> list[str]:
+        return [str(path) for path in self.files.maybe_cleanup(referenced)]
+
+
+class LocalSearchIndex:
+    """`SearchIndex` as a `SearchSeam` (refs are the output files' paths), plus `rebuild`."""
+
+    sources = SearchIndex.sources
+
+    def __init__(self, working_dir: Path, *, failures: FailureLog | None = None) -> None:
+        self.index = SearchIndex(working_dir, failures=failures)
+
+    def output_saved(self, ref: str, *, agent: str | None, session: str | None = None) -> None:
+        self.index.output_saved(Path(ref), agent=agent, session=session)
+
+    def describe_output(self, ref: str, *, tool: str, args: str | None) -> None:
+        self.index.describe_output(ref, tool=tool, args=args)
+
+    def dialog_appended(self) -> None:
+        self.index.dialog_appended()
+
+    def drop_outputs(self, refs: Iterable[str]) -> None:
+        self.index.drop_outputs(refs)
+
+    def catch_up(self, *, seconds: float | None = None) -> int:
+        return self.index.catch_up(seconds=seconds)
+
+    def search(
+        self,
+        query: str | Query,
+        filters: Filters | None = None,
+        *,
+        limit: int = 5,
+        catch_up_seconds: float | None = 10.0,
+    ) -> SearchResult:
+        return self.index.search(query, filters, limit=limit, catch_up_seconds=catch_up_seconds)
+
+    def rebuild(self) -> None:
+        self.index.rebuild()
+
+    def close(self) -> None:
+        self.index.close()

@@ -1,0 +1,267 @@
+"""`PostgresDialogStore`: the dialog seam on PostgreSQL (table ``dialog``, see `_schema`).
+
+Append-only and idempotent by message id (``INSERT ... ON CONFLICT (msg_id) DO NOTHING``),
+ordered by an identity sequence (the order of the appends, across workers). Each row holds
+the record line of `_dialog_record` (so both stores keep a message the same way), its day
+(the date of ``Msg.timestamp``, else today) and the agent and session it was given.
+
+Its days read like the local day files: ``pg-dialog:YYYY-MM-DD`` names the day's records in
+order, one JSON line each (what ``dialog/YYYY-MM-DD.jsonl`` holds locally), and `read_file`
+reads it by line and byte range (`line_count`, `line_start`, `read_range`: the
+`seams.RangedSource` of `seams.excerpt`) without loading more than the records it shows. The
+summary's guide and `search_history`'s dialog hits point there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date
+from typing import Any
+
+from ...core._entry import Msg
+from ...core._errors import ContextUsageError, PersistenceError
+from .._dialog import DialogReadReport
+from .._dialog_record import date_prefix, decode_record, encode_record
+from ._engine import PostgresEngine
+
+__all__ = ["DAY_REF", "PostgresDialogStore", "day_ref"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+DAY_REF = re.compile(r"pg-dialog:(\d{4}-\d{2}-\d{2})")
+"""The form of a day of the dialog, as `read_file` reads it."""
+GUIDE = "pg-dialog:YYYY-MM-DD"
+"""How the summary's guide names the days (`ContextMemory.dialog_days`)."""
+
+
+def day_ref(ref: str) -> str | None:
+    """The ``YYYY-MM-DD`` of a day ref, or `None` when `ref` is not one."""
+    match = DAY_REF.fullmatch(ref.strip()) if isinstance(ref, str) else None
+    return match.group(1) if match and date_prefix(match.group(1)) == match.group(1) else None
+
+
+_SOURCE = "dialog"
+"""The name a read report gives the table (where the local store names a day file)."""
+
+
+class PostgresDialogStore:
+    """The append-only store of messages that left the context, on PostgreSQL.
+
+    Args:
+        engine: The database.
+        record_fields: ``agent`` and ``session`` written on each record (and in their
+            columns).
+        on_append: Called (in a worker thread) after records were written; what it raises
+            is logged, never passed on.
+    """
+
+    def __init__(
+        self,
+        engine: PostgresEngine,
+        *,
+        record_fields: Mapping[str, str] | None = None,
+        on_append: Callable[[], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self._fields = dict(record_fields or {})
+        self._on_append = on_append
+
+    @property
+    def dialog_dir(self) -> str:
+        """How notices name where the messages go: the days, as `read_file` reads them."""
+        return GUIDE
+
+    async def append(self, msgs: Sequence[Msg]) -> int:
+        """Store `msgs` durably (committed) in order, skipping stored ids; the number written.
+
+        Raises:
+            PersistenceError: a message id is not a string, or the database cannot be
+                written (appending the same messages again is safe).
+        """
+        if not msgs:
+            return 0
+        written = await asyncio.to_thread(self._append_sync, list(msgs))
+        if written and self._on_append is not None:
+            try:
+                await asyncio.to_thread(self._on_append)
+            except Exception:  # a listener (the search index) never fails a durable append
+                logger.exception("agentscope_ctx: the dialog append listener failed")
+        return written
+
+    def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
+        """The stored messages in append order (`day`: ``YYYY-MM-DD`` only). A record that
+        does not decode is skipped and reported as (``"dialog"``, its seq, why).
+
+        Raises:
+            ContextUsageError: `day` is not a ``YYYY-MM-DD`` date.
+            PersistenceError: the database cannot be read.
+        """
+        if day is not None and date_prefix(day) != day:
+            raise ContextUsageError(f"day must be a date 'YYYY-MM-DD', got {day!r}")
+        s = self.engine.schema
+        where, params = ("WHERE day = %s", (day,)) if day is not None else ("", ())
+        msgs: list[Msg] = []
+        report = DialogReadReport()
+        try:
+            with self.engine.connection() as conn, conn.transaction():
+                cursor = conn.cursor(name="agentscope_ctx_read")
+                cursor.itersize = 2_000
+                cursor.execute(f"SELECT seq, record FROM {s}.dialog {where} ORDER BY seq", params)
+                for seq, record in cursor:
+                    msg = decode_record(record.encode("utf-8"))
+                    if isinstance(msg, Msg):
+                        msgs.append(msg)
+                    else:
+                        report.bad_lines.append((_SOURCE, int(seq), msg[:200]))
+                cursor.close()
+        except PersistenceError:
+            raise
+        except Exception as exc:
+            raise self.engine.error("cannot read the dialog", exc) from None
+        report.files = [_SOURCE] if msgs or report.bad_lines else []
+        report.messages = len(msgs)
+        return msgs, report
+
+    async def aread(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
+        """`read`, in a thread."""
+        return await asyncio.to_thread(self.read, day)
+
+    def days(self) -> list[str]:
+        """The days that hold messages, sorted."""
+        rows = self._query(f"SELECT DISTINCT day FROM {self.engine.schema}.dialog ORDER BY day")
+        return [row[0].isoformat() for row in rows]
+
+    def ids(self) -> set[str]:
+        """The ids of every stored message."""
+        return {row[0] for row in self._query(f"SELECT msg_id FROM {self.engine.schema}.dialog")}
+
+    def day_counts(self) -> dict[str, int]:
+        """Messages stored per day (``YYYY-MM-DD``)."""
+        rows = self._query(
+            f"SELECT day, count(*) FROM {self.engine.schema}.dialog GROUP BY day ORDER BY day"
+        )
+        return {day.isoformat(): int(n) for day, n in rows}
+
+    def count(self) -> int:
+        """How many messages are stored."""
+        return int(self._query(f"SELECT count(*) FROM {self.engine.schema}.dialog")[0][0])
+
+    # -- a day as a file (``pg-dialog:YYYY-MM-DD``) ------------------------------------------
+
+    def owns(self, ref: str) -> bool:
+        """Whether `ref` names a day of this store (``pg-dialog:YYYY-MM-DD``)."""
+        return day_ref(ref) is not None
+
+    def line_count(self, ref: str) -> int:
+        """Records of the day.
+
+        Raises:
+            KeyError: not a day ref, or no record that day.
+        """
+        day = self._day(ref)
+        rows = self._query(f"SELECT count(*) FROM {self.engine.schema}.dialog WHERE day = %s", day)
+        if not rows or not rows[0][0]:
+            raise KeyError(ref)
+        return int(rows[0][0])
+
+    def line_start(self, ref: str, line: int) -> int:
+        """Byte offset where record `line` (from 1) of the day begins.
+
+        Raises:
+            KeyError: not a day ref.
+        """
+        day = self._day(ref)
+        rows = self._query(
+            "SELECT coalesce(sum(octet_length(record) + 1), 0) FROM (SELECT record "
+            f"FROM {self.engine.schema}.dialog WHERE day = %s ORDER BY seq LIMIT %s) AS r",
+            day, max(line - 1, 0),
+        )  # fmt: skip
+        return int(rows[0][0])
+
+    def read_range(self, ref: str, offset: int, size: int) -> bytes:
+        """Up to `size` bytes of the day's lines from `offset` (only the records they cover
+        are fetched).
+
+        Raises:
+            KeyError: not a day ref, or no record that day.
+        """
+        day = self._day(ref)
+        offset, size = max(offset, 0), max(size, 0)
+        rows = self._query(
+            "SELECT start, record FROM (SELECT seq, record, "
+            "sum(octet_length(record) + 1) OVER (ORDER BY seq) - octet_length(record) - 1 "
+            f"AS start FROM {self.engine.schema}.dialog WHERE day = %s) AS r "
+            "WHERE start < %s AND start + octet_length(record) + 1 > %s ORDER BY seq",
+            day, offset + size, offset,
+        )  # fmt: skip
+        if not rows:
+            if not self._query(
+                f"SELECT 1 FROM {self.engine.schema}.dialog WHERE day = %s LIMIT 1", day
+            ):
+                raise KeyError(ref)
+            return b""
+        data = b"".join(record.encode("utf-8") + b"\n" for _, record in rows)
+        skip = offset - int(rows[0][0])
+        return data[skip : skip + size]
+
+    def _day(self, ref: str) -> str:
+        day = day_ref(ref)
+        if day is None:
+            raise KeyError(ref)
+        return day
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
+        try:
+            with self.engine.connection() as conn:
+                return list(conn.execute(sql, params or None).fetchall())
+        except PersistenceError:
+            raise
+        except Exception as exc:
+            raise self.engine.error("cannot read the dialog", exc) from None
+
+    def _append_sync(self, msgs: list[Msg]) -> int:
+        today = date.today().isoformat()
+        ids: list[str] = []
+        days: list[str] = []
+        records: list[str] = []
+        lossy_of: dict[str, list[str]] = {}
+        seen: set[str] = set()
+        for msg in msgs:
+            line, lossy = encode_record(msg, self._fields)  # raises for a non-str id
+            if msg.id in seen:
+                continue
+            seen.add(msg.id)
+            ids.append(msg.id)
+            days.append(date_prefix(msg.timestamp) or today)
+            records.append(line.decode("utf-8").rstrip("\n"))
+            if lossy:
+                lossy_of[msg.id] = lossy
+        s = self.engine.schema
+        agent, session = self._fields.get("agent"), self._fields.get("session")
+        try:
+            with self.engine.connection() as conn:
+                rows = conn.execute(
+                    f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
+                    "SELECT u.msg_id, %s, %s, u.day, u.record "
+                    "FROM unnest(%s::text[], %s::date[], %s::text[]) WITH ORDINALITY "
+                    "AS u(msg_id, day, record, n) ORDER BY u.n "
+                    "ON CONFLICT (msg_id) DO NOTHING RETURNING msg_id",
+                    (agent, session, ids, days, records),
+                ).fetchall()
+        except PersistenceError:
+            raise
+        except Exception as exc:
+            raise self.engine.error("cannot append to the dialog", exc) from None
+        for (msg_id,) in rows:
+            if msg_id in lossy_of:
+                logger.warning(
+                    "agentscope_ctx: message %r stored with values changed to make it storable "
+                    "(listed in its record's 'lossy'): %s",
+                    msg_id, ", ".join(lossy_of[msg_id][:10]),
+                )  # fmt: skip
+        return len(rows)

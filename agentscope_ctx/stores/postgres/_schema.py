@@ -1,0 +1,123 @@
+"""The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
+
+Version 1::
+
+    schema_version(version, applied_at)      one row per version applied
+    dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
+        one row per message, `seq` from an identity sequence is the order; `record` is the
+        dialog record line of `_dialog_record` (JSON text, without its newline); `indexed`:
+        the search index has its chunks
+    outputs(id, size, lines, agent, session, saved_at, used_at, indexed)
+        one row per saved tool output; `used_at` (epoch seconds) is its last use, for
+        retention
+    output_chunks(id, n, start, len, newlines_before, data)
+        the output's bytes in chunks of `CHUNK` (1 MB; `n` = start // CHUNK), stored
+        uncompressed out of line (``STORAGE EXTERNAL``, so a substring reads only its
+        pages), with the newlines before each chunk: the line index of `read_file`
+    owners(id, agent, session, tool, args, ts)   what is known of each saved output
+    chunks(id, kind, source, start_line, line_offset, body, terms, agent, session, role,
+        tool, args, ts)
+        the search index: one row per chunk of lines (`_search_text.chunk_lines`) of a
+        dialog record (`source` = its seq) or an output (`source` = its id); `terms` is a
+        tsvector of our own tokens (`_search_text.tokens`, CJK one character each) with
+        their positions, GIN-indexed
+
+Created on first use by `ensure` under a transaction-scoped advisory lock, so that several
+workers starting at once make it once (a worker finding the current version runs no DDL);
+an existing schema of a newer version is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CHUNK", "SCHEMA_VERSION", "ensure"]
+
+SCHEMA_VERSION = 1
+CHUNK = 1 << 20
+"""Bytes per output chunk."""
+_LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.schema_version (
+    version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS {s}.dialog (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    msg_id text NOT NULL UNIQUE,
+    agent text, session text,
+    day date NOT NULL,
+    record text NOT NULL,
+    indexed boolean NOT NULL DEFAULT false,
+    saved_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX IF NOT EXISTS dialog_unindexed ON {s}.dialog (seq) WHERE NOT indexed;
+CREATE INDEX IF NOT EXISTS dialog_by_day ON {s}.dialog (day, seq);
+CREATE INDEX IF NOT EXISTS dialog_by_session ON {s}.dialog (session, seq);
+CREATE TABLE IF NOT EXISTS {s}.outputs (
+    id text PRIMARY KEY,
+    size bigint NOT NULL, lines bigint NOT NULL,
+    agent text, session text,
+    saved_at timestamptz NOT NULL DEFAULT now(),
+    used_at double precision NOT NULL,
+    indexed boolean NOT NULL DEFAULT false);
+CREATE INDEX IF NOT EXISTS outputs_unindexed ON {s}.outputs (saved_at) WHERE NOT indexed;
+CREATE INDEX IF NOT EXISTS outputs_by_use ON {s}.outputs (used_at);
+CREATE TABLE IF NOT EXISTS {s}.output_chunks (
+    id text NOT NULL REFERENCES {s}.outputs (id) ON DELETE CASCADE,
+    n integer NOT NULL, start bigint NOT NULL, len integer NOT NULL,
+    newlines_before bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (id, n));
+ALTER TABLE {s}.output_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+CREATE INDEX IF NOT EXISTS output_chunks_lines ON {s}.output_chunks (id, newlines_before);
+CREATE TABLE IF NOT EXISTS {s}.owners (
+    id text PRIMARY KEY, agent text, session text, tool text, args text, ts text);
+CREATE TABLE IF NOT EXISTS {s}.chunks (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind text NOT NULL, source text NOT NULL,
+    start_line integer NOT NULL, line_offset integer NOT NULL,
+    body text NOT NULL, terms tsvector NOT NULL,
+    agent text, session text, role text, tool text, args text, ts text);
+CREATE INDEX IF NOT EXISTS chunks_terms ON {s}.chunks USING gin (terms);
+CREATE INDEX IF NOT EXISTS chunks_by_source ON {s}.chunks (source);
+"""
+
+
+def _version(conn: Any, schema: str) -> int | None:
+    """The schema version the database holds (`None`: no tables yet)."""
+    row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    row = conn.execute(f"SELECT max(version) FROM {schema}.schema_version").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def ensure(conn: Any, schema: str) -> None:
+    """Create the tables when missing (idempotent, safe when many workers start at once).
+
+    A database that already holds this version is only read (its DDL would lock tables other
+    workers are writing); otherwise the tables are made under the advisory lock, and the
+    version row is written last, in the same transaction.
+
+    Raises:
+        RuntimeError: the database holds a newer schema version than this package knows.
+    """
+    for locked in (False, True):
+        with conn.transaction():
+            if locked:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+            version = _version(conn, schema)
+            if version is not None and version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"the store's schema is version {version}; this agentscope_ctx knows "
+                    f"{SCHEMA_VERSION} (upgrade agentscope_ctx)"
+                )
+            if version == SCHEMA_VERSION:
+                return
+            if locked:
+                conn.execute(_DDL.format(s=schema))
+                conn.execute(
+                    f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
+                    "ON CONFLICT DO NOTHING",
+                    (SCHEMA_VERSION,),
+                )

@@ -1,0 +1,288 @@
+"""Benchmark the storage seams (DESIGN.md §11): the local store (files + SQLite FTS5) against
+the PostgreSQL fleet store, on this machine.
+
+Run ``python -m benchmarks store`` (10,000 messages and 100 MB of saved outputs), or this
+module to choose the sizes::
+
+    python -m benchmarks.bench_store                       # 10000:100
+    python -m benchmarks.bench_store --large               # 10000:100 and 100000:1024
+    python -m benchmarks.bench_store --points 1000:10 100000:1024
+
+Each point is MESSAGES:OUTPUT_MB. The environment variable ``AGENTSCOPE_CTX_BENCH_STORE``
+(e.g. ``"100000:1024"``) sets the points of ``python -m benchmarks store``; ``--large`` there
+too. PostgreSQL is a private server started for the run (``tests/fleet/postgres_server``, fsync
+on, a unix socket: no network cost), skipped when its binaries or psycopg are missing.
+
+For each store and point, through the seams as the agent uses them (`stores.factory`: each
+save tells the search index):
+
+1. save: a dialog append of 10 messages (about 250 bytes each; the index is told), and an
+   output save (outputs of OUTPUT_MB / 100 each, indexed at save up to 8 MB): p50/p95 ms;
+2. ranged read: `read_file`'s continuation read of a saved output from a random line
+   (`seams.excerpt`, 32 KB): p50/p95 ms;
+3. search: `search` of rare words, common words, phrases, prefixes and CJK, with the
+   catch-up check: p50/p95 ms; measured when a tenth of the history is stored and at the end,
+   so the table shows how the cost grows with history size (on PostgreSQL after an
+   ``ANALYZE`` of the index table, which autovacuum makes within a minute of a load);
+4. size: the search index (SQLite file; PostgreSQL's ``chunks`` table with its GIN index)
+   and the whole store;
+5. rebuild: the index dropped and made again from the stores (``--no-rebuild`` skips it).
+
+Numbers only: no target is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._truncation import Position
+from agentscope_ctx.stores.factory import Stores, open_stores
+from agentscope_ctx.stores.seams import excerpt
+
+DEFAULT_POINTS = ((10_000, 100),)
+LARGE_POINTS = ((10_000, 100), (100_000, 1_024))
+ENV = "AGENTSCOPE_CTX_BENCH_STORE"
+APPEND_BATCH = 10
+READS = 200
+ROOT = Path(__file__).resolve().parent.parent
+_WORDS = [f"w{n:04d}" for n in range(3_000)] + (
+    "request worker retry config parser timeout cache token socket deploy queue".split()
+)
+_CJK = "数据库迁移计划部署集群日志错误超时缓存队列"
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _ms(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(_pct(values, 0.5) * 1000, 2),
+        "p95_ms": round(_pct(values, 0.95) * 1000, 2),
+    }
+
+
+def _text(rng: random.Random, words: int) -> str:
+    out = " ".join(rng.choice(_WORDS) for _ in range(words))
+    if rng.random() < 0.1:
+        out += " " + "".join(rng.choice(_CJK) for _ in range(8))
+    return out
+
+
+def _output(rng: random.Random, size: int) -> str:
+    lines, total = [], 0
+    while total < size:
+        line = f"{total:012d} {rng.choice(('INFO', 'WARN', 'ERROR'))} " + _text(rng, 12)
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+def _queries(rng: random.Random) -> list[str]:
+    rare = [rng.choice(_WORDS[:3_000]) for _ in range(10)]
+    return [
+        *rare,
+        "deploy", "timeout queue",
+        f'"{rare[0]} {rare[1]}"', "w01*", "数据库", "ERROR timeout",
+        f"{rare[2]} nonexistentword",
+    ]  # fmt: skip
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _sizes(kind: str, stores: Stores, work: Path) -> dict[str, int]:
+    if kind == "local":
+        return {
+            "index_bytes": _dir_size(work / "index"),
+            "store_bytes": _dir_size(work / "dialog") + _dir_size(work / "tool_result"),
+        }
+    engine = stores.search.engine  # type: ignore[attr-defined]
+    s = engine.schema
+    with engine.connection() as conn:
+        index = conn.execute(f"SELECT pg_total_relation_size('{s}.chunks')").fetchone()[0]
+        store = conn.execute(
+            f"SELECT pg_total_relation_size('{s}.dialog') + pg_total_relation_size('{s}.outputs')"
+            f" + pg_total_relation_size('{s}.output_chunks')"
+        ).fetchone()[0]
+    return {"index_bytes": int(index), "store_bytes": int(store)}
+
+
+def _run_point(
+    kind: str, config: ContextConfig, messages: int, output_mb: int, *, rebuild: bool = True
+) -> dict[str, Any]:
+    rng = random.Random(7)
+    stores = open_stores(config, agent="bench", session="s1")
+    work = Path(config.working_dir)
+    output_bytes = output_mb << 20
+    outputs_n = 100
+    each = max(output_bytes // outputs_n, 1)
+    appends: list[float] = []
+    saves: list[float] = []
+    refs: list[tuple[str, int]] = []
+    searches: dict[str, dict[str, float]] = {}
+    checkpoint = max(messages // 10, APPEND_BATCH)
+    stored = 0
+    queries = _queries(rng)
+
+    async def fill() -> None:
+        nonlocal stored
+        next_output = 0
+        while stored < messages:
+            batch = []
+            for _ in range(APPEND_BATCH):
+                msg = Msg("user", _text(rng, 30), "user")
+                batch.append(msg)
+            appends.append(await _atimed(stores.dialog.append(batch)))
+            stored += len(batch)
+            due = stored * outputs_n // messages
+            while next_output < min(due, outputs_n):
+                text = _output(rng, each)
+                start = time.perf_counter()
+                ref = stores.outputs.save(text)
+                saves.append(time.perf_counter() - start)
+                refs.append((ref, text.count("\n")))
+                next_output += 1
+            if stored == checkpoint or stored >= messages:
+                stores.search.catch_up()
+                if kind == "postgres":  # what autovacuum does within a minute of the load
+                    engine = stores.search.engine  # type: ignore[attr-defined]
+                    with engine.connection() as conn:
+                        conn.execute(f"ANALYZE {engine.schema}.chunks")
+                times = [
+                    _timed(lambda q=q: stores.search.search(q, limit=5, catch_up_seconds=10.0))
+                    for q in queries * 3
+                ]
+                searches[f"{stored}"] = _ms(times)
+
+    asyncio.run(fill())
+    reads = []
+    for _ in range(READS):
+        ref, lines = rng.choice(refs)
+        line = rng.randint(1, max(lines, 1))
+        reads.append(_timed(lambda r=ref, n=line: excerpt(stores.outputs, r, Position(n), 32_768)))
+    rebuild_s = float("nan")
+    if rebuild:
+        start = time.perf_counter()
+        stores.search.rebuild()
+        rebuild_s = time.perf_counter() - start
+    result = {
+        "messages": messages,
+        "output_mb": output_mb,
+        "append_10_msgs": _ms(appends),
+        "output_save": {**_ms(saves), "output_bytes": each},
+        "ranged_read": _ms(reads),
+        "search_at": searches,
+        "rebuild_s": round(rebuild_s, 1),
+        **_sizes(kind, stores, work),
+    }
+    stores.close()
+    return result
+
+
+async def _atimed(awaitable: Any) -> float:
+    start = time.perf_counter()
+    await awaitable
+    return time.perf_counter() - start
+
+
+def _print(kind: str, row: dict[str, Any]) -> None:
+    search = row["search_at"]
+    first, last = min(search, key=int), max(search, key=int)
+    print(
+        f"{kind:<9}{row['messages']:>8} msgs {row['output_mb']:>5} MB | "
+        f"append {row['append_10_msgs']['p50_ms']:>6.1f}/{row['append_10_msgs']['p95_ms']:<7.1f}"
+        f"save {row['output_save']['p50_ms']:>7.1f}/{row['output_save']['p95_ms']:<7.1f}"
+        f"read {row['ranged_read']['p50_ms']:>5.1f}/{row['ranged_read']['p95_ms']:<6.1f}"
+        f"search@{first} {search[first]['p50_ms']:>5.1f}/{search[first]['p95_ms']:<6.1f}"
+        f"search@{last} {search[last]['p50_ms']:>5.1f}/{search[last]['p95_ms']:<6.1f}"
+        f"index {row['index_bytes'] / 2**20:>7.1f} MB store {row['store_bytes'] / 2**20:>7.1f} MB "
+        f"rebuild {row['rebuild_s']} s"
+    )
+
+
+def main(
+    points: Sequence[tuple[int, int]] | None = None,
+    *,
+    large: bool | None = None,
+    rebuild: bool | None = None,
+) -> dict[str, Any]:
+    """Run every point on both stores; print the table and return the numbers."""
+    if large is None:
+        large = "--large" in sys.argv
+    if rebuild is None:
+        rebuild = "--no-rebuild" not in sys.argv
+    if points is None:
+        env = os.environ.get(ENV)
+        points = (
+            [tuple(map(int, p.split(":"))) for p in env.split()]  # type: ignore[misc]
+            if env
+            else (LARGE_POINTS if large else DEFAULT_POINTS)
+        )
+    sys.path.insert(0, str(ROOT))
+    from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
+
+    results: dict[str, Any] = {"points": {}, "skipped": {}}
+    why = why_unavailable()
+    server = None if why else PostgresServer.start(durable=True)
+    print("p50/p95 in ms; append = 10 messages; read = read_file's 32 KB excerpt from a line")
+    try:
+        for messages, output_mb in points:
+            for kind in ("local", "postgres"):
+                if kind == "postgres" and server is None:
+                    results["skipped"]["postgres"] = why
+                    print(f"postgres skipped: {why}")
+                    continue
+                work = Path(tempfile.mkdtemp(prefix="bench-store-"))
+                store: dict[str, Any] = {"kind": kind}
+                if server is not None and kind == "postgres":
+                    os.environ["AGENTSCOPE_CTX_BENCH_PGPASSWORD"] = PASSWORD
+                    store.update(
+                        dsn=server.dsn,
+                        password_env="AGENTSCOPE_CTX_BENCH_PGPASSWORD",
+                        schema_name=f"bench_{messages}_{output_mb}",
+                    )
+                config = ContextConfig(working_dir=work, store=store)
+                try:
+                    row = _run_point(kind, config, messages, output_mb, rebuild=rebuild)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+                results["points"][f"{kind}:{messages}:{output_mb}"] = row
+                _print(kind, row)
+    finally:
+        if server is not None:
+            server.stop()
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--points", nargs="*", metavar="MESSAGES:OUTPUT_MB")
+    parser.add_argument("--large", action="store_true", help="10000:100 and 100000:1024")
+    parser.add_argument("--no-rebuild", action="store_true", help="skip timing a rebuild")
+    args = parser.parse_args()
+    chosen = [tuple(map(int, p.split(":"))) for p in args.points] if args.points else None
+    main(chosen, large=args.large, rebuild=not args.no_rebuild)  # type: ignore[arg-type]

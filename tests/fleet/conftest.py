@@ -1,0 +1,39 @@
+"""Fixtures of the fleet tests: a private PostgreSQL server per xdist worker (session scope,
+see `postgres_server`), and a fresh PostgreSQL schema per test. Without the server binaries
+(or psycopg) every test that needs them skips with the reason; CI installs them (`.ci/run`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    why = why_unavailable()
+    if why is not None:
+        pytest.skip(why)
+    server = PostgresServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_password(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The server's password, in ``AGENTSCOPE_CTX_TEST_PGPASSWORD`` (the `password_env` the
+    tests name) for the duration of a test."""
+    monkeypatch.setenv("AGENTSCOPE_CTX_TEST_PGPASSWORD", PASSWORD)
+    return PASSWORD
+
+
+@pytest.fixture
+def pg_schema() -> str:
+    """A schema name of its own for each test (the tables are made on first use)."""
+    return f"t_{uuid.uuid4().hex[:12]}"

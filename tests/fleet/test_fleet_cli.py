@@ -1,0 +1,73 @@
+"""The CLI on the fleet store (issue 23 item 2): `inspect`, `search` and `gc` with a config
+naming ``store: {kind: postgres}`` act on the database (a private PostgreSQL server, see
+`conftest`), not on a working dir's files; the DSN's password is never printed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.stores.factory import open_stores
+from tests.fleet.postgres_server import PASSWORD, PostgresServer
+from tests.lines import Msg
+
+
+def _config(tmp_path: Path, server: PostgresServer, schema: str) -> Path:
+    path = tmp_path / "fleet.yaml"
+    store = {
+        "kind": "postgres",
+        "dsn": server.dsn,
+        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        "schema_name": schema,
+    }
+    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "w"), "store": store}))
+    return path
+
+
+async def test_inspect_search_and_gc_act_on_the_database(
+    tmp_path: Path,
+    pg_server: PostgresServer,
+    pg_password: str,
+    pg_schema: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = _config(tmp_path, pg_server, pg_schema)
+    stores = open_stores(ContextConfig.from_yaml(config), agent="a1")
+    msg = Msg("user", "the quokka report is due on friday", "user")
+    msg.timestamp = "2026-12-02 17:01:49.123"
+    await stores.dialog.append([msg])
+    kept = stores.outputs.save("line one\nERROR: the wombat daemon crashed\n")
+    old = stores.outputs.save("an old output about a numbat\n")
+    engine = stores.search.engine  # type: ignore[attr-defined]
+    with engine.connection() as conn:  # `old` was last used 30 days ago
+        conn.execute(
+            f"UPDATE {pg_schema}.outputs SET used_at = %s WHERE id = %s",
+            (time.time() - 30 * 86_400, old.removeprefix("pg-output:")),
+        )
+    stores.close()
+
+    assert cli_main(["inspect", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "dialog: 1 messages over 1 day(s)" in out and "2026-12-02: 1 messages" in out, out
+    assert "saved outputs: 2," in out, out
+    assert PASSWORD not in out
+
+    assert cli_main(["search", "--config", str(config), "wombat"]) == 0
+    out = capsys.readouterr().out
+    assert "the wombat daemon crashed" in out and f"read_file file_path={kept}" in out, out
+    assert cli_main(["search", "--config", str(config), "quokka"]) == 0
+    out = capsys.readouterr().out
+    assert "read_file file_path=pg-dialog:2026-12-02 start_line=1" in out, out
+
+    assert cli_main(["gc", "--config", str(config)]) == 0  # retention: 7 days
+    out = capsys.readouterr().out
+    assert "gc: removed 1 saved output(s) unused for over 7 days" in out and "1 kept" in out
+    assert cli_main(["search", "--config", str(config), "numbat"]) == 0
+    out = capsys.readouterr().out  # its index entries went too; what was searched is named
+    assert "No hits for 'numbat' in all agents' history (the fleet store: pg-dialog" in out
+    assert not (tmp_path / "w").exists()  # nothing was written to the working dir

@@ -1,0 +1,97 @@
+"""A day of the PostgreSQL dialog read as a file (``pg-dialog:YYYY-MM-DD``, what the summary's
+guide and `search_history`'s dialog hits point to): its lines are the day's records in order,
+one JSON line each, and following `read_file`'s notices from line 1 gives them back exactly
+(the lossless chain of DESIGN §4, through the seam)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentscope_ctx.core._truncation import Position, parse_notice
+from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
+from agentscope_ctx.stores.seams import excerpt
+from tests.fleet.postgres_server import PostgresServer
+from tests.lines import Msg
+
+TEXTS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    max_size=400,
+)
+
+
+def _msg(n: int, text: str, day: str) -> Msg:
+    msg = Msg("user", text, "user")
+    msg.id = f"m{n}"
+    msg.timestamp = f"{day} 10:00:{n % 60:02d}.000"
+    return msg
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    texts=st.lists(TEXTS, min_size=1, max_size=12),
+    other=st.lists(TEXTS, max_size=3),
+    max_bytes=st.integers(min_value=200, max_value=3_000),
+)
+def test_a_day_reads_back_as_its_records_through_the_notices(
+    pg_server: PostgresServer, pg_password: str, texts: list[str], other: list[str], max_bytes: int
+) -> None:
+    engine = PostgresEngine(
+        pg_server.dsn,
+        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        schema=f"d_{uuid.uuid4().hex[:12]}",
+    )
+    dialog = PostgresDialogStore(engine, record_fields={"agent": "a1"})
+    msgs = [_msg(n, t, "2026-12-02") for n, t in enumerate(texts)]
+    msgs += [_msg(100 + n, t, "2026-12-03") for n, t in enumerate(other)]  # another day
+    asyncio.run(dialog.append(msgs))
+    with engine.connection() as conn:
+        rows = conn.execute(
+            f"SELECT record FROM {engine.schema}.dialog WHERE day = '2026-12-02' ORDER BY seq"
+        ).fetchall()
+    day = "".join(record + "\n" for (record,) in rows)
+    ref = "pg-dialog:2026-12-02"
+    assert dialog.line_count(ref) == len(texts)
+    at = 0
+    for line, (record,) in enumerate(rows, start=1):
+        assert dialog.line_start(ref, line) == at
+        at += len(record.encode("utf-8")) + 1
+    assert dialog.read_range(ref, 0, 1 << 30) == day.encode("utf-8")
+
+    parts: list[str] = []
+    output = excerpt(dialog, ref, Position(), max_bytes)
+    for _ in range(10_000):
+        parsed = parse_notice(output)
+        if parsed is None:
+            parts.append(output)
+            break
+        parts.append(parsed[0])
+        assert parsed[1].file_path == ref
+        output = excerpt(dialog, ref, parsed[1].next, max_bytes)
+    assert "".join(parts) == day
+    engine.close()
+
+
+def test_a_day_without_records_or_not_a_day_is_no_file(
+    pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    engine = PostgresEngine(
+        pg_server.dsn, password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD", schema=pg_schema
+    )
+    dialog = PostgresDialogStore(engine)
+    for ref in ("pg-dialog:2026-12-02", "pg-dialog:2026-02-30", "pg-output:2026-12-02"):
+        with pytest.raises(KeyError):
+            dialog.line_count(ref)
+    args: Any = ("pg-dialog:2026-12-02", 0, 10)
+    with pytest.raises(KeyError):
+        dialog.read_range(*args)
+    engine.close()

@@ -1,0 +1,308 @@
+"""The PostgreSQL store's engine: secrets never shown, schema made once by racing workers, the
+`store` config section, an unreachable database, and a cheap import."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from agentscope_ctx.core._config import ContextConfig, StoreConfig
+from agentscope_ctx.core._errors import ConfigError, OffloadError, PersistenceError
+from agentscope_ctx.core._failures import FailureLog
+from agentscope_ctx.stores.postgres import (
+    PostgresDialogStore,
+    PostgresEngine,
+    PostgresOutputStore,
+    PostgresSearchIndex,
+    redact,
+)
+from tests.fleet.postgres_server import PASSWORD, PostgresServer
+from tests.lines import Msg
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = "AGENTSCOPE_CTX_TEST_PGPASSWORD"
+
+
+def _msg(msg_id: str, text: str) -> Msg:
+    msg = Msg("user", text, "user")
+    msg.id = msg_id
+    return msg
+
+
+@pytest.mark.parametrize(
+    ("dsn", "secret"),
+    [
+        ("postgresql://bob:hunter2@db:5432/app", "hunter2"),
+        ("postgres://bob:p%40ss@db/app?sslmode=require", "p%40ss"),
+        ("host=db user=bob password=hunter2 dbname=app", "hunter2"),
+        ("host=db password = 'it\\'s \\\\ secret' dbname=app", "secret"),
+        ("postgresql://db/app?password=hunter2&user=bob", "hunter2"),
+    ],
+)
+def test_redact_hides_the_password(dsn: str, secret: str) -> None:
+    shown = redact(dsn)
+    assert secret not in shown and "***" in shown
+    assert "db" in shown  # the rest stays, to say which server
+
+
+@given(
+    password=st.text(alphabet=st.characters(codec="ascii", exclude_characters="\x00"), min_size=4)
+)
+def test_an_engine_never_shows_a_password_it_knows(password: str) -> None:
+    quoted = password.replace("\\", "\\\\").replace("'", "\\'")
+    engine = PostgresEngine(f"host=nowhere password='{quoted}'")
+    assert password not in repr(engine) and password not in engine.dsn
+    text = engine.scrub(f"libpq said: bad option near {password}")
+    assert password not in text
+
+
+def test_wrong_password_error_and_logs_never_show_it(
+    pg_server: PostgresServer,
+    pg_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    wrong = "Wr0ng-'pw\\secret"
+    monkeypatch.setenv(ENV, wrong)
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(PersistenceError) as info:
+        asyncio.run(PostgresDialogStore(engine).append([_msg("m", "x")]))
+    assert "password authentication failed" in str(info.value)
+    with pytest.raises(OffloadError) as saved:
+        PostgresOutputStore(engine, 7).save("text")
+    failures = FailureLog()
+    index = PostgresSearchIndex(engine, failures=failures)
+    index.dialog_appended()  # never raises: logged once
+    for text in (str(info.value), repr(info.value), str(saved.value), caplog.text):
+        assert wrong not in text and PASSWORD not in text
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert "search index not updated" in caplog.text
+
+
+def test_a_password_inline_in_the_dsn_is_scrubbed_from_errors(
+    pg_server: PostgresServer, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    engine = PostgresEngine(f"{pg_server.dsn} password=Inline-Secret9", schema=pg_schema)
+    with pytest.raises(PersistenceError) as info:
+        engine.close()
+        with engine.connection():
+            pass
+    assert "Inline-Secret9" not in str(info.value) and "***" in str(info.value)
+    # a DSN libpq cannot parse is echoed by libpq: still scrubbed
+    broken = PostgresEngine("host=x password=Inline-Secret9 nonsense", schema=pg_schema)
+    with pytest.raises(PersistenceError) as parse:
+        with broken.connection():
+            pass
+    assert "Inline-Secret9" not in str(parse.value)
+
+
+def test_the_password_comes_from_pgpassword_too(
+    pg_server: PostgresServer, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGPASSWORD", PASSWORD)
+    engine = PostgresEngine(pg_server.dsn, schema=pg_schema)
+    dialog = PostgresDialogStore(engine)
+    assert asyncio.run(dialog.append([_msg("p", "via PGPASSWORD")])) == 1
+
+
+def test_a_missing_password_variable_is_named_not_shown(
+    pg_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_SUCH_PW", raising=False)
+    engine = PostgresEngine(pg_server.dsn, password_env="NO_SUCH_PW")
+    with pytest.raises(PersistenceError, match="'NO_SUCH_PW' is not set"):
+        with engine.connection():
+            pass
+
+
+def test_workers_racing_on_a_new_schema_make_it_once(
+    pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def start(n: int) -> None:
+        engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
+        try:
+            barrier.wait()
+            asyncio.run(PostgresDialogStore(engine).append([_msg(f"r{n}", "race")]))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            engine.close()
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
+    with engine.connection() as conn:
+        rows = conn.execute(f"SELECT version FROM {pg_schema}.schema_version").fetchall()
+    assert rows == [(1,)]
+    assert len(PostgresDialogStore(engine).ids()) == 6
+
+
+def test_a_newer_schema_is_refused(
+    pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
+    with engine.connection() as conn:
+        conn.execute(f"INSERT INTO {pg_schema}.schema_version (version) VALUES (99)")
+    fresh = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
+    with pytest.raises(PersistenceError, match="schema is version 99"):
+        with fresh.connection():
+            pass
+
+
+def test_the_whole_output_is_not_loaded_by_a_ranged_read_and_the_check_can_tell(
+    pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    """The memory bound of the contract test would catch a store that fetched it whole."""
+    outputs = PostgresOutputStore(
+        PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema), 7
+    )
+    ref = outputs.save(b"x" * (24 << 20))
+    tracemalloc.start()
+    try:
+        outputs.read_range(ref, 20 << 20, 10)
+        _, ranged = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        outputs.read_range(ref, 0, 24 << 20)  # what loading it whole costs
+        _, whole = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert ranged < (2 << 20) < (24 << 20) <= whole
+
+
+def test_an_unreachable_database_raises_store_errors_and_the_index_never_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV, "pw-never-shown")
+    engine = PostgresEngine(
+        f"host={tmp_path} port=1 user=x dbname=x", password_env=ENV, connect_timeout=2
+    )
+    with pytest.raises(PersistenceError):
+        asyncio.run(PostgresDialogStore(engine).append([_msg("u", "x")]))
+    with pytest.raises(OffloadError):
+        PostgresOutputStore(engine, 7).save("kept whole by the caller")
+    index = PostgresSearchIndex(engine)
+    index.output_saved("pg-output:" + "0" * 32, agent="a")
+    index.dialog_appended()
+    index.drop_outputs(["pg-output:" + "0" * 32])
+    assert PostgresOutputStore(engine, 7).read_saved("pg-output:" + "0" * 32) is None
+    assert PostgresOutputStore(engine, 7).cleanup([]) == []
+
+
+# -- config ------------------------------------------------------------------------------------
+
+
+def test_store_config_defaults_to_local() -> None:
+    assert ContextConfig().store == StoreConfig(kind="local")
+
+
+@pytest.mark.parametrize(
+    ("store", "field", "fragment"),
+    [
+        ({"kind": "postgres"}, "store.dsn", "required"),
+        ({"kind": "sqlite"}, "store.kind", "local"),
+        (
+            {"kind": "postgres", "dsn": "host=db", "schema_name": "Bad-Name"},
+            "store.schema_name",
+            "identifier",
+        ),
+        (
+            {"kind": "postgres", "dsn": "host=db", "password_env": "1 X"},
+            "store.password_env",
+            "variable",
+        ),
+        ({"kind": "postgres", "dsn": "   "}, "store.dsn", "connection string"),
+        (
+            {"kind": "postgres", "dsn": "host=db", "connect_timeout_seconds": 0},
+            "store.connect_timeout_seconds",
+            "greater",
+        ),
+    ],
+)
+def test_bad_store_config_names_the_field(store: dict, field: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment) as info:
+        ContextConfig(store=store)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://bob:Top-Secret1@db/app",
+        "host=db password=Top-Secret1",
+        "host=db PASSWORD='Top-Secret1'",
+    ],
+)
+def test_a_password_in_the_config_is_refused_without_repeating_it(dsn: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        ContextConfig(store={"kind": "postgres", "dsn": dsn})
+    assert info.value.field == "store.dsn" and "Top-Secret1" not in str(info.value)
+    path = tmp_path / "c.yaml"
+    path.write_text(f'store:\n  kind: postgres\n  dsn: "{dsn}"\n')
+    with pytest.raises(ConfigError) as from_file:
+        ContextConfig.from_yaml(path)
+    assert "Top-Secret1" not in str(from_file.value)
+    config = ContextConfig(store={"kind": "postgres", "dsn": "host=db"})
+    with pytest.raises(ConfigError) as assigned:
+        config.store.dsn = dsn
+    assert "Top-Secret1" not in str(assigned.value) and config.store.dsn == "host=db"
+
+
+def test_importing_the_stores_does_not_import_psycopg() -> None:
+    code = (
+        "import sys, agentscope_ctx, agentscope_ctx.stores.factory, agentscope_ctx.stores.local, "
+        "agentscope_ctx.stores.postgres; print('psycopg' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+# -- tokens ------------------------------------------------------------------------------------
+
+
+@given(text=st.text(max_size=300))
+def test_the_fast_tokens_are_the_search_texts_tokens(text: str) -> None:
+    from agentscope_ctx.core._search_text import index_text, tokens
+    from agentscope_ctx.stores.postgres._search import _terms
+
+    assert _terms(text) == tokens(index_text(text))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(text=st.text(alphabet=st.characters(codec="ascii"), max_size=400))
+@example(text="1e5 0x1F 1.5 a-b foo_bar v1.2.3 x@y.com http://h/p 12345678901234567890 ÿ")
+def test_ascii_chunks_indexed_by_postgres_parser_equal_our_tokens(
+    pg_server: PostgresServer, pg_password: str, pg_schema: str, text: str
+) -> None:
+    from agentscope_ctx.stores.postgres._search import _terms, tsvector_text
+
+    words = " ".join(_terms(text))
+    if not words.isascii():
+        return
+    engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
+    with engine.connection() as conn:
+        ours, theirs = conn.execute(
+            "SELECT %s::tsvector, to_tsvector('simple', %s::text)", (tsvector_text(text), words)
+        ).fetchone()
+    engine.close()
+    assert ours == theirs

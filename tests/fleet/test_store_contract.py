@@ -1,0 +1,438 @@
+"""The storage seams' contract (DESIGN.md §11), run against both implementations: the local
+files + SQLite (`stores.local`) and PostgreSQL (`stores.postgres`, on a private server started
+by the tests). Nothing is mocked: real files, a real server, real worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core._search_hits import Filters
+from agentscope_ctx.core._truncation import Position, parse_notice
+from agentscope_ctx.stores.factory import Stores, open_stores
+from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
+from tests.lines import Msg
+
+ROOT = Path(__file__).resolve().parents[2]
+KINDS = ["local", "postgres"]
+FUNCTION_FIXTURE = settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    max_examples=25,
+)
+
+
+def make_msg(msg_id: str, text: str, role: str = "user") -> Msg:
+    msg = Msg("user" if role == "user" else "assistant", text, role)
+    msg.id = msg_id
+    msg.timestamp = "2026-12-02 17:01:49.123"
+    return msg
+
+
+class Opener:
+    """Opens stores of one kind on one backing (a working dir, or a PostgreSQL schema)."""
+
+    def __init__(self, kind: str, config: ContextConfig) -> None:
+        self.kind = kind
+        self.config = config
+        self.opened: list[Stores] = []
+
+    def __call__(self, agent: str | None = "a1", session: str | None = None) -> Stores:
+        stores = open_stores(self.config, agent=agent, session=session)
+        self.opened.append(stores)
+        return stores
+
+    def bare_dialog(self) -> DialogSeam:
+        """A dialog store that does not tell the index (a worker that died before it did)."""
+        if self.kind == "local":
+            from agentscope_ctx.stores.local import LocalDialogStore
+
+            return LocalDialogStore(Path(self.config.working_dir))
+        from agentscope_ctx.stores.postgres import PostgresDialogStore
+
+        return PostgresDialogStore(self.engine(), record_fields={"agent": "a1"})
+
+    def engine(self) -> Any:
+        from agentscope_ctx.stores.postgres import PostgresEngine
+
+        store = self.config.store
+        assert store.dsn is not None
+        return PostgresEngine(store.dsn, password_env=store.password_env, schema=store.schema_name)
+
+    def close(self) -> None:
+        for stores in self.opened:
+            stores.close()
+
+
+def _config(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> ContextConfig:
+    if kind == "local":
+        return ContextConfig(working_dir=tmp_path)
+    server = request.getfixturevalue("pg_server")
+    request.getfixturevalue("pg_password")
+    return ContextConfig(
+        working_dir=tmp_path,
+        store={
+            "kind": "postgres",
+            "dsn": server.dsn,
+            "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
+            "schema_name": request.getfixturevalue("pg_schema"),
+        },
+    )
+
+
+@pytest.fixture(params=KINDS)
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    opener = Opener(request.param, _config(request.param, request, tmp_path))
+    yield opener
+    opener.close()
+
+
+def test_both_implementations_have_the_seams(opener: Opener) -> None:
+    stores = opener()
+    assert isinstance(stores.dialog, DialogSeam)
+    assert isinstance(stores.outputs, OutputSeam)
+    assert isinstance(stores.search, SearchSeam)
+
+
+# -- dialog ------------------------------------------------------------------------------------
+
+
+async def test_append_is_idempotent_by_id_and_keeps_the_order(opener: Opener) -> None:
+    dialog = opener().dialog
+    m = [make_msg(f"m{i}", f"text {i}") for i in range(4)]
+    assert await dialog.append([m[0], m[1], m[0]]) == 2
+    assert await dialog.append([m[1], m[2], m[3], m[2]]) == 2
+    assert await dialog.append([m[3]]) == 0
+    msgs, report = await dialog.aread()
+    assert [x.id for x in msgs] == ["m0", "m1", "m2", "m3"]
+    assert [x.content for x in msgs] == [f"text {i}" for i in range(4)]
+    assert report.messages == 4 and not report.bad_lines
+    assert dialog.ids() == {"m0", "m1", "m2", "m3"}
+    assert dialog.days() == ["2026-12-02"]
+    assert [x.id for x in dialog.read("2026-12-02")[0]] == ["m0", "m1", "m2", "m3"]
+    assert dialog.read("2026-12-01")[0] == []
+
+
+async def test_a_second_store_on_the_same_backing_sees_and_skips_the_same_ids(
+    opener: Opener,
+) -> None:
+    first, second = opener("a1").dialog, opener("a2").dialog
+    await first.append([make_msg("x", "one")])
+    assert await second.append([make_msg("x", "one"), make_msg("y", "two")]) == 1
+    assert [m.id for m in first.read()[0]] == ["x", "y"]
+
+
+_odd_text = st.lists(
+    st.characters() | st.sampled_from(["\x00", "\ud800", "中文", "🔍", "\r\n", "'", '"', "\\"]),
+    max_size=200,
+).map("".join)
+
+
+@FUNCTION_FIXTURE
+@given(texts=st.lists(_odd_text, min_size=1, max_size=5))
+@example(texts=["\x00 nul", "lone \udc80 surrogate", "中文 and 😀", "\\'\"&|!:*()"])
+def test_dialog_round_trip_is_exact(opener: Opener, texts: list[str]) -> None:
+    dialog = opener().dialog
+    before = len(dialog.read()[0])
+    msgs = [make_msg(os.urandom(8).hex(), text) for text in texts]
+    assert asyncio.run(dialog.append(msgs)) == len(msgs)
+    back = dialog.read()[0][before:]
+    assert [(m.id, m.content) for m in back] == [(m.id, m.content) for m in msgs]
+
+
+WRITES = 60
+
+
+def test_two_writer_processes_store_each_message_once_in_each_writers_order(
+    opener: Opener,
+) -> None:
+    config = opener.config.model_dump_json()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.fleet.store_writer", config, name, str(WRITES)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for name in ("w1", "w2")
+    ]  # fmt: skip
+    outs = [proc.communicate(timeout=120) for proc in procs]
+    for proc, (_, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err
+    stores = opener()
+    ids = [m.id for m in stores.dialog.read()[0]]
+    assert len(ids) == len(set(ids)) == 3 * WRITES
+    for name in ("w1", "w2"):
+        own = [i for i in ids if i.startswith(f"{name}-")]
+        assert own == [f"{name}-{i}" for i in range(WRITES)]
+    shared = [i for i in ids if i.startswith("shared-")]
+    assert shared == [f"shared-{i}" for i in range(WRITES)]
+    # what the other workers saved is readable and findable here
+    refs = [line for out, _ in outs for line in out.split()]
+    assert len(refs) == 2 * len(range(0, WRITES, 10))
+    for ref in refs:
+        assert stores.outputs.holds(ref, "output ")
+    hits = stores.search.search("zzw2out50", Filters(), limit=3).hits
+    assert [h.kind for h in hits] == ["tool_result"]
+    assert stores.search.search("workerw1word", limit=20).hits
+
+
+# -- outputs -----------------------------------------------------------------------------------
+
+
+_output_text = st.lists(
+    st.sampled_from(["a", "b", " ", "\n", "\r\n", "中", "😀", "é", "\x00"]), max_size=400
+).map("".join)
+
+
+@FUNCTION_FIXTURE
+@given(text=_output_text, cuts=st.lists(st.integers(0, 1_500), min_size=2, max_size=6))
+@example(text="", cuts=[0, 0])
+@example(text="no final newline", cuts=[3, 100])
+def test_ranged_reads_and_lines_match_the_bytes(opener: Opener, text: str, cuts: list[int]) -> None:
+    outputs = opener().outputs
+    data = text.encode("utf-8")
+    ref = outputs.save(text)
+    assert outputs.owns(ref) and outputs.size(ref) == len(data)
+    for offset, size in itertools.pairwise(cuts):
+        assert outputs.read_range(ref, offset, size) == data[offset : offset + size]
+    lines = data.split(b"\n")
+    expected_lines = len(lines) - (1 if lines[-1] == b"" else 0)
+    assert outputs.line_count(ref) == expected_lines
+    at = 0
+    for number, line in enumerate(lines[:expected_lines], start=1):
+        assert outputs.line_start(ref, number) == at
+        at += len(line) + 1
+    assert outputs.holds(ref, text[:7]) and not outputs.holds(ref, text + "x")
+
+
+def _follow(outputs: OutputSeam, ref: str, max_bytes: int) -> str:
+    """The excerpts of `ref` concatenated, following each notice's `read_file` hint."""
+    got, start = [], Position()
+    for _ in range(10_000):
+        out = excerpt(outputs, ref, start, max_bytes)
+        parsed = parse_notice(out)
+        if parsed is None:
+            got.append(out)
+            break
+        got.append(parsed[0])
+        assert parsed[1].file_path == ref
+        start = parsed[1].next
+    return "".join(got)
+
+
+@FUNCTION_FIXTURE
+@given(
+    text=st.lists(st.sampled_from(["x", "y", " ", "\n", "\r\n", "中文", "😀"]), max_size=3_000).map(
+        "".join
+    )
+)
+@example(text="z" * 5_000)  # one line longer than the budget: line_offset continuations
+@example(text="中" * 3_000 + "\n" + "end")
+def test_the_lossless_chain_holds_through_the_output_seam(opener: Opener, text: str) -> None:
+    outputs = opener().outputs
+    ref = outputs.save(text)
+    if not text:
+        assert excerpt(outputs, ref, Position(), 1_024) == f"({ref!r} is empty)"
+        return
+    assert _follow(outputs, ref, 1_024) == text
+
+
+def test_a_ranged_read_of_a_large_output_does_not_load_it(opener: Opener) -> None:
+    outputs = opener().outputs
+    line = "0123456789 abcdefghij " * 4 + "\n"  # 89 bytes
+    count = 40 * (1 << 20) // len(line)
+    ref = outputs.save(line * count)
+    tracemalloc.start()
+    try:
+        data = outputs.read_range(ref, 30 * (1 << 20), 4_096)
+        start = outputs.line_start(ref, count - 3)
+        tail = excerpt(outputs, ref, Position(count - 3), 2_048)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(data) == 4_096
+    assert start == (count - 4) * len(line)
+    assert tail == line * 4
+    assert peak < 8 * (1 << 20), peak  # the output is 40 MB; a read holds a chunk at most
+
+
+async def test_retention_deletes_what_no_live_context_uses(opener: Opener) -> None:
+    stores = opener()
+    kept = stores.outputs.save("kept output wordkept\n")
+    gone = stores.outputs.save("expired output wordgone\n")
+    assert stores.search.search("wordgone").hits
+    later = time.time() + 8 * 86_400
+    removed = stores.outputs.cleanup([kept], now=later)
+    assert removed == [gone]
+    stores.search.drop_outputs(removed)
+    assert stores.outputs.size(gone) is None and stores.outputs.read_saved(gone) is None
+    assert stores.outputs.read_saved(kept) == "kept output wordkept\n"
+    assert not stores.search.search("wordgone").hits
+    assert stores.search.search("wordkept").hits
+    # `kept` was refreshed (to the real time) by the cleanup that spared it
+    assert stores.outputs.cleanup([], now=time.time() + 3_600) == []
+    assert stores.outputs.cleanup([], now=later + 3_600) == [kept]
+
+
+# -- search ------------------------------------------------------------------------------------
+
+
+async def test_search_finds_words_phrases_prefixes_and_cjk(opener: Opener) -> None:
+    stores = opener()
+    await stores.dialog.append(
+        [
+            make_msg("u1", "please deploy the staging cluster"),
+            make_msg("u2", "我们讨论了数据库迁移的计划"),
+            make_msg("u3", "the cluster is green", role="assistant"),
+        ]
+    )
+    ref = stores.outputs.save("line one\nERROR: disk quota exceeded on /var\nline three\n")
+    search = stores.search
+    assert search.search("staging").hits[0].lines[0][1].endswith("staging cluster")
+    assert "数据库迁移" in search.search("数据库").hits[0].lines[0][1]
+    assert (2, "ERROR: disk quota exceeded on /var") in search.search('"disk quota"').hits[0].lines
+    assert search.search("quot*").hits
+    assert not search.search('"quota disk"').hits  # a phrase keeps its order
+    assert {h.role for h in search.search("cluster", limit=5).hits} == {"user", "assistant"}
+    assert [h.role for h in search.search("cluster", Filters(role="assistant")).hits] == [
+        "assistant"
+    ]
+    assert search.search("cluster", Filters(agent="someone-else")).hits == []
+    result = search.search("deploy nonexistentword")
+    assert result.hits and not result.every  # no chunk has both: those with any
+    hit = search.search("exceeded").hits[0]
+    assert hit.kind == "tool_result" and str(hit.path) == ref
+
+
+HOSTILE = [
+    "'", '"', "''", '"unclosed', "a & b | !c", "foo:*", "(a", "a)", "!!", "&|!:*()",
+    "\\", "\\'", "a\\b", "\x00", "a\x00b", "\ud800", "x\udfffy", "<->", "a <-> b",
+    "NEAR(a b)", "AND OR NOT", "*", "a:b:c", "'a':1", "e'\\x00'", "x" * 100_000,
+    " ".join(["w"] * 5_000), "中" * 50_000, "$1", "%s", "%(x)s", "{}", ";DROP TABLE dialog;--",
+]  # fmt: skip
+
+
+def test_hostile_queries_never_raise(opener: Opener) -> None:
+    stores = opener()
+    asyncio.run(stores.dialog.append([make_msg("h", "a b c & | ! : * ( ) quotes ' \" \\ here")]))
+    for query in HOSTILE:
+        result = stores.search.search(query, limit=3)
+        assert isinstance(result.hits, list), query
+    assert stores.search.search("'quotes'").hits
+    assert stores.search.search("a\x00quotes").hits  # NUL separates words
+
+
+@FUNCTION_FIXTURE
+@given(query=st.text(max_size=300))
+def test_generated_queries_never_raise(opener: Opener, query: str) -> None:
+    result = opener().search.search(query, Filters(tool=query[:20] or None), limit=2)
+    assert result.hits == []
+
+
+async def test_catch_up_indexes_what_a_silent_writer_stored_and_rebuild_keeps_it(
+    opener: Opener,
+) -> None:
+    stores = opener()
+    silent = opener.bare_dialog()  # a worker that died before telling the index
+    await silent.append([make_msg(f"s{i}", f"silentword number{i}") for i in range(30)])
+    left = stores.search.catch_up()
+    assert left == 0
+    assert len(stores.search.search("silentword", limit=20).hits) == 20
+    assert stores.search.search("number29").hits
+    stores.search.rebuild()
+    assert stores.search.search("number29").hits
+    assert len(stores.search.search("silentword", limit=20).hits) == 20
+
+
+def test_concurrent_catch_up_indexes_each_record_once(opener: Opener) -> None:
+    silent = opener.bare_dialog()
+    asyncio.run(silent.append([make_msg(f"c{i}", f"concword item{i}") for i in range(300)]))
+    indexes = [opener().search for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def run(index: SearchSeam) -> None:
+        try:
+            index.catch_up()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in indexes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    hits = indexes[0].search("item7", limit=20).hits
+    assert len(hits) == 1  # not indexed twice
+
+
+def test_hits_point_where_read_on_shows_the_match(opener: Opener) -> None:
+    stores = opener()
+    text = "".join(f"line {i}\n" for i in range(1, 200)) + "needleword here\n"
+    ref = stores.outputs.save(text)
+    hit = stores.search.search("needleword").hits[0]
+    shown = excerpt(stores.outputs, ref, Position(hit.start_line, hit.line_offset), 1_024)
+    assert shown.startswith(hit.lines[0][1]) and "needleword here" in shown
+    assert hit.lines[0][0] == hit.start_line == 199  # one line of context before the match
+
+
+def test_search_scope_by_agent_and_session(opener: Opener) -> None:
+    one, two = opener("alice", "s1"), opener("bob", "s2")
+    asyncio.run(one.dialog.append([make_msg("p1", "scopeword from alice")]))
+    asyncio.run(two.dialog.append([make_msg("p2", "scopeword from bob")]))
+    search = one.search
+    assert len(search.search("scopeword").hits) == 2
+    alice = search.search("scopeword", Filters(agent="alice")).hits
+    assert [h.agent for h in alice] == ["alice"]
+    assert [h.agent for h in search.search("scopeword", Filters(session="s2")).hits] == ["bob"]
+
+
+@settings(max_examples=40)
+@given(
+    text=st.lists(st.sampled_from(["x", "yy ", "\n", "\r\n", "中文", "😀"]), max_size=2_500).map(
+        "".join
+    ),
+    line=st.integers(1, 40),
+    offset=st.integers(0, 30),
+)
+@example(text="a" * 3_000, line=1, offset=1_500)
+def test_the_seam_excerpt_is_read_files_answer_on_the_local_store(
+    text: str, line: int, offset: int
+) -> None:
+    import tempfile
+
+    from agentscope_ctx.core._config import ToolResultConfig
+    from agentscope_ctx.recall._read_file import FileReader
+    from agentscope_ctx.stores._tool_results import ToolResultPolicy
+    from agentscope_ctx.stores.local import LocalOutputStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        outputs = LocalOutputStore(Path(tmp), 7)
+        ref = outputs.save(text)
+        policy = ToolResultPolicy(ToolResultConfig(recent_max_bytes=1_024, old_max_bytes=1_024))
+        reader = FileReader([Path(tmp)], policy, store_dir=outputs.dir)
+        response = asyncio.run(reader.read_file(ref, line, offset))
+        block = response.content[0]
+        expected = block["text"] if isinstance(block, dict) else block.text  # 1.x / 2.x
+        try:
+            got = excerpt(outputs, ref, Position(line, offset), 1_024)
+        except ValueError as exc:
+            got = f"Error: {exc}"
+        if expected.startswith("Error: "):  # the same position is refused, for the same reason
+            assert got.startswith("Error: ") or got == f"({ref!r} is empty)"
+            assert ("past the end" in got) == ("past the end" in expected)
+        else:
+            assert got == expected
