@@ -295,6 +295,14 @@ class ContextManager(Services):
                 await self._after_changes(binding, before, report)
             return report
 
+    def save_slot(self, binding: _Binding) -> None:
+        """Write the agent's slot of `middle_context` (see `StateMirror.save_slot`); a
+        failure is logged (the state then carries the slot of the last run)."""
+        try:
+            binding.mirror.save_slot(binding.agent.state)
+        except Exception:
+            logger.exception("agentscope_ctx: could not write the agent's state")
+
     async def _after_changes(
         self, binding: _Binding, before: list[Any], report: PipelineReport
     ) -> None:
@@ -359,8 +367,12 @@ class ContextManager(Services):
 
     def _binding(self, agent: Agent) -> _Binding:
         binding = self._bindings.get(id(agent))
-        if binding is None or binding.agent is not agent:
-            raise ContextUsageError(
-                f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
-            )
-        return binding
+        if binding is not None and binding.agent is agent:
+            return binding
+        if any(
+            self._middleware in getattr(agent, name, ()) for name in _HOOK_LISTS.values()
+        ):  # made with Agent(..., middlewares=[manager.middleware()]), no reply yet
+            return self.bind(agent)
+        raise ContextUsageError(
+            f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
+        )
