@@ -15,6 +15,7 @@ with it in one write: the next turn to run.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ class StateSpec:
     port: int = 6379
     db: int = 0
     url: str = ""
+    session_dir: str = ""
+    """(Used on 1.x only: where the session state goes beside a SQL memory.)"""
 
     def open(self) -> Any:
         if self.kind == "redis":
@@ -123,6 +126,9 @@ def make_toolkit(files: Path) -> Toolkit:
     return Toolkit(tools=[FunctionTool(cat, permission=ALLOW, is_read_only=True)])
 
 
+PROMPT_LOG: Path | None = None
+"""Where a worker appends the size of every prompt its model is sent (tokens, one a line)."""
+
 PROVIDER_RATIO = 1.15
 """The scripted provider counts this many tokens per token of our estimate (its usage
 reaches the calibration, which must travel with the state)."""
@@ -138,6 +144,9 @@ def script(turn: int, steps: int) -> FakeChatModel:
     async def answer(messages: list[Any]) -> ChatResponse:
         call = model.calls[-1]
         tokens = await counter.count(call["formatted"], call["tools"])
+        if PROMPT_LOG is not None:
+            with PROMPT_LOG.open("a", encoding="utf-8") as log:
+                log.write(f"{tokens}\n")
         response = answers[len(model.calls) - 1]
         usage = ChatUsage(input_tokens=int(tokens * PROVIDER_RATIO), output_tokens=10, time=0.0)
         return ChatResponse(content=list(response.content), is_last=True, usage=usage)
@@ -173,14 +182,19 @@ async def next_turn(spec: Spec) -> int:
     return int(record.state.middle_context.get(PROGRESS, {}).get("turn", 0))
 
 
-async def run_turn(spec: Spec, manager: ContextManager) -> int | None:
-    """Run the session's next turn as the app would; returns it (None: the session is over)."""
+async def run_turn(
+    spec: Spec, manager: ContextManager, on_start: Callable[[int], None] | None = None
+) -> int | None:
+    """Run the session's next turn as the app would; returns it (None: the session is over).
+    `on_start(turn)` is called before the reply starts."""
     async with spec.state.open() as storage:
         record = await storage.get_session(USER, AGENT, spec.session_id)
         state = record.state
         turn = int(state.middle_context.get(PROGRESS, {}).get("turn", 0))
         if turn >= spec.turns:
             return None
+        if on_start is not None:
+            on_start(turn)
         model = script(turn, spec.steps)
         agent = make_agent(manager, state, model, Path(spec.files))
         reply = await agent.reply(
@@ -192,3 +206,56 @@ async def run_turn(spec: Spec, manager: ContextManager) -> int | None:
         await storage.update_session_state(USER, AGENT, spec.session_id, agent.state)
     manager.detach(agent)
     return turn
+
+
+class Worker:
+    """One worker process's part (tests/fleet/worker.py): a manager for its whole life."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.manager = ContextManager(make_config(spec))
+
+    async def open(self) -> None:
+        await self.manager.counter.count_text("warm up")
+
+    async def turn(self, on_start: Callable[[int], None]) -> int | None:
+        return await run_turn(self.spec, self.manager, on_start)
+
+    async def check(self) -> dict[str, Any]:
+        from agentscope.message import TextBlock
+
+        from tests.fleet.checks import check_here
+
+        spec = self.spec
+        async with spec.state.open() as storage:
+            state = (await storage.get_session(USER, AGENT, spec.session_id)).state
+        turns_done = int(state.middle_context.get(PROGRESS, {}).get("turn", 0))
+        agent = make_agent(self.manager, state, script(0, 0), Path(spec.files))
+        binding = self.manager.bind(agent)
+        await self.manager.context_usage(agent)  # pulls the state into the memory
+        recall = binding.recall
+        assert recall is not None
+
+        async def search(query: str) -> str:
+            response = await recall.search_history(query)
+            return "".join(b.text for b in response.content if isinstance(b, TextBlock))
+
+        stored, _ = self.manager.dialog.read()
+        result = await check_here(
+            self.manager,
+            binding.memory.messages(),
+            stored,
+            Path(spec.files),
+            turns_done,
+            spec.steps,
+            search,
+        )
+        slot = state.middle_context.get("agentscope_ctx", {})
+        result["turns_done"] = turns_done
+        result["summary"] = slot.get("summary", "")
+        result["state_summary"] = str(state.summary)
+        self.manager.detach(agent)
+        return result
+
+    async def close(self) -> None:
+        await self.manager.close()
