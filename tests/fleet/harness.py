@@ -101,11 +101,19 @@ class WorkerProcess:
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.log = log
+        self.ready = False
+        """Whether READY was read: a worker starts while the other one works; the first
+        command waits for it."""
         threading.Thread(target=self._read, daemon=True).start()
+
+    def _wait_ready(self) -> None:
+        if self.ready:
+            return
         ready = self.read(TURN_TIMEOUT)
         if ready != "READY":
             self.kill()
-            raise AssertionError(f"worker did not start: {ready!r}\n{log.read_text()[-3000:]}")
+            raise AssertionError(f"worker did not start: {ready!r}\n{self.log.read_text()[-3000:]}")
+        self.ready = True
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -128,6 +136,7 @@ class WorkerProcess:
         return line
 
     def send(self, command: str) -> None:
+        self._wait_ready()
         assert self.proc.stdin is not None
         self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()

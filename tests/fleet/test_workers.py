@@ -38,7 +38,9 @@ def _states(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callab
 
 
 @pytest.mark.parametrize("store", sorted(STORES))
-@pytest.mark.parametrize("kind", ["redis", "sql"])
+@pytest.mark.parametrize(
+    "kind", ["redis", pytest.param("sql", marks=pytest.mark.slow)]
+)  # (worker processes take seconds to start: one kind in the default suite)
 def test_two_workers_alternate_one_session_through_kills(
     tmp_path: Path, request: pytest.FixtureRequest, kind: str, store: str
 ) -> None:
