@@ -3,7 +3,8 @@ of one long scripted session, SIGKILLed at random points, then both check the se
 
     stats = run_trials(tmp_path, states=..., store=local_store, trials=3, seed=1)
 
-A trial: a new session; worker A runs turn 0, worker B turn 1, and so on (`TURN`); when a
+The two worker processes live across trials (a fleet serves many sessions). A trial: a new
+session; one worker runs turn 0, the other turn 1, and so on (`TURN`); when a
 trial draws a kill, the worker running the turn is SIGKILLed after a random delay (within
 the time a turn takes) and replaced by a new process; the other worker then runs the next
 turn, which is the killed one again when its state was not saved. At the end each worker
@@ -82,16 +83,17 @@ class Stats:
             f"fleet trials={self.trials} turns={self.turns} kills={self.kills} "
             f"finished_before_kill={self.finished_before_kill} replays={self.replays} "
             f"orphan_copies={self.orphans} notices_read={self.notices} facts_found={self.facts} "
-            f"prompts={self.prompts} max_prompt={self.max_prompt} seconds={self.seconds:.1f}"
+            f"prompts={self.prompts} max_prompt={self.max_prompt} seconds={self.seconds:.1f} "
+            f"turn_p50={_typical(self) / 1.2:.2f}s"
         )
 
 
 class WorkerProcess:
     """A `python -m tests.fleet.worker` process and a thread reading its lines."""
 
-    def __init__(self, spec_json: str, log: Path) -> None:
+    def __init__(self, log: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fleet.worker", spec_json],
+            [sys.executable, "-m", "tests.fleet.worker"],
             cwd=REPO,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -162,61 +164,58 @@ def run_trial(
     store: Store,
     rng: random.Random,
     stats: Stats,
+    workers: list[WorkerProcess],
     *,
     turns: int,
     steps: int,
     kill_chance: float,
     max_kills: int,
 ) -> None:
+    """One session served by `workers` (two; a killed one is replaced in the list)."""
     session = session_module()
     root.mkdir(parents=True, exist_ok=True)
     spec = session.Spec(store=store(root), files=str(root / "files"), state=state)
     spec.turns, spec.steps = turns, steps
     spec.session_id = asyncio.run(session.create_session(spec))
     raw = spec.to_json()
-    log = root / "workers.log"
-    workers = [WorkerProcess(raw, log), WorkerProcess(raw, log)]
+    log = workers[0].log
     attempts: Counter[int] = Counter()
     kills = 0
-    current = 0
-    try:
-        while True:
-            worker = workers[current]
-            worker.send("TURN")
-            line = worker.read(TURN_TIMEOUT)
-            if line == "OVER":
-                break
-            assert line is not None and line.startswith("START "), line
-            turn = int(line.split()[1])
-            attempts[turn] += 1
-            stats.replays += attempts[turn] > 1
-            started = time.monotonic()
-            kill = kills < max_kills and rng.random() < kill_chance
-            wait = rng.uniform(0.0, _typical(stats)) if kill else TURN_TIMEOUT
-            line = worker.read(wait)
-            if line is None and kill:
-                worker.kill()
-                kills += 1
-                stats.kills += 1
-                workers[current] = WorkerProcess(raw, log)
-            else:
-                if line is None:
-                    line = worker.read(TURN_TIMEOUT)
-                assert line == f"SAVED {turn}", f"{line!r}\n{log.read_text()[-3000:]}"
-                stats.turns += 1
-                stats.finished_before_kill += kill
-                if not kill:
-                    stats.turn_seconds.append(time.monotonic() - started)
-            current = 1 - current
-        results = []
-        for worker in workers:
-            worker.send("CHECK")
-            line = worker.read(TURN_TIMEOUT)
-            assert line is not None and line.startswith("CHECKED "), line
-            results.append(json.loads(line[len("CHECKED ") :]))
-    finally:
-        for worker in workers:
-            worker.stop()
+    current = rng.randrange(2)
+    while True:
+        worker = workers[current]
+        worker.send(f"TURN {raw}")
+        line = worker.read(TURN_TIMEOUT)
+        if line == "OVER":
+            break
+        assert line is not None and line.startswith("START "), line
+        turn = int(line.split()[1])
+        attempts[turn] += 1
+        stats.replays += attempts[turn] > 1
+        started = time.monotonic()
+        kill = kills < max_kills and rng.random() < kill_chance
+        wait = rng.uniform(0.0, _typical(stats)) if kill else TURN_TIMEOUT
+        line = worker.read(wait)
+        if line is None and kill:
+            worker.kill()
+            kills += 1
+            stats.kills += 1
+            workers[current] = WorkerProcess(log)  # starts while the other one works
+        else:
+            if line is None:
+                line = worker.read(TURN_TIMEOUT)
+            assert line == f"SAVED {turn}", f"{line!r}\n{log.read_text()[-3000:]}"
+            stats.turns += 1
+            stats.finished_before_kill += kill
+            if not kill:
+                stats.turn_seconds.append(time.monotonic() - started)
+        current = 1 - current
+    results = []
+    for worker in workers:
+        worker.send(f"CHECK {raw}")
+        line = worker.read(TURN_TIMEOUT)
+        assert line is not None and line.startswith("CHECKED "), line
+        results.append(json.loads(line[len("CHECKED ") :]))
     assert_session(results, attempts, turns, steps, stats)
     prompts = [int(x) for x in (root / "prompts.log").read_text().split()]
     over = [p for p in prompts if p > spec.budget]
@@ -276,18 +275,26 @@ def run_trials(
     rng = random.Random(seed)
     stats = Stats()
     started = time.monotonic()
-    for trial in range(trials):
-        state = states[trial % len(states)]
-        run_trial(
-            tmp_path / f"trial{trial}",
-            state(trial) if callable(state) else state,
-            store,
-            rng,
-            stats,
-            turns=turns,
-            steps=steps,
-            kill_chance=kill_chance,
-            max_kills=max_kills,
-        )
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / "workers.log"
+    workers = [WorkerProcess(log), WorkerProcess(log)]  # live across trials, as in a fleet
+    try:
+        for trial in range(trials):
+            state = states[trial % len(states)]
+            run_trial(
+                tmp_path / f"trial{trial}",
+                state(trial) if callable(state) else state,
+                store,
+                rng,
+                stats,
+                workers,
+                turns=turns,
+                steps=steps,
+                kill_chance=kill_chance,
+                max_kills=max_kills,
+            )
+    finally:
+        for worker in workers:
+            worker.stop()
     stats.seconds = time.monotonic() - started
     return stats
