@@ -66,7 +66,10 @@ async def check_here(
             else:
                 missing_facts += 1
                 missing.append(f"{file_name(turn, step)}: {text[:300]!r}")
+    from agentscope_ctx._unanswered import unanswered
+
     return {
+        "live_unanswered": unanswered(live),
         "dialog_duplicates": duplicates(stored_ids),
         "live_duplicates": duplicates(live_ids),
         "users": dict(users),

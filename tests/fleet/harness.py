@@ -11,7 +11,8 @@ turn, which is the killed one again when its state was not saved. At the end eac
 checks the session from where it stands (`CHECK`, tests/fleet/checks.py), and the driver
 asserts (`assert_session`): every user message exactly once and every tool call and result
 present, none more often than its turn was attempted (a killed attempt may leave its part
-in the stores: the replay has a reply id of its own); nothing twice in the dialog store or
+in the stores: the replay has a reply id of its own), no call without its result in the
+context; nothing twice in the dialog store or
 in the live messages; the summary intact; every notice in the prompt read back byte for
 byte and every fact found with `search_history`, from either worker, both seeing the same
 history; every prompt within budget.
@@ -241,13 +242,15 @@ def assert_session(
         assert not result["live_duplicates"], result["live_duplicates"]
         users = result["users"]
         assert users == {user_id(t): 1 for t in range(turns)}, users
+        assert not result["live_unanswered"], f"calls without results: {result['live_unanswered']}"
         calls, results_ = result["calls"], result["results"]
-        assert set(calls) == set(results_), f"calls without results: {set(calls) ^ set(results_)}"
+        assert set(results_) <= set(calls), set(results_) - set(calls)
         for turn in range(turns):
             for step in range(steps):
                 key = call_id(turn, step)
                 assert 1 <= calls.get(key, 0) <= attempts[turn], (key, calls.get(key), attempts)
-                assert results_[key] == calls[key], (key, results_[key], calls[key])
+                # (a killed attempt's call may have got no result: moved to the dialog alone)
+                assert 1 <= results_.get(key, 0) <= calls[key], (key, results_.get(key), calls[key])
         assert not result["facts_missing"], result["facts_missing"][:3]
         summary = result["summary"]
         assert "## Goal" in summary and "## Next Steps" in summary, summary[:500]

@@ -73,3 +73,43 @@ async def test_a_hint_left_by_a_killed_worker_is_a_hint_on_the_other(
     await b.delete_by_mark(HINT_MARK)  # what B's agent does after its next model call
     await a.refresh()
     assert [m.id for m in a.messages()] == [question.id]
+
+
+async def test_a_tool_call_a_killed_worker_left_unanswered_leaves_the_context(
+    tmp_path: Path, backends: tuple[Any, Any]
+) -> None:
+    """Worker A was killed between its model's tool call and the tool's result (found by the
+    two-worker trials): the call was in the shared memory without a result. Before, worker
+    B's next prompt carried it (a provider rejects that); now it goes to dialog/ (saved, so
+    it stays searchable) before B's reply starts."""
+    from agentscope.agent import ReActAgent
+    from agentscope.formatter import OpenAIChatFormatter
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from agentscope_ctx._unanswered import unanswered
+    from tests.fakes import FakeChatModel, tool_call
+
+    a = ContextMemory(tmp_path, backend=backends[0])
+    await a.add(Msg("user", "scan shard 7", "user"))
+    call = Msg("worker", tool_call("scan", call_id="k7", n=7).content, "assistant")
+    await a.add(call)  # ... and A was killed before the result
+
+    model = FakeChatModel()
+    model.enqueue("Nothing to scan.")
+    agent = ReActAgent(
+        name="worker",
+        sys_prompt="You scan shards.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        memory=backends[1],
+    )
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(ContextConfig(working_dir=tmp_path / "ctx"))
+    manager.attach(agent)
+    await agent(Msg("user", "and now?", "user"))
+    sent = model.calls[0]["messages"]
+    assert not any(m.get("tool_calls") for m in sent), sent
+    assert not unanswered(manager.memory_of(agent).messages())
+    assert call.id in manager.dialog.ids()
+    assert call.id not in {m.id for m in await backends[0].get_memory(prepend_summary=False)}
+    await manager.close()
