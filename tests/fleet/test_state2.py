@@ -140,3 +140,37 @@ async def test_an_agent_made_with_the_middleware_is_attached_before_its_first_re
     await manager.pin(agent, "u0")
     assert agent.state.context[0].metadata["agentscope_ctx.pinned"] is True
     await manager.close()
+
+
+async def test_a_worker_keeps_nothing_of_the_agents_of_past_runs(tmp_path: Path) -> None:
+    """The app makes a new `Agent` for every chat run, and a worker's manager serves them
+    all: once a run's agent is gone, its binding (and the copy of the context its memory
+    holds) must go too. Before, every run's agent and memory stayed in the manager."""
+    import gc
+    import weakref
+
+    from agentscope.state import AgentState
+
+    spec = Spec(
+        store={"working_dir": str(tmp_path / "ctx")},
+        files=str(tmp_path / "files"),
+        state=StateSpec("sql"),
+    )
+    from tests.fleet.script import write_files
+
+    write_files(Path(spec.files), 3, 2)
+    manager = ContextManager(make_config(spec))
+    state = AgentState()
+    gone = []
+    for turn in range(3):
+        agent = make_agent(manager, state, script(turn, 2), Path(spec.files))
+        await agent.reply(
+            UserMsg(name="user", content=USER_TEXT.format(turn=turn), id=user_id(turn))
+        )
+        state = agent.state
+        gone.append(weakref.ref(agent))
+        del agent
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None, None]
+    assert manager.memories() == []
+    await manager.close()
