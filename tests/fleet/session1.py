@@ -115,10 +115,11 @@ def make_toolkit(files: Path) -> Toolkit:
     return toolkit
 
 
-def script(turn: int, steps: int, counter: Any) -> FakeChatModel:
+def script(model: FakeChatModel, turn: int, steps: int, counter: Any) -> None:
+    """Queue turn `turn` on `model`: `steps` calls of `cat`, then the turn's answer; each
+    prompt's size (messages and tool schemas) goes to `PROMPT_LOG`."""
     answers = [tool_call("cat", call_id(turn, k), path=file_name(turn, k)) for k in range(steps)]
     answers.append(text(DONE_TEXT.format(turn=turn)))
-    model = FakeChatModel()
 
     def answer_for(k: int) -> Any:
         async def answer(messages: list[dict[str, Any]]) -> Any:
@@ -132,7 +133,6 @@ def script(turn: int, steps: int, counter: Any) -> FakeChatModel:
         return answer
 
     model.enqueue(*[answer_for(k) for k in range(len(answers))])
-    return model
 
 
 async def create_session(spec: Spec) -> str:
@@ -207,7 +207,7 @@ class Worker:
             turn = progress.turn
             if turn >= self.spec.turns:
                 return None
-            model.enqueue(*script(turn, self.spec.steps, self.manager.counter).queue)
+            script(model, turn, self.spec.steps, self.manager.counter)
             on_start(turn)
             msg = Msg("user", USER_TEXT.format(turn=turn), "user")
             msg.id = user_id(turn)
