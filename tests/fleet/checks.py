@@ -1,0 +1,83 @@
+"""What a worker checks from where it stands (`CHECK`), on either line: the session's history
+(dialog store + the live messages it loads), every notice read back byte for byte with this
+worker's `read_file`, every fact found with this worker's `search_history`.
+
+Keys: a user turn is its message id (`user-{t}`, fixed by the script: a replayed turn sends
+the same one); a tool call and its result are the call id (`c{t}x{s}`). An entry in both the
+dialog and the live messages (same id: compacted and saved, the state not yet saved) counts
+once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tests.crash_checks import check_notices, duplicates
+from tests.fleet.script import fact, file_name
+
+
+def keys(msgs: list[Any]) -> tuple[Counter[str], Counter[str], Counter[str]]:
+    """User turns, tool calls and tool results in `msgs` (entries deduplicated by id)."""
+    users: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    results: Counter[str] = Counter()
+    seen: set[str] = set()
+    for msg in msgs:
+        if msg.id in seen:
+            continue
+        seen.add(msg.id)
+        if msg.role == "user" and str(msg.id).startswith("user-"):
+            users[str(msg.id)] += 1
+        for block in msg.get_content_blocks("tool_use"):
+            calls[str(block["id"])] += 1
+        for block in msg.get_content_blocks("tool_result"):
+            results[str(block["id"])] += 1
+    return users, calls, results
+
+
+async def check_here(
+    manager: Any,
+    live: list[Any],
+    stored: list[Any],
+    files: Path,
+    turns_done: int,
+    steps: int,
+    search: Any,
+) -> dict[str, Any]:
+    """Run the checks with this worker's manager; returns the counts (the driver asserts)."""
+    stored_ids = [m.id for m in stored]
+    live_ids = [m.id for m in live]
+
+    def cat(path: str) -> str:
+        return (files / path).read_text(encoding="utf-8")
+
+    followed, _ = await check_notices(manager, live, stored, tools={"cat": cat})
+    users, calls, results = keys([*stored, *live])
+    found = missing_facts = 0
+    missing: list[str] = []
+    for turn in range(turns_done):
+        for step in range(steps):
+            words = fact(turn, step)
+            text = await search(words)
+            if words in text:
+                found += 1
+            else:
+                missing_facts += 1
+                missing.append(f"{file_name(turn, step)}: {text[:300]!r}")
+    from agentscope_ctx.core._unanswered import unanswered
+
+    return {
+        "live_unanswered": unanswered(live),
+        "dialog_duplicates": duplicates(stored_ids),
+        "live_duplicates": duplicates(live_ids),
+        "users": dict(users),
+        "calls": dict(calls),
+        "results": dict(results),
+        "notices": followed,
+        "facts_found": found,
+        "facts_missing": missing,
+        "dialog": len(stored_ids),
+        "live": len(live_ids),
+    }

@@ -1,0 +1,303 @@
+"""The two-worker harness (issue 23, Done-when): two worker processes alternate the replies
+of one long scripted session, SIGKILLed at random points, then both check the session.
+
+    stats = run_trials(tmp_path, states=..., store=local_store, trials=3, seed=1)
+
+The two worker processes live across trials (a fleet serves many sessions). A trial: a new
+session; one worker runs turn 0, the other turn 1, and so on (`TURN`); when a
+trial draws a kill, the worker running the turn is SIGKILLed after a random delay (within
+the time a turn takes) and replaced by a new process; the other worker then runs the next
+turn, which is the killed one again when its state was not saved. At the end each worker
+checks the session from where it stands (`CHECK`, tests/fleet/checks.py), and the driver
+asserts (`assert_session`): every user message exactly once and every tool call and result
+present, none more often than its turn was attempted (a killed attempt may leave its part
+in the stores: the replay has a reply id of its own), no call without its result in the
+context; nothing twice in the dialog store or
+in the live messages; the summary intact; every notice in the prompt read back byte for
+byte and every fact found with `search_history`, from either worker, both seeing the same
+history; every prompt within budget.
+
+The store is a parameter (`store(root) -> ContextConfig fields`): `local_store` today (the
+`working_dir` both workers share); the PostgreSQL store plugs in the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentscope_ctx._line import IS_1X
+from tests.fleet.script import call_id, user_id
+
+REPO = Path(__file__).resolve().parents[2]
+Store = Callable[[Path], dict[str, Any]]
+TURN_TIMEOUT = 180.0
+
+
+def local_store(root: Path) -> dict[str, Any]:
+    """Today's store: files + SQLite under a `working_dir` the workers share."""
+    return {"working_dir": str(root / "ctx")}
+
+
+def session_module() -> Any:
+    if IS_1X:
+        from tests.fleet import session1
+
+        return session1
+    from tests.fleet import session2
+
+    return session2
+
+
+@dataclass
+class Stats:
+    trials: int = 0
+    turns: int = 0
+    kills: int = 0
+    finished_before_kill: int = 0
+    replays: int = 0
+    """Turns run again after a kill."""
+    orphans: int = 0
+    """Extra copies of a tool call left by a killed attempt."""
+    notices: int = 0
+    facts: int = 0
+    prompts: int = 0
+    max_prompt: int = 0
+    seconds: float = 0.0
+    turn_seconds: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"fleet trials={self.trials} turns={self.turns} kills={self.kills} "
+            f"finished_before_kill={self.finished_before_kill} replays={self.replays} "
+            f"orphan_copies={self.orphans} notices_read={self.notices} facts_found={self.facts} "
+            f"prompts={self.prompts} max_prompt={self.max_prompt} seconds={self.seconds:.1f} "
+            f"turn_p50={_typical(self) / 1.2:.2f}s"
+        )
+
+
+class WorkerProcess:
+    """A `python -m tests.fleet.worker` process and a thread reading its lines."""
+
+    def __init__(self, log: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fleet.worker"],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log.open("a"),
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log = log
+        self.ready = False
+        """Whether READY was read: a worker starts while the other one works; the first
+        command waits for it."""
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _wait_ready(self) -> None:
+        if self.ready:
+            return
+        ready = self.read(TURN_TIMEOUT)
+        if ready != "READY":
+            self.kill()
+            raise AssertionError(f"worker did not start: {ready!r}\n{self.log.read_text()[-3000:]}")
+        self.ready = True
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def read(self, timeout: float) -> str | None:
+        """The next line; None when none came within `timeout` seconds.
+
+        Raises:
+            AssertionError: the worker ended.
+        """
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if line is None:
+            raise AssertionError(f"worker ended\n{self.log.read_text()[-3000:]}")
+        return line
+
+    def send(self, command: str) -> None:
+        self._wait_ready()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def run_trial(
+    root: Path,
+    state: Any,
+    store: Store,
+    rng: random.Random,
+    stats: Stats,
+    workers: list[WorkerProcess],
+    *,
+    turns: int,
+    steps: int,
+    kill_chance: float,
+    max_kills: int,
+) -> None:
+    """One session served by `workers` (two; a killed one is replaced in the list)."""
+    session = session_module()
+    root.mkdir(parents=True, exist_ok=True)
+    spec = session.Spec(store=store(root), files=str(root / "files"), state=state)
+    spec.turns, spec.steps = turns, steps
+    spec.session_id = asyncio.run(session.create_session(spec))
+    raw = spec.to_json()
+    log = workers[0].log
+    attempts: Counter[int] = Counter()
+    kills = 0
+    current = rng.randrange(2)
+    while True:
+        worker = workers[current]
+        worker.send(f"TURN {raw}")
+        line = worker.read(TURN_TIMEOUT)
+        if line == "OVER":
+            break
+        assert line is not None and line.startswith("START "), line
+        turn = int(line.split()[1])
+        attempts[turn] += 1
+        stats.replays += attempts[turn] > 1
+        started = time.monotonic()
+        kill = kills < max_kills and rng.random() < kill_chance
+        wait = rng.uniform(0.0, _typical(stats)) if kill else TURN_TIMEOUT
+        line = worker.read(wait)
+        if line is None and kill:
+            worker.kill()
+            kills += 1
+            stats.kills += 1
+            workers[current] = WorkerProcess(log)  # starts while the other one works
+        else:
+            if line is None:
+                line = worker.read(TURN_TIMEOUT)
+            assert line == f"SAVED {turn}", f"{line!r}\n{log.read_text()[-3000:]}"
+            stats.turns += 1
+            stats.finished_before_kill += kill
+            if not kill:
+                stats.turn_seconds.append(time.monotonic() - started)
+        current = 1 - current
+    results = []
+    for worker in workers:
+        worker.send(f"CHECK {raw}")
+        line = worker.read(TURN_TIMEOUT)
+        assert line is not None and line.startswith("CHECKED "), line
+        results.append(json.loads(line[len("CHECKED ") :]))
+    assert_session(results, attempts, turns, steps, stats)
+    prompts = [int(x) for x in (root / "prompts.log").read_text().split()]
+    over = [p for p in prompts if p > spec.budget]
+    assert not over, f"prompts over the budget of {spec.budget}: {over}"
+    stats.prompts += len(prompts)
+    stats.max_prompt = max([stats.max_prompt, *prompts])
+    stats.trials += 1
+
+
+def _typical(stats: Stats) -> float:
+    """About how long a turn takes (kills are drawn within it)."""
+    done = sorted(stats.turn_seconds)
+    return 1.2 * done[len(done) // 2] if done else 1.0
+
+
+def assert_session(
+    results: list[dict[str, Any]], attempts: Counter[int], turns: int, steps: int, stats: Stats
+) -> None:
+    for result in results:
+        assert "error" not in result, result.get("error")
+        assert result["turns_done"] == turns, result["turns_done"]
+        assert not result["dialog_duplicates"], result["dialog_duplicates"]
+        assert not result["live_duplicates"], result["live_duplicates"]
+        users = result["users"]
+        assert users == {user_id(t): 1 for t in range(turns)}, users
+        assert not result["live_unanswered"], f"calls without results: {result['live_unanswered']}"
+        calls, results_ = result["calls"], result["results"]
+        assert set(results_) <= set(calls), set(results_) - set(calls)
+        for turn in range(turns):
+            for step in range(steps):
+                key = call_id(turn, step)
+                assert 1 <= calls.get(key, 0) <= attempts[turn], (key, calls.get(key), attempts)
+                # (a killed attempt's call may have got no result: moved to the dialog alone)
+                assert 1 <= results_.get(key, 0) <= calls[key], (key, results_.get(key), calls[key])
+        assert not result["facts_missing"], result["facts_missing"][:3]
+        summary = result["summary"]
+        assert "## Goal" in summary and "## Next Steps" in summary, summary[:500]
+        assert summary in result["state_summary"], "the summary shown is not the summary kept"
+    first, second = results
+    for key in ("users", "calls", "results", "dialog", "live", "summary", "notices"):
+        assert first[key] == second[key], f"the workers see different {key}"
+    stats.orphans += sum(results[0]["calls"].values()) - turns * steps
+    stats.notices += sum(r["notices"] for r in results)
+    stats.facts += sum(r["facts_found"] for r in results)
+
+
+def run_trials(
+    tmp_path: Path,
+    states: list[Any],
+    store: Store,
+    *,
+    trials: int,
+    seed: int,
+    turns: int = 6,
+    steps: int = 5,
+    kill_chance: float = 0.5,
+    max_kills: int = 3,
+) -> Stats:
+    rng = random.Random(seed)
+    stats = Stats()
+    started = time.monotonic()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / "workers.log"
+    workers = [WorkerProcess(log), WorkerProcess(log)]  # live across trials, as in a fleet
+    try:
+        for trial in range(trials):
+            state = states[trial % len(states)]
+            run_trial(
+                tmp_path / f"trial{trial}",
+                state(trial) if callable(state) else state,
+                store,
+                rng,
+                stats,
+                workers,
+                turns=turns,
+                steps=steps,
+                kill_chance=kill_chance,
+                max_kills=max_kills,
+            )
+    finally:
+        for worker in workers:
+            worker.stop()
+    stats.seconds = time.monotonic() - started
+    return stats
