@@ -3,7 +3,9 @@ of one long scripted session, SIGKILLed at random points, then both check the se
 
     stats = run_trials(tmp_path, states=..., store=local_store, trials=3, seed=1)
 
-The two worker processes live across trials (a fleet serves many sessions). A trial: a new
+The two worker processes live across trials (a fleet serves many sessions); each is forked
+from one preloaded interpreter (tests/fleet/spawner.py), so that a replacement after a kill
+costs milliseconds, not an interpreter's start-up. A trial: a new
 session; one worker runs turn 0, the other turn 1, and so on (`TURN`); when a
 trial draws a kill, the worker running the turn is SIGKILLed after a random delay (within
 the time a turn takes) and replaced by a new process; the other worker then runs the next
@@ -29,8 +31,6 @@ import os
 import queue
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -41,8 +41,8 @@ from typing import Any
 
 from agentscope_ctx._line import IS_1X
 from tests.fleet.script import call_id, user_id
+from tests.fleet.spawner import Spawner
 
-REPO = Path(__file__).resolve().parents[2]
 Store = Callable[[Path], dict[str, Any]]
 TURN_TIMEOUT = 180.0
 
@@ -90,23 +90,19 @@ class Stats:
 
 
 class WorkerProcess:
-    """A `python -m tests.fleet.worker` process and a thread reading its lines."""
+    """A worker process (`tests.fleet.worker`'s loop, forked by `spawner`) and a thread
+    reading its lines."""
 
-    def __init__(self, log: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fleet.worker"],
-            cwd=REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log.open("a"),
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+    def __init__(self, spawner: Spawner) -> None:
+        self.log = spawner.log
+        self.pid, stdin, stdout = spawner.spawn()
+        self.stdin = os.fdopen(stdin, "w")
+        self.stdout = os.fdopen(stdout, "r")
         self.lines: queue.Queue[str | None] = queue.Queue()
-        self.log = log
+        self.ended = threading.Event()
+        """Set at end of file on its stdout: the process is gone."""
         self.ready = False
-        """Whether READY was read: a worker starts while the other one works; the first
-        command waits for it."""
+        """Whether READY was read (the first command waits for it)."""
         threading.Thread(target=self._read, daemon=True).start()
 
     def _wait_ready(self) -> None:
@@ -119,10 +115,10 @@ class WorkerProcess:
         self.ready = True
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        for line in self.stdout:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
+        self.ended.set()
 
     def read(self, timeout: float) -> str | None:
         """The next line; None when none came within `timeout` seconds.
@@ -140,23 +136,36 @@ class WorkerProcess:
 
     def send(self, command: str) -> None:
         self._wait_ready()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
+        self.stdin.write(command + "\n")
+        self.stdin.flush()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+        """SIGKILL, then wait until it is gone."""
+        if not self.ended.is_set():
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if not self.ended.wait(TURN_TIMEOUT):
+            raise AssertionError(f"worker {self.pid} did not end after SIGKILL")
+        self._close()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
+        """End of file on its stdin (its loop ends), or SIGKILL after 30 s."""
+        try:
+            self.stdin.close()
+        except OSError:
+            pass  # (it is gone)
+        if not self.ended.wait(30):
+            self.kill()
+        self._close()
+
+    def _close(self) -> None:
+        for stream in (self.stdin, self.stdout):
             try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+                stream.close()
+            except OSError:
+                pass
 
 
 def run_trial(
@@ -166,6 +175,7 @@ def run_trial(
     rng: random.Random,
     stats: Stats,
     workers: list[WorkerProcess],
+    spawner: Spawner,
     *,
     turns: int,
     steps: int,
@@ -201,7 +211,7 @@ def run_trial(
             worker.kill()
             kills += 1
             stats.kills += 1
-            workers[current] = WorkerProcess(log)  # starts while the other one works
+            workers[current] = WorkerProcess(spawner)
         else:
             if line is None:
                 line = worker.read(TURN_TIMEOUT)
@@ -279,8 +289,8 @@ def run_trials(
     stats = Stats()
     started = time.monotonic()
     tmp_path.mkdir(parents=True, exist_ok=True)
-    log = tmp_path / "workers.log"
-    workers = [WorkerProcess(log), WorkerProcess(log)]  # live across trials, as in a fleet
+    spawner = Spawner(tmp_path / "workers.log")
+    workers = [WorkerProcess(spawner), WorkerProcess(spawner)]  # live across trials (a fleet)
     try:
         for trial in range(trials):
             state = states[trial % len(states)]
@@ -291,6 +301,7 @@ def run_trials(
                 rng,
                 stats,
                 workers,
+                spawner,
                 turns=turns,
                 steps=steps,
                 kill_chance=kill_chance,
@@ -299,5 +310,6 @@ def run_trials(
     finally:
         for worker in workers:
             worker.stop()
+        spawner.stop()
     stats.seconds = time.monotonic() - started
     return stats
