@@ -18,23 +18,33 @@ from tests.crash_checks import check_notices, duplicates
 from tests.fleet.script import fact, file_name
 
 
-def keys(msgs: list[Any]) -> tuple[Counter[str], Counter[str], Counter[str]]:
-    """User turns, tool calls and tool results in `msgs` (entries deduplicated by id)."""
+def keys(
+    msgs: list[tuple[str, Any]],
+) -> tuple[Counter[str], Counter[str], Counter[str], dict[str, list[str]]]:
+    """User turns, tool calls and tool results in `msgs` (`(where, msg)` pairs, entries
+    deduplicated by id), and where each key was seen (`where:message id`)."""
     users: Counter[str] = Counter()
     calls: Counter[str] = Counter()
     results: Counter[str] = Counter()
+    places: dict[str, list[str]] = {}
     seen: set[str] = set()
-    for msg in msgs:
+    for where, msg in msgs:
         if msg.id in seen:
             continue
         seen.add(msg.id)
+        found: list[str] = []
         if msg.role == "user" and str(msg.id).startswith("user-"):
             users[str(msg.id)] += 1
+            found.append(str(msg.id))
         for block in msg.get_content_blocks("tool_use"):
             calls[str(block["id"])] += 1
+            found.append(f"call {block['id']}")
         for block in msg.get_content_blocks("tool_result"):
             results[str(block["id"])] += 1
-    return users, calls, results
+            found.append(f"result {block['id']}")
+        for key in found:
+            places.setdefault(key, []).append(f"{where}:{msg.id}")
+    return users, calls, results, places
 
 
 async def check_here(
@@ -54,7 +64,9 @@ async def check_here(
         return (files / path).read_text(encoding="utf-8")
 
     followed, _ = await check_notices(manager, live, stored, tools={"cat": cat})
-    users, calls, results = keys([*stored, *live])
+    users, calls, results, places = keys(
+        [*(("dialog", m) for m in stored), *(("live", m) for m in live)]
+    )
     found = missing_facts = 0
     missing: list[str] = []
     for turn in range(turns_done):
@@ -75,9 +87,11 @@ async def check_here(
         "users": dict(users),
         "calls": dict(calls),
         "results": dict(results),
+        "copies": {key: where for key, where in places.items() if len(where) > 1},
         "notices": followed,
         "facts_found": found,
         "facts_missing": missing,
+        "in_both": len(set(stored_ids) & set(live_ids)),
         "dialog": len(stored_ids),
         "live": len(live_ids),
     }

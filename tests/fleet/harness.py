@@ -11,13 +11,15 @@ trial draws a kill, the worker running the turn is SIGKILLed after a random dela
 the time a turn takes) and replaced by a new process; the other worker then runs the next
 turn, which is the killed one again when its state was not saved. At the end each worker
 checks the session from where it stands (`CHECK`, tests/fleet/checks.py), and the driver
-asserts (`assert_session`): every user message exactly once and every tool call and result
-present, none more often than its turn was attempted (a killed attempt may leave its part
-in the stores: the replay has a reply id of its own), no call without its result in the
-context; nothing twice in the dialog store or
-in the live messages; the summary intact; every notice in the prompt read back byte for
-byte and every fact found with `search_history`, from either worker, both seeing the same
-history; every prompt within budget.
+asserts (`assert_session`): every user message exactly once; every tool call and every
+tool result exactly once across state and dialog store, after the whole session (each run of
+a turn makes calls with ids of its own, as a provider's model would: a killed attempt's calls
+that reached the stores are kept, once, beside the replay's), none of an attempt that did not
+run, no result without its call, and each turn's last attempt complete; no call without its
+result in the context; nothing twice in the dialog store or in the live messages; the
+summary intact; every notice in the prompt read back byte for byte and every fact found with
+`search_history`, from either worker, both seeing the same history; every prompt within
+budget.
 
 The store is a parameter (`store(root) -> ContextConfig fields`): `local_store` today (the
 `working_dir` both workers share); the PostgreSQL store plugs in the same way.
@@ -33,14 +35,13 @@ import random
 import signal
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentscope_ctx._line import IS_1X
-from tests.fleet.script import call_id, user_id
+from tests.fleet.script import call_id, parse_call_id, user_id
 from tests.fleet.spawner import Spawner
 
 Store = Callable[[Path], dict[str, Any]]
@@ -70,8 +71,9 @@ class Stats:
     finished_before_kill: int = 0
     replays: int = 0
     """Turns run again after a kill."""
-    orphans: int = 0
-    """Extra copies of a tool call left by a killed attempt."""
+    in_both: int = 0
+    """Messages live in the final state and in the dialog store too (one id: one message;
+    a killed worker archived them before the state that keeps them was saved)."""
     notices: int = 0
     facts: int = 0
     prompts: int = 0
@@ -83,7 +85,7 @@ class Stats:
         return (
             f"fleet trials={self.trials} turns={self.turns} kills={self.kills} "
             f"finished_before_kill={self.finished_before_kill} replays={self.replays} "
-            f"orphan_copies={self.orphans} notices_read={self.notices} facts_found={self.facts} "
+            f"in_both={self.in_both} notices_read={self.notices} facts_found={self.facts} "
             f"prompts={self.prompts} max_prompt={self.max_prompt} seconds={self.seconds:.1f} "
             f"turn_p50={_typical(self) / 1.2:.2f}s"
         )
@@ -190,7 +192,8 @@ def run_trial(
     spec.session_id = asyncio.run(session.create_session(spec))
     raw = spec.to_json()
     log = workers[0].log
-    attempts: Counter[int] = Counter()
+    attempts: dict[int, list[str]] = {}
+    """Each turn's attempts (their ids, in order): the last one is the one that counts."""
     kills = 0
     current = rng.randrange(2)
     while True:
@@ -200,9 +203,10 @@ def run_trial(
         if line == "OVER":
             break
         assert line is not None and line.startswith("START "), line
-        turn = int(line.split()[1])
-        attempts[turn] += 1
-        stats.replays += attempts[turn] > 1
+        _, number, attempt = line.split()
+        turn = int(number)
+        attempts.setdefault(turn, []).append(attempt)
+        stats.replays += len(attempts[turn]) > 1
         started = time.monotonic()
         kill = kills < max_kills and rng.random() < kill_chance
         wait = rng.uniform(0.0, _typical(stats)) if kill else TURN_TIMEOUT
@@ -243,7 +247,11 @@ def _typical(stats: Stats) -> float:
 
 
 def assert_session(
-    results: list[dict[str, Any]], attempts: Counter[int], turns: int, steps: int, stats: Stats
+    results: list[dict[str, Any]],
+    attempts: dict[int, list[str]],
+    turns: int,
+    steps: int,
+    stats: Stats,
 ) -> None:
     for result in results:
         assert "error" not in result, result.get("error")
@@ -253,14 +261,7 @@ def assert_session(
         users = result["users"]
         assert users == {user_id(t): 1 for t in range(turns)}, users
         assert not result["live_unanswered"], f"calls without results: {result['live_unanswered']}"
-        calls, results_ = result["calls"], result["results"]
-        assert set(results_) <= set(calls), set(results_) - set(calls)
-        for turn in range(turns):
-            for step in range(steps):
-                key = call_id(turn, step)
-                assert 1 <= calls.get(key, 0) <= attempts[turn], (key, calls.get(key), attempts)
-                # (a killed attempt's call may have got no result: moved to the dialog alone)
-                assert 1 <= results_.get(key, 0) <= calls[key], (key, results_.get(key), calls[key])
+        _assert_exactly_once(result, attempts, turns, steps)
         assert not result["facts_missing"], result["facts_missing"][:3]
         summary = result["summary"]
         assert "## Goal" in summary and "## Next Steps" in summary, summary[:500]
@@ -268,9 +269,30 @@ def assert_session(
     first, second = results
     for key in ("users", "calls", "results", "dialog", "live", "summary", "notices"):
         assert first[key] == second[key], f"the workers see different {key}"
-    stats.orphans += sum(results[0]["calls"].values()) - turns * steps
+    stats.in_both += results[0]["in_both"]
     stats.notices += sum(r["notices"] for r in results)
     stats.facts += sum(r["facts_found"] for r in results)
+
+
+def _assert_exactly_once(
+    result: dict[str, Any], attempts: dict[int, list[str]], turns: int, steps: int
+) -> None:
+    """Across state and dialog store, after the whole session: every tool call and every
+    result exactly once (a killed attempt's too: its calls carry ids of their own), none of
+    an attempt that did not run, no result without its call; and the attempt that counts
+    (each turn's last) has all its calls and results."""
+    calls, answers, copies = result["calls"], result["results"], result["copies"]
+    for name, counts in (("call", calls), ("result", answers)):
+        for key, count in counts.items():
+            assert count == 1, f"{name} {key} {count} times: {copies.get(f'{name} {key}')}"
+            turn, _, attempt = parse_call_id(key)
+            assert attempt in attempts.get(turn, []), f"{name} {key} of no attempt: {attempts}"
+    assert set(answers) <= set(calls), f"results without calls: {set(answers) - set(calls)}"
+    for turn in range(turns):
+        last = attempts[turn][-1]
+        for step in range(steps):
+            key = call_id(turn, step, last)
+            assert key in calls and key in answers, f"{key} (turn {turn}'s last attempt) lost"
 
 
 def run_trials(

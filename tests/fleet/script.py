@@ -19,8 +19,24 @@ def user_id(turn: int) -> str:
     return f"user-{turn}"
 
 
-def call_id(turn: int, step: int) -> str:
-    return f"c{turn}x{step}"
+def call_id(turn: int, step: int, attempt: str) -> str:
+    """A tool call's id: unique to its turn, step and attempt (a replay of a turn after a
+    kill makes new calls with new ids, as a provider's model would)."""
+    return f"c{turn}x{step}-{attempt}"
+
+
+def parse_call_id(key: str) -> tuple[int, int, str]:
+    """`(turn, step, attempt)` of a `call_id`."""
+    head, _, attempt = key.partition("-")
+    turn, _, step = head[1:].partition("x")
+    return int(turn), int(step), attempt
+
+
+def new_attempt() -> str:
+    """A fresh attempt id (one per run of a turn)."""
+    import uuid
+
+    return uuid.uuid4().hex[:8]
 
 
 def file_name(turn: int, step: int) -> str:

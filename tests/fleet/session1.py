@@ -29,6 +29,7 @@ from tests.fleet.script import (
     USER_TEXT,
     call_id,
     file_name,
+    new_attempt,
     user_id,
     write_files,
 )
@@ -115,10 +116,12 @@ def make_toolkit(files: Path) -> Toolkit:
     return toolkit
 
 
-def script(model: FakeChatModel, turn: int, steps: int, counter: Any) -> None:
-    """Queue turn `turn` on `model`: `steps` calls of `cat`, then the turn's answer; each
-    prompt's size (messages and tool schemas) goes to `PROMPT_LOG`."""
-    answers = [tool_call("cat", call_id(turn, k), path=file_name(turn, k)) for k in range(steps)]
+def script(model: FakeChatModel, turn: int, steps: int, counter: Any, attempt: str) -> None:
+    """Queue turn `turn` on `model`: `steps` calls of `cat` (ids of this `attempt`), then
+    the turn's answer; each prompt's size (messages and tool schemas) goes to `PROMPT_LOG`."""
+    answers = [
+        tool_call("cat", call_id(turn, k, attempt), path=file_name(turn, k)) for k in range(steps)
+    ]
     answers.append(text(DONE_TEXT.format(turn=turn)))
 
     def answer_for(k: int) -> Any:
@@ -200,15 +203,16 @@ class Worker:
         )
         return agent, progress, backend
 
-    async def turn(self, on_start: Callable[[int], None]) -> int | None:
+    async def turn(self, on_start: Callable[[int, str], None]) -> int | None:
         model = FakeChatModel()
         agent, progress, backend = await self._agent(model)
         try:
             turn = progress.turn
             if turn >= self.spec.turns:
                 return None
-            script(model, turn, self.spec.steps, self.manager.counter)
-            on_start(turn)
+            attempt = new_attempt()
+            script(model, turn, self.spec.steps, self.manager.counter, attempt)
+            on_start(turn, attempt)
             msg = Msg("user", USER_TEXT.format(turn=turn), "user")
             msg.id = user_id(turn)
             reply = await agent(msg)

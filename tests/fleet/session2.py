@@ -33,6 +33,7 @@ from tests.fleet.script import (
     USER_TEXT,
     call_id,
     file_name,
+    new_attempt,
     user_id,
     write_files,
 )
@@ -134,10 +135,14 @@ PROVIDER_RATIO = 1.15
 reaches the calibration, which must travel with the state)."""
 
 
-def script(turn: int, steps: int) -> FakeChatModel:
-    """The model of one turn: `steps` calls of `cat`, then the turn's answer; each response
-    reports the prompt's usage as a provider would."""
-    answers = [tool_call("cat", call_id(turn, k), path=file_name(turn, k)) for k in range(steps)]
+def script(turn: int, steps: int, attempt: str = "") -> FakeChatModel:
+    """The model of one turn: `steps` calls of `cat` (ids of this `attempt`; default a new
+    one), then the turn's answer; each response reports the prompt's usage as a provider
+    would."""
+    attempt = attempt or new_attempt()
+    answers = [
+        tool_call("cat", call_id(turn, k, attempt), path=file_name(turn, k)) for k in range(steps)
+    ]
     answers.append(text(DONE_TEXT.format(turn=turn)))
     counter = TokenCounter("cl100k_base")
 
@@ -183,19 +188,20 @@ async def next_turn(spec: Spec) -> int:
 
 
 async def run_turn(
-    spec: Spec, manager: ContextManager, on_start: Callable[[int], None] | None = None
+    spec: Spec, manager: ContextManager, on_start: Callable[[int, str], None] | None = None
 ) -> int | None:
     """Run the session's next turn as the app would; returns it (None: the session is over).
-    `on_start(turn)` is called before the reply starts."""
+    `on_start(turn, attempt)` is called before the reply starts."""
     async with spec.state.open() as storage:
         record = await storage.get_session(USER, AGENT, spec.session_id)
         state = record.state
         turn = int(state.middle_context.get(PROGRESS, {}).get("turn", 0))
         if turn >= spec.turns:
             return None
+        attempt = new_attempt()
         if on_start is not None:
-            on_start(turn)
-        model = script(turn, spec.steps)
+            on_start(turn, attempt)
+        model = script(turn, spec.steps, attempt)
         agent = make_agent(manager, state, model, Path(spec.files))
         reply = await agent.reply(
             UserMsg(name="user", content=USER_TEXT.format(turn=turn), id=user_id(turn))
@@ -218,7 +224,7 @@ class Worker:
     async def open(self) -> None:
         await self.manager.counter.count_text("warm up")
 
-    async def turn(self, on_start: Callable[[int], None]) -> int | None:
+    async def turn(self, on_start: Callable[[int, str], None]) -> int | None:
         return await run_turn(self.spec, self.manager, on_start)
 
     async def check(self) -> dict[str, Any]:

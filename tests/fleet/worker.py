@@ -5,8 +5,8 @@
 Prints READY, then answers commands read from stdin, one a line:
 
 - `TURN <spec json>`: run the next turn of the session `spec` names as the app would (load
-  the state, reply, save); prints `START t` before the reply and `SAVED t` after the save,
-  or `OVER`.
+  the state, reply, save); prints `START t ATTEMPT` before the reply (ATTEMPT: the id of
+  this run of the turn, in its tool calls' ids) and `SAVED t` after the save, or `OVER`.
 - `CHECK <spec json>`: load the session and check it from here (tests/fleet/checks.py);
   prints `CHECKED <json>`.
 
@@ -51,7 +51,7 @@ async def main() -> int:
             await current[1].open()
         worker = current[1]
         if command == "TURN":
-            turn = await worker.turn(lambda t: print(f"START {t}", flush=True))
+            turn = await worker.turn(lambda t, attempt: print(f"START {t} {attempt}", flush=True))
             print("OVER" if turn is None else f"SAVED {turn}", flush=True)
         elif command == "CHECK":
             try:
