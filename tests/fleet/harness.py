@@ -1,7 +1,7 @@
 """The two-worker harness (issue 23, Done-when): two worker processes alternate the replies
 of one long scripted session, SIGKILLed at random points, then both check the session.
 
-    stats = run_trials(tmp_path, states=..., store=local_store, trials=3, seed=1)
+    stats = run_trials(tmp_path, states=..., store=LOCAL, trials=3, seed=1)
 
 The two worker processes live across trials (a fleet serves many sessions); each is forked
 from one preloaded interpreter (tests/fleet/spawner.py), so that a replacement after a kill
@@ -21,8 +21,11 @@ summary intact; every notice in the prompt read back byte for byte and every fac
 `search_history`, from either worker, both seeing the same history; every prompt within
 budget.
 
-The store is a parameter (`store(root) -> ContextConfig fields`): `local_store` today (the
-`working_dir` both workers share); the PostgreSQL store plugs in the same way.
+The store is the one parameter that names where the workers' agentscope_ctx data lives
+(`Store`): `LOCAL`, files and SQLite in a `working_dir` both workers share; a database store
+(`postgres_store`) gives each worker a `working_dir` of its own, so that nothing reaches the
+other worker but through the store. `PRIVATE_DIRS` is the control: local stores the workers
+do not share, which the checks must refuse.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import random
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,13 +48,46 @@ from agentscope_ctx._line import IS_1X
 from tests.fleet.script import call_id, parse_call_id, user_id
 from tests.fleet.spawner import Spawner
 
-Store = Callable[[Path], dict[str, Any]]
 TURN_TIMEOUT = 180.0
 
 
-def local_store(root: Path) -> dict[str, Any]:
-    """Today's store: files + SQLite under a `working_dir` the workers share."""
-    return {"working_dir": str(root / "ctx")}
+@dataclass(frozen=True)
+class Store:
+    """Where the workers keep what leaves the context (dialog, outputs, search index).
+
+    `fields(trial_root)`: the `ContextConfig` fields of one trial's store (a fresh one per
+    trial); ``{worker}`` in `working_dir` is the worker's process id (tests/fleet/script.py
+    `worker_fields`). `env`: what the worker processes need in their environment (the
+    variable holding a database password; never in the fields)."""
+
+    name: str
+    fields: Callable[[Path], dict[str, Any]]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+LOCAL = Store("local", lambda root: {"working_dir": str(root / "ctx")})
+"""Today's store: files + SQLite under a `working_dir` the workers share."""
+
+PRIVATE_DIRS = Store("private-dirs", lambda root: {"working_dir": str(root / "ctx-{worker}")})
+"""Local stores the workers do not share: the harness's control (its checks must fail)."""
+
+PASSWORD_ENV = "AGENTSCOPE_CTX_FLEET_PGPASSWORD"
+
+
+def postgres_store(dsn: str, password: str) -> Store:
+    """The PostgreSQL store (`store: {kind: postgres}`) on the server `dsn` (no password in
+    it): a schema of its own per trial, the password in the workers' environment, a private
+    `working_dir` per worker."""
+
+    def fields(root: Path) -> dict[str, Any]:
+        schema = f"fleet_{uuid.uuid4().hex[:12]}"
+        return {
+            "store": {"kind": "postgres", "dsn": dsn, "password_env": PASSWORD_ENV,
+                      "schema_name": schema},
+            "working_dir": str(root / "worker-{worker}"),
+        }  # fmt: skip
+
+    return Store("postgres", fields, env={PASSWORD_ENV: password})
 
 
 def session_module() -> Any:
@@ -187,7 +224,7 @@ def run_trial(
     """One session served by `workers` (two; a killed one is replaced in the list)."""
     session = session_module()
     root.mkdir(parents=True, exist_ok=True)
-    spec = session.Spec(store=store(root), files=str(root / "files"), state=state)
+    spec = session.Spec(store=store.fields(root), files=str(root / "files"), state=state)
     spec.turns, spec.steps = turns, steps
     spec.session_id = asyncio.run(session.create_session(spec))
     raw = spec.to_json()
@@ -311,7 +348,7 @@ def run_trials(
     stats = Stats()
     started = time.monotonic()
     tmp_path.mkdir(parents=True, exist_ok=True)
-    spawner = Spawner(tmp_path / "workers.log")
+    spawner = Spawner(tmp_path / "workers.log", env=store.env)
     workers = [WorkerProcess(spawner), WorkerProcess(spawner)]  # live across trials (a fleet)
     try:
         for trial in range(trials):

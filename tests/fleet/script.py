@@ -7,7 +7,9 @@ cut: about 14 KB) and holds one fact, a sentence with a code word unique to it, 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 SYSTEM_PROMPT = "You are a careful assistant that reads data files."
 USER_TEXT = "task {turn}: read the next batch of data files"
@@ -63,3 +65,13 @@ def write_files(folder: Path, turns: int, steps: int) -> None:
             path = folder / file_name(turn, step)
             if not path.exists():
                 path.write_text(file_text(turn, step), encoding="utf-8")
+
+
+def worker_fields(store: dict[str, Any]) -> dict[str, Any]:
+    """A store's `ContextConfig` fields as this worker process takes them: ``{worker}`` in
+    ``working_dir`` becomes the process id (a store other than the local one gives each
+    worker a directory of its own: nothing reaches the other worker but through the store)."""
+    fields = dict(store)
+    if "working_dir" in fields:
+        fields["working_dir"] = str(fields["working_dir"]).replace("{worker}", str(os.getpid()))
+    return fields

@@ -35,6 +35,7 @@ from tests.fleet.script import (
     file_name,
     new_attempt,
     user_id,
+    worker_fields,
     write_files,
 )
 from tests.v2.fakes import ALLOW, FakeChatModel, text, tool_call
@@ -94,13 +95,14 @@ class Spec:
 
 
 def make_config(spec: Spec) -> ContextConfig:
+    store = worker_fields(spec.store)
     return ContextConfig.model_validate(
         {
-            **spec.store,
+            **store,
             "max_input_tokens": spec.budget,
             "compact_trigger_ratio": 0.7,
             "keep_recent_ratio": 0.3,
-            "read_roots": [spec.store.get("working_dir", "."), spec.files],
+            "read_roots": [store.get("working_dir", "."), spec.files],
             "token_counter": "cl100k_base",
             "tool_result": {
                 "recent_n": 2,

@@ -35,7 +35,8 @@ START_TIMEOUT = 300.0
 class Spawner:
     """The driver's handle on a spawner process (one per harness run)."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, env: dict[str, str] | None = None) -> None:
+        """`env`: added to the workers' environment."""
         self.log = log
         ours, theirs = socket.socketpair()
         self.proc = subprocess.Popen(
@@ -45,7 +46,7 @@ class Spawner:
             stdout=log.open("a"),
             stderr=subprocess.STDOUT,
             pass_fds=[theirs.fileno()],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
         )
         theirs.close()
         self.sock = ours
