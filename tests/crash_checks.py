@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,10 @@ from agentscope.message import Msg
 from agentscope_ctx.core._truncation import parse_notice
 from agentscope_ctx.stores._dialog import DialogReadReport
 from tests.chain import follow_chain
+
+_STORE_REF = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*:(?![\\/])")
+"""An output's ref that is not a file path: ``scheme:id`` (the PostgreSQL store's
+``pg-output:<hex>``); a file path has no such prefix (nor a drive letter's ``C:\\``)."""
 
 
 def duplicates(ids: list[str]) -> list[str]:
@@ -59,9 +64,10 @@ async def check_notices(
     full_output: bool = True,
     tools: dict[str, Any] | None = None,
 ) -> tuple[int, set[str]]:
-    """Every truncation notice in `live` names an existing file, a different file for each
-    tool_result block, and following the `read_file` chain from the excerpt gives back exactly
-    the tool's output (recomputed from the tool_use input found in `known` or `live`).
+    """Every truncation notice in `live` names an existing file (or an output of a store
+    other than files, by its id: `_STORE_REF`), a different one for each tool_result block,
+    and following the `read_file` chain from the excerpt gives back exactly the tool's
+    output (recomputed from the tool_use input found in `known` or `live`).
 
     `tools`: the session's tool functions by name (default: tests/crash_session's), each
     returning its output as a `ToolResponse` or as text.
@@ -85,7 +91,8 @@ async def check_notices(
                 if parsed is None:
                     continue
                 path = parsed[1].file_path
-                assert Path(path).is_file(), f"notice in {msg.id} names a missing file {path}"
+                if not _STORE_REF.match(path):  # (a store's id, e.g. pg-output:…: read below)
+                    assert Path(path).is_file(), f"notice in {msg.id} names a missing file {path}"
                 owner = f"{msg.id}/{block['id']}"
                 assert files.setdefault(path, owner) == owner, (
                     f"two tool results point to one file {path}: {files[path]} and {owner}"

@@ -109,8 +109,10 @@ class Stats:
     replays: int = 0
     """Turns run again after a kill."""
     in_both: int = 0
-    """Messages live in the final state and in the dialog store too (one id: one message;
-    a killed worker archived them before the state that keeps them was saved)."""
+    """Messages live in the final state and in the dialog store too, counted once (one id:
+    one message): the current user turn and pins, written with the older part by design
+    (core/_compaction.py), and what a killed worker archived before the state that keeps
+    them was saved."""
     notices: int = 0
     facts: int = 0
     prompts: int = 0
