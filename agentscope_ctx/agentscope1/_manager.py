@@ -284,15 +284,19 @@ class ContextManager(Services):
 
     async def _move_unanswered(self, binding: _Binding) -> None:
         """Move the tool calls another worker left unanswered (see `_unanswered`) from the
-        shared memory to `dialog/`, saved first."""
+        shared memory to `dialog/`, saved first. The messages before them are written with
+        them and stay (as a compaction writes the current turn): the dialog keeps the
+        conversation's order, and skips them when they leave later."""
         memory = binding.memory
         if memory.backend is None:
             return
         doomed = set(unanswered(memory.messages()))
         if not doomed:
             return
-        msgs = [msg for msg in memory.messages() if msg.id in doomed]
-        await binding.pipeline.dialog.append(msgs)
+        current = memory.messages()
+        last = max(i for i, msg in enumerate(current) if msg.id in doomed)
+        await binding.pipeline.dialog.append(current[: last + 1])
+        msgs = [msg for msg in current if msg.id in doomed]
         await memory.delete([msg.id for msg in msgs])
         logger.warning(
             "agentscope_ctx: %d messages with tool calls left unanswered (a worker stopped "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.crash_checks import check_notices, duplicates
-from tests.fleet.script import fact, file_name
+from tests.fleet.script import fact, file_name, parse_call_id
 
 
 def keys(
@@ -45,6 +45,34 @@ def keys(
         for key in found:
             places.setdefault(key, []).append(f"{where}:{msg.id}")
     return users, calls, results, places
+
+
+def out_of_order(msgs: list[Any]) -> list[str]:
+    """What `msgs` (deduplicated by message id, in order) hold out of the conversation's
+    order: a user turn before an earlier one; within one attempt of a turn, anything before
+    what it follows (step s's call, then its result, then step s+1's call)."""
+    wrong: list[str] = []
+    seen: set[str] = set()
+    last_user = -1
+    last: dict[str, tuple[int, int]] = {}
+    for msg in msgs:
+        if msg.id in seen:
+            continue
+        seen.add(msg.id)
+        if msg.role == "user" and str(msg.id).startswith("user-"):
+            turn = int(str(msg.id)[len("user-") :])
+            if turn < last_user:
+                wrong.append(str(msg.id))
+            last_user = max(last_user, turn)
+        events = [(0, "call", b) for b in msg.get_content_blocks("tool_use")]
+        events += [(1, "result", b) for b in msg.get_content_blocks("tool_result")]
+        for kind, name, block in events:
+            key = str(block["id"])
+            _, step, attempt = parse_call_id(key)
+            if attempt in last and (step, kind) <= last[attempt]:
+                wrong.append(f"{name} {key} ({msg.id})")
+            last[attempt] = max(last.get(attempt, (step, kind)), (step, kind))
+    return wrong
 
 
 async def check_here(
@@ -91,6 +119,8 @@ async def check_here(
         "notices": followed,
         "facts_found": found,
         "facts_missing": missing,
+        "dialog_out_of_order": out_of_order(stored),
+        "history_out_of_order": out_of_order([*stored, *live]),
         "in_both": len(set(stored_ids) & set(live_ids)),
         "dialog": len(stored_ids),
         "live": len(live_ids),

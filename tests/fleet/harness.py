@@ -297,6 +297,9 @@ def assert_session(
         assert result["turns_done"] == turns, result["turns_done"]
         assert not result["dialog_duplicates"], result["dialog_duplicates"]
         assert not result["live_duplicates"], result["live_duplicates"]
+        for where in ("dialog", "history"):  # (history: the dialog, then the live messages)
+            wrong = result[f"{where}_out_of_order"]
+            assert not wrong, f"{where} out of the conversation's order: {wrong}"
         users = result["users"]
         assert users == {user_id(t): 1 for t in range(turns)}, users
         assert not result["live_unanswered"], f"calls without results: {result['live_unanswered']}"

@@ -113,3 +113,53 @@ async def test_a_tool_call_a_killed_worker_left_unanswered_leaves_the_context(
     assert call.id in manager.dialog.ids()
     assert call.id not in {m.id for m in await backends[0].get_memory(prepend_summary=False)}
     await manager.close()
+
+
+async def test_an_unanswered_call_moved_to_the_dialog_keeps_the_conversations_order(
+    tmp_path: Path, backends: tuple[Any, Any]
+) -> None:
+    """The dialog store keeps the conversation's order (core/_compaction.py: what stays is
+    written with the older part). Worker A got one result and was killed after its next
+    call; B moved the unanswered call to dialog/ at the start of its reply. Before, only the
+    call went: the user turn, the first call and its result, still in memory, reached the
+    dialog after it when compacted later (found by the two-worker trials' order check)."""
+    from agentscope.agent import ReActAgent
+    from agentscope.formatter import OpenAIChatFormatter
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from tests.fakes import FakeChatModel, tool_call
+
+    a = ContextMemory(tmp_path, backend=backends[0])
+    question = Msg("user", "scan shards 6 and 7", "user")
+    first = Msg("worker", tool_call("scan", call_id="k6", n=6).content, "assistant")
+    result = Msg(
+        "system",
+        [{"type": "tool_result", "id": "k6", "name": "scan", "output": "shard 6: ok"}],
+        "system",
+    )
+    second = Msg("worker", tool_call("scan", call_id="k7", n=7).content, "assistant")
+    for msg in (question, first, result, second):
+        await a.add(msg)  # ... and A was killed before the second result
+
+    model = FakeChatModel()
+    model.enqueue("Shard 6 is fine.")
+    agent = ReActAgent(
+        name="worker",
+        sys_prompt="You scan shards.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        memory=backends[1],
+    )
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(ContextConfig(working_dir=tmp_path / "ctx"))
+    manager.attach(agent)
+    await agent(Msg("user", "and now?", "user"))
+    stored = [m.id for m in manager.dialog.read()[0]]
+    assert stored == [question.id, first.id, result.id, second.id], stored
+    live = [m.id for m in manager.memory_of(agent).messages()]
+    assert live[:3] == [question.id, first.id, result.id]  # they stay: only the call left
+    assert second.id not in live
+    # compacted later, they are not written twice (the store skips what it has)
+    await manager.dialog.append(manager.memory_of(agent).messages()[:3])
+    assert [m.id for m in manager.dialog.read()[0]] == stored
+    await manager.close()
