@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -141,6 +142,8 @@ def serve(fd: int) -> None:
     """The spawner's loop: preload, say READY, then fork a worker for each SPAWN."""
     sock = socket.socket(fileno=fd)
     preload()
+    running = [thread.name for thread in threading.enumerate()]
+    assert running == ["MainThread"], f"a thread would be forked mid-work: {running}"
     gc.freeze()  # what the children share is never collected: no copy of those pages
     signal.signal(signal.SIGCHLD, lambda *_: _reap())
     print(f"spawner {os.getpid()} ready", file=sys.stderr, flush=True)
