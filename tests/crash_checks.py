@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,10 @@ from agentscope.message import Msg
 from agentscope_ctx.core._truncation import parse_notice
 from agentscope_ctx.stores._dialog import DialogReadReport
 from tests.chain import follow_chain
-from tests.crash_session import TOOLS
+
+_STORE_REF = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*:(?![\\/])")
+"""An output's ref that is not a file path: ``scheme:id`` (the PostgreSQL store's
+``pg-output:<hex>``); a file path has no such prefix (nor a drive letter's ``C:\\``)."""
 
 
 def duplicates(ids: list[str]) -> list[str]:
@@ -53,19 +57,31 @@ def tool_calls(msgs: list[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 async def check_notices(
-    manager: Any, live: list[Msg], known: list[Msg], *, full_output: bool = True
+    manager: Any,
+    live: list[Msg],
+    known: list[Msg],
+    *,
+    full_output: bool = True,
+    tools: dict[str, Any] | None = None,
 ) -> tuple[int, set[str]]:
-    """Every truncation notice in `live` names an existing file, a different file for each
-    tool_result block, and following the `read_file` chain from the excerpt gives back exactly
-    the tool's output (recomputed from the tool_use input found in `known` or `live`).
+    """Every truncation notice in `live` names an existing file (or an output of a store
+    other than files, by its id: `_STORE_REF`), a different one for each tool_result block,
+    and following the `read_file` chain from the excerpt gives back exactly the tool's
+    output (recomputed from the tool_use input found in `known` or `live`).
+
+    `tools`: the session's tool functions by name (default: tests/crash_session's), each
+    returning its output as a `ToolResponse` or as text.
 
     Returns how many notices were followed and the files they name."""
+    if tools is None:
+        from tests.crash_session import TOOLS as tools
     calls = tool_calls([*known, *live])
     files: dict[str, str] = {}
 
     async def read(path: str, line: int, offset: int) -> str:
         response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
+        block = response.content[0]  # a dict on 1.x, a TextBlock on 2.x
+        return str(block["text"] if isinstance(block, dict) else block.text)
 
     followed = 0
     for msg in live:
@@ -75,15 +91,18 @@ async def check_notices(
                 if parsed is None:
                     continue
                 path = parsed[1].file_path
-                assert Path(path).is_file(), f"notice in {msg.id} names a missing file {path}"
+                if not _STORE_REF.match(path):  # (a store's id, e.g. pg-output:…: read below)
+                    assert Path(path).is_file(), f"notice in {msg.id} names a missing file {path}"
                 owner = f"{msg.id}/{block['id']}"
                 assert files.setdefault(path, owner) == owner, (
                     f"two tool results point to one file {path}: {files[path]} and {owner}"
                 )
                 full = await follow_chain(out_text, read)
                 name, tool_input = calls.get(str(block["id"]), ("", {}))
-                if full_output and name in TOOLS:
-                    expected = TOOLS[name](**tool_input).content[0]["text"]
+                if full_output and name in tools:
+                    expected = tools[name](**tool_input)
+                    if not isinstance(expected, str):
+                        expected = expected.content[0]["text"]
                     assert full == expected, f"chain of {owner} does not give the tool output"
                 followed += 1
     return followed, set(files)

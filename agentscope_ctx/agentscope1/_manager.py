@@ -27,6 +27,7 @@ from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._tokens import TokenCounter
 from ..core._tool_schema import plain_optionals
+from ..core._unanswered import unanswered
 from ..models._guard import GuardedModel
 from ..services._services import READ_FILE, ContextUsage, Services
 from ._middleware import TruncationMiddleware
@@ -276,12 +277,36 @@ class ContextManager(Services):
             return
         try:
             await binding.memory.refresh()
+            await self._move_unanswered(binding)
             self.ensure_scheduler()
             if not binding.note_loaded:
                 await self._load_note(binding)
         except Exception:
             logger.exception("agentscope_ctx: could not refresh the memory or load MEMORY.md")
         await self._run(agent)
+
+    async def _move_unanswered(self, binding: _Binding) -> None:
+        """Move the tool calls another worker left unanswered (see `_unanswered`) from the
+        shared memory to `dialog/`, saved first. The messages before them are written with
+        them and stay (as a compaction writes the current turn): the dialog keeps the
+        conversation's order, and skips them when they leave later."""
+        memory = binding.memory
+        if memory.backend is None:
+            return
+        doomed = set(unanswered(memory.messages()))
+        if not doomed:
+            return
+        current = memory.messages()
+        last = max(i for i, msg in enumerate(current) if msg.id in doomed)
+        await binding.pipeline.dialog.append(current[: last + 1])
+        msgs = [msg for msg in current if msg.id in doomed]
+        await memory.delete([msg.id for msg in msgs])
+        logger.warning(
+            "agentscope_ctx: %d messages with tool calls left unanswered (a worker stopped "
+            "mid-reply) moved from the shared memory to %s",
+            len(msgs),
+            binding.pipeline.dialog.dialog_dir,
+        )
 
     async def _load_note(self, binding: _Binding) -> None:
         await self.load_note(binding.memory)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,9 +67,10 @@ _HOOK_LISTS = {
 
 @dataclass
 class _Binding:
-    """One agent's part: its memory, mirror, pipeline and flags."""
+    """One agent's part: its memory, mirror, pipeline and flags. It holds the agent weakly:
+    the app makes an agent per chat run, and a binding ends with its agent (`bind`)."""
 
-    agent: Agent
+    agent_ref: weakref.ref[Agent]
     memory: ContextMemory
     mirror: StateMirror
     pipeline: ContextPipeline = field(init=False)
@@ -82,6 +84,13 @@ class _Binding:
     notices: list[str] = field(default_factory=list)
     image_counts: ImageCounts = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def agent(self) -> Agent:
+        agent = self.agent_ref()
+        if agent is None:
+            raise ContextUsageError("the agent of this binding is gone")
+        return agent
 
     def notify(self, text: str) -> None:
         """Queue a notice for the user (yielded as an event before the next reasoning); the
@@ -193,10 +202,10 @@ class ContextManager(Services):
     def bind(self, agent: Agent) -> _Binding:
         """The agent's binding, made at its first use."""
         binding = self._bindings.get(id(agent))
-        if binding is not None and binding.agent is agent:
+        if binding is not None and binding.agent_ref() is agent:
             return binding
         memory = ContextMemory(self.working_dir, language=self.config.compactor.language)
-        binding = _Binding(agent, memory, StateMirror(memory))
+        binding = _Binding(weakref.ref(agent), memory, StateMirror(memory))
 
         async def notify(text: str) -> None:
             binding.notify(text)
@@ -231,6 +240,13 @@ class ContextManager(Services):
                 budget,
             )
         self._bindings[id(agent)] = binding
+        key = id(agent)
+
+        def forget(bindings: dict[int, _Binding] = self._bindings) -> None:
+            if bindings.get(key) is binding:  # (not a newer agent's, under a reused id)
+                del bindings[key]
+
+        weakref.finalize(agent, forget)
         return binding
 
     def _budgeted(self, agent: Agent) -> ContextConfig:
@@ -319,6 +335,14 @@ class ContextManager(Services):
                 await self._after_changes(binding, before, report)
             return report
 
+    def save_slot(self, binding: _Binding) -> None:
+        """Write the agent's slot of `middle_context` (see `StateMirror.save_slot`); a
+        failure is logged (the state then carries the slot of the last run)."""
+        try:
+            binding.mirror.save_slot(binding.agent.state)
+        except Exception:
+            logger.exception("agentscope_ctx: could not write the agent's state")
+
     async def _after_changes(
         self, binding: _Binding, before: list[Any], report: PipelineReport
     ) -> None:
@@ -383,8 +407,12 @@ class ContextManager(Services):
 
     def _binding(self, agent: Agent) -> _Binding:
         binding = self._bindings.get(id(agent))
-        if binding is None or binding.agent is not agent:
-            raise ContextUsageError(
-                f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
-            )
-        return binding
+        if binding is not None and binding.agent_ref() is agent:
+            return binding
+        if any(
+            self._middleware in getattr(agent, name, ()) for name in _HOOK_LISTS.values()
+        ):  # made with Agent(..., middlewares=[manager.middleware()]), no reply yet
+            return self.bind(agent)
+        raise ContextUsageError(
+            f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
+        )

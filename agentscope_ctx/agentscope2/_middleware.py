@@ -110,6 +110,8 @@ class MiddlewareHooks(MiddlewareBase):
                 yield item
         finally:
             binding.replying = False
+            # the last model call's usage came after the last push: into the saved state too
+            self.manager.save_slot(binding)
         await self.manager.note_usage(str(agent.name), binding.pipeline)
 
     async def on_reasoning(

@@ -149,6 +149,16 @@ class StateMirror:
             text = f"{text}\n{self.offload_note}"
         if _text(state.summary) != text:
             state.summary = text
+        self.save_slot(state)
+
+    def save_slot(self, state: AgentState) -> None:
+        """Write this package's slot of `state.middle_context`: what the next process that
+        loads the state needs and the state does not hold otherwise (the summary without its
+        guide, the calibration, the offloader's note). Also at the end of every reply: the
+        usage of the reply's last model call comes after the last `push`."""
+        if not self._loaded:
+            return  # never pulled: the slot the state has is the one to keep
+        memory = self.memory
         state.middle_context[STATE_KEY] = {
             "summary": memory.compact_summary,
             "calibration": dict(memory.calibration),

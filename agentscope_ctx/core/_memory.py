@@ -10,7 +10,14 @@ import shortuuid
 
 from ._entry import Msg
 from ._failures import FailureLog
-from ._memory_backend import SUMMARY_MARK, SUMMARY_MSG_NAME, import_state, read, write_summary
+from ._memory_backend import (
+    SUMMARY_MARK,
+    SUMMARY_MSG_NAME,
+    import_state,
+    read,
+    read_marks,
+    write_summary,
+)
 from ._memory_base import MemoryBase
 from ._memory_views import MemoryViews
 from ._summary_text import LANGUAGES, note_left_out, summary_text
@@ -111,15 +118,17 @@ class ContextMemory(MemoryViews, MemoryBase):
     async def refresh(self) -> bool:
         """Reload the message list (and summary) from the backend; returns whether anything
         changed. Messages known here keep their local (possibly harder-cut) content and
-        marks; new ones come with no marks; ones the backend no longer has are dropped.
+        marks; new ones come with their `SHARED_MARKS` (a hint's) only; ones the backend no
+        longer has are dropped.
         What the backend still lacks (an unwritten summary, a loaded state) is written first;
         an unwritten summary that still cannot be written stays the local one."""
         if self.backend is None:
             return False
         await self._sync_backend()
         shared, summary = await read(self.backend)
+        shared_marks = await read_marks(self.backend)
         local = {msg.id: (msg, marks) for msg, marks in self.content}
-        content = [local.get(msg.id, (msg, [])) for msg in shared]
+        content = [local.get(msg.id, (msg, shared_marks.get(msg.id, []))) for msg in shared]
         if self._unwritten_summary is not None:
             summary = self._compressed_summary
         changed = [m.id for m, _ in content] != [m.id for m, _ in self.content] or (

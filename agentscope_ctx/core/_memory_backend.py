@@ -18,7 +18,15 @@ from ._entry import Msg
 if TYPE_CHECKING:
     from agentscope.memory import MemoryBase
 
-__all__ = ["SUMMARY_MARK", "SUMMARY_MSG_NAME", "import_state", "read", "write_summary"]
+__all__ = [
+    "SHARED_MARKS",
+    "SUMMARY_MARK",
+    "SUMMARY_MSG_NAME",
+    "import_state",
+    "read",
+    "read_marks",
+    "write_summary",
+]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -32,6 +40,22 @@ async def read(backend: MemoryBase) -> tuple[list[Msg], str]:
     messages = await backend.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
     summaries = await backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
     return messages, (summaries[-1].get_text_content() or "") if summaries else ""
+
+
+SHARED_MARKS = ("hint",)
+"""Marks a worker takes from the backend with messages it did not know (`read_marks`): the
+hint mark (`_compaction.HINT_MARK`, AgentScope 1.x's `_MemoryMark.HINT`), so that a hint
+another worker left (killed before its agent deleted it) is neither taken for the user's
+words nor kept for ever (the agent deletes hints by mark)."""
+
+
+async def read_marks(backend: MemoryBase) -> dict[str, list[str]]:
+    """The `SHARED_MARKS` of the backend's messages, by message id."""
+    marks: dict[str, list[str]] = {}
+    for mark in SHARED_MARKS:
+        for msg in await backend.get_memory(mark=mark, prepend_summary=False):
+            marks.setdefault(msg.id, []).append(mark)
+    return marks
 
 
 async def write_summary(backend: MemoryBase, summary: str) -> None:

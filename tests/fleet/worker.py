@@ -1,0 +1,70 @@
+"""A worker process of the fleet harness (tests/fleet/harness.py), on the installed line.
+
+    python -m tests.fleet.worker
+
+Prints READY, then answers commands read from stdin, one a line:
+
+- `TURN <spec json>`: run the next turn of the session `spec` names as the app would (load
+  the state, reply, save); prints `START t ATTEMPT` before the reply (ATTEMPT: the id of
+  this run of the turn, in its tool calls' ids) and `SAVED t` after the save, or `OVER`.
+- `CHECK <spec json>`: load the session and check it from here (tests/fleet/checks.py);
+  prints `CHECKED <json>`.
+
+A worker serves many runs (and, one after another, many sessions): its manager for a
+session lives until a command names another session; each run gets a fresh agent, as the
+AgentScope 2.x app makes one per chat run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from agentscope_ctx._line import IS_1X
+
+
+async def main() -> int:
+    if IS_1X:
+        from tests.fleet import session1 as session
+    else:
+        from tests.fleet import session2 as session  # type: ignore[no-redef]
+    from agentscope_ctx import TokenCounter
+
+    await TokenCounter("cl100k_base").count_text("warm up")  # load the encoding first
+    print("READY", flush=True)
+    current: tuple[str, Any] | None = None
+    while True:
+        line = await asyncio.to_thread(sys.stdin.readline)
+        command, _, raw = line.strip().partition(" ")
+        if not command:
+            break
+        if current is None or current[0] != raw:
+            if current is not None:
+                await current[1].close()
+            spec = session.Spec.from_json(raw)
+            session.PROMPT_LOG = Path(spec.files).parent / "prompts.log"
+            current = (raw, session.Worker(spec))
+            await current[1].open()
+        worker = current[1]
+        if command == "TURN":
+            turn = await worker.turn(lambda t, attempt: print(f"START {t} {attempt}", flush=True))
+            print("OVER" if turn is None else f"SAVED {turn}", flush=True)
+        elif command == "CHECK":
+            try:
+                result = await worker.check()
+            except Exception:
+                result = {"error": traceback.format_exc()}
+            print(f"CHECKED {json.dumps(result)}", flush=True)
+        else:
+            print(f"UNKNOWN {command}", flush=True)
+    if current is not None:
+        await current[1].close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
