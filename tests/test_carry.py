@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._carry import CARRY_HEADER, carried, split_carry, with_carry
+from agentscope_ctx.core._carry import carried
+from agentscope_ctx.core._carry_text import CARRY_HEADER, split_carry, with_carry
 from agentscope_ctx.core._extractive import extractive_summary
 from agentscope_ctx.core._outcome import judge
 from agentscope_ctx.core._truncation import excerpt_with_notice

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ._accountant import Accountant
 from ._calibration import CacheStats
-from ._carry import carried, split_carry, with_carry
+from ._carry import carried
+from ._carry_text import split_carry, with_carry
 from ._config import ContextConfig
 from ._entry import Msg
 from ._errors import PersistenceError

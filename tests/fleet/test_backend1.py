@@ -20,8 +20,8 @@ from agentscope.message import Msg
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextMemory
-from agentscope_ctx.core._turns import HINT_MARK, current_turn
 from agentscope_ctx.core._memory_backend import SHARED_MARKS
+from agentscope_ctx.core._turns import HINT_MARK, current_turn
 from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
 
 
