@@ -283,9 +283,9 @@ def test_importing_the_stores_does_not_import_psycopg() -> None:
 @given(text=st.text(max_size=300))
 def test_the_fast_tokens_are_the_search_texts_tokens(text: str) -> None:
     from agentscope_ctx.core._search_text import index_text, tokens
-    from agentscope_ctx.stores.postgres._search import _terms
+    from agentscope_ctx.stores.postgres._search_sql import lexemes
 
-    assert _terms(text) == tokens(index_text(text))
+    assert lexemes(text) == tokens(index_text(text))
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
@@ -294,9 +294,9 @@ def test_the_fast_tokens_are_the_search_texts_tokens(text: str) -> None:
 def test_ascii_chunks_indexed_by_postgres_parser_equal_our_tokens(
     pg_server: PostgresServer, pg_password: str, pg_schema: str, text: str
 ) -> None:
-    from agentscope_ctx.stores.postgres._search import _terms, tsvector_text
+    from agentscope_ctx.stores.postgres._search_sql import lexemes, tsvector_text
 
-    words = " ".join(_terms(text))
+    words = " ".join(lexemes(text))
     if not words.isascii():
         return
     engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)

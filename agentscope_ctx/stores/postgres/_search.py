@@ -26,9 +26,7 @@ from __future__ import annotations
 import codecs
 import json
 import logging
-import re
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,15 +39,24 @@ from ...core._search_text import (
     Chunk,
     Query,
     chunk_lines,
-    index_text,
     parse_query,
     record_parts,
 )
 from ...core._stamps import local_stamp
 from ._engine import PostgresEngine
 from ._outputs import output_id
+from ._search_sql import (
+    LOW,
+    MAX_LEXEME,
+    RANKED,
+    day_rows,
+    db_text,
+    lexemes,
+    query_text,
+    tsvector_text,
+)
 
-__all__ = ["PostgresSearchIndex", "query_text", "tsvector_text"]
+__all__ = ["PostgresSearchIndex"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -60,88 +67,12 @@ INDEX_AT_SAVE_BYTES = 8 << 20
 NOTIFY_SECONDS = 2.0
 _BATCH = 500
 """Dialog rows indexed per transaction."""
-_MAX_LEXEME = 256
-"""Characters of a token kept (PostgreSQL takes lexemes up to 2047 bytes)."""
 ANALYZE_AFTER = 20_000
 """Chunks a worker indexes before it refreshes the planner's statistics (``ANALYZE``), as
 autovacuum would later: a table grown by a rebuild is searched through its GIN index."""
 MAX_RANKED = 5_000
 """A query matching more chunks ranks the newest ones only (as the local index); if the
 filters then leave too few hits, it ranks them all."""
-_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-
-
-def _clean(text: str) -> str:
-    """`text` as the database can hold it (no NUL, no lone surrogate)."""
-    return text if text.isascii() and "\x00" not in text else _BAD_CHARS.sub("\ufffd", text)
-
-
-def _quote(token: str) -> str:
-    return "'" + token[:_MAX_LEXEME].replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _terms(text: str) -> list[str]:
-    """`_search_text.tokens(index_text(text))`, faster on text that folding leaves alone
-    (most text: the combining marks are only looked for when NFKD changed something)."""
-    text = index_text(text)
-    if text.isascii():
-        return _TOKEN.findall(text.lower())
-    folded = text.casefold()
-    decomposed = unicodedata.normalize("NFKD", folded)
-    if decomposed != folded:
-        decomposed = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return _TOKEN.findall(decomposed)
-
-
-def tsvector_text(text: str) -> str:
-    """The ``tsvector`` literal of `text`: each token with its positions (from 1). Tokens
-    hold letters and digits only (`_search_text.tokens`), so none needs escaping; a chunk
-    (at most `CHUNK_CHARS` characters) never reaches the highest position."""
-    positions: dict[str, list[str]] = {}
-    for number, token in enumerate(_terms(text), start=1):
-        at = positions.get(token)
-        if at is None:
-            positions[token] = [str(number)]
-        elif len(at) < 255:
-            at.append(str(number))
-    return " ".join(
-        f"{_quote(token) if len(token) > _MAX_LEXEME else chr(39) + token + chr(39)}:{','.join(at)}"
-        for token, at in positions.items()
-    )
-
-
-def query_text(query: Query, *, every: bool = True) -> str:
-    """The ``tsquery`` literal of `query`: each term a phrase of its tokens, all or any."""
-    parts = []
-    for text, prefix in query.terms:
-        words = [_quote(token) for token in _terms(text)]
-        if not words:
-            continue
-        if prefix:
-            words[-1] += ":*"
-        parts.append("(" + " <-> ".join(words) + ")")
-    return (" & " if every else " | ").join(parts)
-
-
-_QUERY = """
-SELECT -ts_rank(c.terms, q.query), c.body, c.start_line, c.line_offset, c.source, c.kind,
-    1, 0, c.agent, c.role, c.tool, c.args, c.ts
-FROM {s}.chunks AS c, (SELECT %(match)s::tsquery AS query) AS q
-WHERE c.terms @@ q.query
-    AND (%(agent)s::text IS NULL OR c.agent IS NULL OR c.agent = %(agent)s)
-    AND (%(session)s::text IS NULL OR c.session = %(session)s)
-    AND (%(role)s::text IS NULL OR c.role = %(role)s)
-    AND (%(tool)s::text IS NULL OR strpos(',' || c.tool || ',', ',' || %(tool)s || ',') > 0)
-    AND (%(since)s::text IS NULL OR replace(c.ts, 'T', ' ') >= %(since)s)
-    AND (%(until)s::text IS NULL OR replace(c.ts, 'T', ' ') <= %(until)s || '~')
-    AND c.id >= %(low)s
-ORDER BY ts_rank(c.terms, q.query) DESC, c.ts DESC NULLS LAST, c.id DESC
-LIMIT %(limit)s
-"""
-_LOW = """
-SELECT id FROM {s}.chunks WHERE terms @@ %(match)s::tsquery ORDER BY id DESC
-OFFSET %(ranked)s LIMIT 1
-"""
 
 
 def _output_lines(chunks: Iterable[bytes]) -> Iterator[str]:
@@ -155,33 +86,6 @@ def _output_lines(chunks: Iterable[bytes]) -> Iterator[str]:
         yield from lines
     if rest:
         yield rest
-
-
-def _day_rows(
-    conn: Any, schema: str, rows: list[Any]
-) -> tuple[list[tuple[Any, ...]], dict[int, str]]:
-    """`rows` of `_QUERY` with each dialog hit pointing into its day
-    (``pg-dialog:YYYY-MM-DD``, the record's line in it, and its seq where a day file has a
-    byte offset), and the JSON line of each record by seq (where the hit's text starts in
-    it is its ``line_offset``)."""
-    seqs = sorted({int(row[4].split(":", 1)[1]) for row in rows if row[5] == "dialog"})
-    if not seqs:
-        return [tuple(row) for row in rows], {}
-    found = conn.execute(
-        f"SELECT d.seq, d.day, (SELECT count(*) FROM {schema}.dialog AS e "
-        f"WHERE e.day = d.day AND e.seq <= d.seq), d.record FROM {schema}.dialog AS d "
-        "WHERE d.seq = ANY(%s)",
-        (seqs,),
-    ).fetchall()
-    where = {int(seq): (f"pg-dialog:{day.isoformat()}", int(n)) for seq, day, n, _ in found}
-    out = []
-    for row in rows:
-        seq = int(row[4].split(":", 1)[1]) if row[5] == "dialog" else None
-        if seq is not None and seq in where:
-            ref, line = where[seq]
-            row = (*row[:4], ref, row[5], line, seq, *row[8:])
-        out.append(tuple(row))
-    return out, {int(seq): record for seq, _, _, record in found}
 
 
 def _stamp(seconds: float) -> str:
@@ -259,11 +163,11 @@ class PostgresSearchIndex:
             PersistenceError: the database cannot be read.
         """
         parsed = parse_query(query) if isinstance(query, str) else query
-        filters = Filters(**{k: v and _clean(v) for k, v in vars(filters or Filters()).items()})
+        filters = Filters(**{k: v and db_text(v) for k, v in vars(filters or Filters()).items()})
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
-        sql, low_sql = _QUERY.format(s=self.engine.schema), _LOW.format(s=self.engine.schema)
+        sql, low_sql = RANKED.format(s=self.engine.schema), LOW.format(s=self.engine.schema)
 
         def ranked(conn: Any, match: str, params: dict[str, object]) -> list[Any]:
             bound = conn.execute(low_sql, {"match": match, "ranked": MAX_RANKED}).fetchone()
@@ -280,7 +184,7 @@ class PostgresSearchIndex:
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
                 rows = ranked(conn, query_text(parsed, every=False), params)
-            rows, records = _day_rows(conn, self.engine.schema, rows)
+            rows, records = day_rows(conn, self.engine.schema, rows)
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
             return SearchResult(hits, parsed, every, pending)
 
@@ -401,9 +305,9 @@ class PostgresSearchIndex:
 
     @staticmethod
     def _row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) -> tuple[object, ...]:
-        text = _clean(chunk.text)
-        words = _terms(text)
-        if all(len(word) <= _MAX_LEXEME for word in words) and " ".join(words).isascii():
+        text = db_text(chunk.text)
+        words = lexemes(text)
+        if all(len(word) <= MAX_LEXEME for word in words) and " ".join(words).isascii():
             # letters and digits, apart: PostgreSQL's parser keeps each word as it is
             terms: tuple[str | None, str | None] = (None, " ".join(words))
         else:
@@ -422,7 +326,7 @@ class PostgresSearchIndex:
                 "VALUES (%s, %s, %s, %s, %s, "
                 "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
                 "%s, %s, %s, %s, %s, %s)",
-                [tuple(_clean(v) if isinstance(v, str) else v for v in row) for row in rows],
+                [tuple(db_text(v) if isinstance(v, str) else v for v in row) for row in rows],
             )
 
     def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
@@ -442,7 +346,7 @@ class PostgresSearchIndex:
     ) -> None:
         """Record what is known of output `key`; what was recorded first stays."""
         s = self.engine.schema
-        values = tuple(_clean(v) if isinstance(v, str) else v for v in owner)
+        values = tuple(db_text(v) if isinstance(v, str) else v for v in owner)
         conn.execute(
             f"INSERT INTO {s}.owners VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE "
             "SET agent = coalesce(owners.agent, excluded.agent), "

@@ -1,0 +1,128 @@
+"""What the PostgreSQL search sends and gets back (`_search`): the ``tsvector`` and
+``tsquery`` literals of our own tokens (`tsvector_text`, `query_text`: letters and digits
+only, quoted, so nothing a user types is query syntax), text as the database can hold it
+(`db_text`), the ranked query (`RANKED`, `LOW`) and its dialog hits placed in their days
+(`day_rows`)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from ...core._search_text import _TOKEN, Query, index_text
+
+__all__ = [
+    "LOW",
+    "MAX_LEXEME",
+    "RANKED",
+    "day_rows",
+    "db_text",
+    "lexemes",
+    "query_text",
+    "tsvector_text",
+]
+
+MAX_LEXEME = 256
+"""Characters of a token kept (PostgreSQL takes lexemes up to 2047 bytes)."""
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def db_text(text: str) -> str:
+    """`text` as the database can hold it (no NUL, no lone surrogate)."""
+    return text if text.isascii() and "\x00" not in text else _BAD_CHARS.sub("\ufffd", text)
+
+
+def _quote(token: str) -> str:
+    return "'" + token[:MAX_LEXEME].replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def lexemes(text: str) -> list[str]:
+    """`_search_text.tokens(index_text(text))`, faster on text that folding leaves alone
+    (most text: the combining marks are only looked for when NFKD changed something)."""
+    text = index_text(text)
+    if text.isascii():
+        return _TOKEN.findall(text.lower())
+    folded = text.casefold()
+    decomposed = unicodedata.normalize("NFKD", folded)
+    if decomposed != folded:
+        decomposed = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _TOKEN.findall(decomposed)
+
+
+def tsvector_text(text: str) -> str:
+    """The ``tsvector`` literal of `text`: each token with its positions (from 1). Tokens
+    hold letters and digits only (`_search_text.tokens`), so none needs escaping; a chunk
+    (at most `CHUNK_CHARS` characters) never reaches the highest position."""
+    positions: dict[str, list[str]] = {}
+    for number, token in enumerate(lexemes(text), start=1):
+        at = positions.get(token)
+        if at is None:
+            positions[token] = [str(number)]
+        elif len(at) < 255:
+            at.append(str(number))
+    return " ".join(
+        f"{_quote(token) if len(token) > MAX_LEXEME else chr(39) + token + chr(39)}:{','.join(at)}"
+        for token, at in positions.items()
+    )
+
+
+def query_text(query: Query, *, every: bool = True) -> str:
+    """The ``tsquery`` literal of `query`: each term a phrase of its tokens, all or any."""
+    parts = []
+    for text, prefix in query.terms:
+        words = [_quote(token) for token in lexemes(text)]
+        if not words:
+            continue
+        if prefix:
+            words[-1] += ":*"
+        parts.append("(" + " <-> ".join(words) + ")")
+    return (" & " if every else " | ").join(parts)
+
+
+RANKED = """
+SELECT -ts_rank(c.terms, q.query), c.body, c.start_line, c.line_offset, c.source, c.kind,
+    1, 0, c.agent, c.role, c.tool, c.args, c.ts
+FROM {s}.chunks AS c, (SELECT %(match)s::tsquery AS query) AS q
+WHERE c.terms @@ q.query
+    AND (%(agent)s::text IS NULL OR c.agent IS NULL OR c.agent = %(agent)s)
+    AND (%(session)s::text IS NULL OR c.session = %(session)s)
+    AND (%(role)s::text IS NULL OR c.role = %(role)s)
+    AND (%(tool)s::text IS NULL OR strpos(',' || c.tool || ',', ',' || %(tool)s || ',') > 0)
+    AND (%(since)s::text IS NULL OR replace(c.ts, 'T', ' ') >= %(since)s)
+    AND (%(until)s::text IS NULL OR replace(c.ts, 'T', ' ') <= %(until)s || '~')
+    AND c.id >= %(low)s
+ORDER BY ts_rank(c.terms, q.query) DESC, c.ts DESC NULLS LAST, c.id DESC
+LIMIT %(limit)s
+"""
+LOW = """
+SELECT id FROM {s}.chunks WHERE terms @@ %(match)s::tsquery ORDER BY id DESC
+OFFSET %(ranked)s LIMIT 1
+"""
+
+
+def day_rows(
+    conn: Any, schema: str, rows: list[Any]
+) -> tuple[list[tuple[Any, ...]], dict[int, str]]:
+    """`rows` of `RANKED` with each dialog hit pointing into its day
+    (``pg-dialog:YYYY-MM-DD``, the record's line in it, and its seq where a day file has a
+    byte offset), and the JSON line of each record by seq (where the hit's text starts in
+    it is its ``line_offset``)."""
+    seqs = sorted({int(row[4].split(":", 1)[1]) for row in rows if row[5] == "dialog"})
+    if not seqs:
+        return [tuple(row) for row in rows], {}
+    found = conn.execute(
+        f"SELECT d.seq, d.day, (SELECT count(*) FROM {schema}.dialog AS e "
+        f"WHERE e.day = d.day AND e.seq <= d.seq), d.record FROM {schema}.dialog AS d "
+        "WHERE d.seq = ANY(%s)",
+        (seqs,),
+    ).fetchall()
+    where = {int(seq): (f"pg-dialog:{day.isoformat()}", int(n)) for seq, day, n, _ in found}
+    out = []
+    for row in rows:
+        seq = int(row[4].split(":", 1)[1]) if row[5] == "dialog" else None
+        if seq is not None and seq in where:
+            ref, line = where[seq]
+            row = (*row[:4], ref, row[5], line, seq, *row[8:])
+        out.append(tuple(row))
+    return out, {int(seq): record for seq, _, _, record in found}
