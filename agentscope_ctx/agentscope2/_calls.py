@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from agentscope.agent import Agent
 
     from ..core._compaction import Compaction
-    from ._manager import ContextManager, _Binding
+    from ._binding import Binding
+    from ._manager import ContextManager
 
 __all__ = ["EMERGENCY_SHRINK", "guarded_call", "prompt_usage"]
 
@@ -47,7 +48,7 @@ ModelResult = ChatResponse | AsyncGenerator[ChatResponse, None]
 async def guarded_call(
     manager: ContextManager,
     agent: Agent,
-    binding: _Binding,
+    binding: Binding,
     kwargs: dict[str, Any],
     next_handler: Callable[..., Awaitable[ModelResult]],
 ) -> ModelResult:
@@ -129,7 +130,7 @@ async def _empty() -> AsyncGenerator[ChatResponse, None]:
 
 
 async def _observed(
-    stream: AsyncGenerator[ChatResponse, None], binding: _Binding, model: Any
+    stream: AsyncGenerator[ChatResponse, None], binding: Binding, model: Any
 ) -> AsyncGenerator[ChatResponse, None]:
     async for chunk in stream:
         if chunk.is_last:
@@ -137,7 +138,7 @@ async def _observed(
         yield chunk
 
 
-def _observe(binding: _Binding, response: ChatResponse, model: Any) -> None:
+def _observe(binding: Binding, response: ChatResponse, model: Any) -> None:
     try:
         usage = prompt_usage(response.usage, model)
         if usage is not None:
@@ -149,7 +150,7 @@ def _observe(binding: _Binding, response: ChatResponse, model: Any) -> None:
 async def _recover(
     manager: ContextManager,
     agent: Agent,
-    binding: _Binding,
+    binding: Binding,
     error: Exception,
     messages: list[Msg],
 ) -> list[Msg] | None:

@@ -13,33 +13,27 @@ ignored, so that code written for 1.x runs unchanged.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import math
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentscope import __version__ as AGENTSCOPE_VERSION
 from agentscope.agent import Agent
 from agentscope.tool import ToolBase
 
-from ..core._calibration import WINDOW_MARGIN
 from ..core._config import ContextConfig
 from ..core._entry import Msg
 from ..core._errors import ContextUsageError
 from ..core._memory import ContextMemory
 from ..core._pins import PIN_MARK
-from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
+from ..core._pipeline import PipelineReport, PromptParts
 from ..core._tokens import TokenCounter
-from ..recall._recall import Recall
 from ..services._services import ContextUsage, Services
-from ..stores.seams import OutputSeam
+from ._binding import Binding, budgeted
 from ._middleware import MiddlewareHooks
 from ._mirror import StateMirror
 from ._tools import memory_tools, search_tool
 from ._workspace import (
-    ImageCounts,
     cap_images,
     clean_read_cache,
     offload_left,
@@ -63,43 +57,6 @@ _HOOK_LISTS = {
     "on_compress_context": "_compress_context_middlewares",
 }
 """Where a 2.x `Agent` keeps the middlewares of each hook (sorted once, in its `__init__`)."""
-
-
-@dataclass
-class _Binding:
-    """One agent's part: its memory, mirror, pipeline and flags. It holds the agent weakly:
-    the app makes an agent per chat run, and a binding ends with its agent (`bind`)."""
-
-    agent_ref: weakref.ref[Agent]
-    memory: ContextMemory
-    mirror: StateMirror
-    pipeline: ContextPipeline = field(init=False)
-    recall: Recall | None = field(init=False)
-    store: OutputSeam = field(init=False)
-    tools: list[ToolBase] = field(default_factory=list)
-    parts: PromptParts = field(default_factory=PromptParts)
-    replying: bool = False
-    cutting: bool = False
-    note_loaded: bool = False
-    notices: list[str] = field(default_factory=list)
-    image_counts: ImageCounts = field(default_factory=dict)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-    @property
-    def agent(self) -> Agent:
-        agent = self.agent_ref()
-        if agent is None:
-            raise ContextUsageError("the agent of this binding is gone")
-        return agent
-
-    def notify(self, text: str) -> None:
-        """Queue a notice for the user (yielded as an event before the next reasoning); the
-        pipeline has logged it already."""
-        self.notices.append(text)
-
-    def take_notices(self) -> list[str]:
-        notices, self.notices = self.notices, []
-        return notices
 
 
 class ContextMiddleware(MiddlewareHooks):
@@ -150,7 +107,7 @@ class ContextManager(Services):
         config = config or ContextConfig()
         counter = token_counter or TokenCounter(config.token_counter)
         super().__init__(config, model, None, counter)
-        self._bindings: dict[int, _Binding] = {}
+        self._bindings: dict[int, Binding] = {}
         self._middleware = middleware or ContextMiddleware(manager=self)
 
     # -- attach / detach ---------------------------------------------------------------
@@ -199,13 +156,13 @@ class ContextManager(Services):
                 chain.remove(self._middleware)
         self._bindings.pop(id(agent), None)
 
-    def bind(self, agent: Agent) -> _Binding:
+    def bind(self, agent: Agent) -> Binding:
         """The agent's binding, made at its first use."""
         binding = self._bindings.get(id(agent))
         if binding is not None and binding.agent_ref() is agent:
             return binding
         memory = ContextMemory(self.working_dir, language=self.config.compactor.language)
-        binding = _Binding(weakref.ref(agent), memory, StateMirror(memory))
+        binding = Binding(weakref.ref(agent), memory, StateMirror(memory))
 
         async def notify(text: str) -> None:
             binding.notify(text)
@@ -219,7 +176,7 @@ class ContextManager(Services):
 
         binding.pipeline, binding.recall, binding.store = self.make_pipeline(
             memory,
-            config=self._budgeted(agent),
+            config=budgeted(self.config, agent),
             agent_name=str(agent.name),
             calibration_key=str(getattr(agent.model, "model", "default")),
             prompt_parts=lambda: binding.parts,
@@ -242,42 +199,14 @@ class ContextManager(Services):
         self._bindings[id(agent)] = binding
         key = id(agent)
 
-        def forget(bindings: dict[int, _Binding] = self._bindings) -> None:
+        def forget(bindings: dict[int, Binding] = self._bindings) -> None:
             if bindings.get(key) is binding:  # (not a newer agent's, under a reused id)
                 del bindings[key]
 
         weakref.finalize(agent, forget)
         return binding
 
-    def _budgeted(self, agent: Agent) -> ContextConfig:
-        """The config for `agent`: `max_input_tokens` lowered to what its model's window
-        leaves for the prompt, when that is smaller. A 2.x model states its window (prompt
-        and answer together) as `context_size`; the answer's share is the `max_tokens` its
-        parameters state (up to half the window), else 5% of the window, as for a window a
-        provider states in an error (`WINDOW_MARGIN`)."""
-        window = getattr(agent.model, "context_size", None)
-        if not isinstance(window, int) or window <= 0:
-            return self.config
-        stated = getattr(getattr(agent.model, "parameters", None), "max_tokens", None)
-        if isinstance(stated, int) and 0 < stated <= window // 2:
-            reserved = stated
-        else:
-            reserved = math.ceil(window * WINDOW_MARGIN)
-        budget = window - reserved
-        if budget >= self.config.max_input_tokens:
-            return self.config
-        logger.info(
-            "agentscope_ctx: agent %r: budget %d tokens (its model's context_size %d, less "
-            "%d for the answer; max_input_tokens is %d)",
-            agent.name,
-            budget,
-            window,
-            reserved,
-            self.config.max_input_tokens,
-        )
-        return self.config.model_copy(update={"max_input_tokens": budget})
-
-    def extra_tools(self, binding: _Binding | None = None) -> list[ToolBase]:
+    def extra_tools(self, binding: Binding | None = None) -> list[ToolBase]:
         """The tools besides `read_file`: `remember`, `log_today` (and `search_history`)."""
         if binding is not None:
             return list(binding.tools)
@@ -292,7 +221,7 @@ class ContextManager(Services):
 
     # -- the pipeline on an agent's state ----------------------------------------------
 
-    async def refresh_parts(self, agent: Agent, binding: _Binding) -> None:
+    async def refresh_parts(self, agent: Agent, binding: Binding) -> None:
         """Read the system prompt and tool schemas the agent sends now."""
         try:
             system = await agent._get_system_prompt()
@@ -301,7 +230,7 @@ class ContextManager(Services):
         schemas = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
         binding.parts = PromptParts(system, schemas)
 
-    async def run(self, binding: _Binding, **kwargs: Any) -> PipelineReport | None:
+    async def run(self, binding: Binding, **kwargs: Any) -> PipelineReport | None:
         """Bring the memory in step with the state, run the pipeline (failures logged),
         write the result back to the state."""
         async with binding.lock:
@@ -335,7 +264,7 @@ class ContextManager(Services):
                 await self._after_changes(binding, before, report)
             return report
 
-    def save_slot(self, binding: _Binding) -> None:
+    def save_slot(self, binding: Binding) -> None:
         """Write the agent's slot of `middle_context` (see `StateMirror.save_slot`); a
         failure is logged (the state then carries the slot of the last run)."""
         try:
@@ -344,7 +273,7 @@ class ContextManager(Services):
             logger.exception("agentscope_ctx: could not write the agent's state")
 
     async def _after_changes(
-        self, binding: _Binding, before: list[Any], report: PipelineReport
+        self, binding: Binding, before: list[Any], report: PipelineReport
     ) -> None:
         """What AgentScope does after its own compression (see `_workspace`): the read
         cache keeps only files the model still sees; what left goes to the offloader too."""
@@ -405,7 +334,7 @@ class ContextManager(Services):
             await binding.mirror.pull(agent.state)
         return await self.usage(binding.pipeline, binding.memory)
 
-    def _binding(self, agent: Agent) -> _Binding:
+    def _binding(self, agent: Agent) -> Binding:
         binding = self._bindings.get(id(agent))
         if binding is not None and binding.agent_ref() is agent:
             return binding

@@ -61,7 +61,8 @@ from ._workspace import offload_output
 if TYPE_CHECKING:
     from agentscope.agent import Agent
 
-    from ._manager import ContextManager, _Binding
+    from ._binding import Binding
+    from ._manager import ContextManager
 
 __all__ = ["NOTICE_EVENT", "MiddlewareHooks"]
 
@@ -177,7 +178,7 @@ class MiddlewareHooks(MiddlewareBase):
 
     # -- tools -------------------------------------------------------------------------
 
-    async def _install(self, agent: Agent, binding: _Binding) -> None:
+    async def _install(self, agent: Agent, binding: Binding) -> None:
         """At the start of every reply: take over the agent's own cut of tool results, and
         add our tools to its toolkit where missing (cut nothing if `read_file` is missing).
 
@@ -243,14 +244,14 @@ class MiddlewareHooks(MiddlewareBase):
 
     # -- first truncation --------------------------------------------------------------
 
-    def _limit(self, agent: Agent, binding: _Binding, call: ToolCallBlock) -> int | None:
+    def _limit(self, agent: Agent, binding: Binding, call: ToolCallBlock) -> int | None:
         """The byte limit of this call's output, or `None` to leave it whole."""
         if call.name == READ_FILE or not binding.cutting:
             return None  # read_file cuts its own output and points at the file it read
         return self.manager.policy.limits(call.name, _arguments(call)).recent
 
     async def _cut(
-        self, response: ToolResponse, limit: int, binding: _Binding, call: ToolCallBlock
+        self, response: ToolResponse, limit: int, binding: Binding, call: ToolCallBlock
     ) -> ToolResponse:
         """`response` with each text block cut to its share of `limit` (saved first)."""
         try:
