@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agentscope.formatter import FormatterBase
@@ -31,6 +30,7 @@ from ..core._unanswered import unanswered
 from ..models._guard import GuardedModel
 from ..services._services import READ_FILE, ContextUsage, Services
 from ._middleware import TruncationMiddleware
+from ._takeover import say, take_over
 
 __all__ = ["ContextManager", "ContextUsage"]
 
@@ -115,7 +115,7 @@ class ContextManager(Services):
                 f"agent {agent.name!r} already has a tool named {READ_FILE!r}; agentscope_ctx "
                 "adds its own (the continuation tool of truncated output): remove yours first"
             )
-        memory = _take_over(agent.memory, backend, self.working_dir, self.config)
+        memory = take_over(agent.memory, backend, self.working_dir, self.config)
         pipeline, recall, store = self.make_pipeline(
             memory,
             agent_name=str(agent.name),
@@ -353,37 +353,3 @@ class ContextManager(Services):
                 f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
             )
         return binding
-
-
-def _take_over(
-    source: MemoryBase, backend: MemoryBase | None, working_dir: Path, config: ContextConfig
-) -> ContextMemory:
-    """The `ContextMemory` replacing `source`: holding its messages (with marks) and summary
-    when it lives in this process, else backed by it (or by `backend`)."""
-    language = config.compactor.language
-    local = isinstance(source, (InMemoryMemory, ContextMemory))
-    if backend is None and not local:
-        backend = source
-    if backend is not None:
-        held = getattr(source, "content", None) if local else None
-        if held:
-            raise ContextUsageError(
-                f"the agent already holds {len(held)} messages in its {type(source).__name__}; "
-                "with a backend, the backend is where messages live: add them to it first"
-            )
-        return ContextMemory(working_dir, language=language, backend=backend)
-    memory = ContextMemory(working_dir, language=language)
-    content = source.content if isinstance(source, (InMemoryMemory, ContextMemory)) else []
-    memory.adopt(list(content), getattr(source, "_compressed_summary", "") or "")
-    return memory
-
-
-async def say(agent: Any, text: str) -> None:
-    """Tell the user through `agent.print` (never fails the pipeline)."""
-    printer = getattr(agent, "print", None)
-    if printer is None:
-        return
-    try:
-        await printer(Msg("agentscope_ctx", text, "assistant"), True)
-    except Exception:  # printing is best effort
-        logger.debug("agentscope_ctx: agent.print failed", exc_info=True)
