@@ -263,13 +263,13 @@ def _writer(work: Path, tag: str, go: Path) -> None:
     """One process's appends (a forked child: it starts at once, AgentScope is imported)."""
     from agentscope_ctx.core._entry import Msg
 
-    append_file = dialog_module._append_file
+    append_file = dialog_module.append_file
 
     def slow_append_file(*args: Any) -> tuple[int, int]:  # widen the check-then-write window
         time.sleep(0.002)
         return append_file(*args)
 
-    dialog_module._append_file = slow_append_file  # in this process only
+    dialog_module.append_file = slow_append_file  # in this process only
     while not go.exists():
         time.sleep(0.001)
 
@@ -316,13 +316,13 @@ def test_two_processes_append_concurrently(tmp_path: Path) -> None:
 async def test_instances_in_one_process_exclude_each_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    append_file = dialog_module._append_file
+    append_file = dialog_module.append_file
 
     def slow_append_file(*args: Any) -> tuple[int, int]:
         time.sleep(0.05)
         return append_file(*args)
 
-    monkeypatch.setattr(dialog_module, "_append_file", slow_append_file)
+    monkeypatch.setattr(dialog_module, "append_file", slow_append_file)
     shared = DialogStore(tmp_path)
     stores = [DialogStore(tmp_path), DialogStore(tmp_path), shared, shared]
     counts = await asyncio.gather(

@@ -43,8 +43,8 @@ from pathlib import Path
 
 from ..core._entry import Msg
 from ..core._errors import ContextUsageError, PersistenceError
-from ..core._private import FILE_MODE, private_dir, tighten_fd
-from ._dialog_dir import DialogDir, refused_reason
+from ..core._private import FILE_MODE, private_dir
+from ._dialog_dir import DialogDir, append_file, refused_reason
 from ._dialog_record import date_prefix, decode_record, encode_record
 
 if sys.platform != "win32":
@@ -56,7 +56,6 @@ logger = logging.getLogger("agentscope_ctx")
 
 _DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")
 _LOCK_NAME = ".lock"
-_APPEND = os.O_RDWR | os.O_APPEND
 
 
 @dataclass
@@ -73,38 +72,6 @@ class DialogReadReport:
     files: list[str] = field(default_factory=list)
     messages: int = 0
     bad_lines: list[tuple[str, int, str]] = field(default_factory=list)
-
-
-def _append_file(folder: DialogDir, name: str, data: bytes) -> tuple[int, int]:
-    """Append `data` to `name` durably; end a torn last line first. Returns (inode, size)."""
-    path = folder.path / name
-    try:
-        try:
-            fd = folder.open(name, _APPEND | os.O_CREAT | os.O_EXCL, FILE_MODE)
-            created = True
-        except FileExistsError:
-            fd = folder.open(name, _APPEND)
-            created = False
-        try:
-            if not created:
-                tighten_fd(fd, path)  # made by an older version or another umask
-            size = os.fstat(fd).st_size
-            if size:
-                os.lseek(fd, size - 1, os.SEEK_SET)
-                if os.read(fd, 1) != b"\n":  # a torn fragment: keep it on its own line
-                    data = b"\n" + data
-            view = memoryview(data)
-            while view:  # one write in practice; loop only if the kernel writes short
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            stat = os.fstat(fd)
-        finally:
-            os.close(fd)
-        if created:
-            folder.fsync()
-    except OSError as exc:
-        raise PersistenceError(f"cannot append to dialog file {str(path)!r}: {exc}") from exc
-    return stat.st_ino, stat.st_size
 
 
 class DialogStore:
@@ -258,7 +225,7 @@ class DialogStore:
             for day in sorted(by_day):
                 name, entries = f"{day}.jsonl", by_day[day]
                 before = self._scanned.get(name)
-                inode, size = _append_file(folder, name, b"".join(b for _, b, _ in entries))
+                inode, size = append_file(folder, name, b"".join(b for _, b, _ in entries))
                 self._ids.update(m.id for m, _, _ in entries)
                 if before is None or before[0] == inode:  # else the next rescan redoes it
                     self._scanned[name] = (inode, size)

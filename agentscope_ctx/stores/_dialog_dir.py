@@ -17,8 +17,11 @@ import stat
 from pathlib import Path
 
 from ..core._errors import PersistenceError
+from ..core._private import FILE_MODE, tighten_fd
 
-__all__ = ["DialogDir", "refused_reason"]
+__all__ = ["DialogDir", "append_file", "refused_reason"]
+
+_APPEND = os.O_RDWR | os.O_APPEND
 
 _DIR_FD = (
     os.open in os.supports_dir_fd
@@ -124,3 +127,35 @@ class DialogDir:
             return stat.S_ISLNK(self.stat(name).st_mode)
         except OSError:
             return False
+
+
+def append_file(folder: DialogDir, name: str, data: bytes) -> tuple[int, int]:
+    """Append `data` to `name` durably; end a torn last line first. Returns (inode, size)."""
+    path = folder.path / name
+    try:
+        try:
+            fd = folder.open(name, _APPEND | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            created = True
+        except FileExistsError:
+            fd = folder.open(name, _APPEND)
+            created = False
+        try:
+            if not created:
+                tighten_fd(fd, path)  # made by an older version or another umask
+            size = os.fstat(fd).st_size
+            if size:
+                os.lseek(fd, size - 1, os.SEEK_SET)
+                if os.read(fd, 1) != b"\n":  # a torn fragment: keep it on its own line
+                    data = b"\n" + data
+            view = memoryview(data)
+            while view:  # one write in practice; loop only if the kernel writes short
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if created:
+            folder.fsync()
+    except OSError as exc:
+        raise PersistenceError(f"cannot append to dialog file {str(path)!r}: {exc}") from exc
+    return stat.st_ino, stat.st_size
