@@ -49,6 +49,10 @@ from tests.fleet.script import call_id, parse_call_id, user_id
 from tests.fleet.spawner import Spawner
 
 TURN_TIMEOUT = 180.0
+TARGETED_SHARE = 0.5
+"""Of the kills a trial draws, the share aimed at the write-ahead window (`TURNKILL`: the
+worker kills itself right after a dialog append) rather than at a random moment."""
+ENDED = "<ended>"
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,8 @@ class Stats:
     trials: int = 0
     turns: int = 0
     kills: int = 0
+    targeted_kills: int = 0
+    """Kills right after a dialog append (the worker's own SIGKILL: `TURNKILL`)."""
     finished_before_kill: int = 0
     replays: int = 0
     """Turns run again after a kill."""
@@ -123,6 +129,7 @@ class Stats:
     def line(self) -> str:
         return (
             f"fleet trials={self.trials} turns={self.turns} kills={self.kills} "
+            f"targeted_kills={self.targeted_kills} "
             f"finished_before_kill={self.finished_before_kill} replays={self.replays} "
             f"in_both={self.in_both} notices_read={self.notices} facts_found={self.facts} "
             f"prompts={self.prompts} max_prompt={self.max_prompt} seconds={self.seconds:.1f} "
@@ -161,17 +168,21 @@ class WorkerProcess:
         self.lines.put(None)
         self.ended.set()
 
-    def read(self, timeout: float) -> str | None:
-        """The next line; None when none came within `timeout` seconds.
+    def read(self, timeout: float, *, end_ok: bool = False) -> str | None:
+        """The next line; None when none came within `timeout` seconds; `ENDED` when the
+        worker ended, if `end_ok`.
 
         Raises:
-            AssertionError: the worker ended.
+            AssertionError: the worker ended (and not `end_ok`).
         """
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
             return None
         if line is None:
+            if end_ok:
+                self.lines.put(None)  # (still ended for the next read)
+                return ENDED
             raise AssertionError(f"worker ended\n{self.log.read_text()[-3000:]}")
         return line
 
@@ -237,7 +248,9 @@ def run_trial(
     current = rng.randrange(2)
     while True:
         worker = workers[current]
-        worker.send(f"TURN {raw}")
+        kill = kills < max_kills and rng.random() < kill_chance
+        appends = rng.randint(1, 2) if kill and rng.random() < TARGETED_SHARE else 0
+        worker.send(f"TURNKILL {appends} {raw}" if appends else f"TURN {raw}")
         line = worker.read(TURN_TIMEOUT)
         if line == "OVER":
             break
@@ -247,13 +260,16 @@ def run_trial(
         attempts.setdefault(turn, []).append(attempt)
         stats.replays += len(attempts[turn]) > 1
         started = time.monotonic()
-        kill = kills < max_kills and rng.random() < kill_chance
-        wait = rng.uniform(0.0, _typical(stats)) if kill else TURN_TIMEOUT
-        line = worker.read(wait)
-        if line is None and kill:
+        if appends:  # it kills itself after that many dialog appends, if the turn has them
+            line = worker.read(TURN_TIMEOUT, end_ok=True)
+        else:
+            wait = rng.uniform(0.0, _typical(stats)) if kill else TURN_TIMEOUT
+            line = worker.read(wait)
+        if kill and line in (None, ENDED):
             worker.kill()
             kills += 1
             stats.kills += 1
+            stats.targeted_kills += line == ENDED
             workers[current] = WorkerProcess(spawner)
         else:
             if line is None:

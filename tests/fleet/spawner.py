@@ -40,15 +40,16 @@ class Spawner:
         """`env`: added to the workers' environment."""
         self.log = log
         ours, theirs = socket.socketpair()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fleet.spawner", str(theirs.fileno())],
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=log.open("a"),
-            stderr=subprocess.STDOUT,
-            pass_fds=[theirs.fileno()],
-            env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
-        )
+        with log.open("a") as output:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.fleet.spawner", str(theirs.fileno())],
+                cwd=REPO,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                pass_fds=[theirs.fileno()],
+                env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
+            )
         theirs.close()
         self.sock = ours
         self._buffer = b""
