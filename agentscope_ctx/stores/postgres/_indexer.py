@@ -1,0 +1,220 @@
+"""`Indexer`: how the PostgreSQL search index catches up with the stores (`_search`): dialog
+rows in batches and saved outputs streamed chunk by chunk into ``chunks``, each taken with
+``FOR UPDATE SKIP LOCKED`` so that workers catching up at once never index a row twice, and
+what is known of an output's owner (agent, session, tool, arguments) recorded once. A part
+of `PostgresSearchIndex`, kept apart to keep each module to one job."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ...core._search_text import Chunk, chunk_lines, record_parts
+from ...core._stamps import local_stamp
+from ._engine import PostgresEngine
+from ._outputs import output_id
+from ._search_sql import MAX_LEXEME, db_text, lexemes, tsvector_text
+
+__all__ = ["INDEX_AT_SAVE_BYTES", "Indexer"]
+
+INDEX_AT_SAVE_BYTES = 8 << 20
+"""An output up to this size is indexed as it is saved; a larger one at the next catch-up."""
+_BATCH = 500
+"""Dialog rows indexed per transaction."""
+ANALYZE_AFTER = 20_000
+"""Chunks a worker indexes before it refreshes the planner's statistics (``ANALYZE``), as
+autovacuum would later: a table grown by a rebuild is searched through its GIN index."""
+
+
+def _output_lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """The lines of an output as `read_file` counts them, decoded chunk by chunk."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    rest = ""
+    for block in [*chunks, b""]:
+        text = rest + decoder.decode(block, final=not block)
+        lines = text.replace("\r\n", "\n").split("\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
+
+
+def _stamp(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+class Indexer:
+    """The catch-up of `PostgresSearchIndex` (whose `__init__` sets these attributes)."""
+
+    engine: PostgresEngine
+    _unanalyzed: int
+
+    def _catch_up(self, conn: Any, deadline: float | None) -> int:
+        s = self.engine.schema
+        self._catch_up_dialog(conn, deadline)
+        while deadline is None or time.monotonic() <= deadline:
+            with conn.transaction():
+                row = conn.execute(
+                    f"SELECT id FROM {s}.outputs WHERE NOT indexed ORDER BY saved_at "
+                    "LIMIT 1 FOR UPDATE SKIP LOCKED"
+                ).fetchone()
+                if row is None:
+                    break
+                self._index_output(conn, row[0])
+        if self._unanalyzed > ANALYZE_AFTER:  # the planner then uses the GIN index
+            self._unanalyzed = 0
+            conn.execute(f"ANALYZE {s}.chunks")
+        left = conn.execute(
+            f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
+            f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
+        ).fetchone()
+        return int(left[0])
+
+    def _catch_up_dialog(self, conn: Any, deadline: float | None) -> None:
+        s = self.engine.schema
+        more = True
+        while more and (deadline is None or time.monotonic() <= deadline):
+            with conn.transaction():
+                rows = conn.execute(
+                    f"SELECT seq, agent, session, record FROM {s}.dialog WHERE NOT indexed "
+                    "ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED",
+                    (_BATCH,),
+                ).fetchall()
+                more = len(rows) == _BATCH
+                chunks: list[tuple[object, ...]] = []
+                for seq, agent, session, record in rows:
+                    chunks.extend(self._record_chunks(conn, int(seq), agent, session, record))
+                self._insert(conn, chunks)
+                if rows:
+                    conn.execute(
+                        f"UPDATE {s}.dialog SET indexed = true WHERE seq = ANY(%s)",
+                        ([row[0] for row in rows],),
+                    )
+
+    def _record_chunks(
+        self, conn: Any, seq: int, agent: str | None, session: str | None, record: str
+    ) -> list[tuple[object, ...]]:
+        try:
+            data = json.loads(record)
+        except ValueError:
+            return []
+        msg = data.get("msg") if isinstance(data, dict) and data.get("v") == 1 else None
+        if not isinstance(msg, dict):
+            return []
+        ts = msg.get("timestamp")
+        ts = local_stamp(ts) or (ts if isinstance(ts, str) else None)
+        parts = record_parts(msg)
+        args = next(iter(parts.calls.values()))[1] if len(parts.calls) == 1 else None
+        tools = ",".join(parts.tools) or None
+        meta = (agent, session, parts.role, tools, args, ts)
+        source = f"pg-dialog:{seq}"
+        out = [
+            self._row("dialog", source, chunk, meta)
+            for text in parts.texts
+            for chunk in chunk_lines(text.split("\n"))
+        ]
+        for ref, tool, call_id in parts.outputs:
+            key = output_id(ref)
+            if key is not None:
+                call_args = parts.calls.get(call_id, (tool, ""))[1] or None
+                self._set_owner(conn, key, (agent, session, tool, call_args), ts)
+        return out
+
+    @staticmethod
+    def _row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) -> tuple[object, ...]:
+        text = db_text(chunk.text)
+        words = lexemes(text)
+        if all(len(word) <= MAX_LEXEME for word in words) and " ".join(words).isascii():
+            # letters and digits, apart: PostgreSQL's parser keeps each word as it is
+            terms: tuple[str | None, str | None] = (None, " ".join(words))
+        else:
+            terms = (tsvector_text(text), None)
+        return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta)
+
+    def _insert(self, conn: Any, rows: list[tuple[object, ...]]) -> None:
+        if not rows:
+            return
+        self._unanalyzed += len(rows)
+        s = self.engine.schema
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {s}.chunks (kind, source, start_line, line_offset, body, terms, "
+                "agent, session, role, tool, args, ts) "
+                "VALUES (%s, %s, %s, %s, %s, "
+                "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
+                "%s, %s, %s, %s, %s, %s)",
+                [tuple(db_text(v) if isinstance(v, str) else v for v in row) for row in rows],
+            )
+
+    def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
+        s = self.engine.schema
+        with conn.transaction():  # one commit: the owner and the chunks
+            self._set_owner(conn, key, owner, _stamp(time.time()))
+            row = conn.execute(
+                f"SELECT size FROM {s}.outputs WHERE id = %s AND NOT indexed "
+                "FOR UPDATE SKIP LOCKED",
+                (key,),
+            ).fetchone()
+            if row is not None and int(row[0]) <= INDEX_AT_SAVE_BYTES:
+                self._index_output(conn, key)
+
+    def _set_owner(
+        self, conn: Any, key: str, owner: tuple[str | None, ...], ts: str | None
+    ) -> None:
+        """Record what is known of output `key`; what was recorded first stays."""
+        s = self.engine.schema
+        values = tuple(db_text(v) if isinstance(v, str) else v for v in owner)
+        conn.execute(
+            f"INSERT INTO {s}.owners VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE "
+            "SET agent = coalesce(owners.agent, excluded.agent), "
+            "session = coalesce(owners.session, excluded.session), "
+            "tool = coalesce(owners.tool, excluded.tool), "
+            "args = coalesce(owners.args, excluded.args)",
+            (key, *values, ts),
+        )
+        conn.execute(
+            f"UPDATE {s}.chunks SET agent = coalesce(agent, %s), session = coalesce(session, %s), "
+            "tool = coalesce(tool, %s), args = coalesce(args, %s) WHERE source = %s",
+            (*values, f"pg-output:{key}"),
+        )
+
+    def _index_output(self, conn: Any, key: str) -> None:
+        """Index output `key` whole, streaming its chunks (the caller holds its row)."""
+        s = self.engine.schema
+        owner = conn.execute(
+            f"SELECT o.agent, o.session, w.tool, w.args, "
+            f"coalesce(w.ts, to_char(o.saved_at AT TIME ZONE current_setting('TimeZone'), "
+            f"'YYYY-MM-DD HH24:MI:SS')), coalesce(w.agent, o.agent), "
+            f"coalesce(w.session, o.session) "
+            f"FROM {s}.outputs AS o LEFT JOIN {s}.owners AS w ON w.id = o.id WHERE o.id = %s",
+            (key,),
+        ).fetchone()
+        if owner is None:
+            return
+        _, _, tool, args, ts, agent, session = owner
+        meta = (agent, session, "tool", tool, args, ts)
+
+        def blocks() -> Iterator[bytes]:
+            n = 0
+            while True:
+                row = conn.execute(
+                    f"SELECT data FROM {s}.output_chunks WHERE id = %s AND n = %s", (key, n)
+                ).fetchone()
+                if row is None:
+                    return
+                yield bytes(row[0])
+                n += 1
+
+        source = f"pg-output:{key}"
+        conn.execute(f"DELETE FROM {s}.chunks WHERE source = %s", (source,))
+        batch: list[tuple[object, ...]] = []
+        for chunk in chunk_lines(_output_lines(blocks())):
+            batch.append(self._row("tool_result", source, chunk, meta))
+            if len(batch) >= 1_000:
+                self._insert(conn, batch)
+                batch = []
+        self._insert(conn, batch)
+        conn.execute(f"UPDATE {s}.outputs SET indexed = true WHERE id = %s", (key,))
