@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_db as search_db
+import agentscope_ctx.stores._search_query as query_module
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._config import RecallConfig, ToolResultConfig
 from agentscope_ctx.core._entry import Msg
@@ -182,7 +183,7 @@ async def test_memory_files_are_searched_and_reindexed_when_they_change(tmp_path
 async def test_a_very_common_word_ranks_the_newest_matches_unless_filters_need_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search_module, "MAX_RANKED", 3)
+    monkeypatch.setattr(query_module, "MAX_RANKED", 3)
     index = SearchIndex(tmp_path)
     oldest = save(index, "a heron seen by the old agent\n", agent="old")
     paths = [save(index, f"heron number {k}\n", agent="new") for k in range(8)]

@@ -52,6 +52,7 @@ from ._search_db import (
     write,
 )
 from ._search_files import ALL_KINDS, file_stamp, index_dialog, index_file, source_files, up_to_date
+from ._search_query import ranked_rows
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
@@ -65,41 +66,6 @@ NOTIFY_SECONDS = 2.0
 MAX_PENDING = 10_000
 """Owners of saved outputs kept in memory while the index is busy (the oldest are dropped
 beyond: a dialog record carrying the output's notice names its owner again)."""
-
-
-MAX_RANKED = 5_000
-"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
-microseconds per match); if the filters then leave too few hits, it ranks them all."""
-_QUERY = """
-SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
-    d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
-FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
-WHERE chunks MATCH :match AND chunks.rowid >= :low
-    AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
-    AND (:session IS NULL OR d.session = :session)
-    AND (:role IS NULL OR d.role = :role)
-    AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
-    AND (:since IS NULL OR replace(d.ts, 'T', ' ') >= :since)
-    AND (:until IS NULL OR replace(d.ts, 'T', ' ') <= :until || '~')
-ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
-LIMIT :limit
-"""
-
-
-def ranked_rows(
-    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
-) -> list[tuple[object, ...]]:
-    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
-    more (all of them if the filters leave fewer than `limit` rows)."""
-    bound = db.execute(
-        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match, MAX_RANKED),
-    ).fetchone()
-    low = 0 if bound is None else int(bound[0]) + 1
-    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
-    if low and len(rows) < limit:
-        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
-    return rows
 
 
 class SearchIndex:
