@@ -38,12 +38,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ._compactor_prompts import SYSTEM, Ask, plain_prompt, prefix_instruction
+from ._compactor_prompts import (
+    SYSTEM,
+    Ask,
+    clean_answer,
+    cut_to_tokens,
+    plain_prompt,
+    prefix_instruction,
+)
 from ._config import CompactorConfig
 from ._entry import Msg
 from ._extractive import extractive_summary, render_msg, validate_summary
@@ -62,7 +68,6 @@ __all__ = ["CompactionResult", "Compactor", "run_agent_once"]
 logger = logging.getLogger("agentscope_ctx")
 
 _MIN_CHUNK_TOKENS = 128
-_CUT_NOTE = "\n[... cut to fit the compactor's input budget: {shown} of {total} characters shown]"
 
 
 class _ModelFailure(Exception):
@@ -85,19 +90,6 @@ class CompactionResult:
     source: Literal["model", "model_retry", "extractive"]
     reason: str | None
     chunks: int
-
-
-def _clean(answer: str) -> str:
-    """Drop a preamble before the first heading, and a code fence wrapping the summary."""
-    text = answer.strip()
-    first = re.search(r"^#", text, re.M)
-    fence = re.search(r"^```[\w-]*[ \t]*$", text, re.M)
-    if fence and (first is None or fence.start() < first.start()):
-        text = text[fence.end() :]
-        close = text.rfind("\n```")
-        text = text[:close] if close != -1 else text
-        first = re.search(r"^#", text, re.M)
-    return (text[first.start() :] if first else text).strip() + "\n"
 
 
 class Compactor:
@@ -200,7 +192,7 @@ class Compactor:
                 end += 1
             texts = rendered[start:end]
             if sizes[start] > room:
-                texts = [await self._cut(texts[0], room)]
+                texts = [await cut_to_tokens(self._counter, texts[0], room)]
             chunks += 1
             part = chunks if chunks > 1 or end < len(messages) else None
             replaced = await self._counter.count_msgs(messages[start:end])
@@ -255,7 +247,7 @@ class Compactor:
         except Exception as exc:
             logger.warning("Compactor model call failed: %r", exc)
             raise _ModelFailure(f"model call failed: {exc!r}") from exc
-        answer = _clean(answer)
+        answer = clean_answer(answer)
         problem = validate_summary(answer)
         return answer, problem or await self._check_size(answer, ask.replaced)
 
@@ -328,21 +320,6 @@ class Compactor:
             self._model, self._formatter, sys_prompt=SYSTEM[self.config.language], prompt=prompt
         )
         return await self._counter.count(formatted)
-
-    async def _cut(self, text: str, max_tokens: int) -> str:
-        """Cut `text` (at a line end when one is near) so it fits `max_tokens` with the note."""
-        note = _CUT_NOTE.format(shown=len(text), total=len(text))
-        budget = max_tokens - await self._counter.count_text(note) - 2
-        low, high = 0, len(text)
-        while low < high:  # longest prefix within the budget
-            mid = (low + high + 1) // 2
-            if await self._counter.count_text(text[:mid]) <= budget:
-                low = mid
-            else:
-                high = mid - 1
-        newline = text.rfind("\n", 0, low)
-        shown = newline if newline > low // 2 else low
-        return text[:shown] + _CUT_NOTE.format(shown=shown, total=len(text))
 
     async def _fallback(
         self, summary: str, messages: Sequence[Msg], reason: str, chunks: int

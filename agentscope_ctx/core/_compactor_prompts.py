@@ -10,18 +10,29 @@ forms, in English and Chinese (section headings stay English in every language, 
   the previous summary and the messages to fold in are named by where they are in the prompt
   above (up to the first message that stays, `Prefix.anchor`), and only the older messages it
   did not show are given as a transcript.
+- `clean_answer` drops a preamble or a code fence around the model's summary; `cut_to_tokens`
+  cuts a transcript too long for the compactor's input budget, with a note.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._entry import Msg
     from ._prefix import Prefix
+    from ._tokens import TokenCounter
 
-__all__ = ["SYSTEM", "Ask", "plain_prompt", "prefix_instruction"]
+__all__ = [
+    "SYSTEM",
+    "Ask",
+    "clean_answer",
+    "cut_to_tokens",
+    "plain_prompt",
+    "prefix_instruction",
+]
 
 HEADINGS = (
     "## Goal\n## Constraints\n## Progress\n### Done\n### In progress\n### Blocked\n"
@@ -184,3 +195,35 @@ def _anchor(msg: Msg, t: dict[str, str]) -> str:
         if kind == "tool_result":
             return t["result"].format(role=role, name=str(block.get("name")))
     return t["message"].format(role=role, name=str(msg.name))
+
+
+_CUT_NOTE = "\n[... cut to fit the compactor's input budget: {shown} of {total} characters shown]"
+
+
+def clean_answer(answer: str) -> str:
+    """Drop a preamble before the first heading, and a code fence wrapping the summary."""
+    text = answer.strip()
+    first = re.search(r"^#", text, re.M)
+    fence = re.search(r"^```[\w-]*[ \t]*$", text, re.M)
+    if fence and (first is None or fence.start() < first.start()):
+        text = text[fence.end() :]
+        close = text.rfind("\n```")
+        text = text[:close] if close != -1 else text
+        first = re.search(r"^#", text, re.M)
+    return (text[first.start() :] if first else text).strip() + "\n"
+
+
+async def cut_to_tokens(counter: TokenCounter, text: str, max_tokens: int) -> str:
+    """Cut `text` (at a line end when one is near) so it fits `max_tokens` with the note."""
+    note = _CUT_NOTE.format(shown=len(text), total=len(text))
+    budget = max_tokens - await counter.count_text(note) - 2
+    low, high = 0, len(text)
+    while low < high:  # longest prefix within the budget
+        mid = (low + high + 1) // 2
+        if await counter.count_text(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    newline = text.rfind("\n", 0, low)
+    shown = newline if newline > low // 2 else low
+    return text[:shown] + _CUT_NOTE.format(shown=shown, total=len(text))
