@@ -275,7 +275,9 @@ def test_turn_ids_waits_only_for_calls_after_the_turn_without_a_result() -> None
     pending = Msg("bot", [ToolUseBlock(type="tool_use", id="w", name="x", input={})], "assistant")
     content = [(m, []) for m in (old, ask, answered, pending)]
     assert turn_ids(content) == {ask.id, pending.id}
-    assert turn_ids([(old, [])]) == {old.id}  # no user turn: every unanswered call waits
+    assert turn_ids([(old, [])]) == {old.id}  # no user turn: the step running waits
+    # no user turn: an older unanswered call (an interrupted reply) does not wait
+    assert turn_ids([(old, []), (answered, [])]) == set()
     # 1.x runs a step's tools one by one: the first result is in, the second call waits;
     # the first result stays with the message of its call
     step = Msg(

@@ -41,13 +41,16 @@ def waiting(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
     """Ids of the messages after the current user turn holding a tool call whose result is
     not in memory yet: a call running (1.x runs the pipeline after each tool of a step), or
     awaiting a confirmation or an external result. An older unanswered call, left by an
-    interrupted reply, is not waited for. No prompt is sent while a call waits: the model is
-    called once the results are in. The results of the other calls of those messages come
-    with them (a call never apart from its result)."""
+    interrupted reply, is not waited for. With no user turn in memory, only the newest
+    message holding a tool call (the step running) can wait. No prompt is sent while a call
+    waits: the model is called once the results are in. The results of the other calls of
+    those messages come with them (a call never apart from its result)."""
     current = current_turn(content)
-    start = 0
     if current is not None:
         start = next(i for i, (m, _) in enumerate(content) if str(m.id) == current) + 1
+    else:
+        steps = [i for i, (m, _) in enumerate(content) if m.get_content_blocks("tool_use")]
+        start = steps[-1] if steps else len(content)
     blocks = [(msg, b) for msg, _ in content[start:] for b in msg.get_content_blocks()]
     answered = {str(b.get("id")) for _, b in blocks if b.get("type") == "tool_result"}
     ids = {
