@@ -19,22 +19,30 @@ hint entries so): not a user turn."""
 def current_turn(content: Sequence[tuple[Msg, Sequence[str]]]) -> str | None:
     """Id of the current user turn: the newest message with role ``"user"`` that holds no
     tool result and is not marked as a hint (`None` when there is none)."""
-    for msg, marks in reversed(content):
+    at = _turn_index(content)
+    return None if at is None else str(content[at][0].id)
+
+
+def _turn_index(content: Sequence[tuple[Msg, Sequence[str]]]) -> int | None:
+    """Where the current user turn is in `content` (see `current_turn`)."""
+    for at in range(len(content) - 1, -1, -1):
+        msg, marks = content[at]
         if msg.role != "user" or HINT_MARK in marks:
             continue
         content_ = msg.content
         blocks = content_ if isinstance(content_, list) else []
         if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
             continue
-        return str(msg.id)
+        return at
     return None
 
 
 def turn_ids(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
     """Ids of what never leaves the prompt as the current turn: the current user turn
     (`current_turn`) and the messages after it that hold a call still waiting (`waiting`)."""
-    current = current_turn(content)
-    return waiting(content) | (set() if current is None else {current})
+    at = _turn_index(content)
+    ids = _waiting_after(content, at)
+    return ids if at is None else ids | {str(content[at][0].id)}
 
 
 def waiting(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
@@ -45,9 +53,13 @@ def waiting(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
     message holding a tool call (the step running) can wait. No prompt is sent while a call
     waits: the model is called once the results are in. The results of the other calls of
     those messages come with them (a call never apart from its result)."""
-    current = current_turn(content)
-    if current is not None:
-        start = next(i for i, (m, _) in enumerate(content) if str(m.id) == current) + 1
+    return _waiting_after(content, _turn_index(content))
+
+
+def _waiting_after(content: Sequence[tuple[Msg, Sequence[str]]], turn: int | None) -> set[str]:
+    """`waiting`, the current user turn being at `turn` in `content`."""
+    if turn is not None:
+        start = turn + 1
     else:
         steps = [i for i, (m, _) in enumerate(content) if m.get_content_blocks("tool_use")]
         start = steps[-1] if steps else len(content)
