@@ -20,8 +20,8 @@ from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PromptParts
 from ..recall._recall import Recall
 from ..stores.seams import OutputSeam
+from ._images import ImageCounts
 from ._mirror import StateMirror
-from ._workspace import ImageCounts
 
 __all__ = ["Binding", "budgeted"]
 

@@ -30,15 +30,11 @@ from ..core._pipeline import PipelineReport, PromptParts
 from ..core._tokens import TokenCounter
 from ..services._services import ContextUsage, Services
 from ._binding import Binding, budgeted
+from ._images import cap_images
 from ._middleware import MiddlewareHooks
 from ._mirror import StateMirror
 from ._tools import memory_tools, search_tool
-from ._workspace import (
-    cap_images,
-    clean_read_cache,
-    offload_left,
-    offload_reminder,
-)
+from ._workspace import clean_read_cache, offload_left, offload_reminder
 
 __all__ = ["ContextManager", "ContextMiddleware"]
 

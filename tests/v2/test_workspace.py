@@ -31,8 +31,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx.agentscope2._workspace import _images as _images_in
-from agentscope_ctx.agentscope2._workspace import cap_images, read_paths_seen
+from agentscope_ctx.agentscope2._images import _images as _images_in
+from agentscope_ctx.agentscope2._images import cap_images
+from agentscope_ctx.agentscope2._workspace import read_paths_seen
 from agentscope_ctx.core._failures import FailureLog
 from agentscope_ctx.core._offload import cut_texts
 from agentscope_ctx.stores._tool_results import ToolResultStore
