@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.message import HintBlock, Msg, TextBlock
 
+from ..core._calibration_state import checked_calibration
 from ..core._memory import ContextMemory
 from ..core._turns import HINT_MARK
 from ._entries import Entry, Origin, to_blocks, to_entries
@@ -101,11 +102,10 @@ class StateMirror:
         self.memory.adopt([], summary)
         note = data.get("offload_note")
         self.offload_note = note if isinstance(note, str) else ""
-        calibration = data.get("calibration")
-        if isinstance(calibration, dict):
-            self.memory.calibration = {
-                str(k): float(v) for k, v in calibration.items() if isinstance(v, (int, float))
-            }
+        if "calibration" in data:
+            self.memory.calibration = checked_calibration(
+                data["calibration"], owner="an agent's state"
+            )
         self._loaded = True
 
     def _entries(self, context: Sequence[Msg]) -> Iterator[tuple[Entry, Origin]]:

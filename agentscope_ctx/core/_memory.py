@@ -8,6 +8,7 @@ from typing import Any
 
 import shortuuid
 
+from ._calibration_state import checked_calibration
 from ._entry import Msg
 from ._failures import FailureLog
 from ._memory_backend import (
@@ -329,9 +330,7 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
         self.views.clear()
         self.hidden.clear()
         self.pending_summary = None
-        self.calibration = {
-            str(k): float(v) for k, v in dict(state_dict.get("calibration", {})).items()
-        }
+        self.calibration = checked_calibration(state_dict.get("calibration"), owner="a memory")
         self.revision += 1
 
 
