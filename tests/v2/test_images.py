@@ -4,6 +4,7 @@ the saved images are private, and an image that cannot be saved does not lift th
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import os
@@ -16,8 +17,12 @@ from agentscope.agent import Agent
 from agentscope.message import Base64Source, DataBlock, TextBlock, UserMsg
 from agentscope.state import AgentState
 from agentscope.workspace import LocalWorkspace
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx.agentscope2._images import _images as _images_in
+from agentscope_ctx.agentscope2._images import cap_images
 from tests.v2.fakes import FakeChatModel
 
 BAD = "not base64 at all!"
@@ -171,3 +176,35 @@ async def test_i29_03_an_image_that_cannot_be_saved_anywhere_is_still_removed(
         ), notice
     assert caplog.text.count("could not be saved") == 4
     await manager.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    bad=st.lists(st.booleans(), max_size=8),
+    limit=st.integers(0, 4),
+    offloader=st.booleans(),
+)
+@example(bad=[False, True, False, False, False, False], limit=2, offloader=True)  # the issue's
+def test_i29_03_the_cap_holds_whichever_images_cannot_be_saved(
+    tmp_path_factory: pytest.TempPathFactory, bad: list[bool], limit: int, offloader: bool
+) -> None:
+    root = tmp_path_factory.mktemp("cap")
+    images = [_image(i, BAD + str(i) if is_bad else None) for i, is_bad in enumerate(bad)]
+    kwargs = {"offloader": LocalWorkspace(workdir=str(root / "ws"))} if offloader else {}
+    agent, _ = _agent(images, limit, **kwargs)
+
+    replaced = asyncio.run(cap_images(agent, root / "media", {}))
+
+    excess = max(len(bad) - limit, 0)
+    assert replaced == excess
+    assert len(_images_in(agent.state.context)) == len(bad) - excess
+    notices = _notices(agent)
+    assert len(notices) == excess
+    for i, notice in enumerate(notices):  # each saved where it can be, and reads back
+        if bad[i]:
+            path = Path(notice.split("is saved into ")[1].split(", you can")[0])
+            assert path.read_text() == BAD + str(i)
+        else:
+            url = notice.split("is offloaded into ")[1].split(", you can")[0]
+            path = root / "ws" / url.removeprefix("workspace:///") if offloader else Path(url)
+            assert path.read_bytes() == f"image {i}".encode()
