@@ -7,6 +7,7 @@ is now streamed through (in chunks: a 1 GB output is never held whole)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -66,8 +67,16 @@ def test_an_error_in_the_middle_of_a_saved_output_fails_the_run(tmp_path: Path) 
 async def test_compaction_carries_the_failure_from_the_whole_output(tmp_path: Path) -> None:
     """Through the pipeline: the compaction's carried trail reads the store it was given."""
     pipe, memory, _ = pipeline(tmp_path)  # its output store: tool_result/ under tmp_path
+    store = ToolResultStore(tmp_path, 7)
+    reads: list[tuple[str, threading.Thread]] = []
+
+    def read(ref: str) -> Iterator[bytes] | None:  # the store's, noting where it is read
+        reads.append((ref, threading.current_thread()))
+        return store.read_saved(ref)
+
+    pipe.compaction.read_saved = read
     await memory.add(Msg("user", "Build everything.", "user"))
-    await memory.add(cut_call(ToolResultStore(tmp_path, 7)))
+    await memory.add(cut_call(store))
     await memory.add([m for i in range(6) for m in turn(i)])
     await memory.add(Msg("assistant", "The build finished.", "assistant"))
     await memory.add(Msg("user", "Now write the release notes.", "user"))
@@ -75,6 +84,10 @@ async def test_compaction_carries_the_failure_from_the_whole_output(tmp_path: Pa
     assert report.compacted >= 3
     assert f"`make -k all` → failed: {ERROR}" in memory.compact_summary
     assert "`make -k all` → ok" not in memory.compact_summary
+    # each saved output read once, off the event loop (1 GB takes seconds to read through)
+    refs = [ref for ref, _ in reads]
+    assert refs and len(refs) == len(set(refs))
+    assert all(thread is not threading.current_thread() for _, thread in reads)
 
 
 # -- the stream: the same judgement as the whole text, whatever the chunks -----------------

@@ -15,6 +15,7 @@ remembered (`_JUDGED`, by reader and path), and the compaction that asks again r
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,7 +24,15 @@ from typing import Literal
 from ._scan import scan
 from ._truncation import parse_notice
 
-__all__ = ["ERROR_LINE", "Outcome", "ReadSaved", "error_lines", "exit_status", "judge"]
+__all__ = [
+    "ERROR_LINE",
+    "Outcome",
+    "ReadSaved",
+    "error_lines",
+    "exit_status",
+    "judge",
+    "judge_ahead",
+]
 
 ERROR_LINE = re.compile(
     r"^(?:E\s+)?(?:\S+:\d+:\s*)?"
@@ -48,6 +57,7 @@ _JUDGED: OrderedDict[tuple[object, str], Outcome] = OrderedDict()
 """The outcomes of saved outputs read whole, by (reader, path), newest last: a reader is a
 store's bound method, so one tenant's store never answers for another's."""
 _JUDGED_MAX = 512
+_JUDGED_LOCK = threading.Lock()  # `judge_ahead` fills it from a worker thread
 
 
 @dataclass(frozen=True)
@@ -105,10 +115,11 @@ def _judge_saved(read_saved: ReadSaved, path: str) -> Outcome | None:
         cacheable = False
     else:
         cacheable = True
-    known = _JUDGED.get(key) if cacheable else None
-    if known is not None:
-        _JUDGED.move_to_end(key)
-        return known
+    with _JUDGED_LOCK:
+        known = _JUDGED.get(key) if cacheable else None
+        if known is not None:
+            _JUDGED.move_to_end(key)
+            return known
     try:
         chunks = read_saved(path)
     except Exception:
@@ -125,10 +136,21 @@ def _judge_saved(read_saved: ReadSaved, path: str) -> Outcome | None:
     if not found.whole and outcome.status == "ok":
         return None  # read in part: nothing seen is not "ok"
     if cacheable and found.whole:
-        _JUDGED[key] = outcome
-        while len(_JUDGED) > _JUDGED_MAX:
-            _JUDGED.popitem(last=False)
+        with _JUDGED_LOCK:
+            _JUDGED[key] = outcome
+            while len(_JUDGED) > _JUDGED_MAX:
+                _JUDGED.popitem(last=False)
     return outcome
+
+
+def judge_ahead(texts: Iterable[str], read_saved: ReadSaved) -> None:
+    """Judge the cut outputs among `texts` from their saved files now, so that the `judge`
+    calls that follow read nothing: a compaction calls it in a worker thread, which keeps
+    reading a large output off the event loop."""
+    for text in texts:
+        cut = parse_notice(text)
+        if cut is not None:
+            _judge_saved(read_saved, cut[1].file_path)
 
 
 def _failure(text: str) -> Outcome | None:
