@@ -7,7 +7,8 @@ with it), then one report per benchmark, and writes all the numbers to
 lines side by side). A benchmark that only makes sense on the other line is skipped, with
 the reason printed. Numbers only: nothing here asserts a time limit.
 
-On both lines: tokens, truncation, pipeline (the core's step), search, probes (what the
+On both lines: tokens, truncation, pipeline (the core's step), pins (pinned messages that
+share a call id), search, probes (what the
 agent still knows after 1, 3 and 10 compactions), startup (importing the package and the
 quick CLI commands against ``import agentscope``). `cost` is
 `bench_cost` on 1.x (a `ReActAgent`) and `bench_cost2` on 2.x (an `Agent`);
@@ -42,6 +43,7 @@ _PLAN: list[tuple[str, str | None, str | None, str]] = [
     ("tokens", "bench_tokens", "bench_tokens", ""),
     ("truncation", "bench_truncation", "bench_truncation", ""),
     ("pipeline", "bench_pipeline", "bench_pipeline", ""),
+    ("pins", "bench_pins", "bench_pins", ""),
     (
         "steady2",
         None,

@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import __main__ as bench_all
-from benchmarks import bench_pipeline, bench_tokens, bench_truncation
+from benchmarks import bench_pins, bench_pipeline, bench_tokens, bench_truncation
 
 
 def _positive(value: Any) -> bool:
@@ -93,6 +93,16 @@ def test_pipeline_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert row["tokens_after"] < row["tokens_before"]
     out = capsys.readouterr().out
     assert "steady state" in out and "one compaction" in out
+    json.dumps(result)
+
+
+def test_pins_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench_pins.main(sizes=(20, 40), unpinned=20)
+    assert set(result["sizes"]) == {"20", "40"}
+    for row in result["sizes"].values():
+        assert all(_positive(row[key]) for key in ("before_s", "after_s", "pipeline_s")), row
+    assert _positive(result["unpinned"]["pipeline_s"])
+    assert "growth" in capsys.readouterr().out
     json.dumps(result)
 
 

@@ -21,7 +21,7 @@ from agentscope.model import ChatModelBase
 from agentscope.token import TokenCounterBase
 
 from ..core._config import ContextConfig
-from ..core._errors import ContextUsageError
+from ..core._errors import ContextUsageError, PromptTooLargeError
 from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._tokens import TokenCounter
@@ -283,7 +283,10 @@ class ContextManager(Services):
                 await self._load_note(binding)
         except Exception:
             logger.exception("agentscope_ctx: could not refresh the memory or load MEMORY.md")
-        await self._run(agent)
+        try:
+            await self._run(agent)
+        except PromptTooLargeError:  # no prompt is sent before pre_reasoning judges it again,
+            pass  # with the new message in memory as the current turn (issue 29 item 5)
 
     async def _move_unanswered(self, binding: _Binding) -> None:
         """Move the tool calls another worker left unanswered (see `_unanswered`) from the

@@ -31,6 +31,7 @@ with that prompt.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -44,8 +45,9 @@ from ._config import ContextConfig
 from ._entry import Msg
 from ._errors import PersistenceError
 from ._eviction import eviction_index, split_summary, with_index
+from ._extractive import _result_text
 from ._failures import FailureLog
-from ._outcome import ReadSaved
+from ._outcome import ReadSaved, judge_ahead
 from ._pins import protected
 from ._prefix import LastPrompt, Prefix, PromptKeeper
 from ._turns import HINT_MARK, split_point, turn_ids
@@ -200,6 +202,10 @@ class Compaction:
         previous, previous_index = split_summary(self.memory.compact_summary)
         previous, previous_carry = split_carry(previous)
         carry_chars = min(self.config.compactor.carry_max_chars, calibration.budget * 7 // 20)
+        if self.read_saved is not None:  # how cut runs ended, read off the event loop
+            blocks = [b for m in older for b in m.get_content_blocks("tool_result")]
+            texts = [_result_text(b.get("output")) for b in blocks]
+            await asyncio.to_thread(judge_ahead, texts, self.read_saved)
         carry = carried(
             older,
             previous_carry,

@@ -4,21 +4,35 @@ A summary must never call a run "ok" that it did not see end well. The text a to
 is judged by its error lines (an error *report* starts its line: pytest's ``E``, a
 ``path:line:`` prefix, ``ValueError: ...``, ``FAILED``, ``fatal:``...) and its exit status
 (``<returncode>1</returncode>``, ``[exit code 1]``, 2.x Bash's ``Command failed:``). When that
-text was cut or masked before the judgement (it ends with a truncation notice), the full output
-is read back from its saved file, boundedly (its head and its tail), through `read_saved`; when
-that is not possible, the run is ``unseen``, never ``ok``.
+text was cut or masked before the judgement (it ends with a truncation notice), the WHOLE saved
+output is read back through `read_saved` and streamed through (`_scan`: chunk by chunk, a
+bounded part of a line at a time; a 1 GB output is never held), so that an error in its middle
+is seen (issue 29 item 10: a log judged from its first and last 64 KB was "ok"); when that is
+not possible, the run is ``unseen``, never ``ok``. A saved output never changes: its outcome is
+remembered (`_JUDGED`, by reader and path), and the compaction that asks again reads nothing.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from ._scan import scan
 from ._truncation import parse_notice
 
-__all__ = ["ERROR_LINE", "Outcome", "ReadSaved", "error_lines", "exit_status", "judge"]
+__all__ = [
+    "ERROR_LINE",
+    "Outcome",
+    "ReadSaved",
+    "error_lines",
+    "exit_status",
+    "judge",
+    "judge_ahead",
+]
 
 ERROR_LINE = re.compile(
     r"^(?:E\s+)?(?:\S+:\d+:\s*)?"
@@ -29,10 +43,21 @@ _RETURNCODE = re.compile(
     r"<returncode>\s*(-?[1-9]\d*)\s*</returncode>|\bexit code:? (-?[1-9]\d*)"
     r"|\A(Command failed):"
 )
+_EXIT_STATUS = re.compile(
+    rb"<returncode>\s*(-?[1-9]\d*)\s*</returncode>|\bexit code:? (-?[1-9]\d*)"
+)
+"""`_RETURNCODE` on the bytes of a saved output (whose start `scan` checks for the third)."""
 
-ReadSaved = Callable[[str], "str | None"]
-"""Reads a saved output (head and tail, bounded) by the path its notice names; `None` when
-the path is not a saved output of this package or cannot be read."""
+ReadSaved = Callable[[str], "Iterable[bytes] | None"]
+"""Reads a saved output by the path its notice names: its bytes in order, in chunks (an
+iterable, streamed: `OutputSeam.read_saved`); `None` when the path is not a saved output of
+this package. An error raised while iterating makes the run ``unseen``."""
+
+_JUDGED: OrderedDict[tuple[object, str], Outcome] = OrderedDict()
+"""The outcomes of saved outputs read whole, by (reader, path), newest last: a reader is a
+store's bound method, so one tenant's store never answers for another's."""
+_JUDGED_MAX = 512
+_JUDGED_LOCK = threading.Lock()  # `judge_ahead` fills it from a worker thread
 
 
 @dataclass(frozen=True)
@@ -68,18 +93,64 @@ def exit_status(text: str) -> str | None:
 
 def judge(text: str, read_saved: ReadSaved | None = None) -> Outcome:
     """How the call that returned `text` ended; a cut or masked `text` is judged from its
-    saved file (see the module docstring)."""
+    whole saved file (see the module docstring)."""
     cut = parse_notice(text)
-    if cut is not None:
-        excerpt, notice = cut
-        full = read_saved(notice.file_path) if read_saved is not None else None
-        if full is None:
-            failed = _failure(excerpt)
-            if failed is not None:
-                return failed
-            return Outcome("unseen", f"the output was cut and {notice.file_path} not read")
-        text = full
-    return _failure(text) or Outcome("ok")
+    if cut is None:
+        return _failure(text) or Outcome("ok")
+    excerpt, notice = cut
+    path = notice.file_path
+    outcome = None if read_saved is None else _judge_saved(read_saved, path)
+    if outcome is not None:
+        return outcome
+    return _failure(excerpt) or Outcome("unseen", f"the output was cut and {path} not read")
+
+
+def _judge_saved(read_saved: ReadSaved, path: str) -> Outcome | None:
+    """The outcome of the saved output at `path`, streamed through; `None` when it cannot be
+    read whole and shows no failure in what was read."""
+    key: tuple[object, str] = (read_saved, path)
+    try:
+        hash(key)
+    except TypeError:  # a reader that cannot be a key: judged each time
+        cacheable = False
+    else:
+        cacheable = True
+    with _JUDGED_LOCK:
+        known = _JUDGED.get(key) if cacheable else None
+        if known is not None:
+            _JUDGED.move_to_end(key)
+            return known
+    try:
+        chunks = read_saved(path)
+    except Exception:
+        return None
+    if chunks is None:
+        return None
+    found = scan(chunks, ERROR_LINE, _EXIT_STATUS)
+    if found.error is not None:
+        outcome = Outcome("failed", found.error)
+    elif found.exit_label() is not None:
+        outcome = Outcome("failed", str(found.exit_label()))
+    else:
+        outcome = Outcome("ok")
+    if not found.whole and outcome.status == "ok":
+        return None  # read in part: nothing seen is not "ok"
+    if cacheable and found.whole:
+        with _JUDGED_LOCK:
+            _JUDGED[key] = outcome
+            while len(_JUDGED) > _JUDGED_MAX:
+                _JUDGED.popitem(last=False)
+    return outcome
+
+
+def judge_ahead(texts: Iterable[str], read_saved: ReadSaved) -> None:
+    """Judge the cut outputs among `texts` from their saved files now, so that the `judge`
+    calls that follow read nothing: a compaction calls it in a worker thread, which keeps
+    reading a large output off the event loop."""
+    for text in texts:
+        cut = parse_notice(text)
+        if cut is not None:
+            _judge_saved(read_saved, cut[1].file_path)
 
 
 def _failure(text: str) -> Outcome | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ._entry import Msg
 
-__all__ = ["PIN_MARK", "is_pinned", "protected"]
+__all__ = ["PIN_MARK", "is_pinned", "protected", "units"]
 
 PIN_MARK = "agentscope_ctx.pinned"
 """The metadata key whose true value pins a message."""
@@ -46,31 +46,56 @@ def protected(
     """The ids of the messages the pins protect, and how many pins were left unprotected.
 
     Pins are taken newest first, each with the messages that share a tool call with it
-    (transitively: a reply of parallel calls comes with all their results), as
+    (transitively: a reply of parallel calls comes with all their results; see `units`), as
     long as the protected messages hold at most `max_tokens` (raw estimate) together.
+    Linear in the messages and their blocks: the units are found once, not again for each pin
+    (issue 29 item 6: pins sharing one call id made each run cubic).
     """
-    by_call: dict[str, list[Msg]] = {}
-    for msg in msgs:
-        for call_id in _ids(msg):
-            by_call.setdefault(call_id, []).append(msg)
+    unit_of = units(msgs)
+    members: dict[str, set[str]] = {}
+    costs: dict[str, int] = {}
+    for msg_id, unit in unit_of.items():
+        members.setdefault(unit, set()).add(msg_id)
+        costs[unit] = costs.get(unit, 0) + counts.get(msg_id, 0)
     kept: set[str] = set()
+    taken: set[str] = set()
     used = 0
     dropped = 0
     for msg in reversed(msgs):
-        if not is_pinned(msg) or msg.id in kept:
+        if not is_pinned(msg):
             continue
-        group = {msg.id: msg}
-        todo = [msg]
-        while todo:  # the whole unit: a call with all its results, and their other calls
-            for call_id in _ids(todo.pop()):
-                for other in by_call.get(call_id, []):
-                    if other.id not in group:
-                        group[other.id] = other
-                        todo.append(other)
-        cost = sum(counts.get(m_id, 0) for m_id in group if m_id not in kept)
+        unit = unit_of[str(msg.id)]
+        if unit in taken:
+            continue
+        cost = costs[unit]
         if used + cost > max_tokens:
             dropped += 1
             continue
-        kept.update(group)
+        taken.add(unit)
+        kept.update(members[unit])
         used += cost
     return kept, dropped
+
+
+def units(msgs: Sequence[Msg]) -> dict[str, str]:
+    """Each message's unit, by message id: messages that share a tool call id (a call and its
+    results, and transitively the other calls of those messages) are one unit, named by one of
+    its message ids. Union-find over the ids: near-linear in the messages and their blocks."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]  # path halving
+            x = parent[x]
+        return x
+
+    first: dict[str, str] = {}  # call id -> the first message id that holds it
+    for msg in msgs:
+        msg_id = str(msg.id)
+        parent.setdefault(msg_id, msg_id)
+        for call_id in _ids(msg):
+            other = first.setdefault(call_id, msg_id)
+            a, b = root(msg_id), root(other)
+            if a != b:
+                parent[a] = b
+    return {msg_id: root(msg_id) for msg_id in parent}

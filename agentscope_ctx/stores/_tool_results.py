@@ -17,7 +17,7 @@ import os
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -100,29 +100,21 @@ class ToolResultStore:
         finally:
             os.close(fd)
 
-    def read_saved(self, path: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
-        """The text of a saved output of this store, boundedly: its first `head` and last
-        `tail` bytes (joined by a line ``[...]`` when the file is larger), so that how a cut
-        or masked run ended can be judged from the whole output (`_outcome.judge`). `None`
-        when `path` is not a regular file of this store or cannot be read."""
-        if not self.owns(path):
+    def read_saved(self, path: str, *, chunk_bytes: int = 1 << 20) -> Iterator[bytes] | None:
+        """The bytes of a saved output of this store, streamed in chunks of `chunk_bytes`
+        (whole, so that how a cut or masked run ended is judged from all of it:
+        `_outcome.judge`; never held whole). `None` when `path` is not a regular file of this
+        store; an error while reading is raised by the iterator."""
+        if self.size(path) is None:
             return None
+        return self._chunks(path, chunk_bytes)
+
+    @staticmethod
+    def _chunks(path: str, chunk_bytes: int) -> Iterator[bytes]:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            return None
-        try:
-            size = os.fstat(fd).st_size
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            if size <= head + tail:
-                return os.read(fd, size).decode("utf-8", "replace")
-            first = os.read(fd, head).decode("utf-8", "replace")
-            os.lseek(fd, size - tail, os.SEEK_SET)
-            last = os.read(fd, tail).decode("utf-8", "replace")
-            return f"{first}\n[...]\n{last}"
-        except OSError:
-            return None
+            while chunk := os.read(fd, chunk_bytes):
+                yield chunk
         finally:
             os.close(fd)
 

@@ -9,7 +9,7 @@ notices name today.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..core._failures import FailureLog
@@ -64,8 +64,8 @@ class LocalOutputStore:
     def line_start(self, ref: str, line: int) -> int:
         return self.files.line_start(ref, line)
 
-    def read_saved(self, ref: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
-        return self.files.read_saved(ref, head=head, tail=tail)
+    def read_saved(self, ref: str, *, chunk_bytes: int = 1 << 20) -> Iterator[bytes] | None:
+        return self.files.read_saved(ref, chunk_bytes=chunk_bytes)
 
     def cleanup(self, referenced: Iterable[str], *, now: float | None = None) -> list[str]:
         return [str(path) for path in self.files.cleanup(referenced, now=now)]

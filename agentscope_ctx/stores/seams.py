@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import codecs
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from ..core._entry import Msg
@@ -129,8 +129,10 @@ class OutputSeam(Protocol):
         """
         ...
 
-    def read_saved(self, ref: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
-        """Its first `head` and last `tail` bytes as text (``[...]`` between when larger)."""
+    def read_saved(self, ref: str, *, chunk_bytes: int = 1 << 20) -> Iterator[bytes] | None:
+        """All its bytes, streamed in chunks of at most `chunk_bytes` (to judge how a run
+        ended from the whole output: `core._outcome.judge`); `None` when there is no such
+        output; a failure while reading is raised by the iterator."""
         ...
 
     def cleanup(

@@ -29,6 +29,7 @@ from agentscope_ctx.core._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.fakes import FakeChatModel, text, tool_call
 from tests.fleet.postgres_server import PostgresServer
+from tests.test_budget_recover import recover
 
 POINTER = re.compile(
     r"read on: read_file file_path=(?P<path>pg-\S+) start_line=(?P<line>\d+)"
@@ -153,3 +154,10 @@ async def test_a_second_1x_worker_reads_and_finds_what_the_first_saved_in_postgr
     shown = await read(said["path"], int(said["line"]), int(said["offset"] or 0))
     assert shown.startswith("report 0 read: periwinkle0"), shown
     await manager_b.close()
+
+
+async def test_a_1x_session_recovers_after_prompt_too_large_on_postgres(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    """Issue 29 item 5 on the fleet store (the session: `tests/test_budget_recover.py`)."""
+    await recover(config(tmp_path, pg_server, pg_schema, 3_000))

@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core._outcome import judge
 from agentscope_ctx.core._search_hits import Filters
-from agentscope_ctx.core._truncation import Position, parse_notice
+from agentscope_ctx.core._truncation import Position, excerpt_with_notice, parse_notice
 from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
 from tests.lines import Msg
@@ -269,6 +270,27 @@ def test_a_ranged_read_of_a_large_output_does_not_load_it(opener: Opener) -> Non
     assert peak < 8 * (1 << 20), peak  # the output is 40 MB; a read holds a chunk at most
 
 
+def test_a_run_is_judged_from_its_whole_saved_output_without_loading_it(opener: Opener) -> None:
+    """Issue 29 item 10 on both stores: the only error of a 40 MB output is in its middle;
+    the run is "failed" (it was "ok": only the first and last 64 KB were read), and judging
+    holds about a chunk at a time."""
+    outputs = opener().outputs
+    line = "cc -O2 -c src/module.c -o build/module.o\n"
+    half = 20 * (1 << 20) // len(line)
+    error = "src/net.c:812:5: error: 'struct conn' has no member named 'fd'"
+    ref = outputs.save(line * half + error + "\n" + line * half)
+    cut = excerpt_with_notice("cc\n" * 1_000, file_path=ref, max_bytes=1_000)
+    tracemalloc.start()
+    try:
+        outcome = judge(cut, outputs.read_saved)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (outcome.status, outcome.detail) == ("failed", error)
+    assert peak < 8 * (1 << 20), peak
+    assert judge(cut.replace(ref, ref[:-1] + "0"), outputs.read_saved).status == "unseen"
+
+
 async def test_retention_deletes_what_no_live_context_uses(opener: Opener) -> None:
     stores = opener()
     kept = stores.outputs.save("kept output wordkept\n")
@@ -279,7 +301,7 @@ async def test_retention_deletes_what_no_live_context_uses(opener: Opener) -> No
     assert removed == [gone]
     stores.search.drop_outputs(removed)
     assert stores.outputs.size(gone) is None and stores.outputs.read_saved(gone) is None
-    assert stores.outputs.read_saved(kept) == "kept output wordkept\n"
+    assert b"".join(stores.outputs.read_saved(kept) or []) == b"kept output wordkept\n"
     assert not stores.search.search("wordgone").hits
     assert stores.search.search("wordkept").hits
     # `kept` was refreshed (to the real time) by the cleanup that spared it

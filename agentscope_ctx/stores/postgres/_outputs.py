@@ -18,7 +18,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...core._errors import OffloadError, PersistenceError
@@ -187,20 +187,17 @@ class PostgresOutputStore:
                 raise KeyError(f"{ref}: line {line} is past its end")
         return start + at + 1
 
-    def read_saved(self, ref: str, *, head: int = 65_536, tail: int = 65_536) -> str | None:
-        """Its first `head` and last `tail` bytes as text (``[...]`` between when larger);
-        `None` when there is no such output or it cannot be read."""
+    def read_saved(self, ref: str, *, chunk_bytes: int = CHUNK) -> Iterator[bytes] | None:
+        """All its bytes, streamed in chunks of `chunk_bytes` (one query each: a 1 GB output
+        is never held); `None` when there is no such output or its size cannot be read. A
+        failure while reading is raised by the iterator."""
         try:
             size = self.size(ref)
-            if size is None:
-                return None
-            if size <= head + tail:
-                return self.read_range(ref, 0, size).decode("utf-8", "replace")
-            first = self.read_range(ref, 0, head).decode("utf-8", "replace")
-            last = self.read_range(ref, size - tail, tail).decode("utf-8", "replace")
         except (KeyError, PersistenceError):
             return None
-        return f"{first}\n[...]\n{last}"
+        if size is None:
+            return None
+        return (self.read_range(ref, at, chunk_bytes) for at in range(0, size, chunk_bytes))
 
     def cleanup(self, referenced: Iterable[str], *, now: float | None = None) -> list[str]:
         """Refresh the outputs still referenced (their last use becomes the real time, as the
