@@ -4,14 +4,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx.core._carry import carried
-from agentscope_ctx.core._carry_text import CARRY_HEADER, split_carry, with_carry
+from agentscope_ctx.core._carry_text import CARRY_HEADER
 from agentscope_ctx.core._extractive import extractive_summary
+from agentscope_ctx.core._kept import Kept, compose
 from agentscope_ctx.core._outcome import judge
 from agentscope_ctx.core._truncation import excerpt_with_notice
 from agentscope_ctx.stores._tool_results import ToolResultStore
@@ -97,7 +99,9 @@ def _session(store: ToolResultStore) -> list[Msg]:
 
 def test_carried_block_keeps_words_files_runs_and_errors(tmp_path: Path) -> None:
     store = ToolResultStore(tmp_path, 3)
-    block = carried(_session(store), "", 4_000, read_saved=store.read_saved, internal=store.owns)
+    block, state = carried(
+        _session(store), None, 4_000, read_saved=store.read_saved, internal=store.owns
+    )
     assert block.startswith(CARRY_HEADER)
     assert (
         '"Fix the failing test in src/app.py. Do not modify setup.cfg, do not touch vendor/."'
@@ -110,16 +114,19 @@ def test_carried_block_keeps_words_files_runs_and_errors(tmp_path: Path) -> None
     assert "Newest errors:" in block and "ValueError: bad input" in block
     assert str(store.dir) not in block  # the package's own saved outputs are not artifacts
     # Carried over a later compaction that has nothing of its own, unchanged.
-    assert carried([], block, 4_000) == block
-    # Split back out of a summary, byte for byte.
-    summary = with_carry("## Goal\n- follow the instructions\n", block)
-    assert split_carry(summary) == ("## Goal\n- follow the instructions", block)
+    assert carried([], state, 4_000) == (block, state)
+    # Kept beside the summary as data, and through JSON; the writer's text found again.
+    summary, kept = compose("## Goal\n- follow the instructions\n", block, state, "", [])
+    assert summary == f"## Goal\n- follow the instructions\n\n{block}"
+    assert kept.writer(summary) == "## Goal\n- follow the instructions"
+    assert Kept.from_data(json.loads(json.dumps(kept.to_data()))) == kept
+    assert kept.writer(summary + "\nmore") is None  # not the summary it was rendered into
 
 
 def test_runtime_hints_and_tool_results_are_not_the_users_words() -> None:
     hint = _user("Budget is low: wrap up.")
     reminder = _user("<system-reminder>use the plan</system-reminder>")
-    assert carried([hint, reminder], "", 4_000, hints={hint.id}) == ""
+    assert carried([hint, reminder], None, 4_000, hints={hint.id})[0] == ""
 
 
 def test_older_turns_fold_but_keep_their_constraints() -> None:
@@ -127,18 +134,18 @@ def test_older_turns_fold_but_keep_their_constraints() -> None:
              for i in range(3)]  # fmt: skip
     turns += [_user(f"Step {i}: look at module {i}. " + "detail " * 80, f"2026-12-05 1{i}:00:00")
               for i in range(8)]  # fmt: skip
-    block = carried(turns, "", 1_500)
+    block, _ = carried(turns, None, 1_500)
     assert len(block) <= 1_500
     assert "Step 7: look at module 7." in block  # the newest, verbatim
     assert "- earlier:" in block and '"Never push to main."' in block
 
 
 def test_a_newest_turn_longer_than_the_block_is_clipped_with_a_note() -> None:
-    block = carried([_user("Please " + "x" * 5_000)], "", 600)
+    block, _ = carried([_user("Please " + "x" * 5_000)], None, 600)
     assert len(block) <= 600
     assert "[clipped: 5007 characters in all, in dialog/]" in block
     # on the fleet store the note names where the dialog is there (issue 23)
-    fleet = carried([_user("Please " + "x" * 5_000)], "", 600, dialog="pg-dialog:YYYY-MM-DD")
+    fleet, _ = carried([_user("Please " + "x" * 5_000)], None, 600, dialog="pg-dialog:YYYY-MM-DD")
     assert "[clipped: 5007 characters in all, in pg-dialog:YYYY-MM-DD]" in fleet
 
 
@@ -159,16 +166,14 @@ def test_property_bounded_newest_verbatim_and_stable(
     """Over up to ten compactions: the block stays within its cap, the newest user turn is
     there verbatim whenever it fits on its own, and re-carrying with nothing new changes
     nothing (the prompt prefix is stable between compactions)."""
-    block = ""
+    state = None
     for n, texts in enumerate(rounds):
         msgs = [_user(t, f"2026-12-03 10:{n:02d}:00") for t in texts]
-        block = carried(msgs, block, max_chars)
+        block, state = carried(msgs, state, max_chars)
         assert len(block) <= max_chars
-        assert carried([], block, max_chars) == block
+        assert carried([], state, max_chars) == (block, state)
         newest = [t.strip() for t in texts if t.strip() and not t.strip().startswith("<system-")]
         if newest and len(newest[-1]) < max_chars // 3:
-            import json
-
             assert json.dumps(newest[-1], ensure_ascii=False) in block
 
 
@@ -180,11 +185,11 @@ def test_a_burst_of_turns_costs_one_time_stamp_and_keeps_them_all() -> None:
         _user("second", "2026-12-03 10:00:30.000"),
         _user("third", "2026-12-03 10:05:00.000"),
     ]
-    block = carried(msgs, "", 4_000)
+    block, state = carried(msgs, None, 4_000)
     assert block.count("[2026-12-03 10:00]") == 1 and block.count("[2026-12-03 10:05]") == 1
     assert '- "first"' in block  # under "second", which carries the stamp
-    assert carried([], block, 4_000) == block
-    later = carried([_user("fourth", "2026-12-03 11:00:00.000")], block, 4_000)
+    assert carried([], state, 4_000) == (block, state)
+    later, state = carried([_user("fourth", "2026-12-03 11:00:00.000")], state, 4_000)
     assert later.count("[2026-12-03 10:00]") == 1 and "[2026-12-03 11:00]" in later
-    folded = carried([], later, 230)  # the first stamp read back from the line above
+    folded, _ = carried([], state, 230)  # each turn keeps its own stamp as data
     assert "- earlier: 3 turns, 2026-12-03 10:00 → 2026-12-03 10:05" in folded
