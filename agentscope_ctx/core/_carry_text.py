@@ -31,12 +31,15 @@ KINDS = ("read", "edited", "written", "deleted")
 class Turn:
     stamp: str
     text: str
+    note: str = ""
+    """Set when `text` is the head of a turn too long for the block: how long the whole turn
+    is and where it is (kept when the head is clipped again)."""
 
     def render(self, newer: str | None = None) -> str:
         """The turn's line; its time stamp left out when it is the one of the line above
         (`newer`, the next newer turn's): a burst of turns in one minute costs one stamp."""
         stamp = f"[{self.stamp}] " if self.stamp and self.stamp != newer else ""
-        return f"- {stamp}{json.dumps(self.text, ensure_ascii=False)}"
+        return f"- {stamp}{json.dumps(self.text + self.note, ensure_ascii=False)}"
 
 
 @dataclass
@@ -64,7 +67,7 @@ class CarryState:
     def to_data(self) -> dict[str, Any]:
         """The state as JSON-able data (`from_data` reads it back)."""
         return {
-            "turns": [[t.stamp, t.text] for t in self.turns],
+            "turns": [[t.stamp, t.text, t.note] for t in self.turns],
             "earlier": [self.earlier, self.earlier_start, self.earlier_end],
             "constraints": list(self.constraints),
             "files": {k: list(self.files[k]) for k in KINDS},
@@ -84,7 +87,7 @@ class CarryState:
             earlier, start, end = data["earlier"]
             runs, failed = data["earlier_runs"]
             state = cls(
-                turns=[Turn(_str(s), _str(t)) for s, t in data["turns"]],
+                turns=[Turn(_str(s), _str(t), _str(n)) for s, t, n in data["turns"]],
                 earlier=_count(earlier),
                 earlier_start=_str(start),
                 earlier_end=_str(end),
@@ -192,14 +195,17 @@ def _fit_users(state: CarryState, budget: int, dialog: str = "dialog/") -> Carry
         if room_left(fitted, newest_first[keep:]):
             best = fitted
             continue
-        if keep == 1:  # the newest alone is too long: its head, and where the rest is
-            turn = newest_first[0]
-            note = f"… [clipped: {len(turn.text)} characters in all, in {dialog}]"
-            least = len(Turn(turn.stamp, note).render()) + _CLIPPED_HEAD
-            folded = fold([], newest_first[1:], budget - least - 1)
-            earlier = _earlier_text(folded)
-            room = budget - len(_USERS) - 1 - (len(earlier) + 1 if earlier else 0)
-            best = replace(folded, turns=[_clipped(turn, note, room)])
+        # This turn does not fit whole: its head (the newest's always, an older one's when
+        # there is room for one), after the ``earlier`` line of the rest took what it needs.
+        whole, turn, rest = newest_first[: keep - 1], newest_first[keep - 1], newest_first[keep:]
+        note = turn.note or f"… [clipped: {len(turn.text)} characters in all, in {dialog}]"
+        least = len(Turn(turn.stamp, "", note).render()) + _CLIPPED_HEAD
+        folded = fold(whole, rest, budget - least - 1)
+        earlier = _earlier_text(folded)
+        used = len("\n".join([_USERS, *_turn_lines(whole)]))
+        room = budget - used - 1 - (len(earlier) + 1 if earlier else 0)
+        if keep == 1 or room >= least:
+            best = replace(folded, turns=[_clipped(turn, note, room), *whole[::-1]])
         break
     return best
 
@@ -210,11 +216,11 @@ def _clipped(turn: Turn, note: str, room: int) -> Turn:
     low, high = 0, len(turn.text)
     while low < high:
         mid = (low + high + 1) // 2
-        if len(Turn(turn.stamp, turn.text[:mid] + note).render()) <= room:
+        if len(Turn(turn.stamp, turn.text[:mid], note).render()) <= room:
             low = mid
         else:
             high = mid - 1
-    return Turn(turn.stamp, turn.text[:low] + note)
+    return Turn(turn.stamp, turn.text[:low], note)
 
 
 def _fold(state: CarryState, folded: list[Turn], room: int) -> CarryState:

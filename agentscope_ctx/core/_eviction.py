@@ -31,6 +31,8 @@ __all__ = ["EVICTION_HEADER", "IndexEntry", "eviction_index", "with_index"]
 EVICTION_HEADER = "Compacted away (find details with search_history):"
 _WORDS = 8
 _QUOTE_CHARS = 60
+
+
 @dataclass(frozen=True)
 class IndexEntry:
     """One line of the index: a compaction's time range, message count, and what was said
