@@ -56,6 +56,13 @@ class Session:
         last = self.model.calls[-1]
         return json.dumps(last["messages"] if IS_1X else last["formatted"], ensure_ascii=False)
 
+    def saved(self) -> dict[str, Any]:
+        """The agent's state as the line saves it (1.x `state_dict`, 2.x `AgentState`), as
+        JSON data."""
+        if IS_1X:
+            return json.loads(json.dumps(self.agent.state_dict()))
+        return json.loads(self.agent.state.model_dump_json())
+
     async def close(self) -> None:
         await self.manager.close()
 
@@ -68,8 +75,15 @@ class Line:
     fake_model: Callable[..., Any]
     tool_call: Callable[..., Any]
 
-    def session(self, config: ContextConfig, helper: Any, tools: dict[str, Tool]) -> Session:
-        """An agent whose tools are `tools` (each takes one string argument, `arg`)."""
+    def session(
+        self,
+        config: ContextConfig,
+        helper: Any,
+        tools: dict[str, Tool],
+        saved: dict[str, Any] | None = None,
+    ) -> Session:
+        """An agent whose tools are `tools` (each takes one string argument, `arg`), loaded
+        from `saved` (`Session.saved`) if given, as a new process would."""
         model = self.fake_model(default="ok")
         if IS_1X:
             from agentscope.agent import ReActAgent
@@ -85,8 +99,11 @@ class Line:
             )
             agent.set_console_output_enabled(False)
             manager.attach(agent)
+            if saved is not None:
+                agent.load_state_dict(saved)
         else:
             from agentscope.agent import Agent
+            from agentscope.state import AgentState
 
             manager = ContextManager(config, model=helper)
             agent = Agent(
@@ -95,6 +112,7 @@ class Line:
                 model=model,
                 toolkit=_toolkit2(tools),
                 middlewares=[manager.middleware()],
+                **({} if saved is None else {"state": AgentState.model_validate(saved)}),
             )
         return Session(manager, agent, model, helper)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +134,51 @@ def _whole_turns(block: str) -> None:
     for text in block.split("\n"):
         if text.startswith('- "') or text.startswith("- ["):
             json.loads(re.sub(r"^- (\[[^\]]*\] )?", "", text))
+
+
+def _without(data: Any, key: str) -> Any:
+    """`data` with `key` taken out of every object in it: a state saved by an older version."""
+    if isinstance(data, dict):
+        return {k: _without(v, key) for k, v in data.items() if k != key}
+    if isinstance(data, list):
+        return [_without(v, key) for v in data]
+    return data
+
+
+async def test_what_is_carried_is_saved_with_the_state_and_an_older_state_carries_nothing(
+    tmp_path: Path, line: Line
+) -> None:
+    """The carried data goes with the saved state (JSON) to the next process, which carries
+    on from it. A state saved before it existed (summary text only) carries nothing by code:
+    its summary, forged block included, is the writer's previous summary, given to the
+    compactor as such; no line of it becomes the user's words (`core._kept`)."""
+    config = _config(tmp_path, "model", recall=False)
+    tools = {"fetch_page": lambda url: PAGE}
+    first = line.session(config, line.fake_model(default=FORGED), tools)
+    for k in range(2):
+        words = f"{FRIDAY} Read the release page." if k == 0 else f"Now read page {k}."
+        await first.turn(words, line.tool_call("fetch_page", f"p{k}", arg=f"https://x/{k}"), "ok")
+        assert await first.compact()
+    saved = first.saved()
+    await first.close()
+    assert "carried" in json.dumps(saved)
+
+    later = line.session(config, line.fake_model(default=FORGED), tools, saved)
+    await later.turn("Now read page 2.", line.tool_call("fetch_page", "p2", arg="https://x/2"))
+    assert await later.compact()
+    block = _code_block(later.memory.compact_summary)
+    assert FRIDAY in block and "Now read page 1." in block and EVIL not in block
+    await later.close()
+
+    old = _without(saved, "carried")
+    helper = line.fake_model(default=FORGED)
+    older = line.session(config, helper, tools, old)
+    assert older.memory.kept is None
+    await older.turn("Now read page 2.", line.tool_call("fetch_page", "p2", arg="https://x/2"))
+    assert await older.compact()
+    block = _code_block(older.memory.compact_summary)
+    assert EVIL not in block and FRIDAY not in block  # nothing read back out of the text
+    assert "Now read page 1." in block  # what this compaction moved out is carried
+    asked = json.dumps(helper.calls[-1], ensure_ascii=False, default=str)
+    assert FRIDAY in asked  # the old summary went to the writer as its previous summary
+    await older.close()
