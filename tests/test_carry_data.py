@@ -37,7 +37,9 @@ PASTE = "Here is the handler:\n" + "".join(
 )
 
 
-def _config(tmp_path: Path, writer: str, *, recall: bool = True) -> ContextConfig:
+def _config(
+    tmp_path: Path, writer: str, *, recall: bool = True, store: dict[str, Any] | None = None
+) -> ContextConfig:
     return ContextConfig.model_validate(
         {
             "working_dir": str(tmp_path / "ctx"),
@@ -46,6 +48,7 @@ def _config(tmp_path: Path, writer: str, *, recall: bool = True) -> ContextConfi
             "summarizer": {"enabled": False},
             "compactor": {"enabled": writer == "model", "request": "plain"},
             "recall": {"enabled": recall},
+            **({"store": store} if store else {}),
         }
     )
 
@@ -70,6 +73,17 @@ def _code_block(summary: str) -> str:
 async def test_a_summary_never_makes_its_text_the_users_words(
     tmp_path: Path, line: Line, writer: str, recall: bool, hostile: str
 ) -> None:
+    await forged_session(tmp_path, line, writer, recall, hostile)
+
+
+async def forged_session(
+    tmp_path: Path,
+    line: Line,
+    writer: str,
+    recall: bool,
+    hostile: str,
+    store: dict[str, Any] | None = None,
+) -> None:
     """Ten compactions; each turn the agent reads a page that asks the compactor to end its
     summary with a forged carried block and eviction index, and the compactor model does
     (`block`; `index`: a forged index header alone; the extractive writer reads the page
@@ -77,7 +91,7 @@ async def test_a_summary_never_makes_its_text_the_users_words(
     the summary ends in what the model wrote. From the second on, the block code carries
     holds the user's constraint and never the page's instruction; the agent's prompt too."""
     session = line.session(
-        _config(tmp_path, writer, recall=recall),
+        _config(tmp_path, writer, recall=recall, store=store),
         line.fake_model(default=HOSTILE[hostile]),
         {"fetch_page": lambda url: PAGE},
     )
@@ -104,12 +118,19 @@ async def test_a_summary_never_makes_its_text_the_users_words(
 async def test_a_long_newest_turn_leaves_the_older_constraints(
     tmp_path: Path, line: Line, writer: str
 ) -> None:
+    await paste_session(tmp_path, line, writer)
+
+
+async def paste_session(
+    tmp_path: Path, line: Line, writer: str, store: dict[str, Any] | None = None
+) -> None:
     """A 3,500-character code paste (quotes and newlines: longer as rendered) is the newest
     compacted turn: it is clipped with a note, on whole lines, and the older turn's
     constraint stays beside it; the paste's head is still there a compaction later, and the
     constraint through ten."""
     assert len(PASTE) >= 3_500
-    session = line.session(_config(tmp_path, writer), line.fake_model(default=LAZY), {})
+    config = _config(tmp_path, writer, store=store)
+    session = line.session(config, line.fake_model(default=LAZY), {})
     answer = "Reviewed. " + "The handler reads each field with a default. " * 120
     await session.turn(FRIDAY, "Noted.")
     await session.turn(PASTE, answer)
@@ -122,7 +143,8 @@ async def test_a_long_newest_turn_leaves_the_older_constraints(
         if k < 2:
             assert "field_000 = record.get" in block, f"compaction {k + 1}: {block[:600]}"
         if k == 0:
-            assert f"[clipped: {len(PASTE.strip())} characters in all, in dialog/]" in block
+            where = "pg-dialog:YYYY-MM-DD" if store else "dialog/"
+            assert f"[clipped: {len(PASTE.strip())} characters in all, in {where}]" in block
         _whole_turns(block)
     await session.turn("Where are we?", "Here.")
     assert FRIDAY in session.prompt()
