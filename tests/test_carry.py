@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx.core._carry import carried
-from agentscope_ctx.core._carry_text import CARRY_HEADER
+from agentscope_ctx.core._carry_text import CARRY_HEADER, CarryState
 from agentscope_ctx.core._extractive import extractive_summary
 from agentscope_ctx.core._kept import Kept, compose
+from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._outcome import judge
 from agentscope_ctx.core._truncation import excerpt_with_notice
 from agentscope_ctx.stores._tool_results import ToolResultStore
@@ -193,3 +195,73 @@ def test_a_burst_of_turns_costs_one_time_stamp_and_keeps_them_all() -> None:
     assert later.count("[2026-12-03 10:00]") == 1 and "[2026-12-03 11:00]" in later
     folded, _ = carried([], state, 230)  # each turn keeps its own stamp as data
     assert "- earlier: 3 turns, 2026-12-03 10:00 → 2026-12-03 10:05" in folded
+
+
+_long = st.text(st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=6_000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    newest=_long,
+    between=st.lists(_words, max_size=3),
+    max_chars=st.integers(1_200, 6_000),
+    rounds=st.integers(1, 10),
+)
+@example(
+    newest="Here is the handler:\n"
+    + "".join(f'    field_{i:03d} = record.get("key_{i:03d}", "default")\n' for i in range(72)),
+    between=[],
+    max_chars=4_000,
+    rounds=10,
+)
+@example(newest='"\x00\n' * 1_500, between=["x" * 300], max_chars=1_200, rounds=2)
+def test_property_a_long_newest_turn_never_costs_an_older_constraint(
+    newest: str, between: list[str], max_chars: int, rounds: int
+) -> None:
+    """Issue 29 item 9: whatever the newest turn holds (quotes, newlines, control characters:
+    longer as rendered), the block stays within its cap, each line of it whole (every turn a
+    JSON string), the state it keeps survives JSON unchanged and re-carries to the same
+    block, and the older constraint stays, compaction after compaction."""
+    msgs = [_user("Never deploy on Friday.", "2026-12-03 09:00:00")]
+    msgs += [_user(t, "2026-12-03 09:30:00") for t in between]
+    msgs += [_user(newest, "2026-12-03 10:00:00")]
+    block, state = carried(msgs, None, max_chars)
+    for n in range(rounds):
+        assert len(block) <= max_chars
+        assert '"Never deploy on Friday."' in block, block
+        for text in block.split("\n")[2:]:
+            if text.startswith('- "') or text.startswith("- ["):
+                json.loads(text.split("] ", 1)[1] if text.startswith("- [") else text[2:])
+        assert CarryState.from_data(json.loads(json.dumps(state.to_data()))) == state
+        assert carried([], state, max_chars) == (block, state)
+        block, state = carried([_user(f"Go on {n}.", f"2026-12-03 11:{n:02d}:00")], state,
+                               max_chars)  # fmt: skip
+
+
+async def test_damaged_or_foreign_carried_data_carries_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged slot is not guessed at (logged, nothing carried); a summary someone else
+    set carries nothing of the data an older summary had."""
+    block, state = carried([_user("Never deploy on Friday.")], None, 4_000)
+    summary, kept = compose("## Goal\n- ship", block, state, "", [])
+    damaged = kept.to_data()
+    damaged["carry"]["turns"][0][1] = 42
+    with caplog.at_level("WARNING", logger="agentscope_ctx"):
+        assert Kept.from_data(damaged) is None
+        assert Kept.from_data({**kept.to_data(), "version": 99}) is None
+    assert "nothing is carried by code" in caplog.text
+    with pytest.raises(ValueError, match="expected a string"):
+        CarryState.from_data(damaged["carry"])
+
+    memory = ContextMemory(tmp_path)
+    await memory.update_compressed_summary(summary, kept=kept)
+    loaded = ContextMemory(tmp_path)
+    loaded.load_state_dict(json.loads(json.dumps(memory.state_dict())))
+    assert loaded.kept == kept and loaded.compact_summary == summary
+    memory.adopt([], summary)
+    assert memory.kept == kept  # the same summary keeps its data
+    memory.adopt([], "someone else's summary")
+    assert memory.kept is None
+    await memory.update_compressed_summary(summary)  # not by a compaction: nothing carried
+    assert memory.kept is None
