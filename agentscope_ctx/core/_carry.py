@@ -6,10 +6,10 @@ gone. So what must survive is computed from the compacted messages by code and c
 summary to summary, beside whatever the model (or the extractive fallback) wrote:
 
 - **The user's words**: the text of each user turn, verbatim (as a JSON string, so that
-  newlines and quotes survive), newest first. The newest turn is clipped (with a note) only
-  when it alone is longer than the block; older turns that no longer fit fold into one
+  newlines and quotes survive), newest first. Older turns that no longer fit fold into one
   ``earlier`` line that still quotes the constraint sentences they held ("do not ...",
-  "never ...", "must ...").
+  "never ...", "must ..."); the first turn that does not fit whole keeps its head with a
+  note (the newest always), in what that line leaves (`_carry_text.render_block`).
 - **The artifact trail**: files read, edited, written (created) and deleted, from the tools'
   arguments; commands run with their outcome (`_outcome.judge`: from the saved file when the
   output was cut or masked, never "ok" unseen); the newest error lines. The oldest runs fold
