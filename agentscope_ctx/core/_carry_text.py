@@ -239,7 +239,7 @@ def _fold(state: CarryState, folded: list[Turn], room: int) -> CarryState:
     quotes += state.constraints
     quotes = list(dict.fromkeys(q for q in quotes if q))
     shown = replace(state, earlier=n, earlier_start=start, earlier_end=end, constraints=[])
-    length, kept = len(_earlier_text(shown)) + len("; constraints: "), []
+    length, kept = len(_earlier_text(shown)) + len("; constraints: "), list[str]()
     for quote in quotes:
         length += len(json.dumps(quote, ensure_ascii=False)) + (2 if kept else 0)
         if length > room:

@@ -43,7 +43,7 @@ from ._carry_text import with_carry
 from ._config import ContextConfig
 from ._entry import Msg
 from ._errors import PersistenceError
-from ._eviction import eviction_index, with_index
+from ._eviction import IndexEntry, eviction_index, with_index
 from ._failures import FailureLog
 from ._kept import compose
 from ._outcome import ReadSaved
@@ -217,7 +217,7 @@ class Compaction:
             hints={m.id for m, marks in self.memory.content if HINT_MARK in marks},
             dialog=self.memory.dialog_days or "dialog/",
         )
-        index, entries = "", []
+        index, entries = "", list[IndexEntry]()
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)
             # at most a tenth of the budget (at ~3.5 characters a token), like the carried block
             index_chars = min(

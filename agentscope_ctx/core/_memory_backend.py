@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._entry import Msg
 
@@ -80,7 +80,7 @@ async def write_summary(backend: MemoryBase, summary: str, kept: object = None) 
     """
     old = await backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
     if summary:
-        metadata = {KEPT_METADATA: kept} if kept is not None else None
+        metadata: dict[str, Any] | None = {KEPT_METADATA: kept} if kept is not None else None
         msg = Msg(SUMMARY_MSG_NAME, summary, "user", metadata=metadata)
         await backend.add(msg, marks=SUMMARY_MARK)
     if not old:
