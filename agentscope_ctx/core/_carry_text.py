@@ -21,6 +21,9 @@ CARRY_HEADER = (
 _CLIP_CONSTRAINT = 160
 _CLIPPED_HEAD = 80
 """Characters of a clipped newest turn's head that its note and the ``earlier`` line leave."""
+_EARLIER_ROOM = 120
+"""What a clipped head leaves of the user's words at least: a head is a pointer to the whole
+turn, and a block no longer than it needs keeps the summary smaller than what it replaces."""
 _USERS = "User's words, newest first:"
 _TRAIL = "Artifact trail:"
 _ERRORS = "Newest errors:"
@@ -203,7 +206,7 @@ def _fit_users(state: CarryState, budget: int, dialog: str = "dialog/") -> Carry
         folded = fold(whole, rest, budget - least - 1)
         earlier = _earlier_text(folded)
         used = len("\n".join([_USERS, *_turn_lines(whole)]))
-        room = budget - used - 1 - (len(earlier) + 1 if earlier else 0)
+        room = budget - used - 1 - max(len(earlier) + 1 if earlier else 0, _EARLIER_ROOM)
         if keep == 1 or room >= least:
             best = replace(folded, turns=[_clipped(turn, note, room), *whole[::-1]])
         break
