@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -177,17 +177,25 @@ def _fit_users(state: CarryState, budget: int, dialog: str = "dialog/") -> Carry
     newest is clipped (with a note) only when it alone does not fit, and then after the
     ``earlier`` line took what it needs (so the older turns' constraints stay)."""
     newest_first = state.turns[::-1]
+    found: dict[str, tuple[str, ...]] = {}
+
+    def said(text: str) -> tuple[str, ...]:
+        """A turn's constraints, found once per fit (it folds the same turns again for each
+        number of turns it tries whole)."""
+        if text not in found:
+            found[text] = _constraints(text)
+        return found[text]
 
     def fold(kept: list[Turn], folded: list[Turn], room: int) -> CarryState:
         """`kept` (newest first) shown whole, `folded` into an ``earlier`` line that takes
         what is left of `room`."""
         used = len("\n".join([_USERS, *_turn_lines(kept)]))
-        return _fold(replace(state, turns=kept[::-1]), folded, room - used - 1)
+        return _fold(replace(state, turns=kept[::-1]), folded, room - used - 1, said)
 
     def room_left(fitted: CarryState, folded: list[Turn]) -> bool:
         """Whether `fitted` is within the budget and its ``earlier`` line quotes as many
         constraints of `folded` as two fifths of the budget would."""
-        floor = _fold(replace(state, turns=[]), folded, budget * 2 // 5)
+        floor = _fold(replace(state, turns=[]), folded, budget * 2 // 5, said)
         return len(_users_text(fitted)) <= budget and (
             len(fitted.constraints) >= len(floor.constraints)
         )
@@ -226,7 +234,12 @@ def _clipped(turn: Turn, note: str, room: int) -> Turn:
     return Turn(turn.stamp, turn.text[:low], note)
 
 
-def _fold(state: CarryState, folded: list[Turn], room: int) -> CarryState:
+def _fold(
+    state: CarryState,
+    folded: list[Turn],
+    room: int,
+    said: Callable[[str], tuple[str, ...]] | None = None,
+) -> CarryState:
     """`state` with `folded` (newest first) added to its ``earlier`` fold: the count, the
     time range and the constraint sentences that fit its line in `room` characters."""
     n = state.earlier + len(folded)
@@ -237,8 +250,7 @@ def _fold(state: CarryState, folded: list[Turn], room: int) -> CarryState:
     start, end = (stamps[0], stamps[-1]) if stamps else ("", "")
     quotes: list[str] = []
     for turn in folded:  # newest first, then the older fold's own
-        sentences = re.split(r"(?<=[.!?。！？;；])\s+|\n", turn.text)
-        quotes += [clip(s, _CLIP_CONSTRAINT) for s in sentences if _CONSTRAINT.search(s)]
+        quotes += (said or _constraints)(turn.text)
     quotes += state.constraints
     quotes = list(dict.fromkeys(q for q in quotes if q))
     shown = replace(state, earlier=n, earlier_start=start, earlier_end=end, constraints=[])
@@ -249,6 +261,12 @@ def _fold(state: CarryState, folded: list[Turn], room: int) -> CarryState:
             break
         kept.append(quote)
     return replace(shown, constraints=kept)
+
+
+def _constraints(text: str) -> tuple[str, ...]:
+    """The constraint sentences of a turn, clipped."""
+    sentences = re.split(r"(?<=[.!?。！？;；])\s+|\n", text)
+    return tuple(clip(s, _CLIP_CONSTRAINT) for s in sentences if _CONSTRAINT.search(s))
 
 
 def _trail_text(state: CarryState) -> str:
