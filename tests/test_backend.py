@@ -125,6 +125,39 @@ async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
         await engine_b.dispose()
 
 
+async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -> None:
+    """What a summary carries by code travels with it through the backend (the summary
+    message's metadata, `core._kept`): the replica that compacts next carries on from what
+    another replica's compaction carried, without reading it out of the summary's text."""
+    from agentscope_ctx.core._carry_text import CARRY_HEADER
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+    engine_a, engine_b = create_async_engine(url), create_async_engine(url)
+    try:
+        store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
+        store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
+        a, manager_a, model_a = replica(tmp_path, store_a)
+        b, manager_b, model_b = replica(tmp_path, store_b)
+        memory_a, memory_b = manager_a.memory_of(a), manager_b.memory_of(b)
+        await turn(a, model_a, 0, 6, "first half done")
+        await turn(a, model_a, 6, 6, "second half done")
+        assert memory_a.kept is not None and '"scan shards 0..5"' in memory_a.compact_summary
+        await memory_b.refresh()
+        assert memory_b.kept == memory_a.kept
+        shared = memory_a.compact_summary
+        await turn(b, model_b, 12, 6, "third part done")
+        assert memory_b.compact_summary != shared  # b compacted on top of a's summary
+        block = memory_b.compact_summary.rsplit(CARRY_HEADER, 1)[1]
+        assert '"scan shards 0..5"' in block and '"scan shards 6..11"' in block
+        await memory_a.refresh()
+        assert memory_a.kept == memory_b.kept
+    finally:
+        await store_a.close()
+        await store_b.close()
+        await engine_a.dispose()
+        await engine_b.dispose()
+
+
 async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> None:
     shared = InMemoryMemory()
     await shared.add(Msg("user", "earlier question", "user"))

@@ -4,14 +4,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx.core._carry import carried
-from agentscope_ctx.core._carry_text import CARRY_HEADER, split_carry, with_carry
+from agentscope_ctx.core._carry_text import CARRY_HEADER, CarryState
 from agentscope_ctx.core._extractive import extractive_summary
+from agentscope_ctx.core._kept import Kept, compose
+from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._outcome import judge
 from agentscope_ctx.core._truncation import excerpt_with_notice
 from agentscope_ctx.stores._tool_results import ToolResultStore
@@ -97,7 +101,9 @@ def _session(store: ToolResultStore) -> list[Msg]:
 
 def test_carried_block_keeps_words_files_runs_and_errors(tmp_path: Path) -> None:
     store = ToolResultStore(tmp_path, 3)
-    block = carried(_session(store), "", 4_000, read_saved=store.read_saved, internal=store.owns)
+    block, state = carried(
+        _session(store), None, 4_000, read_saved=store.read_saved, internal=store.owns
+    )
     assert block.startswith(CARRY_HEADER)
     assert (
         '"Fix the failing test in src/app.py. Do not modify setup.cfg, do not touch vendor/."'
@@ -110,16 +116,19 @@ def test_carried_block_keeps_words_files_runs_and_errors(tmp_path: Path) -> None
     assert "Newest errors:" in block and "ValueError: bad input" in block
     assert str(store.dir) not in block  # the package's own saved outputs are not artifacts
     # Carried over a later compaction that has nothing of its own, unchanged.
-    assert carried([], block, 4_000) == block
-    # Split back out of a summary, byte for byte.
-    summary = with_carry("## Goal\n- follow the instructions\n", block)
-    assert split_carry(summary) == ("## Goal\n- follow the instructions", block)
+    assert carried([], state, 4_000) == (block, state)
+    # Kept beside the summary as data, and through JSON; the writer's text found again.
+    summary, kept = compose("## Goal\n- follow the instructions\n", block, state, "", [])
+    assert summary == f"## Goal\n- follow the instructions\n\n{block}"
+    assert kept.writer(summary) == "## Goal\n- follow the instructions"
+    assert Kept.from_data(json.loads(json.dumps(kept.to_data()))) == kept
+    assert kept.writer(summary + "\nmore") is None  # not the summary it was rendered into
 
 
 def test_runtime_hints_and_tool_results_are_not_the_users_words() -> None:
     hint = _user("Budget is low: wrap up.")
     reminder = _user("<system-reminder>use the plan</system-reminder>")
-    assert carried([hint, reminder], "", 4_000, hints={hint.id}) == ""
+    assert carried([hint, reminder], None, 4_000, hints={hint.id})[0] == ""
 
 
 def test_older_turns_fold_but_keep_their_constraints() -> None:
@@ -127,18 +136,18 @@ def test_older_turns_fold_but_keep_their_constraints() -> None:
              for i in range(3)]  # fmt: skip
     turns += [_user(f"Step {i}: look at module {i}. " + "detail " * 80, f"2026-12-05 1{i}:00:00")
               for i in range(8)]  # fmt: skip
-    block = carried(turns, "", 1_500)
+    block, _ = carried(turns, None, 1_500)
     assert len(block) <= 1_500
     assert "Step 7: look at module 7." in block  # the newest, verbatim
     assert "- earlier:" in block and '"Never push to main."' in block
 
 
 def test_a_newest_turn_longer_than_the_block_is_clipped_with_a_note() -> None:
-    block = carried([_user("Please " + "x" * 5_000)], "", 600)
+    block, _ = carried([_user("Please " + "x" * 5_000)], None, 600)
     assert len(block) <= 600
     assert "[clipped: 5007 characters in all, in dialog/]" in block
     # on the fleet store the note names where the dialog is there (issue 23)
-    fleet = carried([_user("Please " + "x" * 5_000)], "", 600, dialog="pg-dialog:YYYY-MM-DD")
+    fleet, _ = carried([_user("Please " + "x" * 5_000)], None, 600, dialog="pg-dialog:YYYY-MM-DD")
     assert "[clipped: 5007 characters in all, in pg-dialog:YYYY-MM-DD]" in fleet
 
 
@@ -159,16 +168,14 @@ def test_property_bounded_newest_verbatim_and_stable(
     """Over up to ten compactions: the block stays within its cap, the newest user turn is
     there verbatim whenever it fits on its own, and re-carrying with nothing new changes
     nothing (the prompt prefix is stable between compactions)."""
-    block = ""
+    state = None
     for n, texts in enumerate(rounds):
         msgs = [_user(t, f"2026-12-03 10:{n:02d}:00") for t in texts]
-        block = carried(msgs, block, max_chars)
+        block, state = carried(msgs, state, max_chars)
         assert len(block) <= max_chars
-        assert carried([], block, max_chars) == block
+        assert carried([], state, max_chars) == (block, state)
         newest = [t.strip() for t in texts if t.strip() and not t.strip().startswith("<system-")]
         if newest and len(newest[-1]) < max_chars // 3:
-            import json
-
             assert json.dumps(newest[-1], ensure_ascii=False) in block
 
 
@@ -180,11 +187,81 @@ def test_a_burst_of_turns_costs_one_time_stamp_and_keeps_them_all() -> None:
         _user("second", "2026-12-03 10:00:30.000"),
         _user("third", "2026-12-03 10:05:00.000"),
     ]
-    block = carried(msgs, "", 4_000)
+    block, state = carried(msgs, None, 4_000)
     assert block.count("[2026-12-03 10:00]") == 1 and block.count("[2026-12-03 10:05]") == 1
     assert '- "first"' in block  # under "second", which carries the stamp
-    assert carried([], block, 4_000) == block
-    later = carried([_user("fourth", "2026-12-03 11:00:00.000")], block, 4_000)
+    assert carried([], state, 4_000) == (block, state)
+    later, state = carried([_user("fourth", "2026-12-03 11:00:00.000")], state, 4_000)
     assert later.count("[2026-12-03 10:00]") == 1 and "[2026-12-03 11:00]" in later
-    folded = carried([], later, 230)  # the first stamp read back from the line above
+    folded, _ = carried([], state, 230)  # each turn keeps its own stamp as data
     assert "- earlier: 3 turns, 2026-12-03 10:00 → 2026-12-03 10:05" in folded
+
+
+_long = st.text(st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=6_000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    newest=_long,
+    between=st.lists(_words, max_size=3),
+    max_chars=st.integers(1_200, 6_000),
+    rounds=st.integers(1, 10),
+)
+@example(
+    newest="Here is the handler:\n"
+    + "".join(f'    field_{i:03d} = record.get("key_{i:03d}", "default")\n' for i in range(72)),
+    between=[],
+    max_chars=4_000,
+    rounds=10,
+)
+@example(newest='"\x00\n' * 1_500, between=["x" * 300], max_chars=1_200, rounds=2)
+def test_property_a_long_newest_turn_never_costs_an_older_constraint(
+    newest: str, between: list[str], max_chars: int, rounds: int
+) -> None:
+    """Issue 29 item 9: whatever the newest turn holds (quotes, newlines, control characters:
+    longer as rendered), the block stays within its cap, each line of it whole (every turn a
+    JSON string), the state it keeps survives JSON unchanged and re-carries to the same
+    block, and the older constraint stays, compaction after compaction."""
+    msgs = [_user("Never deploy on Friday.", "2026-12-03 09:00:00")]
+    msgs += [_user(t, "2026-12-03 09:30:00") for t in between]
+    msgs += [_user(newest, "2026-12-03 10:00:00")]
+    block, state = carried(msgs, None, max_chars)
+    for n in range(rounds):
+        assert len(block) <= max_chars
+        assert '"Never deploy on Friday."' in block, block
+        for text in block.split("\n")[2:]:
+            if text.startswith('- "') or text.startswith("- ["):
+                json.loads(text.split("] ", 1)[1] if text.startswith("- [") else text[2:])
+        assert CarryState.from_data(json.loads(json.dumps(state.to_data()))) == state
+        assert carried([], state, max_chars) == (block, state)
+        block, state = carried([_user(f"Go on {n}.", f"2026-12-03 11:{n:02d}:00")], state,
+                               max_chars)  # fmt: skip
+
+
+async def test_damaged_or_foreign_carried_data_carries_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged slot is not guessed at (logged, nothing carried); a summary someone else
+    set carries nothing of the data an older summary had."""
+    block, state = carried([_user("Never deploy on Friday.")], None, 4_000)
+    summary, kept = compose("## Goal\n- ship", block, state, "", [])
+    damaged = kept.to_data()
+    damaged["carry"]["turns"][0][1] = 42
+    with caplog.at_level("WARNING", logger="agentscope_ctx"):
+        assert Kept.from_data(damaged) is None
+        assert Kept.from_data({**kept.to_data(), "version": 99}) is None
+    assert "nothing is carried by code" in caplog.text
+    with pytest.raises(ValueError, match="expected a string"):
+        CarryState.from_data(damaged["carry"])
+
+    memory = ContextMemory(tmp_path)
+    await memory.update_compressed_summary(summary, kept=kept)
+    loaded = ContextMemory(tmp_path)
+    loaded.load_state_dict(json.loads(json.dumps(memory.state_dict())))
+    assert loaded.kept == kept and loaded.compact_summary == summary
+    memory.adopt([], summary)
+    assert memory.kept == kept  # the same summary keeps its data
+    memory.adopt([], "someone else's summary")
+    assert memory.kept is None
+    await memory.update_compressed_summary(summary)  # not by a compaction: nothing carried
+    assert memory.kept is None

@@ -431,19 +431,19 @@ def turn(minute: int, day: int = 2) -> list[Msg]:
 
 
 def test_eviction_index_lists_time_range_user_turns_and_tools() -> None:
-    text = eviction_index(turn(1) + turn(5), "", 1_200)
+    text, entries = eviction_index(turn(1) + turn(5), (), 1_200)
     assert text.splitlines()[0] == EVICTION_HEADER
     entry = text.splitlines()[1]
     assert entry.startswith("- 2026-12-02 10:01 → 10:07 · 6 messages · user: ")
     assert '"Please check the failing build number 1 and…"' in entry
     assert 'tools: run_shell(command="pytest -x tests/test_app.py", cwd="/srv/app") ×2' in entry
-    assert eviction_index(turn(1) + turn(5), "", 1_200) == text  # deterministic
+    assert eviction_index(turn(1) + turn(5), (), 1_200) == (text, entries)  # deterministic
 
 
 def test_eviction_index_stays_bounded_and_folds_the_oldest() -> None:
-    text = ""
+    text, entries = "", []
     for k in range(30):
-        text = eviction_index(turn(k % 50, day=1 + k // 10), text, 600)
+        text, entries = eviction_index(turn(k % 50, day=1 + k // 10), entries, 600)
         assert len(text) <= 600
     lines = text.splitlines()
     assert lines[1].startswith("- earlier: 2026-12-01 10:00 → ")
@@ -453,10 +453,10 @@ def test_eviction_index_stays_bounded_and_folds_the_oldest() -> None:
     assert lines[-1].startswith("- 2026-12-03 10:29 → 10:31 · 3 messages · user: ")
 
 
-def test_eviction_index_keeps_the_previous_text_without_new_times() -> None:
-    before = eviction_index(turn(1), "", 800)
+def test_eviction_index_keeps_the_previous_entries_without_new_times() -> None:
+    before = eviction_index(turn(1), (), 800)
     undated = Msg("user", "no time", "user")
     undated.timestamp = None
-    assert eviction_index([undated], before, 800) == before
-    assert eviction_index([], "", 800) == ""
-    assert len(eviction_index(turn(1), before, 200)) <= 200
+    assert eviction_index([undated], before[1], 800) == before
+    assert eviction_index([], (), 800) == ("", [])
+    assert len(eviction_index(turn(1), before[1], 200)[0]) <= 200

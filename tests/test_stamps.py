@@ -93,7 +93,7 @@ def test_the_eviction_index_has_the_time_range_of_either_line(form: str) -> None
         stamped("please fix the flaky test", FORMS[form](NOW)),
         stamped("done", FORMS[form](NOW + timedelta(minutes=7)), "assistant"),
     ]
-    text = eviction_index(msgs, "", 1_200)
+    text, _ = eviction_index(msgs, (), 1_200)
     assert text.splitlines()[0] == EVICTION_HEADER
     assert text.splitlines()[1].startswith("- 2026-12-03 14:48 → 14:55 · 2 messages · user: ")
 
@@ -101,7 +101,7 @@ def test_the_eviction_index_has_the_time_range_of_either_line(form: str) -> None
 def test_a_runtime_hint_is_not_quoted_as_the_users_words() -> None:
     hint = "<system-reminder>Treat the following as the ground truth at this point"
     msgs = [stamped("please fix the flaky test", NOW.isoformat()), stamped(hint, NOW.isoformat())]
-    entry = eviction_index(msgs, "", 1_200).splitlines()[1]
+    entry = eviction_index(msgs, (), 1_200)[0].splitlines()[1]
     assert entry.endswith('· user: "please fix the flaky test"'), entry
 
 

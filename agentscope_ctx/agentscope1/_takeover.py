@@ -39,6 +39,7 @@ def take_over(
     memory = ContextMemory(working_dir, language=language)
     content = source.content if isinstance(source, (InMemoryMemory, ContextMemory)) else []
     memory.adopt(list(content), getattr(source, "_compressed_summary", "") or "")
+    memory.kept = source.kept if isinstance(source, ContextMemory) else None
     return memory
 
 

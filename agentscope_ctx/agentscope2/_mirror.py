@@ -14,7 +14,8 @@ not be saved (a view), and the messages compacted but not yet saved (hidden), ar
 the messages of each model call (`shown`), exactly as the 1.x memory shows them.
 
 What the core keeps between replies and the state must carry across processes lives in
-`state.middle_context["agentscope_ctx"]`: the summary itself (without the guide) and the
+`state.middle_context["agentscope_ctx"]`: the summary itself (without the guide), what it
+carries by code as data (`core._kept`: never read back out of the summary's text) and the
 calibration. A state whose summary was written by someone else (AgentScope's own
 compression, or before agentscope_ctx was added) keeps it: it becomes the summary.
 """
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from agentscope.message import HintBlock, Msg, TextBlock
 
 from ..core._calibration_state import checked_calibration
+from ..core._kept import KEPT_KEY, Kept
 from ..core._memory import ContextMemory
 from ..core._turns import HINT_MARK
 from ._entries import Entry, Origin, to_blocks, to_entries
@@ -100,6 +102,7 @@ class StateMirror:
         if not isinstance(summary, str):
             summary = _text(state.summary)  # someone else's summary: it stays the summary
         self.memory.adopt([], summary)
+        self.memory.kept = Kept.from_data(data.get(KEPT_KEY))  # none in an older state
         note = data.get("offload_note")
         self.offload_note = note if isinstance(note, str) else ""
         if "calibration" in data:
@@ -163,6 +166,7 @@ class StateMirror:
             "summary": memory.compact_summary,
             "calibration": dict(memory.calibration),
             **({"offload_note": self.offload_note} if self.offload_note else {}),
+            **({KEPT_KEY: memory.kept.to_data()} if memory.kept is not None else {}),
         }
 
     def _push_context(self, state: AgentState) -> None:

@@ -6,17 +6,19 @@ gone. So what must survive is computed from the compacted messages by code and c
 summary to summary, beside whatever the model (or the extractive fallback) wrote:
 
 - **The user's words**: the text of each user turn, verbatim (as a JSON string, so that
-  newlines and quotes survive), newest first. The newest turn is clipped (with a note) only
-  when it alone is longer than the block; older turns that no longer fit fold into one
+  newlines and quotes survive), newest first. Older turns that no longer fit fold into one
   ``earlier`` line that still quotes the constraint sentences they held ("do not ...",
-  "never ...", "must ...").
+  "never ...", "must ..."); the first turn that does not fit whole keeps its head with a
+  note (the newest always), in what that line leaves (`_carry_text.render_block`).
 - **The artifact trail**: files read, edited, written (created) and deleted, from the tools'
   arguments; commands run with their outcome (`_outcome.judge`: from the saved file when the
   output was cut or masked, never "ok" unseen); the newest error lines. The oldest runs fold
   into one line first, then the oldest paths of each kind into a count.
 
-The block's text form (parsed back, rendered within a size) is `_carry_text`. The block is
-a pure function of the previous block and the compacted messages, so it changes
+The block's state and text form are `_carry_text`. The state is kept as data from one
+compaction to the next (`_kept`), never parsed back out of the summary: a model's summary that
+ends in a block-shaped section is the model's text, not the user's words (DESIGN.md §15). The
+block is a pure function of the previous state and the compacted messages, so it changes
 only at compaction and the prompt prefix stays byte-identical in between (DESIGN.md §8)::
 
     Kept by code across compactions (the user's words verbatim; find more with search_history):
@@ -38,7 +40,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from ._carry_text import CarryState, Turn, clip, parse_block, render_block
+from ._carry_text import CarryState, Turn, clip, render_block
 from ._entry import Msg
 from ._extractive import _result_text, msg_text
 from ._outcome import ReadSaved, error_lines, judge
@@ -79,20 +81,21 @@ def user_words(msg: Msg) -> str | None:
 
 def carried(
     msgs: Sequence[Msg],
-    previous: str,
+    previous: CarryState | None,
     max_chars: int,
     *,
     read_saved: ReadSaved | None = None,
     internal: Callable[[str], bool] = lambda path: False,
     hints: Collection[str] = (),
     dialog: str = "dialog/",
-) -> str:
-    """The carried block after compacting `msgs` away, given the `previous` block ("" at the
-    first compaction); at most `max_chars` characters. The same inputs give the same text.
+) -> tuple[str, CarryState]:
+    """The carried block after compacting `msgs` away, given the `previous` state (`None` at
+    the first compaction), at most `max_chars` characters, and the state it shows (the next
+    compaction's `previous`). The same inputs give the same text.
 
     Args:
         msgs: The compacted messages, oldest first.
-        previous: The block the summary carried until now.
+        previous: The state the summary carried until now (not changed).
         max_chars: Upper bound of the block's length.
         read_saved: Reads a cut or masked output back from its saved file (see `_outcome`).
         internal: Whether a path is the package's own (a saved output read on with
@@ -100,7 +103,7 @@ def carried(
         hints: Ids of the messages the memory marks as runtime hints (not the user's words).
         dialog: Where a clipped turn's whole text is (the fleet store: its day refs).
     """
-    state = parse_block(previous)
+    state = CarryState.from_data(previous.to_data()) if previous is not None else CarryState()
     _add(state, [m for m in msgs if m.id not in hints], read_saved, internal)
     return render_block(state, max_chars, dialog)
 

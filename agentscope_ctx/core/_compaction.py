@@ -40,13 +40,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ._accountant import Accountant
 from ._calibration import CacheStats
 from ._carry import carried
-from ._carry_text import split_carry, with_carry
+from ._carry_text import with_carry
 from ._config import ContextConfig
 from ._entry import Msg
 from ._errors import PersistenceError
-from ._eviction import eviction_index, split_summary, with_index
+from ._eviction import IndexEntry, eviction_index, with_index
 from ._extractive import _result_text
 from ._failures import FailureLog
+from ._kept import compose
 from ._outcome import ReadSaved, judge_ahead
 from ._pins import protected
 from ._prefix import LastPrompt, Prefix, PromptKeeper
@@ -199,14 +200,21 @@ class Compaction:
             )
         if not older:
             return CompactionOutcome(note="nothing to compact: the newest messages form one unit")
-        previous, previous_index = split_summary(self.memory.compact_summary)
-        previous, previous_carry = split_carry(previous)
+        # What code carried is data beside the summary, never read back out of its text
+        # (DESIGN.md §15); a summary without it is all the writer's (`_kept`).
+        previous = self.memory.compact_summary
+        kept = self.memory.kept
+        writer = kept.writer(previous) if kept is not None else None
+        if kept is not None and writer is not None:
+            previous, previous_carry, previous_index = writer, kept.carry, kept.index
+        else:
+            previous_carry, previous_index = None, ()
         carry_chars = min(self.config.compactor.carry_max_chars, calibration.budget * 7 // 20)
         if self.read_saved is not None:  # how cut runs ended, read off the event loop
             blocks = [b for m in older for b in m.get_content_blocks("tool_result")]
             texts = [_result_text(b.get("output")) for b in blocks]
             await asyncio.to_thread(judge_ahead, texts, self.read_saved)
-        carry = carried(
+        carry, carry_state = carried(
             older,
             previous_carry,
             max(carry_chars, 400),
@@ -215,13 +223,13 @@ class Compaction:
             hints={m.id for m, marks in self.memory.content if HINT_MARK in marks},
             dialog=self.memory.dialog_days or "dialog/",
         )
-        index = ""
+        index, entries = "", list[IndexEntry]()
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)
             # at most a tenth of the budget (at ~3.5 characters a token), like the carried block
             index_chars = min(
                 self.config.recall.eviction_index_max_chars, max(calibration.budget * 7 // 20, 200)
             )
-            index = eviction_index(older, previous_index, index_chars)
+            index, entries = eviction_index(older, previous_index, index_chars)
         # No-grow rule: what leaves (the older messages shown, the summary shown now) against
         # what would come instead (a summary message, at least its guide and the index).
         hidden = self.memory.hidden
@@ -249,7 +257,7 @@ class Compaction:
             previous, older, extra_instruction=extra_instruction, **more
         )
         del prefix, more
-        summary = with_index(with_carry(result.summary, carry), index)
+        summary, kept = compose(result.summary, carry, carry_state, index, entries)
         new = await self._summary_tokens(summary)
         if everything and least is not None:
             new = min(new, least)
@@ -274,7 +282,7 @@ class Compaction:
         self.failures.recovered("dialog")
         self.prompts.drop()  # it shows what leaves now: no request can start with it
         await self.memory.delete([m.id for m in older])
-        await self.memory.update_compressed_summary(summary)
+        await self.memory.update_compressed_summary(summary, kept=kept)
         # Whether it helped is judged on the messages it had: what arrived meanwhile (the
         # outputs of parallel tool calls, added while the compactor ran) is not its doing.
         arrived = await self._arrived_tokens({m.id for m in msgs})

@@ -3,9 +3,11 @@
 It goes with the summary so that the agent knows what exists to `search_history` for: one
 line per compaction with its time range, message count, the first words of the user's turns
 and the tools called with their key arguments. When the list outgrows its cap, the oldest
-lines fold into one ``earlier`` line (time range and count only). It is a pure function of
-the compacted messages and the previous text, so it changes only at compaction and the prompt
-prefix stays byte-identical in between (DESIGN.md §8)::
+lines fold into one ``earlier`` line (time range and count only). Its entries are kept as
+data from one compaction to the next (`IndexEntry`, saved by `_kept`), never parsed back out
+of the summary's text, which a model wrote a part of (DESIGN.md §15). It is a pure function of
+the compacted messages and the previous entries, so it changes only at compaction and the
+prompt prefix stays byte-identical in between (DESIGN.md §8)::
 
     Compacted away (find details with search_history):
     - earlier: 2026-12-01 09:00 → 2026-12-02 09:41 · 212 messages
@@ -15,28 +17,27 @@ prefix stays byte-identical in between (DESIGN.md §8)::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ._entry import Msg
 from ._extractive import msg_text
 from ._search_text import SEARCH_TOOL, key_args
 from ._stamps import local_stamp
 
-__all__ = ["EVICTION_HEADER", "eviction_index", "split_summary", "with_index"]
+__all__ = ["EVICTION_HEADER", "IndexEntry", "eviction_index", "with_index"]
 
 EVICTION_HEADER = "Compacted away (find details with search_history):"
 _WORDS = 8
 _QUOTE_CHARS = 60
-_ENTRY = re.compile(
-    r"- (?P<earlier>earlier: )?(?P<start>\d{4}-\d{2}-\d{2} \d{2}:\d{2}) → "
-    r"(?P<end>(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}) · (?P<n>\d+) messages(?P<rest>.*)"
-)
 
 
-@dataclass
-class _Entry:
+@dataclass(frozen=True)
+class IndexEntry:
+    """One line of the index: a compaction's time range, message count, and what was said
+    and called (`rest`, rendered text of ours); or an ``earlier`` fold of older ones."""
+
     start: str
     end: str
     """Full ``YYYY-MM-DD HH:MM``."""
@@ -49,17 +50,20 @@ class _Entry:
         head = "- earlier: " if self.earlier else "- "
         return f"{head}{self.start} → {end} · {self.n} messages{'' if self.earlier else self.rest}"
 
+    def to_data(self) -> list[Any]:
+        """The entry as JSON-able data (`from_data` reads it back)."""
+        return [self.start, self.end, self.n, self.rest, self.earlier]
 
-def _parse(previous: str) -> list[_Entry]:
-    entries: list[_Entry] = []
-    for line in previous.splitlines():
-        match = _ENTRY.fullmatch(line.strip())
-        if match is None:
-            continue
-        end = match["end"] if len(match["end"]) > 5 else f"{match['start'][:10]} {match['end']}"
-        entry = _Entry(match["start"], end, int(match["n"]), match["rest"], bool(match["earlier"]))
-        entries.append(entry)
-    return entries
+    @classmethod
+    def from_data(cls, data: object) -> IndexEntry:
+        """The entry `to_data` wrote; ValueError on anything else."""
+        if not (isinstance(data, (list, tuple)) and len(data) == 5):
+            raise ValueError(f"eviction index entry: expected 5 items, got {data!r:.80}")
+        start, end, n, rest, earlier = data
+        if not (all(isinstance(v, str) for v in (start, end, rest)) and isinstance(earlier, bool)
+                and isinstance(n, int) and not isinstance(n, bool) and n >= 0):  # fmt: skip
+            raise ValueError(f"eviction index entry: invalid {data!r:.80}")
+        return cls(start, end, n, rest, earlier)
 
 
 def _minute(msg: Msg) -> str | None:
@@ -119,30 +123,33 @@ def _items(label: str, items: list[str], sep: str, budget: int) -> str:
     return text
 
 
-def _new_entry(msgs: Sequence[Msg], budget: int) -> _Entry | None:
+def _new_entry(msgs: Sequence[Msg], budget: int) -> IndexEntry | None:
     minutes = sorted(m for m in map(_minute, msgs) if m is not None)
     if not msgs or not minutes:
         return None
     quotes = [q for q in map(_first_words, msgs) if q is not None]
     users = _items("user", quotes, "; ", budget // 2)
     tools = _items("tools", _tools(msgs), ", ", budget - len(users))
-    return _Entry(minutes[0], minutes[-1], len(msgs), users + tools)
+    return IndexEntry(minutes[0], minutes[-1], len(msgs), users + tools)
 
 
-def eviction_index(msgs: Sequence[Msg], previous: str, max_chars: int) -> str:
-    """The eviction index after compacting `msgs` away, given the `previous` one ("" at the
-    first compaction); at most `max_chars` characters. The same inputs give the same text.
+def eviction_index(
+    msgs: Sequence[Msg], previous: Sequence[IndexEntry], max_chars: int
+) -> tuple[str, list[IndexEntry]]:
+    """The eviction index after compacting `msgs` away, given the `previous` entries (none at
+    the first compaction): its text, at most `max_chars` characters, and its entries (the
+    next compaction's `previous`). The same inputs give the same text.
 
     Messages without a timestamp count in no time range; when none of `msgs` has one, the
     previous index is returned as it was (re-rendered).
     """
-    entries = _parse(previous)
+    entries = list(previous)
     entry_budget = max(max_chars // 3, 120)
     new = _new_entry(msgs, entry_budget)
     if new is not None:
         entries.append(new)
     if not entries:
-        return ""
+        return "", []
     while _length(entries) > max_chars:
         if len(entries) >= 3:  # fold the two oldest; the newest stays whole
             entries = [_fold(entries[0], entries[1]), *entries[2:]]
@@ -151,15 +158,7 @@ def eviction_index(msgs: Sequence[Msg], previous: str, max_chars: int) -> str:
         else:
             break
     text = "\n".join([EVICTION_HEADER, *(entry.render() for entry in entries)])
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
-
-
-def split_summary(summary: str) -> tuple[str, str]:
-    """A stored summary as (the compactor's summary, the eviction index after it)."""
-    body, sep, index = summary.rpartition(f"\n\n{EVICTION_HEADER}\n")
-    if not sep:
-        return summary, ""
-    return body, EVICTION_HEADER + "\n" + index
+    return (text if len(text) <= max_chars else text[: max_chars - 1] + "…"), entries
 
 
 def with_index(summary: str, index: str) -> str:
@@ -167,13 +166,13 @@ def with_index(summary: str, index: str) -> str:
     return f"{summary}\n\n{index}" if index else summary
 
 
-def _fold(first: _Entry, second: _Entry | None = None) -> _Entry:
+def _fold(first: IndexEntry, second: IndexEntry | None = None) -> IndexEntry:
     """One ``earlier`` entry covering `first` (and `second`)."""
     both = [first] if second is None else [first, second]
-    return _Entry(
+    return IndexEntry(
         min(e.start for e in both), max(e.end for e in both), sum(e.n for e in both), "", True
     )
 
 
-def _length(entries: list[_Entry]) -> int:
+def _length(entries: list[IndexEntry]) -> int:
     return len(EVICTION_HEADER) + sum(1 + len(entry.render()) for entry in entries)

@@ -11,6 +11,7 @@ import shortuuid
 from ._calibration_state import checked_calibration
 from ._entry import Msg
 from ._failures import FailureLog
+from ._kept import KEPT_KEY, Kept
 from ._memory_backend import (
     SUMMARY_MARK,
     SUMMARY_MSG_NAME,
@@ -73,6 +74,9 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
         set by the manager."""
         self.calibration: dict[str, float] = {}
         """Per-model ratio of provider-reported to estimated prompt tokens."""
+        self.kept: Kept | None = None
+        """What the summary carries by code (the carried block's state, the eviction index's
+        entries), as data: the next compaction starts from it (`_kept`)."""
         self.revision = 0
         self.views: dict[str, Msg] = {}
         """What the model is shown instead of a message, by id: a cut copy of an output that
@@ -101,10 +105,12 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
         """The current summary of the messages that left the context ("" if none)."""
         return self._compressed_summary
 
-    async def update_compressed_summary(self, summary: str) -> None:
-        """Set the summary ("": none). With a backend it is written through; a failed write
-        is logged and retried (see the class), never raised."""
+    async def update_compressed_summary(self, summary: str, *, kept: Kept | None = None) -> None:
+        """Set the summary ("": none) and what it carries by code (`kept`: none for a summary
+        written by anyone but the compaction). With a backend it is written through; a
+        failed write is logged and retried (see the class), never raised."""
         self._compressed_summary = summary
+        self.kept = kept
         self.hidden.clear()
         self.pending_summary = None
         self.revision += 1
@@ -127,7 +133,7 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
         if self.backend is None:
             return False
         await self._sync_backend()
-        shared, summary = await read(self.backend)
+        shared, summary, kept = await read(self.backend)
         shared_marks = await read_marks(self.backend)
         local = {msg.id: (msg, marks) for msg, marks in self.content}
         content = [local.get(msg.id, (msg, shared_marks.get(msg.id, []))) for msg in shared]
@@ -137,6 +143,8 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
             summary != self._compressed_summary
         )
         if changed:
+            if summary != self._compressed_summary:
+                self.kept = Kept.from_data(kept)
             self.content = content
             self._compressed_summary = summary
             self.revision += 1
@@ -155,7 +163,10 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
         if self._unwritten_summary is None:
             return
         try:
-            await write_summary(self.backend, self._unwritten_summary)
+            kept = self.kept if self._unwritten_summary == self._compressed_summary else None
+            await write_summary(
+                self.backend, self._unwritten_summary, None if kept is None else kept.to_data()
+            )
         except Exception as exc:
             self.failures.failed(
                 "the backend",
@@ -168,7 +179,10 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
 
     def adopt(self, content: list[tuple[Msg, list[str]]], summary: str) -> None:
         """Take over the messages (with their marks) and the summary of the memory this one
-        replaces (`ContextManager.attach`)."""
+        replaces (`ContextManager.attach`). What the summary carried by code stays only when
+        the summary does (the caller sets `kept` otherwise)."""
+        if summary != self._compressed_summary:
+            self.kept = None
         self.content = [(msg, list(marks)) for msg, marks in content]
         self._compressed_summary = summary
         self.revision += 1
@@ -306,14 +320,19 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
             state["content"] = [[msg.to_dict(), list(marks)] for msg, marks in self.content]
         if self.calibration:
             state["calibration"] = dict(self.calibration)
+        if self.kept is not None:
+            state[KEPT_KEY] = self.kept.to_data()
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Load a state. Without a backend, `strict` requires its messages (`content`); with
-        one, they are optional, and are written to the backend as the class says."""
+        one, they are optional, and are written to the backend as the class says. A state
+        without what its summary carried by code as data (saved by an older version) carries
+        nothing by code: its whole summary is the writer's (see `_kept`)."""
         if strict and self.backend is None and "content" not in state_dict:
             raise KeyError("the state_dict of a ContextMemory needs a 'content' key")
         self._compressed_summary = state_dict.get("_compressed_summary", "")
+        self.kept = Kept.from_data(state_dict.get(KEPT_KEY))
         content: list[tuple[Msg, list[str]]] = []
         for item in state_dict.get("content", []):
             if isinstance(item, dict):  # an InMemoryMemory state of an older version

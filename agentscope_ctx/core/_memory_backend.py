@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._entry import Msg
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agentscope.memory import MemoryBase
 
 __all__ = [
+    "KEPT_METADATA",
     "SHARED_MARKS",
     "SUMMARY_MARK",
     "SUMMARY_MSG_NAME",
@@ -35,11 +36,20 @@ SUMMARY_MARK = "agentscope_ctx.summary"
 """Mark of the message that carries the summary in a backend."""
 
 
-async def read(backend: MemoryBase) -> tuple[list[Msg], str]:
-    """The backend's messages (the summary left out) and its summary ("" if none)."""
+KEPT_METADATA = "agentscope_ctx.carried"
+"""Key, in the summary message's metadata, of what the summary carries by code (`_kept`)."""
+
+
+async def read(backend: MemoryBase) -> tuple[list[Msg], str, object]:
+    """The backend's messages (the summary left out), its summary ("" if none) and what the
+    summary carries by code as data (`None` if nothing: `Kept.from_data` reads it)."""
     messages = await backend.get_memory(exclude_mark=SUMMARY_MARK, prepend_summary=False)
     summaries = await backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
-    return messages, (summaries[-1].get_text_content() or "") if summaries else ""
+    if not summaries:
+        return messages, "", None
+    metadata = summaries[-1].metadata
+    kept = metadata.get(KEPT_METADATA) if isinstance(metadata, dict) else None
+    return messages, summaries[-1].get_text_content() or "", kept
 
 
 SHARED_MARKS = ("hint",)
@@ -58,8 +68,9 @@ async def read_marks(backend: MemoryBase) -> dict[str, list[str]]:
     return marks
 
 
-async def write_summary(backend: MemoryBase, summary: str) -> None:
-    """Make `summary` the backend's summary ("": none): the new one first, then the old ones
+async def write_summary(backend: MemoryBase, summary: str, kept: object = None) -> None:
+    """Make `summary` the backend's summary ("": none), with what it carries by code (`kept`,
+    `Kept.to_data()`, kept in the message's metadata): the new one first, then the old ones
     removed.
 
     Raises:
@@ -69,7 +80,9 @@ async def write_summary(backend: MemoryBase, summary: str) -> None:
     """
     old = await backend.get_memory(mark=SUMMARY_MARK, prepend_summary=False)
     if summary:
-        await backend.add(Msg(SUMMARY_MSG_NAME, summary, "user"), marks=SUMMARY_MARK)
+        metadata: dict[str, Any] | None = {KEPT_METADATA: kept} if kept is not None else None
+        msg = Msg(SUMMARY_MSG_NAME, summary, "user", metadata=metadata)
+        await backend.add(msg, marks=SUMMARY_MARK)
     if not old:
         return
     try:
