@@ -59,7 +59,13 @@ def _main(argv: Sequence[str] | None) -> int:
     if extra:  # reported by the command, with its usage (not the top-level one)
         return _usage(command, f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "days", None) is not None and args.days < 1:
-        return _fail(f"--days must be >= 1, got {args.days}", 2)
+        return _usage(command, f"--days must be >= 1, got {args.days}")
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command: its errors become one line on stderr and an exit code."""
+    command: argparse.ArgumentParser = args.command_parser
     try:
         code: int = args.func(args)
         return code
@@ -76,7 +82,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except Exception as exc:  # no traceback for users; one line says what broke
-        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1)
+        from ..core._unreachable import unreachable
+
+        return _fail(unreachable(exc) or f"unexpected {type(exc).__name__}: {exc}", 1)
 
 
 def _usage(command: argparse.ArgumentParser, message: str) -> int:
