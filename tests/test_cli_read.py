@@ -177,3 +177,12 @@ def test_i31_help_speaks_of_the_installed_line(
     else:
         assert "ReActAgent" not in out
         assert ("its Agent" if argv == ["--help"] else "a real Agent") in out, out
+
+
+def test_i31_the_agent_config_speaks_of_the_default_line() -> None:
+    """`configs/agent.yaml` began "A ReActAgent with ...", which 2.x (the default) does not
+    build."""
+    root = Path(__file__).resolve().parent.parent
+    head = (root / "configs" / "agent.yaml").read_text(encoding="utf-8").split("\n\n", 1)[0]
+    assert not head.startswith("# A ReActAgent")
+    assert "2.x, the default: an\n# `Agent`" in head and "1.x: a `ReActAgent`" in head
