@@ -156,6 +156,10 @@ def test_i11_16_inspect_after_demo_finds_the_demo_dir(
     out = capsys.readouterr().out
     first = tmp_path / "agentscope_ctx_demo"
     assert f"working dir: {first}" in out and (first / "report.svg").exists()
+    # the report is in the demo folder too, not on stdout only (issue 31 item 6)
+    text = (first / "report.txt").read_text(encoding="utf-8")
+    assert text.startswith("=== report: demo 'logs' ===") and text in out
+    assert re.search(rf"this report +{re.escape(str(first / 'report.txt'))}\n", text), text
     assert main(["inspect"]) == 0
     out = capsys.readouterr().out
     assert f"working dir: {first}" in out and "dialog/:" in out
