@@ -222,7 +222,10 @@ class Services:
                 "cache_reuse": pipeline.cache.reuse,
                 "counter": self.counter.backend,
             }
-            await asyncio.to_thread(write_usage, self.working_dir, agent_name, fields)
+            session = self.config.recall.session
+            await asyncio.to_thread(
+                write_usage, self.working_dir, agent_name, fields, session=session
+            )
         except Exception:
             logger.exception("agentscope_ctx: could not note the reply's usage")
 
