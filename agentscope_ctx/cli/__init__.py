@@ -1,19 +1,24 @@
-"""`agentscope-ctx`: run the demos and look after a working directory from the shell.
+"""`agentscope-ctx`: run the demos, look after a working directory, and follow what left a
+context, from the shell (docs/cli.md).
 
 Commands::
 
+    agentscope-ctx --version
     agentscope-ctx demo [NAME] [--config FILE] [--model-config FILE] [--working-dir DIR]
-    agentscope-ctx inspect [WORKING_DIR]
+    agentscope-ctx inspect [WORKING_DIR] [--config FILE] [--json]
     agentscope-ctx config
-    agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
-    agentscope-ctx consolidate [WORKING_DIR] [--days N]
-    agentscope-ctx search [WORKING_DIR] QUERY [--agent NAME] [--role ROLE] [--tool NAME]
-                          [--since TIME] [--until TIME] [--session ID] [--limit N]
+    agentscope-ctx gc [WORKING_DIR] [--config FILE] [--retention-days DAYS]
+    agentscope-ctx consolidate [WORKING_DIR] [--config FILE] [--days N]
+    agentscope-ctx search [WORKING_DIR] QUERY [--config FILE] [--agent NAME] [--role ROLE]
+                          [--tool NAME] [--since TIME] [--until TIME] [--session ID]
+                          [--limit N] [--json]
+    agentscope-ctx read [WORKING_DIR] REF [--start-line N] [--line-offset C] [--config FILE]
 
-Exit codes: 0 ok, 1 runtime failure (missing or corrupt working dir, I/O error, failed
-demo), 2 usage error (bad arguments, invalid config), 141 when the reader of the output went
-away (``| head``: stop quietly, as ``cat`` does). A runtime error is one line on stderr; a
-usage error is the command's usage and one line saying what is wrong.
+Exit codes: 0 ok, 1 runtime failure (a working dir that holds no state or is corrupt, an I/O
+error, a failed demo, an unreachable model server: named by its URL), 2 usage error (bad
+arguments, a WORKING_DIR that is no directory, an invalid config), 141 when the reader of the
+output went away (``| head``: stop quietly, as ``cat`` does). A runtime error is one line on
+stderr; a usage error is the command's usage and one line saying what is wrong.
 """
 
 from __future__ import annotations
