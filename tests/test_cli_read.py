@@ -186,3 +186,17 @@ def test_i31_the_agent_config_speaks_of_the_default_line() -> None:
     head = (root / "configs" / "agent.yaml").read_text(encoding="utf-8").split("\n\n", 1)[0]
     assert not head.startswith("# A ReActAgent")
     assert "2.x, the default: an\n# `Agent`" in head and "1.x: a `ReActAgent`" in head
+
+
+def test_i31_read_a_relative_ref_in_a_working_dir(
+    working_dir: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`read WORKING_DIR tool_result/NAME`: a relative ref is looked up in the working dir
+    (then here), as the agent's read_file looks it up in its roots."""
+    wd, saved = working_dir
+    monkeypatch.chdir(tmp_path)
+    ref = f"tool_result/{saved.name}"
+    code, out, err = _run(["read", str(wd), ref, "--start-line", "399"])
+    assert (code, out, err) == (0, "line 399\n", "")
+    code, out, err = _run(["read", ref])  # not here, not in ~/.agentscope_ctx
+    assert code == 1 and out == "" and "does not exist" in err

@@ -117,11 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = sub.add_parser(
         "search",
+        usage="agentscope-ctx search [-h] [--config FILE] [--agent NAME] [--role ROLE] "
+        "[--tool NAME] [--since TIME] [--until TIME] [--session ID] [--limit N] [--json] "
+        "[WORKING_DIR] QUERY",
         help="search the history of a working dir (what agents see with search_history)",
         description="Full-text search over dialog/, tool_result/ and memory/ of a working dir, "
-        "ranked by relevance (BM25), newest first on ties; the same hits, in the same form, as "
-        "the agents' search_history tool. Words must all match (else any); a quoted phrase "
-        "matches exactly; word* matches a prefix. Each hit says how to read on with read_file.",
+        "ranked by relevance (BM25), newest first on ties; the same hits as the agents' "
+        "search_history tool. Words must all match (else any); a quoted phrase "
+        "matches exactly; word* matches a prefix. Each hit gives the agentscope-ctx read command "
+        "that reads on (an agent reads on with read_file).",
     )
     search.add_argument(
         "words",
