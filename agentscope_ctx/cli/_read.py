@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from ._common import DEFAULT_WORKING_DIR, CliError, UsageError, _load_config
 
 if TYPE_CHECKING:
     from ..core._config import ContextConfig
+    from ..recall._read_file import FileReader
 
 __all__ = ["read_command"]
 
@@ -32,11 +34,13 @@ def read_command(ref: str, at: Position, config_path: str | None = None) -> str:
     return shlex.join(words)
 
 
-def _reader(ref: str, where: str | None, config: ContextConfig | None) -> object:
-    """A `FileReader` for a person: the working dir and the current directory, the working
-    dir's ``tool_result/`` (saved outputs), the folder of a file named by its path (the
-    operator may read what they name, as with ``cat``), and the fleet store's refs when the
-    config names one."""
+def _reader(
+    ref: str, where: str | None, config: ContextConfig | None
+) -> tuple[FileReader, Callable[[], None]]:
+    """A `FileReader` for a person, and what closes it: the working dir and the current
+    directory, the working dir's ``tool_result/`` (saved outputs), the folder of a file named
+    by its path (the operator may read what they name, as with ``cat``), and the fleet store's
+    refs when the config names one."""
     from ..core._config import ContextConfig
     from ..recall._read_file import FileReader
     from ..stores._tool_results import ToolResultPolicy
@@ -55,7 +59,7 @@ def _reader(ref: str, where: str | None, config: ContextConfig | None) -> object
     named = Path(ref).expanduser()
     if named.is_absolute() and not ref.startswith(STORE_PREFIXES):
         roots.append(named.parent)
-    sources = None
+    sources, close = None, lambda: None
     if ref.startswith(STORE_PREFIXES):
         if settings.store.kind != "postgres":
             raise UsageError(
@@ -64,17 +68,19 @@ def _reader(ref: str, where: str | None, config: ContextConfig | None) -> object
             )
         from ..stores.factory import open_backend
 
-        sources = open_backend(settings).source
-    return FileReader(
+        backend = open_backend(settings)
+        sources, close = backend.source, backend.close
+    reader = FileReader(
         roots,
         ToolResultPolicy(settings.tool_result),
         store_dir=working_dir / "tool_result",
         sources=sources,
     )
+    return reader, close
 
 
 def _cmd_read(args: argparse.Namespace) -> int:
-    from ..recall._read_file import FileReader, ReadFileError
+    from ..recall._read_file import ReadFileError
 
     refs = list(args.refs)
     if len(refs) > 2:
@@ -84,12 +90,13 @@ def _cmd_read(args: argparse.Namespace) -> int:
     if not ref.strip():
         raise UsageError("REF is empty")
     config = _load_config(args.config)
-    reader = _reader(ref, where, config)
-    assert isinstance(reader, FileReader)
+    reader, close = _reader(ref, where, config)
     try:
         text = reader.read_now(ref, args.start_line, args.line_offset)
     except ReadFileError as exc:
         raise CliError(str(exc)) from None
+    finally:
+        close()
     parsed = parse_notice(text)
     if parsed is None:  # the rest of the file (or a short message about it)
         _show(text)
