@@ -50,7 +50,8 @@ async def main(path: str) -> None:
         while line := await asyncio.to_thread(read_line):
             if line.startswith("/compact"):
                 report = await manager.compact(agent, line.removeprefix("/compact").strip())
-                print(f"compacted {report.compacted} messages")
+                why = f" ({report.note})" if report.note else ""  # e.g. nothing older to compact
+                print(f"compacted {report.compacted} messages{why}")
             elif line == "/usage":
                 usage = await manager.context_usage(agent)
                 print(f"{usage.total} of {usage.max_input_tokens} tokens ({usage.ratio:.0%})")

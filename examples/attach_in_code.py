@@ -48,7 +48,8 @@ async def main() -> None:
         )
         print(f"assistant: {reply.get_text_content()}")
         report = await manager.compact(agent, extra_instruction="keep the file names")
-        print(f"compacted {report.compacted} messages")
+        why = f" ({report.note})" if report.note else ""  # e.g. nothing older to compact
+        print(f"compacted {report.compacted} messages{why}")
         print(await manager.context_usage(agent))
     finally:
         await manager.close()

@@ -49,7 +49,8 @@ async def main() -> None:
     try:
         await agent(Msg("user", "Which files in this directory mention TODO?", "user"))
         report = await manager.compact(agent, extra_instruction="keep the file names")
-        print(f"compacted {report.compacted} messages")
+        why = f" ({report.note})" if report.note else ""  # e.g. nothing older to compact
+        print(f"compacted {report.compacted} messages{why}")
         print(await manager.context_usage(agent))
     finally:
         await manager.close()

@@ -422,3 +422,53 @@ def test_i20_5_a_working_dir_that_cannot_be_a_directory_is_refused(tmp_path: Pat
         config.working_dir = a_file
     assert config.working_dir == tmp_path
     assert ContextConfig(working_dir=tmp_path / "new" / "deeper").working_dir.parent.name == "new"
+
+
+# -- issue 31: a mistyped field gets a "did you mean" ------------------------------------------
+
+
+def _set_later(field: str, value: object) -> Callable[[], object]:
+    def run() -> object:
+        config = ContextConfig()
+        section, _, name = field.rpartition(".")
+        setattr(getattr(config, section) if section else config, name, value)
+        return config
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ContextConfig(max_input_token=9000), "did you mean 'max_input_tokens'?"),
+        (
+            lambda: ContextConfig(tool_result={"recent_max_byte": 9000}),
+            "'tool_result.recent_max_byte'; did you mean 'tool_result.recent_max_bytes'?",
+        ),
+        (
+            lambda: ContextConfig.model_validate({"compactr": {}}),
+            "'compactr'; did you mean 'compactor'?",
+        ),
+        (lambda: ToolResultConfig(recentn=3), "'recentn'; did you mean 'recent_n'?"),
+        (_set_later("keep_recent_ration", 0.2), "did you mean 'keep_recent_ratio'?"),
+        (_set_later("tool_result.retention_day", 2), "did you mean 'retention_days'?"),
+    ],
+)
+def test_i31_a_mistyped_field_gets_a_suggestion(build: Callable[[], object], message: str) -> None:
+    with pytest.raises(ConfigError, match="unknown config field") as caught:
+        build()
+    assert str(caught.value).endswith(message), caught.value
+
+
+def test_i31_suggestions_in_yaml_and_none_when_nothing_is_close(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("context:\n  store:\n    kindd: postgres\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        ContextConfig.from_yaml(path)
+    assert str(caught.value) == (
+        "unknown config field 'context.store.kindd'; did you mean 'context.store.kind'?"
+    )
+    assert caught.value.field == "context.store.kindd"
+    with pytest.raises(ConfigError) as caught:
+        ContextConfig(zzz=1)
+    assert str(caught.value) == "unknown config field 'zzz'"

@@ -296,3 +296,30 @@ async def test_eviction_index_goes_with_the_summary_not_to_the_compactor(tmp_pat
     assert "please list directory number 0" in index or "earlier:" in index
     assert 'shell(cmd="ls' in index
     assert len(index) <= 1_200
+
+
+# -- issue 31 item 5: a compaction that moves nothing says why ---------------------------------
+
+
+async def test_i31_a_compaction_that_moves_nothing_says_why(tmp_path: Path) -> None:
+    """Before: one user turn compacted on demand reported "compacted 0 messages" with the note
+    "the newest messages form one unit", which was not the reason."""
+    pipe, memory, compactor = pipeline(tmp_path, max_input_tokens=1_000_000)
+    agent = Agent()
+    report = await run(pipe, agent, force=True)
+    assert (report.compacted, report.note) == (
+        0,
+        "nothing to compact: the context holds no messages",
+    )
+    question = Msg("user", "which files mention TODO?", "user")
+    await memory.add([question, *turn(1), Msg("bot", "notes.txt", "assistant")])
+    report = await run(pipe, agent, force=True)  # one turn: a question and its answer
+    assert report.compacted == 0 and compactor.calls == []
+    assert report.note == (
+        "nothing to compact: of the 1 older message(s), 1 belong to the current user turn, "
+        "which never leaves the prompt"
+    )
+    await memory.add([Msg("user", "and README?", "user")])  # a new turn: the first may go
+    report = await run(pipe, agent, force=True)  # (its question alone: a summary costs more)
+    assert report.compacted == 0
+    assert str(report.note).startswith("not made: it would not make the prompt smaller")

@@ -25,7 +25,9 @@ from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.cli._read import read_command
 from agentscope_ctx.core._eviction import EVICTION_HEADER
+from agentscope_ctx.core._truncation import Position
 from agentscope_ctx.recall._recall import eviction_index
 from tests.fakes import FakeChatModel, text, tool_call
 
@@ -347,6 +349,19 @@ async def test_recall_can_be_turned_off(tmp_path: Path) -> None:
 # -- the command ----------------------------------------------------------------------------
 
 
+def _as_the_cli_says(answer: str) -> str:
+    """A `search_history` answer of agent "operator" as `agentscope-ctx search --agent
+    operator` says it (issue 31: a person cannot run a `read_file` call)."""
+
+    def command(match: re.Match[str]) -> str:
+        at = Position(int(match[2]), int(match[3] or 0))
+        return "read on: " + read_command(match[1], at)
+
+    answer = answer.replace("in your history", "in the history of agent 'operator'", 1)
+    pointer = r"read on: read_file file_path=(\S+) start_line=(\d+)(?: line_offset=(\d+))?"
+    return re.sub(pointer, command, answer)
+
+
 async def test_the_search_command_shows_what_the_tool_shows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -364,7 +379,8 @@ async def test_the_search_command_shows_what_the_tool_shows(
         )
         capsys.readouterr()
         assert cli_main(["search", str(tmp_path), fact(k)[1], "--agent", "operator"]) == 0
-        assert capsys.readouterr().out.strip() == found.strip()
+        # the same hits; the CLI names whose history, and reads on with a shell command
+        assert capsys.readouterr().out.strip() == _as_the_cli_says(found).strip()
         assert fact(k)[2] in found
     assert cli_main(["search", "--role", "user", str(tmp_path), fact(41)[1]]) == 0
     out = capsys.readouterr().out
@@ -385,8 +401,9 @@ def test_the_search_command_reports_bad_input_in_one_line(
 ) -> None:
     (tmp_path / "dialog").mkdir()
     assert cli_main(["search", *options, str(tmp_path), "x"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("agentscope-ctx: error: ") and message in err and "\n" not in err
+    lines = capsys.readouterr().err.strip().splitlines()  # a usage error, as every command's
+    assert lines[0].startswith("usage: agentscope-ctx search ")
+    assert lines[-1].startswith("agentscope-ctx search: error: ") and message in lines[-1]
 
 
 def test_the_search_command_needs_a_working_dir(

@@ -226,9 +226,11 @@ class ContextManager(Services):
         self.pin_message(binding.pipeline, binding.memory, msg_id, pinned)
 
     async def context_usage(self, agent: Any) -> ContextUsage:
-        """Tokens by part of the prompt the agent would send now."""
+        """Tokens by part of the prompt the agent would send now (outputs of a memory loaded
+        from storage that were never cut are cut first, as the next model call would)."""
         binding = self._binding(agent)
         await binding.memory.refresh()
+        await self.prepare(binding.pipeline)
         return await self.usage(binding.pipeline, binding.memory)
 
     async def _emergency_compaction(

@@ -26,7 +26,7 @@ from agentscope.message import Msg, UserMsg
 from agentscope.model import AnthropicChatModel, ChatResponse
 
 from ..core._calibration import PromptUsage
-from ..models._guard import is_context_overflow
+from ..models._guard import is_context_overflow, note_unreachable
 
 if TYPE_CHECKING:
     from agentscope.agent import Agent
@@ -61,6 +61,7 @@ async def guarded_call(
     except Exception as error:
         compaction.keep_prompt(None)
         if not is_context_overflow(error):
+            note_unreachable(error)
             raise
         retry = await _recover(manager, agent, binding, error, messages)
         if retry is None:

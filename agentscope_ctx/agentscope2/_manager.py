@@ -323,11 +323,14 @@ class ContextManager(Services):
             self.pin_message(binding.pipeline, binding.memory, msg_id, pinned)
 
     async def context_usage(self, agent: Agent) -> ContextUsage:
-        """Tokens by part of the prompt the agent would send now."""
+        """Tokens by part of the prompt the agent would send now (outputs of a state loaded
+        from storage that were never cut are cut first, as the next model call would)."""
         binding = self._binding(agent)
         await self.refresh_parts(agent, binding)
         async with binding.lock:
             await binding.mirror.pull(agent.state)
+            if await self.prepare(binding.pipeline):
+                binding.mirror.push(agent.state)
         return await self.usage(binding.pipeline, binding.memory)
 
     def _binding(self, agent: Agent) -> Binding:

@@ -1,19 +1,24 @@
-"""`agentscope-ctx`: run the demos and look after a working directory from the shell.
+"""`agentscope-ctx`: run the demos, look after a working directory, and follow what left a
+context, from the shell (docs/cli.md).
 
 Commands::
 
+    agentscope-ctx --version
     agentscope-ctx demo [NAME] [--config FILE] [--model-config FILE] [--working-dir DIR]
-    agentscope-ctx inspect [WORKING_DIR]
+    agentscope-ctx inspect [WORKING_DIR] [--config FILE] [--json]
     agentscope-ctx config
-    agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
-    agentscope-ctx consolidate [WORKING_DIR] [--days N]
-    agentscope-ctx search [WORKING_DIR] QUERY [--agent NAME] [--role ROLE] [--tool NAME]
-                          [--since TIME] [--until TIME] [--session ID] [--limit N]
+    agentscope-ctx gc [WORKING_DIR] [--config FILE] [--retention-days DAYS]
+    agentscope-ctx consolidate [WORKING_DIR] [--config FILE] [--days N]
+    agentscope-ctx search [WORKING_DIR] QUERY [--config FILE] [--agent NAME] [--role ROLE]
+                          [--tool NAME] [--since TIME] [--until TIME] [--session ID]
+                          [--limit N] [--json]
+    agentscope-ctx read [WORKING_DIR] REF [--start-line N] [--line-offset C] [--config FILE]
 
-Exit codes: 0 ok, 1 runtime failure (missing or corrupt working dir, I/O error, failed
-demo), 2 usage error (bad arguments, invalid config), 141 when the reader of the output went
-away (``| head``: stop quietly, as ``cat`` does). A runtime error is one line on stderr; a
-usage error is the command's usage and one line saying what is wrong.
+Exit codes: 0 ok, 1 runtime failure (a working dir that holds no state or is corrupt, an I/O
+error, a failed demo, an unreachable model server: named by its URL), 2 usage error (bad
+arguments, a WORKING_DIR that is no directory, an invalid config), 141 when the reader of the
+output went away (``| head``: stop quietly, as ``cat`` does). A runtime error is one line on
+stderr; a usage error is the command's usage and one line saying what is wrong.
 """
 
 from __future__ import annotations
@@ -59,7 +64,13 @@ def _main(argv: Sequence[str] | None) -> int:
     if extra:  # reported by the command, with its usage (not the top-level one)
         return _usage(command, f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "days", None) is not None and args.days < 1:
-        return _fail(f"--days must be >= 1, got {args.days}", 2)
+        return _usage(command, f"--days must be >= 1, got {args.days}")
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command: its errors become one line on stderr and an exit code."""
+    command: argparse.ArgumentParser = args.command_parser
     try:
         code: int = args.func(args)
         return code
@@ -76,7 +87,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except Exception as exc:  # no traceback for users; one line says what broke
-        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1)
+        from ..core._unreachable import unreachable
+
+        return _fail(unreachable(exc) or f"unexpected {type(exc).__name__}: {exc}", 1)
 
 
 def _usage(command: argparse.ArgumentParser, message: str) -> int:

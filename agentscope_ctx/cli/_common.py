@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core._config import ContextConfig
@@ -43,6 +44,26 @@ def _retention_days(text: str) -> float:
     if not math.isfinite(days) or days <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number of days > 0; got {text!r}")
     return days
+
+
+def _int_at_least(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number; got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}; got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """A whole number >= 1 (``--start-line``)."""
+    return _int_at_least(text, 1)
+
+
+def _non_negative_int(text: str) -> int:
+    """A whole number >= 0 (``--line-offset``)."""
+    return _int_at_least(text, 0)
 
 
 def _looks_like_path(word: str) -> bool:
@@ -104,25 +125,33 @@ def _new_demo_dir(parent: Path | None = None) -> Path:
         n += 1
 
 
-def _state_dir(
-    arg: str | None, config: ContextConfig | None, *, demo_fallback: bool = False
-) -> Path:
+def _state_dir(arg: str | None, config: ContextConfig | None) -> Path:
     """The working dir to act on: it must exist and hold an agentscope_ctx state.
 
-    Without an argument or a config, it is the default ``~/.agentscope_ctx``. When that holds
-    no state and `demo_fallback` is set (read-only commands), the newest demo run in the
-    current directory is used instead; otherwise the error says where the demos are.
+    `arg` (WORKING_DIR as typed) must be a directory, else it is a usage error (exit 2).
+    Without it, the config's working_dir; without a config, the default ``~/.agentscope_ctx``,
+    or, when that holds no state, the newest demo run in the current directory (every command
+    alike), named on stderr.
     """
+    if arg is not None:
+        given = Path(arg).expanduser()
+        if not given.exists():
+            raise UsageError(f"WORKING_DIR {arg!r} does not exist")
+        if not given.is_dir():
+            raise UsageError(f"WORKING_DIR {arg!r} is not a directory")
     raw = Path(arg) if arg else (config.working_dir if config else DEFAULT_WORKING_DIR)
     path = raw.expanduser()
     if arg is None and config is None and not _holds_state(path):
         demos = _demo_dirs()
-        if demos and demo_fallback:
-            print(f"(no state in the default {DEFAULT_WORKING_DIR}: showing the newest demo run)")
+        if demos:
+            print(
+                f"agentscope-ctx: no state in the default {DEFAULT_WORKING_DIR}: using the "
+                f"newest demo run {demos[0]}",
+                file=sys.stderr,
+            )
             return demos[0]
-        where = f"; demo runs here: {', '.join(str(p) for p in demos)}" if demos else ""
         raise CliError(
-            f"no agentscope_ctx state in the default working dir {str(path)!r}{where}; pass "
+            f"no agentscope_ctx state in the default working dir {str(path)!r}; pass "
             f"WORKING_DIR (`agentscope-ctx demo` prints its own as 'working dir: ...')"
         )
     if not path.exists():
@@ -149,3 +178,13 @@ def _tool_result_files(path: Path) -> list[Path]:
 
 
 # -- commands --------------------------------------------------------------------------
+
+
+def _fleet(config: ContextConfig | None) -> Any:
+    """The fleet store's seams when the config names one (``store.kind: postgres``), else
+    `None` (the working dir's files)."""
+    if config is None or config.store.kind != "postgres":
+        return None
+    from ..stores.factory import open_backend
+
+    return open_backend(config)

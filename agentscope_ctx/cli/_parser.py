@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    pass
-from ._commands import _cmd_config, _cmd_consolidate, _cmd_demo, _cmd_gc, _cmd_inspect, _cmd_search
-from ._common import DEMO_DIR, _retention_days
+from .._line import AGENTSCOPE_VERSION, IS_1X
+from ._commands import _cmd_config, _cmd_consolidate, _cmd_demo, _cmd_gc
+from ._common import DEMO_DIR, _non_negative_int, _positive_int, _retention_days
+from ._inspect import _cmd_inspect
+from ._read import _cmd_read
+from ._search import _cmd_search
+
+AGENT = "ReActAgent" if IS_1X else "Agent"
+"""The agent class of the installed line, as the help names it."""
+LINE = f"AgentScope {AGENTSCOPE_VERSION}, the {'1.x' if IS_1X else '2.x'} line"
+
+
+def version() -> str:
+    """What ``--version`` prints: this package's version and the AgentScope it runs on."""
+    from .. import __version__
+
+    return f"agentscope-ctx {__version__} ({LINE})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,16 +29,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="agentscope-ctx",
-        description="Context-window management for AgentScope ReAct agents: demos and "
-        "working-dir maintenance.",
+        description=f"Context-window management for AgentScope agents ({LINE}: its {AGENT}): "
+        "demos, working-dir maintenance, and reading what left a context.",
         epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error.",
     )
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = sub.add_parser(
         "demo",
         help="run an offline demo (scripted model, real agent and tools)",
-        description="Run an offline demo: a real ReActAgent with real tools and files and a "
+        description=f"Run an offline demo: a real {AGENT} with real tools and files and a "
         "SCRIPTED model (no LLM, no API key). Demos: logs (log detective, default), web (web "
         "reader), skills (SKILL.md and Markdown docs). Ends with a report and an SVG chart.",
     )
@@ -61,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
     inspect.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
+    inspect.add_argument("--json", action="store_true", help="one JSON object (shape: docs/cli.md)")
     inspect.set_defaults(func=_cmd_inspect)
 
     gc = sub.add_parser(
@@ -103,11 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = sub.add_parser(
         "search",
+        usage="agentscope-ctx search [-h] [--config FILE] [--agent NAME] [--role ROLE] "
+        "[--tool NAME] [--since TIME] [--until TIME] [--session ID] [--limit N] [--json] "
+        "[WORKING_DIR] QUERY",
         help="search the history of a working dir (what agents see with search_history)",
         description="Full-text search over dialog/, tool_result/ and memory/ of a working dir, "
-        "ranked by relevance (BM25), newest first on ties; the same hits, in the same form, as "
-        "the agents' search_history tool. Words must all match (else any); a quoted phrase "
-        "matches exactly; word* matches a prefix. Each hit says how to read on with read_file.",
+        "ranked by relevance (BM25), newest first on ties; the same hits as the agents' "
+        "search_history tool. Words must all match (else any); a quoted phrase "
+        "matches exactly; word* matches a prefix. Each hit gives the agentscope-ctx read command "
+        "that reads on (an agent reads on with read_file).",
     )
     search.add_argument(
         "words",
@@ -124,7 +142,37 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--until", metavar="TIME", help="up to this local time (a date: all day)")
     search.add_argument("--session", metavar="ID", help="only records of this session")
     search.add_argument("--limit", type=int, metavar="N", help="number of hits (default 5)")
+    search.add_argument("--json", action="store_true", help="one JSON object (shape: docs/cli.md)")
     search.set_defaults(func=_cmd_search)
+
+    read = sub.add_parser(
+        "read",
+        usage="agentscope-ctx read [-h] [--start-line N] [--line-offset C] [--config FILE] "
+        "[WORKING_DIR] REF",
+        help="read a saved output or a dialog day from where a notice or a hit points",
+        description="Follow a truncation notice or a search hit, as an agent does with "
+        "read_file: REF is a file path (a saved output tool_result/..., a dialog day file), "
+        "or a fleet-store ref (pg-output:ID, pg-dialog:YYYY-MM-DD: give --config naming the "
+        "store). Prints an excerpt; when there is more, the command that reads on.",
+    )
+    read.add_argument(
+        "refs",
+        nargs="+",
+        metavar="[WORKING_DIR] REF",
+        help=f"what to read; a relative path is looked up in {where.removeprefix('the ')} and here",
+    )
+    read.add_argument(
+        "--start-line", type=_positive_int, default=1, metavar="N", help="first line (from 1)"
+    )
+    read.add_argument(
+        "--line-offset",
+        type=_non_negative_int,
+        default=0,
+        metavar="C",
+        help="characters to skip in the first line (a notice gives it for a very long line)",
+    )
+    read.add_argument("--config", metavar="FILE", help="config YAML (working_dir, store)")
+    read.set_defaults(func=_cmd_read)
     for command in sub.choices.values():  # a usage error shows the command's own usage
         command.set_defaults(command_parser=command)
     return parser

@@ -199,7 +199,8 @@ class Compaction:
                 f"({self.config.pin_max_share:g} of the budget) are compacted like the rest"
             )
         if not older:
-            return CompactionOutcome(note="nothing to compact: the newest messages form one unit")
+            held = sum(m.id in pinned and m.id not in turn for m in leaving)
+            return CompactionOutcome(note=_why_nothing(len(msgs), len(leaving), held, ratio))
         # What code carried is data beside the summary, never read back out of its text
         # (DESIGN.md §15); a summary without it is all the writer's (`_kept`).
         previous = self.memory.compact_summary
@@ -315,3 +316,22 @@ class Compaction:
 def _older(older: Sequence[Msg]) -> str:
     n = len(older)
     return f"the {n} older message{'' if n == 1 else 's'}"
+
+
+def _why_nothing(messages: int, leaving: int, pinned: int, ratio: float) -> str:
+    """Why a compaction found nothing to move: `messages` in memory, `leaving` older than
+    the part kept verbatim, `pinned` of those pinned (the others are the current turn)."""
+    if not messages:
+        return "nothing to compact: the context holds no messages"
+    if not leaving:
+        return (
+            f"nothing to compact: all {messages} message(s) are one unit kept verbatim "
+            f"(keep_recent_ratio {ratio:g} of the budget)"
+        )
+    turn = leaving - pinned
+    parts = []
+    if turn:
+        parts.append(f"{turn} belong to the current user turn, which never leaves the prompt")
+    if pinned:
+        parts.append(f"{pinned} are pinned")
+    return f"nothing to compact: of the {leaving} older message(s), {' and '.join(parts)}"

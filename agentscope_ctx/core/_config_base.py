@@ -9,10 +9,12 @@ never pydantic's `ValidationError`.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -21,7 +23,7 @@ from ._errors import ConfigError, _short_repr
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["UsablePath"]
+__all__ = ["UsablePath", "did_you_mean"]
 
 _MISSING = object()
 
@@ -43,7 +45,7 @@ class _Section(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise _config_error(exc) from None
+            raise _config_error(exc, type(self)) from None
 
     # Marked as pydantic's own `__init__` (as `RootModel` does), so that a section validated
     # inside its parent is not built through it: the error then keeps its full path.
@@ -57,7 +59,7 @@ class _Section(BaseModel):
         try:
             return super().model_validate(obj, **options)
         except ValidationError as exc:
-            raise _config_error(exc) from None
+            raise _config_error(exc, cls) from None
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **options: Any) -> Self:
@@ -65,7 +67,7 @@ class _Section(BaseModel):
         try:
             return super().model_validate_json(json_data, **options)
         except ValidationError as exc:
-            raise _config_error(exc) from None
+            raise _config_error(exc, cls) from None
 
     @classmethod
     def model_validate_strings(cls, obj: object, **options: Any) -> Self:
@@ -73,11 +75,12 @@ class _Section(BaseModel):
         try:
             return super().model_validate_strings(obj, **options)
         except ValidationError as exc:
-            raise _config_error(exc) from None
+            raise _config_error(exc, cls) from None
 
     def __setattr__(self, name: str, value: object) -> None:
         if name not in type(self).model_fields and not name.startswith("_"):
-            raise ConfigError(f"unknown config field {_short_repr(name)}", field=name)
+            hint = did_you_mean(name, type(self).model_fields)
+            raise ConfigError(f"unknown config field {_short_repr(name)}{hint}", field=name)
         previous = self.__dict__.get(name, _MISSING)
         fields_set = set(self.__pydantic_fields_set__)
         try:
@@ -86,7 +89,7 @@ class _Section(BaseModel):
             if previous is not _MISSING:
                 self.__dict__[name] = previous
             object.__setattr__(self, "__pydantic_fields_set__", fields_set)
-            raise _config_error(exc) from None
+            raise _config_error(exc, type(self)) from None
 
 
 def _usable_path(path: Path) -> Path:
@@ -107,8 +110,27 @@ def _usable_path(path: Path) -> Path:
 UsablePath = Annotated[Path, AfterValidator(_usable_path)]
 
 
-def _config_error(exc: ValidationError) -> ConfigError:
-    """Turn pydantic's report into one `ConfigError` naming the first bad field and value."""
+def did_you_mean(name: str, known: Iterable[str], prefix: Sequence[str] = ()) -> str:
+    """``"; did you mean 'x'?"`` when a known name is close to `name` (difflib), else ``""``;
+    `prefix`: the sections above it, named in the suggestion."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {'.'.join([*prefix, close[0]])!r}?" if close else ""
+
+
+def _section_at(model: type[BaseModel] | None, path: Sequence[str]) -> type[BaseModel] | None:
+    """The config model reached from `model` by the field names `path` (`None`: none)."""
+    for part in path:
+        field = model.model_fields.get(part) if model is not None else None
+        if field is None:
+            return None
+        kinds = [field.annotation, *get_args(field.annotation)]  # `Section | None` too
+        model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+    return model
+
+
+def _config_error(exc: ValidationError, model: type[BaseModel] | None = None) -> ConfigError:
+    """Turn pydantic's report into one `ConfigError` naming the first bad field and value;
+    an unknown field of `model` (or of one of its sections) gets a "did you mean"."""
     error = exc.errors()[0]
     loc = [str(part) for part in error["loc"]]
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -125,7 +147,9 @@ def _config_error(exc: ValidationError) -> ConfigError:
     if named:
         return ConfigError(f"invalid config field {name}: {message}", field=field)
     if error["type"] == "extra_forbidden":
-        return ConfigError(f"unknown config field {name}", field=field)
+        section = _section_at(model, loc[:-1])
+        hint = "" if section is None else did_you_mean(loc[-1], section.model_fields, loc[:-1])
+        return ConfigError(f"unknown config field {name}{hint}", field=field)
     if error["type"] == "missing":
         return ConfigError(f"missing config field {name}", field=field)
     if error["type"] == "invalid_key":
@@ -145,4 +169,5 @@ def _under(section: str, error: ConfigError) -> ConfigError:
         return ConfigError(f"{section}: {error}", field=section)
     field = f"{section}.{error.field}"
     message = str(error).replace(_short_repr(error.field), _short_repr(field), 1)
+    message = message.replace("; did you mean '", f"; did you mean '{section}.", 1)
     return ConfigError(message, field=field)

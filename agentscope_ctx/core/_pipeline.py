@@ -221,6 +221,19 @@ class ContextPipeline:
             self.last_estimate = await accountant.prompt_tokens()
             return report
 
+    async def prepare(self) -> int:
+        """The cheap part of a run, without a model call: the first truncation of outputs
+        that have not been cut yet (a state loaded from storage may hold them whole) and the
+        cheap rungs, as the next run would apply them; no compaction, no fit. So that the
+        context's usage reports the prompt the next model call would get, not the uncut
+        sizes. Idempotent; returns the messages changed."""
+        async with self._lock:
+            await self.accountant.sync()
+            changed = await self.ladder.first_cuts()
+            tokens = await self.accountant.calibrated()
+            relief = await self.ladder.relieve(tokens, self.threshold)
+            return changed + relief.changed
+
     # -- the budget, as the accountant and the calibration see it --------------------------
 
     @property

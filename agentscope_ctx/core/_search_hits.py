@@ -30,6 +30,7 @@ __all__ = [
     "build_hits",
     "format_result",
     "parse_time",
+    "read_file_call",
 ]
 
 ROLES = ("user", "assistant", "system", "tool", "memory")
@@ -203,12 +204,17 @@ def _describe(hit: Hit, shared: bool) -> str:
     return f"{what}{f' · {hit.ts[:19]}' if hit.ts else ''}{who}"
 
 
-def _render_hit(number: int, hit: Hit, shared: bool) -> str:
+def read_file_call(hit: Hit) -> str:
+    """How an agent reads on from `hit`: its `read_file` arguments."""
+    offset = f" line_offset={hit.line_offset}" if hit.line_offset else ""
+    return f"read_file file_path={hit.path} start_line={hit.start_line}{offset}"
+
+
+def _render_hit(number: int, hit: Hit, shared: bool, read_on: Callable[[Hit], str]) -> str:
     lines = [f"[{number}] {_describe(hit, shared)}"]
     for line_number, text in hit.lines:
         lines.append(f"  {line_number}: {text}" if line_number is not None else f"  | {text}")
-    offset = f" line_offset={hit.line_offset}" if hit.line_offset else ""
-    lines.append(f"  read on: read_file file_path={hit.path} start_line={hit.start_line}{offset}")
+    lines.append(f"  read on: {read_on(hit)}")
     return "\n".join(lines)
 
 
@@ -223,11 +229,14 @@ def format_result(
     shared: bool,
     max_bytes: int,
     sources: str = LOCAL_SOURCES,
+    scope: str | None = None,
+    read_on: Callable[[Hit], str] = read_file_call,
 ) -> str:
     """The answer to a search, within `max_bytes` (UTF-8): a header, then one block per hit
-    with its lines and its `read_file` pointer; hits that do not fit are counted. `sources`:
-    what was searched (the index's `sources`)."""
-    where = "all agents' history" if shared else "your history"
+    with its lines and how to read on (`read_on(hit)`, default its `read_file` call); hits
+    that do not fit are counted. `sources`: what was searched (the index's `sources`);
+    `scope`: whose history (default by `shared`: all agents' or "your")."""
+    where = scope or ("all agents' history" if shared else "your history")
     if not result.query.terms:
         return f"Nothing to search for in {query!r}: give words, or a quoted phrase."
     query = query if len(query) <= 200 else query[:200] + "…"  # a long query is cut
@@ -246,7 +255,7 @@ def format_result(
         count = f"{len(result.hits)} hit{'s' if len(result.hits) > 1 else ''}"
         text = f"{count} for {query!r} in {where}, best first{some}:"
         for number, hit in enumerate(result.hits, start=1):
-            block = "\n" + _render_hit(number, hit, shared)
+            block = "\n" + _render_hit(number, hit, shared, read_on)
             left = len(result.hits) - number + 1
             tail = f"\n({left} more hits not shown: narrow the query or add filters)"
             if utf8_len(text + block + tail) > max_bytes:

@@ -11,6 +11,7 @@ from typing import Any
 from agentscope.model import ChatModelBase, ChatResponse
 
 from ..core._calibration import prompt_usage
+from ..core._unreachable import unreachable
 from ..models._guard import is_context_overflow
 from ._scripted import Move, PromptStats, describe, describe_rejection, rejection_reason
 
@@ -48,11 +49,14 @@ class Recorder:
             self._note(last, step, tokens)
 
     def _reject(self, exc: Exception, step: int, tokens: int) -> None:
-        reason = rejection_reason(exc)
+        client = getattr(getattr(self, "inner", None), "client", None)
+        base_url = getattr(client, "base_url", None)
+        unsent = unreachable(exc, None if base_url is None else str(base_url))
+        reason = unsent or rejection_reason(exc)
         self.stats.rejected[step] = reason
         self._overflowed = is_context_overflow(exc)
         if self.on_step is not None:
-            self.on_step(describe_rejection(step, tokens, reason))
+            self.on_step(describe_rejection(step, tokens, reason, sent=unsent is None))
 
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
         raise NotImplementedError

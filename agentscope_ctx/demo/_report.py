@@ -109,6 +109,8 @@ class DemoReport:
     files_written: int = 0
     dialog_messages: int = 0
     chart: Path | None = None
+    text_file: Path | None = None
+    """Where this report is written as text (``report.txt`` beside the chart)."""
     answer: str = ""
     """The agent's last answer."""
     answers: list[str] = field(default_factory=list)
@@ -230,6 +232,7 @@ class DemoReport:
                 )
             )
         rows.append(("chart", str(self.chart) if self.chart else "-"))
+        rows.append(("this report", str(self.text_file) if self.text_file else "-"))
         width = max(len(key) for key, _ in rows)
         lines = [f"=== report: demo {self.name!r} ==="]
         lines += [f"  {key:<{width}}  {value}" for key, value in rows]

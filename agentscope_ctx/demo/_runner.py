@@ -306,5 +306,7 @@ def _report(
     chart = working_dir / "report.svg"
     chart.write_text(render_chart(report), encoding="utf-8")
     report.chart = chart
-    report.files_written = _tree_size(working_dir)[0]
+    report.text_file = working_dir / "report.txt"  # written last, and counted
+    report.files_written = _tree_size(working_dir)[0] + (not report.text_file.exists())
+    report.text_file.write_text(report.render() + "\n", encoding="utf-8")
     return report

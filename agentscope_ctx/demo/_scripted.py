@@ -186,6 +186,8 @@ def rejection_reason(exc: BaseException) -> str:
     return f"{kind}: {text}"
 
 
-def describe_rejection(step: int, tokens: int, reason: str) -> str:
-    """The progress line of a prompt the provider refused."""
-    return f"  step {step:2d} | prompt {tokens:6,d} tok | REJECTED by the provider: {reason}"
+def describe_rejection(step: int, tokens: int, reason: str, *, sent: bool = True) -> str:
+    """The progress line of a prompt the provider refused (`sent`), or that never reached it
+    (the server could not be reached: `reason` names its URL)."""
+    what = "REJECTED by the provider" if sent else "NOT SENT"
+    return f"  step {step:2d} | prompt {tokens:6,d} tok | {what}: {reason}"

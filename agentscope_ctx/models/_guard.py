@@ -18,8 +18,9 @@ from agentscope.model import ChatModelBase, ChatResponse
 
 from ..core._calibration import PromptUsage, prompt_usage
 from ..core._overflow import is_context_overflow
+from ..core._unreachable import unreachable
 
-__all__ = ["GuardedModel", "is_context_overflow"]
+__all__ = ["GuardedModel", "is_context_overflow", "note_unreachable"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -67,6 +68,7 @@ class GuardedModel(ChatModelBase):
         except Exception as exc:
             self._prompt(None, kwargs)
             if not is_context_overflow(exc):
+                note_unreachable(exc)
                 raise
             return await self._retry(exc, args, kwargs)
         self._prompt(messages, kwargs)
@@ -143,6 +145,17 @@ class GuardedModel(ChatModelBase):
             self.on_usage(usage)
         except Exception:  # calibration is best effort: never fail the reply for it
             logger.exception("agentscope_ctx: could not record the reported usage")
+
+
+def note_unreachable(exc: BaseException) -> None:
+    """When `exc` says the model server could not be reached, name its URL: a note on the
+    error (shown with it) and a warning in the log."""
+    text = unreachable(exc)
+    if text is None:
+        return
+    if hasattr(exc, "add_note") and text not in getattr(exc, "__notes__", ()):
+        exc.add_note(text)
+    logger.warning("agentscope_ctx: %s", text)
 
 
 def _explain(exc: Exception, line: str) -> None:

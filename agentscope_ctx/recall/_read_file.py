@@ -167,23 +167,36 @@ class FileReader:
             line_offset (int): characters to skip in the first line.
         """
         try:
-            start = Position(
-                _as_int("start_line", start_line, 1), _as_int("line_offset", line_offset, 0)
-            )
-            source = self._source(file_path)
-            if source is not None:
-                ref = str(file_path).strip()
-                text = await asyncio.to_thread(self._read_stored, source, ref, start)
-            else:
-                root, real = self.locate(file_path)
-                max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
-                text = await asyncio.to_thread(self._read, root, real, start, max_bytes)
+            text = await self.read_text(file_path, start_line, line_offset)
         except ReadFileError as exc:
             text = f"Error: {exc}"
         except Exception as exc:  # a bug or an exhausted machine: say so, never a bare "Error: "
             logger.warning("agentscope_ctx: read_file(%.200r) failed", file_path, exc_info=True)
             text = f"Error: reading {str(file_path)[:200]!r} failed ({type(exc).__name__}: {exc})"
         return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+    async def read_text(
+        self, file_path: str, start_line: object = 1, line_offset: object = 0
+    ) -> str:
+        """`read_now`, off the event loop."""
+        return await asyncio.to_thread(self.read_now, file_path, start_line, line_offset)
+
+    def read_now(self, file_path: str, start_line: object = 1, line_offset: object = 0) -> str:
+        """What `read_file` shows (the excerpt, and the notice when there is more), for callers
+        that are not the agent (the CLI's ``read``). Blocks on the file or the store.
+
+        Raises:
+            ReadFileError: the call cannot be answered (its message says why).
+        """
+        start = Position(
+            _as_int("start_line", start_line, 1), _as_int("line_offset", line_offset, 0)
+        )
+        source = self._source(file_path)
+        if source is not None:
+            return self._read_stored(source, str(file_path).strip(), start)
+        root, real = self.locate(file_path)
+        max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
+        return self._read(root, real, start, max_bytes)
 
     def _source(self, file_path: object) -> RangedSource | None:
         if self.sources is None or not isinstance(file_path, str):

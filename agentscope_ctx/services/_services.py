@@ -188,6 +188,16 @@ class Services:
             if msg.id == msg_id or str(msg.id).startswith(f"{msg_id}/"):
                 due.pop(msg.id, None)
 
+    @staticmethod
+    async def prepare(pipeline: ContextPipeline) -> bool:
+        """`pipeline.prepare()` (the cuts the next model call would make, before its usage is
+        told); a failure is logged and the usage is told as it is. Whether anything changed."""
+        try:
+            return await pipeline.prepare() > 0
+        except Exception:
+            logger.exception("agentscope_ctx: could not prepare the context before its usage")
+            return False
+
     async def usage(self, pipeline: ContextPipeline, memory: ContextMemory) -> ContextUsage:
         """Tokens by part of the prompt the agent would send now."""
         parts = await pipeline.breakdown()
@@ -222,7 +232,10 @@ class Services:
                 "cache_reuse": pipeline.cache.reuse,
                 "counter": self.counter.backend,
             }
-            await asyncio.to_thread(write_usage, self.working_dir, agent_name, fields)
+            session = self.config.recall.session
+            await asyncio.to_thread(
+                write_usage, self.working_dir, agent_name, fields, session=session
+            )
         except Exception:
             logger.exception("agentscope_ctx: could not note the reply's usage")
 

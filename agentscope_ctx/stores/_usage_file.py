@@ -1,9 +1,17 @@
-"""``usage/{agent}.json`` in the working dir: the latest prompt size and prompt-cache reuse of
-each attached agent, written at the end of each reply, for `agentscope-ctx inspect`.
+"""``usage/*.json`` in the working dir: the latest prompt size and prompt-cache reuse of each
+attached agent in each session, written at the end of each reply, for `agentscope-ctx inspect`.
 
-The record (one file per agent name, replaced atomically, private to its owner)::
+One file per agent AND session (``recall.session``), replaced atomically, private to its
+owner: two apps' agents of the same name no longer overwrite each other's record. Its name is
+made of the two, reduced to safe characters and cut (no path tricks: ``../``, ``/``, NUL and
+the like become ``_``), and a hash of the exact pair, so that names that reduce alike stay
+apart: ``usage/assistant.s-42.5f0c2e9a1b3d.json``. Files of older versions, named by the
+agent alone (``usage/{agent}.json``, no ``session``), are still read; where both exist for one
+agent without a session, the newer record wins.
 
-    {"v": 1, "agent": "worker", "updated": "2026-12-03T08:20:00+00:00",
+The record::
+
+    {"v": 1, "agent": "worker", "session": "s-42", "updated": "2026-12-03T08:20:00+00:00",
      "prompt_tokens": 9120, "max_input_tokens": 16000,
      "provider_prompt_tokens": 9301, "provider_cached_tokens": 8704, "cache_reuse": 0.81,
      "counter": "tiktoken:o200k_base"}
@@ -12,11 +20,13 @@ The record (one file per agent name, replaced atomically, private to its owner):
 (its messages before formatting, the reply's answer included), counted by ``counter``;
 ``provider_prompt_tokens`` is the provider's count of the last prompt sent. ``provider_*``
 and ``cache_reuse`` are ``null`` where the provider did not report them; ``counter`` is
-missing in records written before it was added.
+missing in records written before it was added, ``session`` in those written before it was
+(and ``null`` when the config sets none).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -26,7 +36,7 @@ from typing import Any
 
 from ..core._private import private_dir, write_atomic
 
-__all__ = ["read_usage", "write_usage"]
+__all__ = ["read_usage", "usage_path", "write_usage"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -34,17 +44,31 @@ USAGE_VERSION = 1
 _UNSAFE = re.compile(r"[^\w.-]+")
 
 
-def _path(working_dir: Path, agent: str) -> Path:
-    name = _UNSAFE.sub("_", agent).strip("._") or "agent"
-    return working_dir / "usage" / f"{name[:100]}.json"
+_PART = 60
+"""Characters kept of the agent's and the session's name in a file name."""
 
 
-def write_usage(working_dir: Path, agent: str, fields: dict[str, Any]) -> None:
-    """Replace the agent's record (best effort: a failure is logged, never raised)."""
-    path = _path(working_dir, agent)
+def _safe(text: str) -> str:
+    return _UNSAFE.sub("_", text).strip("._")[:_PART]
+
+
+def usage_path(working_dir: Path, agent: str, session: str | None = None) -> Path:
+    """The record file of `agent` in `session` (see the module docstring)."""
+    digest = hashlib.sha256(json.dumps([agent, session]).encode("utf-8")).hexdigest()[:12]
+    parts = [_safe(agent) or "agent", *([_safe(session) or "session"] if session else [])]
+    return working_dir / "usage" / f"{'.'.join(parts)}.{digest}.json"
+
+
+def write_usage(
+    working_dir: Path, agent: str, fields: dict[str, Any], *, session: str | None = None
+) -> None:
+    """Replace the record of `agent` in `session` (best effort: a failure is logged, never
+    raised)."""
+    path = usage_path(working_dir, agent, session)
     record = {
         "v": USAGE_VERSION,
         "agent": agent,
+        "session": session,
         "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **fields,
     }
@@ -56,14 +80,20 @@ def write_usage(working_dir: Path, agent: str, fields: dict[str, Any]) -> None:
 
 
 def read_usage(working_dir: Path) -> list[dict[str, Any]]:
-    """The records in the working dir, by agent name; unreadable ones are skipped."""
+    """The records in the working dir, by agent and session, one per pair (the newest, when
+    an older version's file names the same agent); unreadable ones are skipped."""
     folder = working_dir / "usage"
-    records: list[dict[str, Any]] = []
+    newest: dict[tuple[str, str | None], dict[str, Any]] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and record.get("v") == USAGE_VERSION:
-            records.append(record)
-    return records
+        if not isinstance(record, dict) or record.get("v") != USAGE_VERSION:
+            continue
+        session = record.get("session")
+        key = (str(record.get("agent")), None if session is None else str(session))
+        held = newest.get(key)
+        if held is None or str(record.get("updated", "")) > str(held.get("updated", "")):
+            newest[key] = record
+    return [newest[key] for key in sorted(newest, key=lambda k: (k[0], k[1] or ""))]

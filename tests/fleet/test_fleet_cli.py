@@ -4,6 +4,8 @@ naming ``store: {kind: postgres}`` act on the database (a private PostgreSQL ser
 
 from __future__ import annotations
 
+import json
+import shlex
 import time
 from pathlib import Path
 
@@ -58,11 +60,25 @@ async def test_inspect_search_and_gc_act_on_the_database(
     assert PASSWORD not in out
 
     assert cli_main(["search", "--config", str(config), "wombat"]) == 0
+    out = capsys.readouterr().out  # how to read on, as a command a person runs (issue 31)
+    read_on = f"read on: agentscope-ctx read {kept} --start-line 1 --config {config}"
+    assert "the wombat daemon crashed" in out and read_on in out, out
+    assert cli_main(["read", kept, "--start-line", "2", "--config", str(config)]) == 0
+    assert capsys.readouterr().out == "ERROR: the wombat daemon crashed\n"
+    assert cli_main(["search", "--config", str(config), "quokka", "--json"]) == 0
+    [hit] = json.loads(capsys.readouterr().out)["hits"]
+    assert hit["ref"] == "pg-dialog:2026-12-02" and hit["start_line"] == 1
+    assert cli_main(shlex.split(hit["read"])[1:]) == 0
     out = capsys.readouterr().out
-    assert "the wombat daemon crashed" in out and f"read_file file_path={kept}" in out, out
-    assert cli_main(["search", "--config", str(config), "quokka"]) == 0
+    assert out.startswith("the quokka report is due on friday"), out
+    assert cli_main(["read", "pg-output:0123456789abcdef", "--config", str(config)]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert cli_main(["inspect", "--config", str(config), "--json"]) == 0
     out = capsys.readouterr().out
-    assert "read_file file_path=pg-dialog:2026-12-02 start_line=1" in out, out
+    facts = json.loads(out)
+    assert facts["store"] == {"kind": "postgres", "schema": pg_schema}
+    assert facts["dialog"]["messages"] == 1 and facts["outputs"]["count"] == 2
+    assert PASSWORD not in out and pg_server.dsn not in out
 
     assert cli_main(["gc", "--config", str(config)]) == 0  # retention: 7 days
     out = capsys.readouterr().out

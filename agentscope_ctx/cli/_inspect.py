@@ -1,0 +1,172 @@
+"""`agentscope-ctx inspect`: what a working dir (or the fleet store) holds, as text or, with
+``--json``, as one JSON object (its shape: `docs/cli.md`, `INSPECT_VERSION`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core._errors import ContextError
+from ._common import CliError, _age, _load_config, _size, _state_dir, _tool_result_files
+
+if TYPE_CHECKING:
+    from ..core._config import ContextConfig
+
+__all__ = ["INSPECT_VERSION"]
+
+INSPECT_VERSION = 1
+"""The ``version`` of `inspect --json`'s object; raised when a field changes meaning or goes."""
+
+
+def _files(path: Path) -> dict[str, Any]:
+    """What the working dir's dialog/ and tool_result/ hold."""
+    from ..stores._dialog import DialogStore
+
+    try:
+        msgs, report = DialogStore(path).read()
+    except ContextError as exc:
+        raise CliError(f"working dir {str(path)!r} is corrupt: {exc}") from None
+    days: dict[str, int] = {name.removesuffix(".jsonl"): 0 for name in report.files}
+    for msg in msgs:
+        day = str(msg.timestamp or "")[:10]
+        days[day] = days.get(day, 0) + 1
+    files = _tool_result_files(path)
+    times = [p.stat().st_mtime for p in files]
+    return {
+        "dialog": {
+            "messages": report.messages,
+            "days": dict(sorted(days.items())),
+            "bad_lines": [
+                {"file": name, "line": line, "reason": reason}
+                for name, line, reason in report.bad_lines
+            ],
+        },
+        "outputs": {
+            "count": len(files),
+            "bytes": sum(p.stat().st_size for p in files),
+            "newest": max(times, default=None),
+            "oldest": min(times, default=None),
+        },
+    }
+
+
+def _fleet(backend: Any) -> dict[str, Any]:
+    """What the fleet store holds (the database: its dialog days and saved outputs)."""
+    try:
+        days = backend.dialog().day_counts()
+        count, total, newest, oldest = backend.outputs().stats()
+    except ContextError as exc:
+        raise CliError(str(exc)) from None
+    return {
+        "dialog": {"messages": sum(days.values()), "days": days, "bad_lines": []},
+        "outputs": {"count": count, "bytes": total, "newest": newest, "oldest": oldest},
+    }
+
+
+def collect(args: argparse.Namespace) -> dict[str, Any]:
+    """The facts `inspect` shows."""
+    from ..stores._usage_file import read_usage
+    from ._common import _fleet as open_fleet
+
+    config: ContextConfig | None = _load_config(args.config)
+    backend = open_fleet(config)
+    if backend is not None:
+        assert config is not None
+        store = {"kind": "postgres", "schema": config.store.schema_name}
+        facts = _fleet(backend)
+        path = Path(args.working_dir or config.working_dir).expanduser()
+        if args.working_dir is not None and not path.is_dir():
+            path = _state_dir(args.working_dir, config)  # the usage error, as elsewhere
+    else:
+        store = {"kind": "local"}
+        path = _state_dir(args.working_dir, config)
+        facts = _files(path)
+    memory_dir = path / "memory"
+    notes = sorted(memory_dir.glob("*.md")) if memory_dir.is_dir() else []
+    return {
+        "version": INSPECT_VERSION,
+        "working_dir": str(path.resolve()),
+        "store": store,
+        **facts,
+        "memory": [{"name": note.name, "bytes": note.stat().st_size} for note in notes],
+        "usage": read_usage(path),
+    }
+
+
+def _usage_line(usage: dict[str, Any]) -> str:
+    cache = usage.get("cache_reuse")
+    provider = usage.get("provider_prompt_tokens")
+    counter = usage.get("counter")
+    how = f"{counter}, " if isinstance(counter, str) else ""
+    session = usage.get("session")
+    who = f"agent {usage.get('agent')!s}" + (f" (session {session})" if session else "")
+    return (
+        f"{who}: context {usage.get('prompt_tokens', 0):,} of "
+        f"{usage.get('max_input_tokens', 0):,} tokens by the context manager's estimate "
+        f"({how}messages before formatting, after its last reply)"
+        + (
+            f"; last prompt sent {provider:,} tokens by the provider's count"
+            if isinstance(provider, int)
+            else ""
+        )
+        + (
+            f"; {cache:.0%} of the provider's prompt tokens read from its cache"
+            if isinstance(cache, float)
+            else "; no cache reads reported"
+        )
+        + f" (as of {usage.get('updated')})"
+    )
+
+
+def render(facts: dict[str, Any]) -> str:
+    """`inspect`'s text."""
+    dialog, outputs = facts["dialog"], facts["outputs"]
+    now = time.time()
+    lines = []
+    if facts["store"]["kind"] == "postgres":
+        lines.append(f"store: PostgreSQL, schema {facts['store']['schema']}")
+        lines.append(
+            f"dialog: {dialog['messages']} messages over {len(dialog['days'])} day(s) "
+            "(pg-dialog:DAY)"
+        )
+        lines += [f"  {day}: {n} messages" for day, n in dialog["days"].items()]
+        lines.append(f"saved outputs: {outputs['count']}, {_size(outputs['bytes'])} (pg-output:ID)")
+        if outputs["newest"] is not None and outputs["oldest"] is not None:
+            lines.append(
+                f"  last used {_age(now - outputs['newest'])} ago (newest), "
+                f"{_age(now - outputs['oldest'])} ago (oldest)"
+            )
+        lines.append(f"working dir (memory, usage): {facts['working_dir']}")
+    else:
+        lines.append(f"working dir: {facts['working_dir']}")
+        lines.append(f"dialog/: {dialog['messages']} messages in {len(dialog['days'])} day file(s)")
+        lines += [f"  {day}: {n} messages" for day, n in dialog["days"].items()]
+        lines.append(f"tool_result/: {outputs['count']} file(s), {_size(outputs['bytes'])}")
+        if outputs["count"]:
+            lines.append(
+                f"  newest {_age(now - outputs['newest'])} old, "
+                f"oldest {_age(now - outputs['oldest'])} old"
+            )
+    lines.append(f"memory/: {len(facts['memory'])} file(s)")
+    lines += [f"  {note['name']}: {_size(note['bytes'])}" for note in facts["memory"]]
+    lines += [_usage_line(usage) for usage in facts["usage"]]
+    return "\n".join(lines)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    facts = collect(args)
+    if args.json:
+        print(json.dumps(facts, ensure_ascii=False, indent=2))
+    else:
+        print(render(facts))
+    bad = facts["dialog"]["bad_lines"]
+    if bad:
+        first = bad[0]
+        raise CliError(
+            f"dialog/ is corrupt: {len(bad)} unreadable line(s), first "
+            f"{first['file']}:{first['line']}: {first['reason']}"
+        )
+    return 0
