@@ -119,7 +119,7 @@ def _inspect_fleet(backend: Any, config: ContextConfig) -> None:
         count, total, newest, oldest = outputs.stats()
     except ContextError as exc:
         raise CliError(str(exc)) from None
-    print(f"store: PostgreSQL {backend.search.engine.dsn} schema {config.store.schema_name}")
+    print(f"store: {backend.search.engine.name}")
     print(f"dialog: {sum(days.values())} messages over {len(days)} day(s) (pg-dialog:DAY)")
     for day, n in days.items():
         print(f"  {day}: {n} messages")

@@ -195,7 +195,8 @@ class PostgresSearchIndex(Indexer):
                 op(conn)
         except Exception as exc:  # a cache: never fail the save that notified it
             self.failures.failed(
-                "search_index", self.engine.scrub(f"search index not updated: {exc}")
+                "search_index",
+                f"search index not updated ({self.engine.name}): {self.engine.describe(exc)}",
             )
         else:
             self.failures.recovered("search_index")
