@@ -8,8 +8,8 @@ said of a failure is told by `Secrets.describe`:
 - a failure to connect (libpq's messages quote the host, the socket path, the user and the
   database) is told by what kind it is ("connection refused", "password authentication
   failed", "the database does not exist", ...), never in libpq's words;
-- any other database error by its first line and SQLSTATE, with every name the store knows
-  replaced by ``***`` (`Secrets.scrub`);
+- any other database error (or psycopg's refusal of a value) by its first line and SQLSTATE,
+  with every name the store knows replaced by ``***`` (`Secrets.scrub`);
 - any other exception by its type and its text, scrubbed the same way.
 
 The names are those libpq would use: the DSN's options as libpq's parser reads them
@@ -117,7 +117,12 @@ class Secrets:
         kind = type(exc).__name__ + (f", SQLSTATE {code}" if code else "")
         if not code or code[:2] in ("08", "28", "3D", "57"):
             said = next((said for seen, said in _CONNECT_FAILURES if seen.search(text)), None)
-            return f"{said or 'the database failed'} ({kind})"
+            connecting = any(
+                c.__name__ in ("OperationalError", "InterfaceError") for c in type(exc).__mro__
+            )
+            if said is not None or code or connecting:
+                return f"{said or 'cannot connect'} ({kind})"
+            # else psycopg's own refusal of a value (a NUL in text): its words are its own
         diag = getattr(exc, "diag", None)
         first = getattr(diag, "message_primary", None) or text.strip().split("\n", 1)[0]
         return f"{self.scrub(first)} ({kind})"
