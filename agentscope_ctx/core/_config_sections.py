@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
-from ._config_base import _Section
+from ._config_base import PlainName, _Section
 from ._dsn import dsn_problem
 from ._search_text import DEFAULT_HITS, MAX_HITS
 
@@ -196,9 +196,10 @@ class RecallConfig(_Section):
     """``own``: an agent searches its own history (plus what has no known owner: memory files,
     records written without an agent name); ``shared``: every agent's on the working dir."""
 
-    session: str | None = None
+    session: PlainName | None = None
     """Written on each record as its session (e.g. the ``session_id`` you give
-    `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it."""
+    `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it.
+    No NUL or lone surrogate."""
 
     max_hits: int = Field(default=DEFAULT_HITS, ge=1, le=MAX_HITS)
     """Hits per search when the agent does not ask for a number."""
