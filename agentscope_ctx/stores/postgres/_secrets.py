@@ -94,7 +94,7 @@ class Secrets:
     def __init__(self, dsn: str, password_env: str | None = None) -> None:
         self._dsn = dsn
         self._password_env = password_env
-        self._names: tuple[list[str], re.Pattern[str] | None] | None = None
+        self._names: list[str] | None = None
         _LIVE.add(self)
         _guard_psycopg_logs()
 
@@ -158,14 +158,13 @@ class Secrets:
                 names.add(getpass.getuser())  # libpq's default user and database
             except Exception:  # no user name known: libpq would have none either
                 pass
-            self._names = (sorted(names, key=len, reverse=True), None)
-        fixed = self._names[0]
-        found = set(fixed)
-        for name in (self._password_env, *_ENV):
-            value = os.environ.get(name) if name else None
-            if value:
-                found.add(value)
-                found.update(value.split(","))
+            self._names = sorted(names, key=len, reverse=True)
+        found = set(self._names)
+        for variable in (self._password_env, *_ENV):
+            env_value = os.environ.get(variable) if variable else None
+            if env_value:
+                found.add(env_value)
+                found.update(env_value.split(","))
         found.discard("")
         long = sorted((n for n in found if len(n) >= _SHORT), key=len, reverse=True)
         short = sorted((n for n in found if len(n) < _SHORT), key=len, reverse=True)
