@@ -231,7 +231,7 @@ def _shown_by_a_store_that_fails(
     return shown
 
 
-@settings(max_examples=25, suppress_health_check=_SLOW_OK)
+@settings(max_examples=15, suppress_health_check=_SLOW_OK)
 @given(data=st.data(), host=_HOSTS, user=_USERS, db=_DBS, password=_PASSWORDS)
 def test_an_unreachable_store_shows_no_name_of_the_server(
     tmp_path: Path,
@@ -253,7 +253,7 @@ def test_an_unreachable_store_shows_no_name_of_the_server(
     assert not _leaks(shown, dsn, host, user, db, password, "127.0.0.1")
 
 
-@settings(max_examples=25, suppress_health_check=_SLOW_OK)
+@settings(max_examples=15, suppress_health_check=_SLOW_OK)
 @given(
     data=st.data(),
     user=st.one_of(st.just("postgres"), _USERS),
