@@ -25,7 +25,7 @@ from pydantic import Field
 from ._line import IS_1X
 from ._providers import Models, load_models
 from .core._config import AGENT_SECTIONS, ContextConfig
-from .core._config_base import _Section, _under
+from .core._config_base import PlainName, _Section, _under
 from .core._config_file import read_config_mapping
 from .core._errors import ConfigError, _short_repr
 from .tools import ShellTool, fetch_url
@@ -57,8 +57,8 @@ TOOLS: dict[str, Callable[[Path], Callable[..., Any] | None]] = {
 class AgentSection(_Section):
     """The ``agent:`` section."""
 
-    name: str = Field(default="assistant", min_length=1)
-    """The agent's name."""
+    name: PlainName = Field(default="assistant", min_length=1)
+    """The agent's name (no NUL or lone surrogate)."""
 
     sys_prompt: str = "You are a helpful assistant."
     """The system prompt."""

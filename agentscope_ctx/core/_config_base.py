@@ -23,7 +23,7 @@ from ._errors import ConfigError, _short_repr
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["UsablePath", "did_you_mean"]
+__all__ = ["PlainName", "UsablePath", "did_you_mean"]
 
 _MISSING = object()
 
@@ -108,6 +108,21 @@ def _usable_path(path: Path) -> Path:
 
 
 UsablePath = Annotated[Path, AfterValidator(_usable_path)]
+
+
+def _plain_name(name: str) -> str:
+    """A name every store can hold as text: no NUL, no lone surrogate (PostgreSQL's text
+    takes neither; UTF-8 cannot encode a surrogate)."""
+    if "\x00" in name:
+        raise ValueError("expected a name without NUL characters")
+    if not name.isascii() and any("\ud800" <= c <= "\udfff" for c in name):
+        raise ValueError("expected a name without lone surrogates (text UTF-8 can encode)")
+    return name
+
+
+PlainName = Annotated[str, AfterValidator(_plain_name)]
+"""A session id or an agent name as a config gives it (names given at run time, as an agent's
+own name, are stored safely instead: `stores.postgres._names`)."""
 
 
 def did_you_mean(name: str, known: Iterable[str], prefix: Sequence[str] = ()) -> str:

@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
-from ._config_base import _Section
+from ._config_base import PlainName, _Section
+from ._dsn import dsn_problem
 from ._search_text import DEFAULT_HITS, MAX_HITS
 
 __all__ = [
@@ -195,9 +196,10 @@ class RecallConfig(_Section):
     """``own``: an agent searches its own history (plus what has no known owner: memory files,
     records written without an agent name); ``shared``: every agent's on the working dir."""
 
-    session: str | None = None
+    session: PlainName | None = None
     """Written on each record as its session (e.g. the ``session_id`` you give
-    `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it."""
+    `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it.
+    No NUL or lone surrogate."""
 
     max_hits: int = Field(default=DEFAULT_HITS, ge=1, le=MAX_HITS)
     """Hits per search when the agent does not ask for a number."""
@@ -217,7 +219,6 @@ class RecallConfig(_Section):
 
 _PG_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DSN_PASSWORD = re.compile(r"(?i)password\s*=|^[a-z][a-z0-9+.-]*://[^/@\s]*:[^/@\s]*@")
 
 
 class StoreConfig(_Section):
@@ -229,7 +230,10 @@ class StoreConfig(_Section):
 
     dsn: str | None = None
     """The PostgreSQL server, without the password: ``postgresql://user@host:5432/db`` or
-    ``host=... dbname=... user=...``. Required for ``postgres``."""
+    ``host=... dbname=... user=...``. Required for ``postgres``. Read by libpq's own parser
+    (psycopg must be installed): one holding a password (``password``, ``user:pw@``, however
+    encoded) or another secret option is refused (docs/fleet-secrets.md). Never shown: errors
+    and the CLI name the store by its schema."""
 
     password_env: str | None = None
     """Name of the environment variable holding the password; `None`: libpq's own
@@ -249,13 +253,10 @@ class StoreConfig(_Section):
     @model_validator(mode="after")
     def _check_postgres(self) -> StoreConfig:
         # Named "[field] ...": the message never repeats the DSN (it might hold a secret).
-        if self.dsn is not None and _DSN_PASSWORD.search(self.dsn):
-            raise ValueError(
-                "[dsn] holds a password; expected a DSN without one (give the password in "
-                "the environment: PGPASSWORD, or the variable named by password_env)"
-            )
-        if self.dsn is not None and ("\x00" in self.dsn or not self.dsn.strip()):
-            raise ValueError("[dsn] expected a PostgreSQL URL or key=value connection string")
+        # libpq's own parser reads it (`_dsn`): a secret is found however it is spelled.
+        problem = None if self.dsn is None else dsn_problem(self.dsn)
+        if problem is not None:
+            raise ValueError(problem)
         if self.kind == "postgres" and self.dsn is None:
             raise ValueError("[dsn] is required when kind is 'postgres'")
         if not _PG_SCHEMA.fullmatch(self.schema_name):

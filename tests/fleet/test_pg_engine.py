@@ -24,7 +24,6 @@ from agentscope_ctx.stores.postgres import (
     PostgresEngine,
     PostgresOutputStore,
     PostgresSearchIndex,
-    redact,
 )
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
 from tests.lines import Msg
@@ -39,29 +38,13 @@ def _msg(msg_id: str, text: str) -> Msg:
     return msg
 
 
-@pytest.mark.parametrize(
-    ("dsn", "secret"),
-    [
-        ("postgresql://bob:hunter2@db:5432/app", "hunter2"),
-        ("postgres://bob:p%40ss@db/app?sslmode=require", "p%40ss"),
-        ("host=db user=bob password=hunter2 dbname=app", "hunter2"),
-        ("host=db password = 'it\\'s \\\\ secret' dbname=app", "secret"),
-        ("postgresql://db/app?password=hunter2&user=bob", "hunter2"),
-    ],
-)
-def test_redact_hides_the_password(dsn: str, secret: str) -> None:
-    shown = redact(dsn)
-    assert secret not in shown and "***" in shown
-    assert "db" in shown  # the rest stays, to say which server
-
-
 @given(
     password=st.text(alphabet=st.characters(codec="ascii", exclude_characters="\x00"), min_size=4)
 )
 def test_an_engine_never_shows_a_password_it_knows(password: str) -> None:
     quoted = password.replace("\\", "\\\\").replace("'", "\\'")
     engine = PostgresEngine(f"host=nowhere password='{quoted}'")
-    assert password not in repr(engine) and password not in engine.dsn
+    assert password not in repr(engine) and "nowhere" not in repr(engine)
     text = engine.scrub(f"libpq said: bad option near {password}")
     assert password not in text
 
@@ -100,8 +83,10 @@ def test_a_password_inline_in_the_dsn_is_scrubbed_from_errors(
         engine.close()
         with engine.connection():
             pass
-    assert "Inline-Secret9" not in str(info.value) and "***" in str(info.value)
-    # a DSN libpq cannot parse is echoed by libpq: still scrubbed
+    shown = str(info.value)
+    assert "Inline-Secret9" not in shown and "password authentication failed" in shown
+    assert str(pg_server.root) not in shown
+    # a DSN libpq cannot parse is echoed by libpq: never shown
     broken = PostgresEngine("host=x password=Inline-Secret9 nonsense", schema=pg_schema)
     with pytest.raises(PersistenceError) as parse:
         with broken.connection():

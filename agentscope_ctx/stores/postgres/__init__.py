@@ -8,7 +8,7 @@ connects, never at import (install the ``fleet`` extra).
 from __future__ import annotations
 
 from ._dialog import PostgresDialogStore
-from ._engine import PostgresEngine, redact
+from ._engine import PostgresEngine
 from ._outputs import PostgresOutputStore
 from ._search import PostgresSearchIndex
 
@@ -17,5 +17,4 @@ __all__ = [
     "PostgresEngine",
     "PostgresOutputStore",
     "PostgresSearchIndex",
-    "redact",
 ]

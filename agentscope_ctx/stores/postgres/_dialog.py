@@ -26,6 +26,7 @@ from ...core._errors import ContextUsageError, PersistenceError
 from .._dialog import DialogReadReport
 from .._dialog_record import date_prefix, decode_record, encode_record
 from ._engine import PostgresEngine
+from ._names import db_name
 
 __all__ = ["DAY_REF", "PostgresDialogStore", "day_ref"]
 
@@ -242,7 +243,7 @@ class PostgresDialogStore:
             if lossy:
                 lossy_of[msg.id] = lossy
         s = self.engine.schema
-        agent, session = self._fields.get("agent"), self._fields.get("session")
+        agent, session = db_name(self._fields.get("agent")), db_name(self._fields.get("session"))
         try:
             with self.engine.connection() as conn:
                 rows = conn.execute(

@@ -1,10 +1,10 @@
-"""`PostgresEngine`: the connections of the fleet store, and how a DSN is kept secret.
+"""`PostgresEngine`: the connections of the fleet store, and how its DSN is kept secret.
 
 A DSN names the server (``postgresql://user@host:5432/db`` or ``host=... dbname=...``); the
 password comes from the environment: libpq's own ``PGPASSWORD`` (or ``~/.pgpass``), or the
-variable named by `password_env`. Wherever a DSN could show (an error, a log line, a repr),
-`redact` hides its password, and every error text is scrubbed of the password values the
-engine knows, whatever libpq echoed.
+variable named by `password_env`. The DSN is never shown: errors, log lines and the repr name
+the store by its schema (`name`), and what libpq said of a failure is told without the
+server's names (`_secrets.Secrets.describe`; docs/fleet-secrets.md).
 
 Connections are pooled per engine (one per thread at a time, made when needed, autocommit
 with explicit transactions); a connection that failed is dropped, and the next call makes a
@@ -14,7 +14,6 @@ connection (`_schema.ensure`).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
@@ -22,33 +21,22 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import unquote
 
 from ...core._errors import PersistenceError
 from ._schema import ensure
+from ._secrets import Secrets, store_name
 
-__all__ = ["PostgresEngine", "redact"]
-
-logger = logging.getLogger("agentscope_ctx")
+__all__ = ["PostgresEngine"]
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_PASSWORD = re.compile(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)")
-_URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/@\s:]*:)([^@\s/]*)(@)")
 _MAX_IDLE = 8
-
-
-def redact(dsn: str) -> str:
-    """`dsn` with its password (``password=...`` or the ``user:password@`` of a URL)
-    replaced by ``***``."""
-    text = _PASSWORD.sub(r"\1***", dsn)
-    return _URL_USERINFO.sub(r"\1***\3", text)
 
 
 class PostgresEngine:
     """The database behind the three PostgreSQL seams (see the module docstring).
 
     Args:
-        dsn: libpq connection string or URL, without the password.
+        dsn: libpq connection string or URL, without the password (never shown).
         password_env: Name of an environment variable holding the password (read at each
             connection); `None`: libpq's own (``PGPASSWORD``, ``~/.pgpass``).
         schema: The PostgreSQL schema holding the tables.
@@ -72,6 +60,7 @@ class PostgresEngine:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(f"schema must be a lower-case identifier; got {schema!r}")
         self._dsn = dsn
+        self.secrets = Secrets(dsn, password_env)
         self.password_env = password_env
         self.schema = schema
         self.connect_timeout = connect_timeout
@@ -83,23 +72,26 @@ class PostgresEngine:
         self._ready = False
 
     def __repr__(self) -> str:
-        return f"PostgresEngine({redact(self._dsn)!r}, schema={self.schema!r})"
+        return f"PostgresEngine(schema={self.schema!r})"
 
     @property
-    def dsn(self) -> str:
-        """The DSN, its password redacted (what may be shown)."""
-        return redact(self._dsn)
+    def name(self) -> str:
+        """How errors, logs and the CLI name this store (never by its DSN)."""
+        return store_name(self.schema)
 
     def scrub(self, text: str) -> str:
-        """`text` with every password this engine knows replaced by ``***``."""
-        text = redact(text)
-        for secret in self._secrets():
-            text = text.replace(secret, "***")
-        return text
+        """`text` with every name and password this engine knows replaced by ``***``."""
+        return self.secrets.scrub(text)
+
+    def describe(self, exc: BaseException) -> str:
+        """What may be said of `exc` (`Secrets.describe`: no DSN, host, user, database or
+        password)."""
+        return self.secrets.describe(exc)
 
     def error(self, what: str, exc: BaseException) -> PersistenceError:
-        """A `PersistenceError` saying `what` failed on this store, scrubbed."""
-        return PersistenceError(self.scrub(f"{what} (PostgreSQL store {self.dsn}): {exc}"))
+        """A `PersistenceError` saying `what` failed on this store, told safely (raise it
+        ``from None``: the original, in libpq's words, must not be chained)."""
+        return PersistenceError(f"{what} ({self.name}): {self.describe(exc)}")
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
@@ -126,24 +118,6 @@ class PostgresEngine:
             self._drop(conn)
 
     # -- internals -----------------------------------------------------------------------
-
-    def _secrets(self) -> list[str]:
-        """The passwords this engine may send: in the DSN (as written, unquoted, and
-        percent-decoded) and in the environment."""
-        found = []
-        match = re.search(r"(?i)password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&]+)", self._dsn)
-        if match:
-            raw = match.group(1)
-            quoted = len(raw) >= 2 and raw[0] == raw[-1] == "'"
-            found += [raw, re.sub(r"\\(.)", r"\1", raw[1:-1] if quoted else raw), unquote(raw)]
-        match = _URL_USERINFO.search(self._dsn)
-        if match and match.group(2):
-            found += [match.group(2), unquote(match.group(2))]
-        for name in (self.password_env, "PGPASSWORD"):
-            value = os.environ.get(name) if name else None
-            if value:
-                found.append(value)
-        return sorted({s for s in found if s}, key=len, reverse=True)
 
     def _take(self) -> Any:
         with self._lock:
@@ -180,7 +154,7 @@ class PostgresEngine:
         wait = self._down_until - time.monotonic()
         if wait > 0:
             raise PersistenceError(
-                f"the PostgreSQL store {self.dsn} is unreachable (the last attempt failed); "
+                f"{self.name} is unreachable (the last attempt failed); "
                 f"trying again in {wait:.1f} s"
             )
         extra: dict[str, Any] = {"connect_timeout": max(1, round(self.connect_timeout))}
@@ -188,8 +162,8 @@ class PostgresEngine:
             password = os.environ.get(self.password_env)
             if password is None:
                 raise PersistenceError(
-                    f"the PostgreSQL store's password variable {self.password_env!r} is not "
-                    "set in the environment"
+                    f"{self.name}: the password variable {self.password_env!r} is not set "
+                    "in the environment"
                 )
             extra["password"] = password
         self.attempts += 1

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...core._errors import OffloadError, PersistenceError
 from ._engine import PostgresEngine
+from ._names import db_name
 from ._schema import CHUNK
 
 __all__ = ["REF", "PostgresOutputStore", "output_id"]
@@ -76,12 +77,13 @@ class PostgresOutputStore:
             newlines += payload.count(b"\n", start, start + CHUNK)
         lines = newlines + (1 if payload and not payload.endswith(b"\n") else 0)
         s = self.engine.schema
+        owner = (db_name(self.agent), db_name(self.session))  # as stored (`_names`)
         try:
             with self.engine.connection() as conn, conn.transaction():
                 conn.execute(
                     f"INSERT INTO {s}.outputs (id, size, lines, agent, session, used_at) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
-                    (key, len(payload), lines, self.agent, self.session, time.time()),
+                    (key, len(payload), lines, *owner, time.time()),
                 )
                 with conn.cursor() as cursor:
                     with cursor.copy(

@@ -39,6 +39,7 @@ from ...core._search_text import (
 )
 from ._engine import PostgresEngine
 from ._indexer import Indexer
+from ._names import db_name, name_from_db
 from ._outputs import output_id
 from ._search_sql import (
     LOW,
@@ -80,7 +81,8 @@ class PostgresSearchIndex(Indexer):
     def output_saved(self, ref: str, *, agent: str | None, session: str | None = None) -> None:
         key = output_id(ref)
         if key is not None:
-            self._notify(lambda conn: self._saved(conn, key, (agent, session, None, None)))
+            owner = (db_name(agent), db_name(session), None, None)
+            self._notify(lambda conn: self._saved(conn, key, owner))
 
     def describe_output(self, ref: str, *, tool: str, args: str | None) -> None:
         key = output_id(ref)
@@ -131,7 +133,12 @@ class PostgresSearchIndex(Indexer):
             PersistenceError: the database cannot be read.
         """
         parsed = parse_query(query) if isinstance(query, str) else query
-        filters = Filters(**{k: v and db_text(v) for k, v in vars(filters or Filters()).items()})
+        filters = Filters(  # names escaped as stored (`_names`), other values made storable
+            **{
+                k: db_name(v) if k in ("agent", "session") else v and db_text(v)
+                for k, v in vars(filters or Filters()).items()
+            }
+        )
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
@@ -153,6 +160,7 @@ class PostgresSearchIndex(Indexer):
             if not every:
                 rows = ranked(conn, query_text(parsed, every=False), params)
             rows, records = day_rows(conn, self.engine.schema, rows)
+            rows = [(*row[:8], name_from_db(row[8]), *row[9:]) for row in rows]  # c.agent
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
             return SearchResult(hits, parsed, every, pending)
 
@@ -195,7 +203,8 @@ class PostgresSearchIndex(Indexer):
                 op(conn)
         except Exception as exc:  # a cache: never fail the save that notified it
             self.failures.failed(
-                "search_index", self.engine.scrub(f"search index not updated: {exc}")
+                "search_index",
+                f"search index not updated ({self.engine.name}): {self.engine.describe(exc)}",
             )
         else:
             self.failures.recovered("search_index")
