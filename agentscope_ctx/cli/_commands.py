@@ -25,6 +25,7 @@ from ._common import (
     _size,
     _state_dir,
     _tool_result_files,
+    cli_tenant,
 )
 
 
@@ -191,6 +192,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     from ..stores._tool_results import ToolResultStore
 
     config = _load_config(args.config)
+    tenant = cli_tenant(args)
     days = args.retention_days
     if days is None:
         days = config.tool_result.retention_days if config else 7.0
@@ -199,7 +201,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     if config is not None and config.store.kind == "postgres":  # its outputs unused > days
         retention = config.tool_result.model_copy(update={"retention_days": days})
         backend = _fleet(config.model_copy(update={"tool_result": retention}))
-        outputs = backend.outputs()
+        outputs = backend.outputs(tenant=tenant)
         try:
             _, size_before, _, _ = outputs.stats()
             gone = outputs.cleanup([])
@@ -215,7 +217,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     path = _state_dir(args.working_dir, config)
     store = ToolResultStore(path, days)
     sizes = {p.resolve(): p.stat().st_size for p in _tool_result_files(path)}
-    removed = store.cleanup(referenced=[])
+    removed = store.cleanup(referenced=[], only=tenant)
     freed = sum(sizes.get(p.resolve(), 0) for p in removed)
     left = len(_tool_result_files(path))
     print(
@@ -275,10 +277,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
         raise CliError(f"--role must be one of {', '.join(ROLES)}; got {args.role!r}", code=2)
     if args.limit is not None and not 1 <= args.limit <= MAX_HITS:
         raise CliError(f"--limit must be from 1 to {MAX_HITS}; got {args.limit}", code=2)
+    tenant = cli_tenant(args)
     try:
         filters = Filters(
-            agent=args.agent,
-            session=args.session,
+            tenant=tenant,
+            session=args.session if tenant is None else None,
             role=args.role,
             tool=args.tool,
             since=parse_time(args.since, "--since"),

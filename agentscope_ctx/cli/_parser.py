@@ -11,6 +11,13 @@ from ._commands import _cmd_config, _cmd_consolidate, _cmd_demo, _cmd_gc, _cmd_i
 from ._common import DEMO_DIR, _retention_days
 
 
+def _tenant_options(command: argparse.ArgumentParser, agent_help: str) -> None:
+    """``--agent``, ``--user`` and ``--session``: one tenant (docs/tenants.md)."""
+    command.add_argument("--agent", metavar="NAME", help=agent_help)
+    command.add_argument("--user", metavar="ID", help="the end user of --agent (recall.user)")
+    command.add_argument("--session", metavar="ID", help="with --agent: that session only")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
     from ..core._search_hits import ROLES
@@ -78,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DAYS",
         help="age limit in days (default: tool_result.retention_days of --config, else 7)",
     )
+    _tenant_options(gc, "only the saved outputs of this agent (of --user; in --session)")
     gc.set_defaults(func=_cmd_gc)
 
     cons = sub.add_parser(
@@ -117,7 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"or ../) is {where}, and must be a directory",
     )
     search.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
-    search.add_argument("--agent", metavar="NAME", help="search as this agent (default: all)")
+    search.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="search as this agent would (of --user): every session of it, or --session's "
+        "only (docs/tenants.md); default: the whole store",
+    )
+    search.add_argument("--user", metavar="ID", help="the end user of --agent (recall.user)")
     search.add_argument("--role", metavar="ROLE", help="only " + ", ".join(ROLES))
     search.add_argument("--tool", metavar="NAME", help="only calls and outputs of this tool")
     search.add_argument("--since", metavar="TIME", help="from this local time: 2026-12-02[ 14:30]")

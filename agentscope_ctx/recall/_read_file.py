@@ -25,6 +25,9 @@ What it reads, and how it makes sure (DESIGN.md §12):
 - A store that is not files (the fleet's PostgreSQL: ``pg-output:<id>`` for a saved output,
   ``pg-dialog:YYYY-MM-DD`` for a day of the dialog) is read through its seam (`sources`):
   the same cut and notice (`stores.seams.excerpt`), a bounded window of the stored bytes.
+- The tenant boundary (DESIGN.md §15): a reader for a tenant (`scoped`, or `_read_scope.CALLER`)
+  shows only its records: another tenant's saved output, day or media file reads exactly as
+  a missing one, and a local day of the dialog shows only its records (`_read_scope`).
 """
 
 from __future__ import annotations
@@ -43,10 +46,13 @@ from typing import TYPE_CHECKING
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
+from ..core._tenant import Tenant
 from ..core._truncation import Position, excerpt_with_notice, parse_notice
+from ..stores._dialog_view import DialogDayView
 from ..stores._line_index import ByteSource, LineEndError, LineIndexCache
 from ..stores._tool_results import ToolResultPolicy
 from ..stores.seams import excerpt
+from ._read_scope import CALLER, ReadScope
 
 if TYPE_CHECKING:
     from ..stores.seams import RangedSource
@@ -101,10 +107,14 @@ class FileReader:
         *,
         store_dir: Path | None = None,
         index_cache: LineIndexCache | None = None,
-        sources: Callable[[str], RangedSource | None] | None = None,
+        sources: Callable[[str, Tenant | None], RangedSource | None] | None = None,
+        scope: ReadScope | None = None,
+        tenant: Tenant | None = None,
     ) -> None:
-        """`sources(ref)`: the store that reads `ref` when it names no file (`None`: files
-        only)."""
+        """`sources(ref, tenant)`: the store that reads `ref` when it names no file, as
+        `tenant` sees it (`None`: files only); `scope`: where the working dir keeps tenants'
+        files; `tenant`: whose records it shows (`None`: the caller's, `CALLER`, else
+        everything)."""
         self.roots = [Path(root).expanduser().resolve() for root in roots]
         self.store_dir = None if store_dir is None else Path(store_dir).resolve()
         if self.store_dir is not None and not self._inside(self.store_dir):
@@ -112,8 +122,28 @@ class FileReader:
         self.policy = policy
         self.index_cache = index_cache or LineIndexCache()
         self.sources = sources
+        self.scope = scope or ReadScope(store_dir=self.store_dir)
+        self.tenant = tenant
         self.bytes_read = 0
         self._count_lock = threading.Lock()
+
+    def scoped(self, tenant: Tenant) -> FileReader:
+        """This reader for `tenant` (the same roots, stores and line index cache)."""
+        reader = FileReader(
+            self.roots,
+            self.policy,
+            store_dir=self.store_dir,
+            index_cache=self.index_cache,
+            sources=self.sources,
+            scope=self.scope,
+            tenant=tenant,
+        )
+        return reader
+
+    @property
+    def caller(self) -> Tenant | None:
+        """The tenant this call reads for (`None`: no boundary)."""
+        return self.tenant if self.tenant is not None else CALLER.get()
 
     def _inside(self, path: Path) -> bool:
         return any(path.is_relative_to(root) for root in self.roots)
@@ -141,6 +171,9 @@ class FileReader:
                 root = next((root for root in self.roots if real.is_relative_to(root)), None)
                 if root is not None:
                     inside_any = True
+                    tenant = self.caller
+                    if tenant is not None and self.scope.hidden(real, tenant):
+                        continue  # another tenant's: as if it were not there
                     if real.exists():
                         return root, real
             except (OSError, ValueError) as exc:  # name too long, symlink loop, ...
@@ -177,7 +210,13 @@ class FileReader:
             else:
                 root, real = self.locate(file_path)
                 max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
-                text = await asyncio.to_thread(self._read, root, real, start, max_bytes)
+                tenant = self.caller
+                if tenant is not None and tenant.scope != "shared" and self.scope.is_day(real):
+                    text = await asyncio.to_thread(
+                        self._read_day, file_path, root, real, tenant, start, max_bytes
+                    )
+                else:
+                    text = await asyncio.to_thread(self._read, root, real, start, max_bytes)
         except ReadFileError as exc:
             text = f"Error: {exc}"
         except Exception as exc:  # a bug or an exhausted machine: say so, never a bare "Error: "
@@ -188,7 +227,7 @@ class FileReader:
     def _source(self, file_path: object) -> RangedSource | None:
         if self.sources is None or not isinstance(file_path, str):
             return None
-        return self.sources(file_path.strip())
+        return self.sources(file_path.strip(), self.caller)
 
     def _read_stored(self, source: RangedSource, ref: str, start: Position) -> str:
         """`ref` of a store that is not files, from `start` (see the module docstring)."""
@@ -199,6 +238,41 @@ class FileReader:
             raise ReadFileError(f"{ref!r} does not exist (or is no longer kept)") from None
         except ValueError as exc:
             raise ReadFileError(str(exc)) from None
+
+    def _read_day(
+        self,
+        file_path: str,
+        root: Path,
+        real: Path,
+        tenant: Tenant,
+        start: Position,
+        max_bytes: int,
+    ) -> str:
+        """A local day of the dialog as `tenant` sees it (`DialogDayView`); a day without its
+        records reads as a missing file."""
+        name = repr(str(real))
+        try:
+            fd = _open_below(root, real)
+        except OSError as exc:
+            raise ReadFileError(_open_error(name, exc)) from None
+        try:
+            self._check_opened(fd, name)
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read()
+        except OSError as exc:
+            raise ReadFileError(f"cannot read {name}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+        with self._count_lock:
+            self.bytes_read += len(data)
+        try:
+            view = DialogDayView(data, tenant)
+        except KeyError:
+            raise ReadFileError(f"{file_path[:200]!r} does not exist") from None
+        try:
+            return excerpt(view, str(real), start, max_bytes)
+        except ValueError as exc:
+            raise ReadFileError(str(exc).replace(repr(str(real)), name)) from None
 
     def _read(self, root: Path, real: Path, start: Position, max_bytes: int) -> str:
         name = repr(str(real))

@@ -52,7 +52,7 @@ from ._search_db import (
     write,
 )
 from ._search_files import ALL_KINDS, file_stamp, index_dialog, index_file, source_files, up_to_date
-from ._search_query import ranked_rows
+from ._search_query import ranked_rows, tenant_params
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
@@ -148,7 +148,10 @@ class SearchIndex:
             PersistenceError: the index cannot be opened or read.
         """
         parsed = parse_query(query) if isinstance(query, str) else query
-        filters = Filters(**{k: v and storable(v) for k, v in vars(filters or Filters()).items()})
+        owner = tenant_params((filters or Filters()).tenant, storable)
+        filters = Filters(
+            **{k: v and storable(v) for k, v in vars(filters or Filters()).items() if k != "tenant"}
+        )
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
@@ -156,7 +159,8 @@ class SearchIndex:
 
         def run(db: sqlite3.Connection) -> SearchResult:
             pending = self._catch_up(db, deadline, busy=busy)
-            params = {**vars(filters), "limit": 4 * limit + 8}
+            params = {**vars(filters), **owner, "limit": 4 * limit + 8}
+            params.pop("tenant", None)
             rows = ranked_rows(db, parsed.fts(), params, limit)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
