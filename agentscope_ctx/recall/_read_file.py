@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import errno
 import logging
 import os
 import stat
@@ -52,6 +51,7 @@ from ..stores._dialog_view import DialogDayView
 from ..stores._line_index import ByteSource, LineEndError, LineIndexCache
 from ..stores._tool_results import ToolResultPolicy
 from ..stores.seams import excerpt
+from ._opening import KINDS, PROC_FD, open_below, open_error
 from ._read_scope import CALLER, ReadScope
 
 if TYPE_CHECKING:
@@ -60,20 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["FileReader", "ReadFileError"]
 
 logger = logging.getLogger("agentscope_ctx")
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_COMMON = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-_FILE_FLAGS = _COMMON | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-_DIR_FLAGS = _COMMON | _NOFOLLOW | _DIRECTORY
-_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
-_PROC_FD = Path("/proc/self/fd")
-_KINDS = {
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
 
 
 class ReadFileError(Exception):
@@ -252,9 +238,9 @@ class FileReader:
         records reads as a missing file."""
         name = repr(str(real))
         try:
-            fd = _open_below(root, real)
+            fd = open_below(root, real)
         except OSError as exc:
-            raise ReadFileError(_open_error(name, exc)) from None
+            raise ReadFileError(open_error(name, exc)) from None
         try:
             self._check_opened(fd, name)
             with open(fd, "rb", closefd=False) as file:
@@ -277,9 +263,9 @@ class FileReader:
     def _read(self, root: Path, real: Path, start: Position, max_bytes: int) -> str:
         name = repr(str(real))
         try:
-            fd = _open_below(root, real)
+            fd = open_below(root, real)
         except OSError as exc:
-            raise ReadFileError(_open_error(name, exc)) from None
+            raise ReadFileError(open_error(name, exc)) from None
         try:
             info = self._check_opened(fd, name)
             source = ByteSource(open(fd, "rb", buffering=0, closefd=False))
@@ -298,7 +284,7 @@ class FileReader:
         if stat.S_ISDIR(info.st_mode):
             raise ReadFileError(f"{name} is a directory, not a file")
         if not stat.S_ISREG(info.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            kind = KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
             raise ReadFileError(f"{name} is {kind}; only regular files can be read")
         if info.st_nlink > 1:
             raise ReadFileError(
@@ -306,7 +292,7 @@ class FileReader:
                 "outside the readable roots, so it is not read (copy it to read it)"
             )
         try:
-            opened = Path(os.readlink(_PROC_FD / str(fd)))
+            opened = Path(os.readlink(PROC_FD / str(fd)))
         except OSError:  # no /proc here: the walk by directory fds is the check
             return info
         if not self._inside(opened):
@@ -353,35 +339,3 @@ class FileReader:
         if output != rest and (parsed := parse_notice(output)) is not None:
             index.remember(parsed[1].next, at + parsed[1].n_bytes)
         return output
-
-
-def _open_below(root: Path, real: Path) -> int:
-    """Open `real` for reading, walking from `root` one component at a time without following
-    any symlink, and without blocking (``O_NONBLOCK``: a FIFO opens at once, and is refused
-    by the caller)."""
-    parts = real.relative_to(root).parts
-    if not parts:
-        raise IsADirectoryError(errno.EISDIR, "the root itself")
-    if not _WALK:  # no dir_fd here: open by name; the checks after opening still apply
-        return os.open(real, _FILE_FLAGS)
-    dir_fd = os.open(root, _COMMON | _DIRECTORY)
-    try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
-            os.close(dir_fd)
-            dir_fd = next_fd
-        return os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _open_error(name: str, exc: OSError) -> str:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        return f"{name} changed while it was being opened (a symlink appeared); it is not read"
-    if exc.errno == errno.ENOENT:
-        return f"{name} does not exist"
-    if exc.errno == errno.EISDIR:
-        return f"{name} is a directory, not a file"
-    if exc.errno == errno.ENXIO:
-        return f"{name} is a socket or a device; only regular files can be read"
-    return f"cannot open {name}: {exc.strerror or exc}"

@@ -35,7 +35,9 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..core._failures import FailureLog
 from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
@@ -149,9 +151,11 @@ class SearchIndex:
         """
         parsed = parse_query(query) if isinstance(query, str) else query
         owner = tenant_params((filters or Filters()).tenant, storable)
-        filters = Filters(
-            **{k: v and storable(v) for k, v in vars(filters or Filters()).items() if k != "tenant"}
-        )
+        given = filters or Filters()
+        texts: dict[str, Any] = {
+            k: storable(v) for k, v in vars(given).items() if isinstance(v, str) and v
+        }  # as the index keeps text
+        filters = replace(given, **texts)
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -139,9 +140,11 @@ class PostgresSearchIndex(Indexer):
         """
         parsed = parse_query(query) if isinstance(query, str) else query
         tenant = (filters or Filters()).tenant
-        filters = Filters(
-            **{k: v and db_text(v) for k, v in vars(filters or Filters()).items() if k != "tenant"}
-        )
+        given = filters or Filters()
+        texts: dict[str, Any] = {
+            k: db_text(v) for k, v in vars(given).items() if isinstance(v, str) and v
+        }  # as the index keeps text
+        filters = replace(given, **texts)
         scoped = tenant is not None and tenant.scope != "shared"
         owner = {
             "t_agent": db_text(tenant.agent) if scoped and tenant else None,
