@@ -206,3 +206,49 @@ def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_
         assert counts(Tenant.of("assistant", None, scope="agent"))["dialog"] == 1
     finally:
         engine.close()
+
+
+def test_a_version_1_schema_is_migrated_in_place(
+    pg_server: Any, pg_password: str, pg_schema: str
+) -> None:
+    """Schema 2: a store made by version 1 (NULL owners, idempotent by msg_id alone) is
+    migrated by the first worker that opens it: its rows kept (owned by ``""``), the dialog
+    keyed by owner, row-level security on."""
+    import asyncio
+
+    import psycopg
+
+    from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
+    from agentscope_ctx.stores.postgres._schema import _DDL, SCHEMA_VERSION
+
+    s = pg_schema
+    with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
+        conn.execute(_DDL.format(s=s))  # version 1's tables, as version 1 made them
+        conn.execute(f"INSERT INTO {s}.schema_version (version) VALUES (1)")
+        conn.execute(
+            f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) VALUES "
+            "('old', NULL, NULL, %s, '{}'), ('a1', 'assistant', NULL, %s, '{}')",
+            (DAY, DAY),
+        )
+    engine = PostgresEngine(pg_server.dsn, password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD", schema=s)
+    try:
+        dialog = PostgresDialogStore(engine, record_fields={"agent": "other"})
+        msg = Msg("user", "same id, another owner", "user")
+        msg.id = "old"
+        assert asyncio.run(dialog.append([msg])) == 1  # version 1 refused a second "old"
+        with engine.connection() as conn:
+            assert conn.execute(f"SELECT max(version) FROM {s}.schema_version").fetchone() == (
+                SCHEMA_VERSION,
+            )
+            rows = conn.execute(
+                f"SELECT msg_id, agent, session FROM {s}.dialog ORDER BY seq"
+            ).fetchall()
+            forced = conn.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+                "AND relrowsecurity AND relforcerowsecurity ORDER BY relname",
+                (s,),
+            ).fetchall()
+        assert rows == [("old", "", ""), ("a1", "assistant", ""), ("old", "other", "")]
+        assert [r[0] for r in forced] == ["chunks", "dialog", "output_chunks", "outputs", "owners"]
+    finally:
+        engine.close()
