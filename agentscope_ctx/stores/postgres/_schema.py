@@ -109,6 +109,7 @@ ALTER TABLE {s}.outputs ALTER COLUMN agent SET DEFAULT '', ALTER COLUMN agent SE
     ALTER COLUMN session SET DEFAULT '', ALTER COLUMN session SET NOT NULL;
 ALTER TABLE {s}.dialog DROP CONSTRAINT IF EXISTS dialog_msg_id_key;
 CREATE UNIQUE INDEX IF NOT EXISTS dialog_by_owner_msg ON {s}.dialog (agent, session, msg_id);
+CREATE INDEX IF NOT EXISTS dialog_by_owner_day ON {s}.dialog (agent, day, session, seq);
 CREATE INDEX IF NOT EXISTS outputs_by_owner ON {s}.outputs (agent, session);
 CREATE INDEX IF NOT EXISTS chunks_by_owner ON {s}.chunks (agent, session);
 """ + "".join(
