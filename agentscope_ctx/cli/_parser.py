@@ -15,7 +15,7 @@ def _tenant_options(command: argparse.ArgumentParser, agent_help: str) -> None:
     """``--agent``, ``--user`` and ``--session``: one tenant (docs/tenants.md)."""
     command.add_argument("--agent", metavar="NAME", help=agent_help)
     command.add_argument("--user", metavar="ID", help="the end user of --agent (recall.user)")
-    command.add_argument("--session", metavar="ID", help="with --agent: that session only")
+    command.add_argument("--session", metavar="ID", help="with --agent: that session only (--session= : no id)")
 
 
 def build_parser() -> argparse.ArgumentParser:

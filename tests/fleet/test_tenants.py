@@ -103,9 +103,10 @@ class Side:
     async def read(self, ref: str) -> str:
         return text_of(await self.reader.read_file(ref))
 
-    async def search(self, query: str, role: str | None = None) -> str:
+    async def search(self, query: str, role: str | None = None, since: str | None = None) -> str:
         assert self.recall is not None
-        return text_of(await self.recall.search_history(query, role=role, limit=20))
+        answer = await self.recall.search_history(query, role=role, since=since, limit=20)
+        return text_of(answer)
 
     def day_refs(self) -> list[str]:
         """How this side names the day of the dialog it wrote on."""
@@ -168,18 +169,24 @@ def sides(tmp_path: Path, store: dict[str, Any]) -> Iterator[list[Side]]:
     b_writes=st.booleans(),
     query=_name,
     role=st.sampled_from([None, "user", "tool", "assistant"]),
+    since=st.sampled_from([None, DAY, "2026-12-01 09:00"]),
 )
+@example(  # a session of no id is the session "" (on the CLI: --session=)
+    names=("0", "0", None, "0", None),
+    same_agent=False, b_user=None, b_scope="session", b_writes=False, query="0", role=None,
+    since=None,
+)  # fmt: skip
 @example(  # the findings: the same agent name in another session; another user's same agent
     names=("assistant", "s-alice", None, "assistant", "s-bob"),
-    same_agent=True, b_user=None, b_scope="session", b_writes=False, query="password", role=None,
+    same_agent=True, b_user=None, b_scope="session", b_writes=False, query="password", role=None, since=None,
 )  # fmt: skip
 @example(
     names=("assistant", "s1", "alice", "assistant", "s1"),
-    same_agent=True, b_user="bob", b_scope="agent", b_writes=True, query="my", role="user",
+    same_agent=True, b_user="bob", b_scope="agent", b_writes=True, query="my", role="user", since=DAY,
 )  # fmt: skip
 @example(
     names=("-a/b%2F", "../x", "u/v", "a\nb 'x'", "--agent"),
-    same_agent=False, b_user="u%2Fv", b_scope="session", b_writes=True, query="*", role="tool",
+    same_agent=False, b_user="u%2Fv", b_scope="session", b_writes=True, query="*", role="tool", since=None,
 )  # fmt: skip
 def test_a_tenant_never_reads_another_tenants_bytes(
     tmp_path: Path,
@@ -192,6 +199,7 @@ def test_a_tenant_never_reads_another_tenants_bytes(
     b_writes: bool,
     query: str,
     role: str | None,
+    since: str | None,
 ) -> None:
     a_agent, a_session, a_user, b_agent, b_session = names
     b_agent = a_agent if same_agent else b_agent
@@ -225,12 +233,12 @@ def test_a_tenant_never_reads_another_tenants_bytes(
             else:
                 assert own in answer  # its own records of the same day
         for words in (secret, f'"{secret}"', secret[:5] + "*", "password", query):
-            answer = (await b.search(words, role=role)).replace(words, "")  # not its echo
+            answer = (await b.search(words, role, since)).replace(words, "")  # not its echo
             assert secret not in answer
         if b_writes:
             assert own in await b.search(own)
         args = [f"--agent={b_agent}"]
-        args += [] if b_session is None or b_scope == "agent" else [f"--session={b_session}"]
+        args += [f"--session={b_session or ''}"] if b_scope == "session" else []
         args += [] if b_user is None else [f"--user={b_user}"]
         for words in (secret, "password"):
             out = _cli(b, tmp_path, *args, *(["--"] if words.startswith("-") else []), words)
@@ -238,3 +246,24 @@ def test_a_tenant_never_reads_another_tenants_bytes(
             assert "Traceback" not in out
 
     asyncio.run(run())
+
+
+def test_gc_for_one_tenant_deletes_only_its_expired_outputs(
+    tmp_path: Path, store: dict[str, Any], sides: list[Side]
+) -> None:
+    """``agentscope-ctx gc --agent --session``: that tenant's expired outputs only."""
+    a = Side(tmp_path / "w", store, "assistant", "s-alice")
+    b = Side(tmp_path / "w", store, "assistant", "s-bob")
+    sides += [a, b]
+    refs = [os.fspath(side.outputs.save(f"output of {side.agent}\n")) for side in (a, b)]
+    config = tmp_path / "gc.yaml"
+    data = {"working_dir": str(a.config.working_dir), "store": a.config.store.model_dump()}
+    config.write_text(yaml.safe_dump(data))
+    later = ["--retention-days", "0.000001"]
+    import time
+
+    time.sleep(0.2)
+    args = ["gc", "--config", str(config), *later, "--agent=assistant", "--session=s-alice"]
+    assert cli_main(args) == 0
+    assert a.manager.store.size(refs[0]) is None
+    assert b.manager.store.size(refs[1]) is not None
