@@ -15,7 +15,9 @@ def _tenant_options(command: argparse.ArgumentParser, agent_help: str) -> None:
     """``--agent``, ``--user`` and ``--session``: one tenant (docs/tenants.md)."""
     command.add_argument("--agent", metavar="NAME", help=agent_help)
     command.add_argument("--user", metavar="ID", help="the end user of --agent (recall.user)")
-    command.add_argument("--session", metavar="ID", help="with --agent: that session only (--session= : no id)")
+    command.add_argument(
+        "--session", metavar="ID", help="with --agent: that session only (--session= : no id)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--tool", metavar="NAME", help="only calls and outputs of this tool")
     search.add_argument("--since", metavar="TIME", help="from this local time: 2026-12-02[ 14:30]")
     search.add_argument("--until", metavar="TIME", help="up to this local time (a date: all day)")
-    search.add_argument("--session", metavar="ID", help="only records of this session")
+    search.add_argument(
+        "--session", metavar="ID", help="only records of this session (--session= : no id)"
+    )
     search.add_argument("--limit", type=int, metavar="N", help="number of hits (default 5)")
     search.set_defaults(func=_cmd_search)
     for command in sub.choices.values():  # a usage error shows the command's own usage
