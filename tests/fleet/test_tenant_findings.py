@@ -252,3 +252,55 @@ def test_a_version_1_schema_is_migrated_in_place(
         assert [r[0] for r in forced] == ["chunks", "dialog", "output_chunks", "outputs", "owners"]
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("kind", ["local", "postgres"])
+async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """The owner the index learns from a dialog record (after a rebuild, or when the save's
+    notice to the index was lost) is not the output's owner: Bob's message naming Alice's
+    saved output (its ref in a notice) must not make her output Bob's search hit."""
+    from agentscope_ctx.core._truncation import excerpt_with_notice
+    from agentscope_ctx.stores.factory import open_stores
+    from tests.lines import TextBlock, ToolResultBlock
+
+    store = _store(kind, request)
+    config = ContextConfig(working_dir=tmp_path / "shared", store=store)
+    alice = open_stores(config, agent="assistant", session="s-alice")
+    bob = open_stores(config, agent="assistant", session="s-bob")
+    try:
+        text = "".join(f"line {i} of the audit\n" for i in range(200)) + f"key {SECRET}\n"
+        ref = os.fspath(alice.outputs.save(text))
+        if kind == "local":  # the index is a cache: gone, then made again from the files
+            alice.search.close()
+            for path in (tmp_path / "shared" / "index").iterdir():
+                path.unlink()
+        else:  # the save's notice to the index was lost
+            engine = alice.search.engine  # type: ignore[attr-defined]
+            with engine.connection() as conn, conn.transaction():
+                conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
+                conn.execute(f"DELETE FROM {engine.schema}.owners")
+                conn.execute(f"DELETE FROM {engine.schema}.chunks")
+                conn.execute(f"UPDATE {engine.schema}.outputs SET indexed = false")
+        notice = excerpt_with_notice(text, max_bytes=1_024, file_path=ref)
+        result = Msg(
+            "system",
+            [ToolResultBlock(type="tool_result", id="c1", name="shell",
+                             output=[TextBlock(type="text", text=notice)])],
+            "system",
+        )  # fmt: skip
+        result.timestamp = f"{DAY} 18:00:00.000"
+        await bob.dialog.append([result])
+        bob.search.catch_up(seconds=None)
+        from agentscope_ctx.core._search_hits import Filters
+
+        bobs = Filters(tenant=Tenant.of("assistant", "s-bob"))
+        hits = bob.search.search(SECRET, bobs, limit=10, catch_up_seconds=None).hits
+        assert not hits
+        alices = Filters(tenant=Tenant.of("assistant", "s-alice"))
+        if kind == "postgres":  # the database knows who saved it
+            assert alice.search.search(SECRET, alices, limit=10, catch_up_seconds=None).hits
+    finally:
+        alice.close()
+        bob.close()

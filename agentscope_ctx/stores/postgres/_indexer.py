@@ -191,8 +191,7 @@ class Indexer:
         owner = conn.execute(
             f"SELECT o.agent, o.session, w.tool, w.args, "
             f"coalesce(w.ts, to_char(o.saved_at AT TIME ZONE current_setting('TimeZone'), "
-            f"'YYYY-MM-DD HH24:MI:SS')), coalesce(w.agent, o.agent), "
-            f"coalesce(w.session, o.session) "
+            f"'YYYY-MM-DD HH24:MI:SS')), o.agent, o.session "  # the saver owns it
             f"FROM {s}.outputs AS o LEFT JOIN {s}.owners AS w ON w.id = o.id WHERE o.id = %s",
             (key,),
         ).fetchone()
