@@ -315,8 +315,8 @@ async def test_bad_arguments_get_an_error_text(
 
 
 async def test_an_answer_stays_small_enough_never_to_be_cut(tmp_path: Path) -> None:
-    manager, agent, model = await attached(
-        tmp_path, tool_result={"old_max_bytes": 1_500, "recent_n": 1}
+    manager, agent, model = await attached(  # memory files: the agent scope (docs/tenants.md)
+        tmp_path, tool_result={"old_max_bytes": 1_500, "recent_n": 1}, recall={"scope": "agent"}
     )
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "notes.md").write_text(

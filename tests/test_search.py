@@ -53,7 +53,10 @@ def log(lines: int, facts: dict[int, str]) -> str:
 
 
 def save(index: SearchIndex, text: str, agent: str | None = "alice") -> Path:
-    store = ToolResultStore(index.root, 7, on_saved=lambda p: index.output_saved(p, agent=agent))
+    owner = None if agent is None else (agent, "")  # the tenant's tags in the name
+    store = ToolResultStore(
+        index.root, 7, on_saved=lambda p: index.output_saved(p, agent=agent), owner=owner
+    )
     return store.save(text)
 
 

@@ -28,6 +28,7 @@ from ..core._tokens import TokenCounter
 from ..core._tool_schema import plain_optionals
 from ..core._unanswered import unanswered
 from ..models._guard import GuardedModel
+from ..recall._read_file import FileReader
 from ..services._services import READ_FILE, ContextUsage, Services
 from ._middleware import TruncationMiddleware
 from ._takeover import say, take_over
@@ -108,8 +109,9 @@ class ContextManager(Services):
             current: ContextMemory = binding.memory
             return current
         toolkit = agent.toolkit
-        if READ_FILE in toolkit.tools and toolkit.tools[READ_FILE].original_func != (
-            self.reader.read_file
+        reader = self.reader_for(str(agent.name))
+        if READ_FILE in toolkit.tools and not isinstance(
+            getattr(toolkit.tools[READ_FILE].original_func, "__self__", None), FileReader
         ):
             raise ContextUsageError(
                 f"agent {agent.name!r} already has a tool named {READ_FILE!r}; agentscope_ctx "
@@ -138,7 +140,7 @@ class ContextManager(Services):
             store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
         )
         added: list[str] = []
-        tools = [self.reader.read_file, self.long_term.remember, self.long_term.log_today]
+        tools = [reader.read_file, self.long_term.remember, self.long_term.log_today]
         for func in tools + ([recall.search_history] if recall is not None else []):
             if func.__name__ not in toolkit.tools:
                 toolkit.register_tool_function(func)

@@ -232,7 +232,9 @@ class ContextManager(Services):
         async with binding.lock:
             state = binding.agent.state
             try:
-                await cap_images(binding.agent, self.working_dir / "media", binding.image_counts)
+                await cap_images(
+                    binding.agent, self.media_dir(str(binding.agent.name)), binding.image_counts
+                )
             except Exception:
                 logger.exception("agentscope_ctx: could not apply the agent's max_image_num")
             before = list(state.context)

@@ -54,6 +54,7 @@ from ..core._errors import ContextUsageError
 from ..core._offload import cut_texts
 from ..core._search_text import key_args
 from ..core._truncation import parse_notice
+from ..recall._read_scope import CALLER
 from ._calls import guarded_call
 from ._read_file import READ_FILE, ReadFileTool
 from ._workspace import offload_output
@@ -142,13 +143,20 @@ class MiddlewareHooks(MiddlewareBase):
         binding = self.manager.bind(agent)
         call = tool_call if isinstance(tool_call, ToolCallBlock) else None
         limit = None if call is None else self._limit(agent, binding, call)
-        async for item in next_handler(**input_kwargs):
-            if limit is not None and call is not None and isinstance(item, ToolResponse):
-                whole = item
-                item = await self._cut(item, limit, binding, call)
-                if item is not whole:  # saved and cut: the agent's workspace gets a copy
-                    await offload_output(agent, call, list(whole.content))
-            yield item
+        token = CALLER.set(self.manager.tenant_of(str(agent.name)))  # whose read_file this is
+        try:
+            async for item in next_handler(**input_kwargs):
+                if limit is not None and call is not None and isinstance(item, ToolResponse):
+                    whole = item
+                    item = await self._cut(item, limit, binding, call)
+                    if item is not whole:  # saved and cut: the agent's workspace gets a copy
+                        await offload_output(agent, call, list(whole.content))
+                yield item
+        finally:
+            try:
+                CALLER.reset(token)
+            except ValueError:  # the generator was closed from another context
+                CALLER.set(None)
 
     async def on_model_call(
         self,

@@ -22,6 +22,7 @@ from ._common import (
     _size,
     _state_dir,
     _tool_result_files,
+    cli_tenant,
 )
 
 
@@ -82,6 +83,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     from ..stores._tool_results import ToolResultStore
 
     config = _load_config(args.config)
+    tenant = cli_tenant(args)
     days = args.retention_days
     if days is None:
         days = config.tool_result.retention_days if config else 7.0
@@ -90,7 +92,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     if config is not None and config.store.kind == "postgres":  # its outputs unused > days
         retention = config.tool_result.model_copy(update={"retention_days": days})
         backend = _fleet(config.model_copy(update={"tool_result": retention}))
-        outputs = backend.outputs()
+        outputs = backend.outputs(tenant=tenant)
         try:
             _, size_before, _, _ = outputs.stats()
             gone = outputs.cleanup([])
@@ -106,7 +108,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     path = _state_dir(args.working_dir, config)
     store = ToolResultStore(path, days)
     sizes = {p.resolve(): p.stat().st_size for p in _tool_result_files(path)}
-    removed = store.cleanup(referenced=[])
+    removed = store.cleanup(referenced=[], only=tenant)
     freed = sum(sizes.get(p.resolve(), 0) for p in removed)
     left = len(_tool_result_files(path))
     print(

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core._tenant import Scope, Tenant
+
 if TYPE_CHECKING:
     from ..core._config import ContextConfig
 
@@ -188,3 +190,20 @@ def _fleet(config: ContextConfig | None) -> Any:
     from ..stores.factory import open_backend
 
     return open_backend(config)
+
+
+def cli_tenant(args: argparse.Namespace) -> Tenant | None:
+    """The tenant ``--agent`` (``--user``, ``--session``) names: every session of the agent,
+    or that session only; `None` (the whole store) without ``--agent``.
+
+    Raises:
+        CliError: ``--user`` without ``--agent``.
+    """
+    agent = getattr(args, "agent", None)
+    if agent is None:
+        if getattr(args, "user", None) is not None:
+            raise CliError("--user needs --agent (the user's agent)", code=2)
+        return None
+    session = getattr(args, "session", None)
+    scope: Scope = "agent" if session is None else "session"
+    return Tenant.of(agent, session, user=getattr(args, "user", None), scope=scope)

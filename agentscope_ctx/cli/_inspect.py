@@ -127,7 +127,7 @@ def render(facts: dict[str, Any]) -> str:
     now = time.time()
     lines = []
     if facts["store"]["kind"] == "postgres":
-        lines.append(f"store: PostgreSQL, schema {facts['store']['schema']}")
+        lines.append(f"store: the PostgreSQL store (schema {facts['store']['schema']})")
         lines.append(
             f"dialog: {dialog['messages']} messages over {len(dialog['days'])} day(s) "
             "(pg-dialog:DAY)"

@@ -23,6 +23,15 @@ def version() -> str:
     return f"agentscope-ctx {__version__} ({LINE})"
 
 
+def _tenant_options(command: argparse.ArgumentParser, agent_help: str) -> None:
+    """``--agent``, ``--user`` and ``--session``: one tenant (docs/tenants.md)."""
+    command.add_argument("--agent", metavar="NAME", help=agent_help)
+    command.add_argument("--user", metavar="ID", help="the end user of --agent (recall.user)")
+    command.add_argument(
+        "--session", metavar="ID", help="with --agent: that session only (--session= : no id)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
     from ..core._search_hits import ROLES
@@ -92,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DAYS",
         help="age limit in days (default: tool_result.retention_days of --config, else 7)",
     )
+    _tenant_options(gc, "only the saved outputs of this agent (of --user; in --session)")
     gc.set_defaults(func=_cmd_gc)
 
     cons = sub.add_parser(
@@ -117,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = sub.add_parser(
         "search",
-        usage="agentscope-ctx search [-h] [--config FILE] [--agent NAME] [--role ROLE] "
+        usage="agentscope-ctx search [-h] [--config FILE] [--agent NAME] [--user ID] [--role ROLE] "
         "[--tool NAME] [--since TIME] [--until TIME] [--session ID] [--limit N] [--json] "
         "[WORKING_DIR] QUERY",
         help="search the history of a working dir (what agents see with search_history)",
@@ -135,12 +145,20 @@ def build_parser() -> argparse.ArgumentParser:
         f"or ../) is {where}, and must be a directory",
     )
     search.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
-    search.add_argument("--agent", metavar="NAME", help="search as this agent (default: all)")
+    search.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="search as this agent would (of --user): every session of it, or --session's "
+        "only (docs/tenants.md); default: the whole store",
+    )
+    search.add_argument("--user", metavar="ID", help="the end user of --agent (recall.user)")
     search.add_argument("--role", metavar="ROLE", help="only " + ", ".join(ROLES))
     search.add_argument("--tool", metavar="NAME", help="only calls and outputs of this tool")
     search.add_argument("--since", metavar="TIME", help="from this local time: 2026-12-02[ 14:30]")
     search.add_argument("--until", metavar="TIME", help="up to this local time (a date: all day)")
-    search.add_argument("--session", metavar="ID", help="only records of this session")
+    search.add_argument(
+        "--session", metavar="ID", help="only records of this session (--session= : no id)"
+    )
     search.add_argument("--limit", type=int, metavar="N", help="number of hits (default 5)")
     search.add_argument("--json", action="store_true", help="one JSON object (shape: docs/cli.md)")
     search.set_defaults(func=_cmd_search)

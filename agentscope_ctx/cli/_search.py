@@ -19,6 +19,7 @@ from ._common import (
     _load_config,
     _looks_like_path,
     _state_dir,
+    cli_tenant,
 )
 from ._read import read_command
 
@@ -52,10 +53,11 @@ def _filters(args: argparse.Namespace) -> Filters:
         raise UsageError(f"--role must be one of {', '.join(ROLES)}; got {args.role!r}")
     if args.limit is not None and not 1 <= args.limit <= MAX_HITS:
         raise UsageError(f"--limit must be from 1 to {MAX_HITS}; got {args.limit}")
+    tenant = cli_tenant(args)
     try:
         return Filters(
-            agent=args.agent,
-            session=args.session,
+            tenant=tenant,
+            session=args.session if tenant is None else None,
             role=args.role,
             tool=args.tool,
             since=parse_time(args.since, "--since"),
@@ -65,14 +67,19 @@ def _filters(args: argparse.Namespace) -> Filters:
         raise UsageError(str(exc)) from None
 
 
+def _owner(filters: Filters) -> tuple[str | None, str | None]:
+    """The agent key and session searched (`None`: any)."""
+    tenant = filters.tenant
+    if tenant is None:
+        return None, filters.session
+    return tenant.agent, tenant.session if tenant.scope == "session" else None
+
+
 def scope_of(filters: Filters) -> str:
     """Whose history was searched, in words."""
-    who = (
-        "all agents' history"
-        if filters.agent is None
-        else f"the history of agent {filters.agent!r}"
-    )
-    return who + (f", session {filters.session!r}" if filters.session is not None else "")
+    agent, session = _owner(filters)
+    who = "all agents' history" if agent is None else f"the history of agent {agent!r}"
+    return who + (f", session {session!r}" if session is not None else "")
 
 
 def _hit_json(hit: Hit, read: str) -> dict[str, Any]:
@@ -99,7 +106,7 @@ def _as_json(
         "version": SEARCH_VERSION,
         "query": query,
         "searched": searched,
-        "scope": {"agent": filters.agent, "session": filters.session},
+        "scope": dict(zip(("agent", "session"), _owner(filters), strict=True)),
         "complete": result.searched and not result.pending and not result.busy,
         "every_word": result.every,
         "pending_files": result.pending,
@@ -141,7 +148,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     text = format_result(
         result,
         query,
-        shared=filters.agent is None,
+        shared=filters.tenant is None,
         max_bytes=1 << 20,
         sources=searched,
         scope=scope_of(filters),

@@ -192,14 +192,24 @@ class RecallConfig(_Section):
     """Register `search_history` at attach and keep the index (``working_dir/index/``) up to
     date at each save. The index is a cache: deleting it loses nothing."""
 
-    scope: Literal["own", "shared"] = "own"
-    """``own``: an agent searches its own history (plus what has no known owner: memory files,
-    records written without an agent name); ``shared``: every agent's on the working dir."""
+    scope: Literal["session", "agent", "shared"] = "session"
+    """What `search_history` and `read_file` show the agent (DESIGN.md §15, docs/tenants.md):
+    ``session``: its own records in its own session; ``agent``: every session of the agent
+    (same name, same `user`), and the long-term memory files; ``shared``: every record of
+    the store (one user's app on its own store). Another tenant's ref reads as one that does
+    not exist. ``own``, the former default, loads as ``agent`` (what it meant)."""
 
     session: PlainName | None = None
-    """Written on each record as its session (e.g. the ``session_id`` you give
-    `JSONSession`); `None`: not recorded. `agentscope-ctx search --session` filters by it.
-    No NUL or lone surrogate."""
+    """This context's session (e.g. the ``session_id`` you give `JSONSession`, or the 2.x app
+    server's ``session_id``), written on each record; `None`: the records carry the empty
+    session ``""`` (all such contexts of one agent are one session).
+    `agentscope-ctx search --session` filters by it. No NUL or lone surrogate."""
+
+    user: PlainName | None = None
+    """The end user this context serves (the 2.x app server's ``user_id``); the agent's owner
+    key becomes ``user/agent`` (`core._tenant.agent_key`), so the same agent name of two users
+    never shares a record or a long-term memory. `None`: the agent name alone. No NUL or lone
+    surrogate."""
 
     max_hits: int = Field(default=DEFAULT_HITS, ge=1, le=MAX_HITS)
     """Hits per search when the agent does not ask for a number."""
@@ -215,6 +225,11 @@ class RecallConfig(_Section):
 
     eviction_index_max_chars: int = Field(default=1_200, ge=200)
     """Size cap of the eviction index (what was compacted away) shown with the summary."""
+
+    @field_validator("scope", mode="before")
+    @classmethod
+    def _former_scope(cls, value: object) -> object:
+        return "agent" if value == "own" else value
 
 
 _PG_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core._search_text import DEFAULT_HITS, MAX_HITS, Query, clip, pick_lines, shown_text
 from ..core._stamps import local_stamp
+from ..core._tenant import Tenant
 from ..core._truncation import utf8_len
 
 __all__ = [
@@ -49,6 +50,9 @@ class Filters:
     named yet). `None`: every agent's."""
     session: str | None = None
     """Records of this session only."""
+    tenant: Tenant | None = None
+    """The caller's tenant boundary (`core._tenant`): only the records its scope sees (an
+    owner-less record: only ``shared``). `None`: no boundary (the operator's view)."""
     role: str | None = None
     """``user``, ``assistant``, ``system``, ``tool`` (tool outputs: dialog messages carrying
     tool results, and saved outputs) or ``memory`` (long-term memory files)."""

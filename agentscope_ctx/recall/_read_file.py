@@ -25,13 +25,15 @@ What it reads, and how it makes sure (DESIGN.md §12):
 - A store that is not files (the fleet's PostgreSQL: ``pg-output:<id>`` for a saved output,
   ``pg-dialog:YYYY-MM-DD`` for a day of the dialog) is read through its seam (`sources`):
   the same cut and notice (`stores.seams.excerpt`), a bounded window of the stored bytes.
+- The tenant boundary (DESIGN.md §15): a reader for a tenant (`scoped`, or `_read_scope.CALLER`)
+  shows only its records: another tenant's saved output, day or media file reads exactly as
+  a missing one, and a local day of the dialog shows only its records (`_read_scope`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
-import errno
 import logging
 import os
 import stat
@@ -43,10 +45,14 @@ from typing import TYPE_CHECKING
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
+from ..core._tenant import Tenant
 from ..core._truncation import Position, excerpt_with_notice, parse_notice
+from ..stores._dialog_view import DialogDayView
 from ..stores._line_index import ByteSource, LineEndError, LineIndexCache
 from ..stores._tool_results import ToolResultPolicy
 from ..stores.seams import excerpt
+from ._opening import KINDS, PROC_FD, open_below, open_error
+from ._read_scope import CALLER, ReadScope
 
 if TYPE_CHECKING:
     from ..stores.seams import RangedSource
@@ -54,20 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["FileReader", "ReadFileError"]
 
 logger = logging.getLogger("agentscope_ctx")
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_COMMON = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-_FILE_FLAGS = _COMMON | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-_DIR_FLAGS = _COMMON | _NOFOLLOW | _DIRECTORY
-_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
-_PROC_FD = Path("/proc/self/fd")
-_KINDS = {
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
 
 
 class ReadFileError(Exception):
@@ -101,10 +93,14 @@ class FileReader:
         *,
         store_dir: Path | None = None,
         index_cache: LineIndexCache | None = None,
-        sources: Callable[[str], RangedSource | None] | None = None,
+        sources: Callable[[str, Tenant | None], RangedSource | None] | None = None,
+        scope: ReadScope | None = None,
+        tenant: Tenant | None = None,
     ) -> None:
-        """`sources(ref)`: the store that reads `ref` when it names no file (`None`: files
-        only)."""
+        """`sources(ref, tenant)`: the store that reads `ref` when it names no file, as
+        `tenant` sees it (`None`: files only); `scope`: where the working dir keeps tenants'
+        files; `tenant`: whose records it shows (`None`: the caller's, `CALLER`, else
+        everything)."""
         self.roots = [Path(root).expanduser().resolve() for root in roots]
         self.store_dir = None if store_dir is None else Path(store_dir).resolve()
         if self.store_dir is not None and not self._inside(self.store_dir):
@@ -112,8 +108,28 @@ class FileReader:
         self.policy = policy
         self.index_cache = index_cache or LineIndexCache()
         self.sources = sources
+        self.scope = scope or ReadScope(store_dir=self.store_dir)
+        self.tenant = tenant
         self.bytes_read = 0
         self._count_lock = threading.Lock()
+
+    def scoped(self, tenant: Tenant) -> FileReader:
+        """This reader for `tenant` (the same roots, stores and line index cache)."""
+        reader = FileReader(
+            self.roots,
+            self.policy,
+            store_dir=self.store_dir,
+            index_cache=self.index_cache,
+            sources=self.sources,
+            scope=self.scope,
+            tenant=tenant,
+        )
+        return reader
+
+    @property
+    def caller(self) -> Tenant | None:
+        """The tenant this call reads for (`None`: no boundary)."""
+        return self.tenant if self.tenant is not None else CALLER.get()
 
     def _inside(self, path: Path) -> bool:
         return any(path.is_relative_to(root) for root in self.roots)
@@ -141,6 +157,9 @@ class FileReader:
                 root = next((root for root in self.roots if real.is_relative_to(root)), None)
                 if root is not None:
                     inside_any = True
+                    tenant = self.caller
+                    if tenant is not None and self.scope.hidden(real, tenant):
+                        continue  # another tenant's: as if it were not there
                     if real.exists():
                         return root, real
             except (OSError, ValueError) as exc:  # name too long, symlink loop, ...
@@ -196,12 +215,15 @@ class FileReader:
             return self._read_stored(source, str(file_path).strip(), start)
         root, real = self.locate(file_path)
         max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
+        tenant = self.caller
+        if tenant is not None and tenant.scope != "shared" and self.scope.is_day(real):
+            return self._read_day(file_path, root, real, tenant, start, max_bytes)
         return self._read(root, real, start, max_bytes)
 
     def _source(self, file_path: object) -> RangedSource | None:
         if self.sources is None or not isinstance(file_path, str):
             return None
-        return self.sources(file_path.strip())
+        return self.sources(file_path.strip(), self.caller)
 
     def _read_stored(self, source: RangedSource, ref: str, start: Position) -> str:
         """`ref` of a store that is not files, from `start` (see the module docstring)."""
@@ -213,12 +235,47 @@ class FileReader:
         except ValueError as exc:
             raise ReadFileError(str(exc)) from None
 
+    def _read_day(
+        self,
+        file_path: str,
+        root: Path,
+        real: Path,
+        tenant: Tenant,
+        start: Position,
+        max_bytes: int,
+    ) -> str:
+        """A local day of the dialog as `tenant` sees it (`DialogDayView`); a day without its
+        records reads as a missing file."""
+        name = repr(str(real))
+        try:
+            fd = open_below(root, real)
+        except OSError as exc:
+            raise ReadFileError(open_error(name, exc)) from None
+        try:
+            self._check_opened(fd, name)
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read()
+        except OSError as exc:
+            raise ReadFileError(f"cannot read {name}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+        with self._count_lock:
+            self.bytes_read += len(data)
+        try:
+            view = DialogDayView(data, tenant)
+        except KeyError:
+            raise ReadFileError(f"{file_path[:200]!r} does not exist") from None
+        try:
+            return excerpt(view, str(real), start, max_bytes)
+        except ValueError as exc:
+            raise ReadFileError(str(exc).replace(repr(str(real)), name)) from None
+
     def _read(self, root: Path, real: Path, start: Position, max_bytes: int) -> str:
         name = repr(str(real))
         try:
-            fd = _open_below(root, real)
+            fd = open_below(root, real)
         except OSError as exc:
-            raise ReadFileError(_open_error(name, exc)) from None
+            raise ReadFileError(open_error(name, exc)) from None
         try:
             info = self._check_opened(fd, name)
             source = ByteSource(open(fd, "rb", buffering=0, closefd=False))
@@ -237,7 +294,7 @@ class FileReader:
         if stat.S_ISDIR(info.st_mode):
             raise ReadFileError(f"{name} is a directory, not a file")
         if not stat.S_ISREG(info.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            kind = KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
             raise ReadFileError(f"{name} is {kind}; only regular files can be read")
         if info.st_nlink > 1:
             raise ReadFileError(
@@ -245,7 +302,7 @@ class FileReader:
                 "outside the readable roots, so it is not read (copy it to read it)"
             )
         try:
-            opened = Path(os.readlink(_PROC_FD / str(fd)))
+            opened = Path(os.readlink(PROC_FD / str(fd)))
         except OSError:  # no /proc here: the walk by directory fds is the check
             return info
         if not self._inside(opened):
@@ -292,35 +349,3 @@ class FileReader:
         if output != rest and (parsed := parse_notice(output)) is not None:
             index.remember(parsed[1].next, at + parsed[1].n_bytes)
         return output
-
-
-def _open_below(root: Path, real: Path) -> int:
-    """Open `real` for reading, walking from `root` one component at a time without following
-    any symlink, and without blocking (``O_NONBLOCK``: a FIFO opens at once, and is refused
-    by the caller)."""
-    parts = real.relative_to(root).parts
-    if not parts:
-        raise IsADirectoryError(errno.EISDIR, "the root itself")
-    if not _WALK:  # no dir_fd here: open by name; the checks after opening still apply
-        return os.open(real, _FILE_FLAGS)
-    dir_fd = os.open(root, _COMMON | _DIRECTORY)
-    try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
-            os.close(dir_fd)
-            dir_fd = next_fd
-        return os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _open_error(name: str, exc: OSError) -> str:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        return f"{name} changed while it was being opened (a symlink appeared); it is not read"
-    if exc.errno == errno.ENOENT:
-        return f"{name} does not exist"
-    if exc.errno == errno.EISDIR:
-        return f"{name} is a directory, not a file"
-    if exc.errno == errno.ENXIO:
-        return f"{name} is a socket or a device; only regular files can be read"
-    return f"cannot open {name}: {exc.strerror or exc}"

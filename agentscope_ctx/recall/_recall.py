@@ -5,9 +5,10 @@ the agent saves (dialog records, saved outputs), answers `search_history` within
 scope, and tells the index which tool made each saved output. `format_result` renders a
 search for the agent and for the ``agentscope-ctx search`` command alike.
 
-Scope is by agent *name* (stable across restarts, unlike ``agent.id``); two agents with the
-same name on one working dir share a history. Scope narrows what is relevant: it is not access
-control (`read_file` reads the whole working dir).
+Records are owned by the agent's tenant (`core._tenant`: its agent key, from the agent's
+*name*, stable across restarts unlike ``agent.id``, and the user; and its session), and a
+search shows what the tenant's scope sees (`RecallConfig.scope`, DESIGN.md §15): by default
+its own agent in its own session.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..core._eviction import eviction_index
 from ..core._failures import FailureLog
 from ..core._search_hits import MAX_HITS, ROLES, Filters, format_result, parse_time
 from ..core._search_text import SEARCH_TOOL, key_args
+from ..core._tenant import Tenant
 from ..core._truncation import parse_notice
 from ..stores.seams import SearchSeam
 
@@ -54,6 +56,7 @@ class Recall:
         *,
         max_output_bytes: int | None = None,
         failures: FailureLog | None = None,
+        tenant: Tenant | None = None,
     ) -> None:
         """Create the recall of one agent.
 
@@ -64,6 +67,8 @@ class Recall:
             max_output_bytes: A cap below `config.max_output_bytes` (the manager passes
                 `tool_result.old_max_bytes`, so an answer is never cut).
             failures: Where a failing hook is logged once.
+            tenant: The owner of what it saves and the scope of its searches (default: the
+                agent in `config.session`, of `config.user`, with `config.scope`).
         """
         self.index = index
         self.config = config
@@ -71,18 +76,20 @@ class Recall:
         cap = config.max_output_bytes
         self.max_output_bytes = cap if max_output_bytes is None else min(cap, max_output_bytes)
         self.failures = failures or FailureLog()
+        self.tenant = tenant or Tenant.of(
+            agent_name, config.session, user=config.user, scope=config.scope
+        )
 
     @property
     def record_fields(self) -> dict[str, str]:
         """The fields the dialog store writes on this agent's records."""
-        fields = {"agent": self.agent_name}
-        if self.config.session is not None:
-            fields["session"] = self.config.session
-        return fields
+        return self.tenant.fields
 
     def output_saved(self, ref: str | os.PathLike[str]) -> None:
         """The output store's listener: index a saved output as this agent's."""
-        self.index.output_saved(os.fspath(ref), agent=self.agent_name, session=self.config.session)
+        self.index.output_saved(
+            os.fspath(ref), agent=self.tenant.agent, session=self.tenant.session
+        )
 
     async def search_history(
         self,
@@ -128,9 +135,9 @@ class Recall:
         if isinstance(limit, bool) or not isinstance(limit, (int, float, type(None))):
             raise ValueError(f"limit must be a number; got {limit!r}")
         count = self.config.max_hits if not limit else max(1, min(int(limit), MAX_HITS))
-        shared = self.config.scope == "shared"
+        shared = self.tenant.scope == "shared"
         filters = Filters(
-            agent=None if shared else self.agent_name,
+            tenant=self.tenant,
             role=role,
             tool=(tool or "").strip() or None,
             since=parse_time(since, "since"),

@@ -25,6 +25,7 @@ from ..core._failures import FailureLog
 from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._private import STORE_DIRS, private_dir
+from ..core._tenant import Tenant, owner_tag
 from ..core._tokens import TokenCounter
 from ..core._truncation import notice_paths
 from ..memory._long_term import LongTermMemory
@@ -32,6 +33,7 @@ from ..memory._schedule import ConsolidationScheduler
 from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader
+from ..recall._read_scope import ReadScope
 from ..recall._recall import Recall, RecallConfig
 from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
@@ -119,8 +121,17 @@ class Services:
         self.dialog: DialogSeam = self.backend.dialog()
         self.long_term = LongTermMemory(working_dir)
         roots = self.config.read_roots or [working_dir, Path.cwd()]
+        local = self.backend.store_dir is not None
         self.reader = FileReader(
-            roots, self.policy, store_dir=self.backend.store_dir, sources=self.backend.source
+            roots,
+            self.policy,
+            store_dir=self.backend.store_dir,
+            sources=self.backend.source,
+            scope=ReadScope(
+                store_dir=self.backend.store_dir,
+                dialog_dir=working_dir / "dialog" if local else None,
+                media_dir=working_dir / "media",
+            ),
         )
         self.compactor = Compactor(
             self.config.compactor,
@@ -290,19 +301,37 @@ class Services:
                 f"; {len(stuck)} did not stop" if stuck else "",
             )
 
+    def tenant_of(self, agent_name: str) -> Tenant:
+        """The tenant of agent `agent_name` in this manager's session (DESIGN.md §15)."""
+        recall = self.recall_config
+        return Tenant.of(agent_name, recall.session, user=recall.user, scope=recall.scope)
+
+    def reader_for(self, agent_name: str) -> FileReader:
+        """The `read_file` reader of agent `agent_name`: its tenant's records only."""
+        return self.reader.scoped(self.tenant_of(agent_name))
+
+    def media_dir(self, agent_name: str) -> Path:
+        """Where the 2.x image cap saves the images of agent `agent_name`:
+        ``media/<agent tag>-<session tag>/`` (read only by its tenant)."""
+        tenant = self.tenant_of(agent_name)
+        return self.working_dir / "media" / f"{owner_tag(tenant.agent)}-{owner_tag(tenant.session)}"
+
     def _recall_for(self, agent_name: str) -> tuple[Recall | None, OutputSeam, DialogSeam]:
         """The agent's recall (None when disabled), and the output and dialog stores that
-        name the agent on what they save and keep the search index up to date."""
+        name the agent's tenant on what they save (and keep the search index up to date)."""
+        tenant = self.tenant_of(agent_name)
         if not self.recall_config.enabled:
-            return None, self.store, self.dialog
+            store = self.backend.outputs(tenant.agent, tenant.session)
+            return None, store, self.backend.dialog(tenant.fields)
         recall = Recall(
             self.search_index,
             self.recall_config,
             agent_name,
             max_output_bytes=self.config.tool_result.old_max_bytes,
             failures=self.failures,
+            tenant=tenant,
         )
-        store = self.backend.outputs(agent_name, self.recall_config.session, recall.output_saved)
+        store = self.backend.outputs(tenant.agent, tenant.session, recall.output_saved)
         dialog = self.backend.dialog(recall.record_fields, self.search_index.dialog_appended)
         return recall, store, dialog
 

@@ -14,8 +14,10 @@ The price: after a clock jump into the future, later messages go to that future 
 until the clock catches up. Files written before this rule are read as they are.
 
 Guarantees of `DialogStore.append`: the records are written and ``fsync``-ed (with the directory
-when a file is created) before it returns, and a message whose ``id`` is already stored is not
-written again. On POSIX, an exclusive ``flock`` on ``dialog/.lock`` serializes writers across
+when a file is created) before it returns, and a message whose ``id`` is already stored *for
+the same owner* (the record's ``agent`` and ``session``) is not written again: two agents
+given one message object (a 1.x ``MsgHub`` broadcast) keep a copy each. On POSIX, an
+exclusive ``flock`` on ``dialog/.lock`` serializes writers across
 processes sharing one ``working_dir``; readers take it shared. A line that does not parse (a
 torn write, a hand edit) is skipped and reported by the reader, never fatal; a writer first ends
 such a fragment with ``\\n`` so new records stay whole.
@@ -45,7 +47,7 @@ from ..core._entry import Msg
 from ..core._errors import ContextUsageError, PersistenceError
 from ..core._private import FILE_MODE, private_dir
 from ._dialog_dir import DialogDir, append_file, refused_reason
-from ._dialog_record import date_prefix, decode_record, encode_record
+from ._dialog_record import date_prefix, decode_owned, decode_record, encode_record
 
 if sys.platform != "win32":
     import fcntl
@@ -101,7 +103,8 @@ class DialogStore:
         self._fields = dict(record_fields or {})
         self._on_append = on_append
         self._lock = threading.Lock()
-        self._ids: set[str] = set()  # every id in the files, as of the last scan
+        self._owner = (self._fields.get("agent", ""), self._fields.get("session", ""))
+        self._ids: set[tuple[str, str, str]] = set()  # (agent, session, id) in the files
         self._scanned: dict[str, tuple[int, int]] = {}  # file name -> (inode, bytes scanned)
 
     @property
@@ -200,7 +203,7 @@ class DialogStore:
                 return set()
             with self._flock(folder, exclusive=False):
                 self._rescan(folder)
-            return set(self._ids)
+            return {msg_id for _, _, msg_id in self._ids}
 
     # -- internals -------------------------------------------------------------------------
 
@@ -216,7 +219,7 @@ class DialogStore:
             by_day: dict[str, list[tuple[Msg, bytes, list[str]]]] = {}
             batch: set[str] = set()
             for msg, own_day, line, lossy in records:
-                if msg.id in self._ids or msg.id in batch:
+                if (*self._owner, msg.id) in self._ids or msg.id in batch:
                     continue
                 batch.add(msg.id)
                 newest = max(newest, own_day)  # never a file older than the newest
@@ -226,7 +229,7 @@ class DialogStore:
                 name, entries = f"{day}.jsonl", by_day[day]
                 before = self._scanned.get(name)
                 inode, size = append_file(folder, name, b"".join(b for _, b, _ in entries))
-                self._ids.update(m.id for m, _, _ in entries)
+                self._ids.update((*self._owner, m.id) for m, _, _ in entries)
                 if before is None or before[0] == inode:  # else the next rescan redoes it
                     self._scanned[name] = (inode, size)
                 written += len(entries)
@@ -261,9 +264,9 @@ class DialogStore:
                 with os.fdopen(folder.open(name, os.O_RDONLY), "rb") as file:
                     file.seek(offset)
                     for raw in file:
-                        msg = decode_record(raw) if raw.strip() else ""
+                        msg, agent, session = decode_owned(raw) if raw.strip() else ("", "", "")
                         if isinstance(msg, Msg):
-                            self._ids.add(msg.id)
+                            self._ids.add((agent, session, msg.id))
                     self._scanned[name] = (stat.st_ino, file.tell())
         except OSError as exc:
             raise PersistenceError(

@@ -6,8 +6,10 @@ This module is the only place the format is defined. The record, version 1::
     {"v": 1, "msg": <Msg.to_dict()>, "agent": "<name>", "session": "<id>"}
     {"v": 1, "msg": <Msg.to_dict(), made storable>, "lossy": ["metadata.when", "content"]}
 
-``agent`` and ``session`` are optional (absent in older records): the name of the agent whose
-context the message left, and its session when known (they scope `search_history`).
+``agent`` and ``session`` are optional (absent in older records, which belong to nobody): the
+owner of the record (`core._tenant`: the agent key, ``user/agent`` when the user is known, and
+the session, ``""`` for none). They scope `search_history` and `read_file`, and a message id
+is stored once per owner.
 
 ``msg`` holds ``id``, ``name``, ``role``, ``content`` (a string or a list of content blocks),
 ``metadata`` and ``timestamp`` exactly as ``Msg.to_dict()`` gives them; ``Msg.from_dict()``
@@ -42,7 +44,7 @@ from datetime import date
 from ..core._entry import Msg
 from ..core._errors import PersistenceError
 
-__all__ = ["RECORD_VERSION", "date_prefix", "decode_record", "encode_record"]
+__all__ = ["RECORD_VERSION", "date_prefix", "decode_owned", "decode_record", "encode_record"]
 
 RECORD_VERSION = 1
 """The ``v`` field of the records this module writes (and the only one it reads)."""
@@ -94,12 +96,39 @@ def encode_record(msg: Msg, fields: Mapping[str, str] | None = None) -> tuple[by
 
 def decode_record(raw: bytes) -> Msg | str:
     """The message of a record line, or why the line is not a valid record."""
+    return decode_owned(raw)[0]
+
+
+def decode_owned(raw: bytes) -> tuple[Msg | str, str, str]:
+    """`decode_record`, with the record's owner: its ``agent`` and ``session`` (``""`` when
+    absent or not a string)."""
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return _decode(raw), "", ""
+    if not isinstance(record, dict):
+        return _decode(raw), "", ""
+    agent, session = record.get("agent"), record.get("session")
+    return (
+        _decode(raw, record),
+        agent if isinstance(agent, str) else "",
+        session if isinstance(session, str) else "",
+    )
+
+
+def _decode(raw: bytes, parsed: object = None) -> Msg | str:
+    if parsed is not None:
+        return _message(parsed)
     try:
         record = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return "not valid UTF-8"
     except json.JSONDecodeError as exc:
         return f"invalid JSON ({exc.msg} at column {exc.colno})"
+    return _message(record)
+
+
+def _message(record: object) -> Msg | str:
     if not isinstance(record, dict):
         return f"not a record: a JSON {type(record).__name__}"
     if record.get("v") != RECORD_VERSION:

@@ -35,7 +35,9 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..core._failures import FailureLog
 from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
@@ -52,7 +54,7 @@ from ._search_db import (
     write,
 )
 from ._search_files import ALL_KINDS, file_stamp, index_dialog, index_file, source_files, up_to_date
-from ._search_query import ranked_rows
+from ._search_query import ranked_rows, tenant_params
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
@@ -148,7 +150,12 @@ class SearchIndex:
             PersistenceError: the index cannot be opened or read.
         """
         parsed = parse_query(query) if isinstance(query, str) else query
-        filters = Filters(**{k: v and storable(v) for k, v in vars(filters or Filters()).items()})
+        owner = tenant_params((filters or Filters()).tenant, storable)
+        given = filters or Filters()
+        texts: dict[str, Any] = {
+            k: storable(v) for k, v in vars(given).items() if isinstance(v, str) and v
+        }  # as the index keeps text
+        filters = replace(given, **texts)
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
@@ -156,7 +163,8 @@ class SearchIndex:
 
         def run(db: sqlite3.Connection) -> SearchResult:
             pending = self._catch_up(db, deadline, busy=busy)
-            params = {**vars(filters), "limit": 4 * limit + 8}
+            params = {**vars(filters), **owner, "limit": 4 * limit + 8}
+            params.pop("tenant", None)
             rows = ranked_rows(db, parsed.fts(), params, limit)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:

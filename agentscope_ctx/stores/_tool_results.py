@@ -1,11 +1,12 @@
 """The `tool_result/` store and the per-tool, per-path truncation policy.
 
-On disk: ``{working_dir}/tool_result/{uuid4 hex}.txt`` holds the full text of one truncated
-tool output, UTF-8, byte for byte as the tool produced it (no newline translation). It is
-written atomically (temporary file, fsync, rename; mode ``0600`` in a ``0700`` directory, see
-`agentscope_ctx._private`) before any notice points to it, and deleted `retention_days` after
-its last use: live managers refresh the time of the files their messages point to at each
-cleanup, and never delete one of those.
+On disk: ``{working_dir}/tool_result/{agent tag}-{session tag}-{uuid4 hex}.txt`` (the tags of
+its owner, `core._tenant.owner_tag`; ``{uuid4 hex}.txt`` for no owner, as older versions
+wrote) holds the full text of one truncated tool output, UTF-8, byte for byte as the tool
+produced it (no newline translation). It is written atomically (temporary file, fsync,
+rename; mode ``0600`` in a ``0700`` directory, see `agentscope_ctx._private`) before any
+notice points to it, and deleted `retention_days` after its last use: live managers refresh
+the time of the files their messages point to at each cleanup, and never delete one of those.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import fnmatch
 import io
 import logging
 import os
+import re
 import stat
 import time
 import uuid
@@ -24,17 +26,35 @@ from typing import TYPE_CHECKING
 
 from ..core._errors import OffloadError
 from ..core._private import private_dir, write_atomic
+from ..core._tenant import Tenant, owner_tag
 from ._line_index import ByteSource, LineIndexCache
 
 if TYPE_CHECKING:
     from ..core._config import ToolResultConfig
 
-__all__ = ["Limits", "ToolResultPolicy", "ToolResultStore"]
+__all__ = ["Limits", "ToolResultPolicy", "ToolResultStore", "name_tags", "saved_name"]
 
 logger = logging.getLogger("agentscope_ctx")
 
 _MARKDOWN_GLOBS = ("*.md", "*.markdown")
 _CLEANUP_EVERY_SECONDS = 3600.0
+
+
+_TAGGED = re.compile(r"([0-9a-f]{16})-([0-9a-f]{16})-[0-9a-f]{32}\.txt")
+
+
+def saved_name(owner: tuple[str, str] | None) -> str:
+    """A new file name: ``{agent tag}-{session tag}-{uuid4 hex}.txt`` (`core._tenant.owner_tag`
+    of each), or ``{uuid4 hex}.txt`` for no owner."""
+    if owner is None:
+        return f"{uuid.uuid4().hex}.txt"
+    return f"{owner_tag(owner[0])}-{owner_tag(owner[1])}-{uuid.uuid4().hex}.txt"
+
+
+def name_tags(name: str) -> tuple[str, str] | None:
+    """The owner tags (agent, session) a saved file's name carries; `None`: it has none."""
+    match = _TAGGED.fullmatch(name)
+    return None if match is None else (match.group(1), match.group(2))
 
 
 class ToolResultStore:
@@ -46,10 +66,13 @@ class ToolResultStore:
         retention_days: float,
         *,
         on_saved: Callable[[Path], None] | None = None,
+        owner: tuple[str, str] | None = None,
     ) -> None:
         """`on_saved(path)` is called after each save (in the saving thread); what it raises
-        is logged, never passed on."""
+        is logged, never passed on. `owner` (agent key, session): named in each file's name
+        (`saved_name`), so that `read_file` shows a file only to its tenant."""
         self.dir = (working_dir / "tool_result").resolve()
+        self.owner = owner
         self.on_saved = on_saved
         self.retention_seconds = retention_days * 86_400
         self._last_cleanup: float | None = None
@@ -61,7 +84,7 @@ class ToolResultStore:
         Raises:
             OffloadError: the file could not be written (the caller keeps the output whole).
         """
-        path = self.dir / f"{uuid.uuid4().hex}.txt"
+        path = self.dir / saved_name(self.owner)
         try:
             private_dir(self.dir)
             write_atomic(path, text)
@@ -174,8 +197,15 @@ class ToolResultStore:
             raise KeyError(path) from exc
         return io.FileIO(fd, "rb")
 
-    def cleanup(self, referenced: Iterable[str | Path], *, now: float | None = None) -> list[Path]:
-        """Delete expired files of this store that no live message points to.
+    def cleanup(
+        self,
+        referenced: Iterable[str | Path],
+        *,
+        now: float | None = None,
+        only: Tenant | None = None,
+    ) -> list[Path]:
+        """Delete expired files of this store that no live message points to (`only`: of
+        the outputs that tenant sees, by their names' owner tags).
 
         Only regular files directly inside `tool_result/` whose names this store makes
         (``*.txt`` and leftover ``.*.tmp``) are considered; never anything outside.
@@ -204,6 +234,8 @@ class ToolResultStore:
             if not (name.endswith(".txt") or (name.startswith(".") and name.endswith(".tmp"))):
                 continue
             if not entry.is_file(follow_symlinks=False):
+                continue
+            if only is not None and not only.sees_tags(*(name_tags(name) or ("", ""))):
                 continue
             path = self.dir / name
             try:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core._config import ContextConfig
 from ..core._failures import FailureLog
+from ..core._tenant import Tenant
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
 
 __all__ = ["Backend", "Stores", "open_backend", "open_stores"]
@@ -36,14 +37,15 @@ class Backend:
     search: SearchSeam
     """The search index, shared by the manager's agents."""
     make_dialog: Callable[[Mapping[str, str] | None, Callable[[], None] | None], DialogSeam]
-    make_outputs: Callable[[str | None, str | None, OnSaved | None], OutputSeam]
+    make_outputs: Callable[[str | None, str | None, OnSaved | None, Tenant | None], OutputSeam]
     close: Callable[[], None]
     store_dir: Path | None = None
     """The local ``tool_result/`` directory (`None` for a store that is not files)."""
     dialog_days: str | None = None
     """How the summary's guide names the dialog's days (`None`: the local day files)."""
-    sources: list[Callable[[str], RangedSource | None]] = field(default_factory=list)
-    """What `read_file` reads a ref of this store with, besides files (`None`: not ours)."""
+    sources: list[Callable[[str, Tenant | None], RangedSource | None]] = field(default_factory=list)
+    """What `read_file` reads a ref of this store with, besides files, as a tenant sees it
+    (`None`: not ours)."""
 
     def dialog(
         self,
@@ -58,14 +60,17 @@ class Backend:
         agent: str | None = None,
         session: str | None = None,
         on_saved: OnSaved | None = None,
+        tenant: Tenant | None = None,
     ) -> OutputSeam:
-        """An output store saving for `agent` (`on_saved(ref)` after each save)."""
-        return self.make_outputs(agent, session, on_saved)
+        """An output store saving for `agent` in `session` (`on_saved(ref)` after each save),
+        reading (and cleaning up) what `tenant` sees (`None`: every output)."""
+        return self.make_outputs(agent, session, on_saved, tenant)
 
-    def source(self, ref: str) -> RangedSource | None:
-        """The store `read_file` reads `ref` from, when it is not a file."""
+    def source(self, ref: str, tenant: Tenant | None = None) -> RangedSource | None:
+        """The store `read_file` reads `ref` from, when it is not a file, showing what
+        `tenant` may see (`None`: everything)."""
         for find in self.sources:
-            found = find(ref)
+            found = find(ref, tenant)
             if found is not None:
                 return found
         return None
@@ -82,7 +87,8 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             PostgresOutputStore,
             PostgresSearchIndex,
         )
-        from .postgres._dialog import GUIDE
+        from .postgres._dialog import GUIDE, day_ref
+        from .postgres._outputs import output_id
 
         assert config.store.dsn is not None  # the config refuses postgres without one
         engine = PostgresEngine(
@@ -93,22 +99,26 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             retry_after=config.store.retry_seconds,
         )
         pg_search = PostgresSearchIndex(engine, failures=failures)
-        pg_outputs = PostgresOutputStore(engine, retention)
-        pg_days = PostgresDialogStore(engine)
         return Backend(
             kind="postgres",
             search=pg_search,
             make_dialog=lambda fields, on_append: PostgresDialogStore(
                 engine, record_fields=fields, on_append=on_append
             ),
-            make_outputs=lambda agent, session, on_saved: PostgresOutputStore(
-                engine, retention, agent=agent, session=session, on_saved=on_saved
+            make_outputs=lambda agent, session, on_saved, tenant: PostgresOutputStore(
+                engine, retention, agent=agent, session=session, on_saved=on_saved, tenant=tenant
             ),
             close=engine.close,
             dialog_days=GUIDE,
             sources=[
-                lambda ref: pg_outputs if pg_outputs.owns(ref) else None,
-                lambda ref: pg_days if pg_days.owns(ref) else None,
+                lambda ref, tenant: (
+                    PostgresOutputStore(engine, retention, tenant=tenant)
+                    if output_id(ref) is not None
+                    else None
+                ),
+                lambda ref, tenant: (
+                    PostgresDialogStore(engine, tenant=tenant) if day_ref(ref) is not None else None
+                ),
             ],
         )
 
@@ -124,8 +134,8 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         make_dialog=lambda fields, on_append: DialogStore(
             working_dir, record_fields=fields, on_append=on_append
         ),
-        make_outputs=lambda agent, session, on_saved: ToolResultStore(
-            working_dir, retention, on_saved=on_saved
+        make_outputs=lambda agent, session, on_saved, tenant: ToolResultStore(
+            working_dir, retention, on_saved=on_saved, owner=(agent or "", session or "")
         ),
         close=search.close,
         store_dir=(working_dir / "tool_result").resolve(),
@@ -155,7 +165,7 @@ def open_stores(
     Nothing is connected or created until first use; for ``postgres``, psycopg is imported
     then.
     """
-    fields = {k: v for k, v in (("agent", agent), ("session", session)) if v is not None}
+    fields = {"agent": agent or "", "session": session or ""}
     if config.store.kind == "local":
         from .local import LocalDialogStore, LocalOutputStore, LocalSearchIndex
 
@@ -165,6 +175,7 @@ def open_stores(
             working_dir,
             config.tool_result.retention_days,
             on_saved=lambda path: local.output_saved(str(path), agent=agent, session=session),
+            owner=(agent or "", session or ""),
         )
         dialog = LocalDialogStore(
             working_dir, record_fields=fields, on_append=local.dialog_appended

@@ -35,8 +35,9 @@ class LocalOutputStore:
         retention_days: float,
         *,
         on_saved: Callable[[Path], None] | None = None,
+        owner: tuple[str, str] | None = None,
     ) -> None:
-        self.files = ToolResultStore(working_dir, retention_days, on_saved=on_saved)
+        self.files = ToolResultStore(working_dir, retention_days, on_saved=on_saved, owner=owner)
 
     @property
     def dir(self) -> Path:

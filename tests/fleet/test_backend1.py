@@ -159,7 +159,9 @@ async def test_an_unanswered_call_moved_to_the_dialog_keeps_the_conversations_or
     live = [m.id for m in manager.memory_of(agent).messages()]
     assert live[:3] == [question.id, first.id, result.id]  # they stay: only the call left
     assert second.id not in live
-    # compacted later, they are not written twice (the store skips what it has)
-    await manager.dialog.append(manager.memory_of(agent).messages()[:3])
+    # compacted later, they are not written twice (the agent's store skips what it has: ids
+    # are unique per owner, the agent and its session)
+    dialog = manager._bindings[agent.id].pipeline.dialog
+    await dialog.append(manager.memory_of(agent).messages()[:3])
     assert [m.id for m in manager.dialog.read()[0]] == stored
     await manager.close()

@@ -25,6 +25,7 @@ from agentscope_ctx.stores.postgres import (
     PostgresOutputStore,
     PostgresSearchIndex,
 )
+from agentscope_ctx.stores.postgres._schema import SCHEMA_VERSION
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
 from tests.lines import Msg
 
@@ -138,7 +139,7 @@ def test_workers_racing_on_a_new_schema_make_it_once(
     engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
     with engine.connection() as conn:
         rows = conn.execute(f"SELECT version FROM {pg_schema}.schema_version").fetchall()
-    assert rows == [(1,)]
+    assert rows == [(SCHEMA_VERSION,)]
     assert len(PostgresDialogStore(engine).ids()) == 6
 
 

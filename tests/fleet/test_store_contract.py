@@ -130,10 +130,23 @@ async def test_append_is_idempotent_by_id_and_keeps_the_order(opener: Opener) ->
 async def test_a_second_store_on_the_same_backing_sees_and_skips_the_same_ids(
     opener: Opener,
 ) -> None:
-    first, second = opener("a1").dialog, opener("a2").dialog
+    first, second = opener("a1").dialog, opener("a1").dialog
     await first.append([make_msg("x", "one")])
     assert await second.append([make_msg("x", "one"), make_msg("y", "two")]) == 1
     assert [m.id for m in first.read()[0]] == ["x", "y"]
+
+
+async def test_one_message_object_given_to_two_agents_is_kept_once_for_each(
+    opener: Opener,
+) -> None:
+    """Issue 29 item 11: a 1.x MsgHub broadcast gives every agent the same message (same id);
+    each agent (and each session of one agent) keeps its own copy, once."""
+    shared = make_msg("broadcast", "the plan: ship on Tuesday")
+    stores = [opener("a1"), opener("a2"), opener("a1", session="s2")]
+    for store in stores:
+        assert await store.dialog.append([shared]) == 1
+        assert await store.dialog.append([shared]) == 0
+    assert [m.id for m in stores[0].dialog.read()[0]] == ["broadcast"] * 3
 
 
 _odd_text = st.lists(

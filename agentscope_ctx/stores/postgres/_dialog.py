@@ -1,9 +1,16 @@
 """`PostgresDialogStore`: the dialog seam on PostgreSQL (table ``dialog``, see `_schema`).
 
-Append-only and idempotent by message id (``INSERT ... ON CONFLICT (msg_id) DO NOTHING``),
+Append-only and idempotent by message id within its owner (``INSERT ... ON CONFLICT
+(agent, session, msg_id) DO NOTHING``: two agents given one message object keep a copy each),
 ordered by an identity sequence (the order of the appends, across workers). Each row holds
 the record line of `_dialog_record` (so both stores keep a message the same way), its day
-(the date of ``Msg.timestamp``, else today) and the agent and session it was given.
+(the date of ``Msg.timestamp``, else today) and its owner: the agent and session it was given
+(``""`` for none).
+
+Reads see what the store's `tenant` may (`None`: every tenant, the operator's view): each
+query filters on the owner columns and runs in a transaction bound to the tenant
+(`_tenant`), which row-level security enforces as well. A day of another tenant reads as a
+day without records.
 
 Its days read like the local day files: ``pg-dialog:YYYY-MM-DD`` names the day's records in
 order, one JSON line each (what ``dialog/YYYY-MM-DD.jsonl`` holds locally), and `read_file`
@@ -23,10 +30,12 @@ from typing import Any
 
 from ...core._entry import Msg
 from ...core._errors import ContextUsageError, PersistenceError
+from ...core._tenant import Tenant
 from .._dialog import DialogReadReport
 from .._dialog_record import date_prefix, decode_record, encode_record
 from ._engine import PostgresEngine
 from ._names import db_name
+from ._tenant import owner_sql, transaction
 
 __all__ = ["DAY_REF", "PostgresDialogStore", "day_ref"]
 
@@ -57,6 +66,7 @@ class PostgresDialogStore:
             columns).
         on_append: Called (in a worker thread) after records were written; what it raises
             is logged, never passed on.
+        tenant: Whose records the reads show (`None`: everyone's).
     """
 
     def __init__(
@@ -65,10 +75,13 @@ class PostgresDialogStore:
         *,
         record_fields: Mapping[str, str] | None = None,
         on_append: Callable[[], None] | None = None,
+        tenant: Tenant | None = None,
     ) -> None:
         self.engine = engine
         self._fields = dict(record_fields or {})
         self._on_append = on_append
+        self.tenant = tenant
+        self._owner = Tenant(self._fields.get("agent", ""), self._fields.get("session", ""))
 
     @property
     def dialog_dir(self) -> str:
@@ -103,11 +116,13 @@ class PostgresDialogStore:
         if day is not None and date_prefix(day) != day:
             raise ContextUsageError(f"day must be a date 'YYYY-MM-DD', got {day!r}")
         s = self.engine.schema
-        where, params = ("WHERE day = %s", (day,)) if day is not None else ("", ())
+        own, params = owner_sql(self.tenant)
+        where = f"WHERE {own}" + (" AND day = %s" if day is not None else "")
+        params += (day,) if day is not None else ()
         msgs: list[Msg] = []
         report = DialogReadReport()
         try:
-            with self.engine.connection() as conn, conn.transaction():
+            with transaction(self.engine, self.tenant) as conn:
                 cursor = conn.cursor(name="agentscope_ctx_read")
                 cursor.itersize = 2_000
                 cursor.execute(f"SELECT seq, record FROM {s}.dialog {where} ORDER BY seq", params)
@@ -132,23 +147,34 @@ class PostgresDialogStore:
 
     def days(self) -> list[str]:
         """The days that hold messages, sorted."""
-        rows = self._query(f"SELECT DISTINCT day FROM {self.engine.schema}.dialog ORDER BY day")
+        own, params = owner_sql(self.tenant)
+        rows = self._query(
+            f"SELECT DISTINCT day FROM {self.engine.schema}.dialog WHERE {own} ORDER BY day",
+            *params,
+        )
         return [row[0].isoformat() for row in rows]
 
     def ids(self) -> set[str]:
         """The ids of every stored message."""
-        return {row[0] for row in self._query(f"SELECT msg_id FROM {self.engine.schema}.dialog")}
+        own, params = owner_sql(self.tenant)
+        sql = f"SELECT msg_id FROM {self.engine.schema}.dialog WHERE {own}"
+        return {row[0] for row in self._query(sql, *params)}
 
     def day_counts(self) -> dict[str, int]:
         """Messages stored per day (``YYYY-MM-DD``)."""
+        own, params = owner_sql(self.tenant)
         rows = self._query(
-            f"SELECT day, count(*) FROM {self.engine.schema}.dialog GROUP BY day ORDER BY day"
+            f"SELECT day, count(*) FROM {self.engine.schema}.dialog WHERE {own} "
+            "GROUP BY day ORDER BY day",
+            *params,
         )
         return {day.isoformat(): int(n) for day, n in rows}
 
     def count(self) -> int:
         """How many messages are stored."""
-        return int(self._query(f"SELECT count(*) FROM {self.engine.schema}.dialog")[0][0])
+        own, params = owner_sql(self.tenant)
+        sql = f"SELECT count(*) FROM {self.engine.schema}.dialog WHERE {own}"
+        return int(self._query(sql, *params)[0][0])
 
     # -- a day as a file (``pg-dialog:YYYY-MM-DD``) ------------------------------------------
 
@@ -163,7 +189,11 @@ class PostgresDialogStore:
             KeyError: not a day ref, or no record that day.
         """
         day = self._day(ref)
-        rows = self._query(f"SELECT count(*) FROM {self.engine.schema}.dialog WHERE day = %s", day)
+        own, params = owner_sql(self.tenant)
+        rows = self._query(
+            f"SELECT count(*) FROM {self.engine.schema}.dialog WHERE {own} AND day = %s",
+            *params, day,
+        )  # fmt: skip
         if not rows or not rows[0][0]:
             raise KeyError(ref)
         return int(rows[0][0])
@@ -175,10 +205,12 @@ class PostgresDialogStore:
             KeyError: not a day ref.
         """
         day = self._day(ref)
+        own, params = owner_sql(self.tenant)
         rows = self._query(
             "SELECT coalesce(sum(octet_length(record) + 1), 0) FROM (SELECT record "
-            f"FROM {self.engine.schema}.dialog WHERE day = %s ORDER BY seq LIMIT %s) AS r",
-            day, max(line - 1, 0),
+            f"FROM {self.engine.schema}.dialog WHERE {own} AND day = %s ORDER BY seq "
+            "LIMIT %s) AS r",
+            *params, day, max(line - 1, 0),
         )  # fmt: skip
         return int(rows[0][0])
 
@@ -191,17 +223,19 @@ class PostgresDialogStore:
         """
         day = self._day(ref)
         offset, size = max(offset, 0), max(size, 0)
+        own, params = owner_sql(self.tenant)
         rows = self._query(
             "SELECT start, record FROM (SELECT seq, record, "
             "sum(octet_length(record) + 1) OVER (ORDER BY seq) - octet_length(record) - 1 "
-            f"AS start FROM {self.engine.schema}.dialog WHERE day = %s) AS r "
+            f"AS start FROM {self.engine.schema}.dialog WHERE {own} AND day = %s) AS r "
             "WHERE start < %s AND start + octet_length(record) + 1 > %s ORDER BY seq",
-            day, offset + size, offset,
+            *params, day, offset + size, offset,
         )  # fmt: skip
         if not rows:
             if not self._query(
-                f"SELECT 1 FROM {self.engine.schema}.dialog WHERE day = %s LIMIT 1", day
-            ):
+                f"SELECT 1 FROM {self.engine.schema}.dialog WHERE {own} AND day = %s LIMIT 1",
+                *params, day,
+            ):  # fmt: skip
                 raise KeyError(ref)
             return b""
         data = b"".join(record.encode("utf-8") + b"\n" for _, record in rows)
@@ -218,7 +252,7 @@ class PostgresDialogStore:
 
     def _query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
         try:
-            with self.engine.connection() as conn:
+            with transaction(self.engine, self.tenant) as conn:
                 return list(conn.execute(sql, params or None).fetchall())
         except PersistenceError:
             raise
@@ -243,15 +277,15 @@ class PostgresDialogStore:
             if lossy:
                 lossy_of[msg.id] = lossy
         s = self.engine.schema
-        agent, session = db_name(self._fields.get("agent")), db_name(self._fields.get("session"))
+        agent, session = db_name(self._owner.agent), db_name(self._owner.session)
         try:
-            with self.engine.connection() as conn:
+            with transaction(self.engine, self._owner) as conn:
                 rows = conn.execute(
                     f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
                     "SELECT u.msg_id, %s, %s, u.day, u.record "
                     "FROM unnest(%s::text[], %s::date[], %s::text[]) WITH ORDINALITY "
                     "AS u(msg_id, day, record, n) ORDER BY u.n "
-                    "ON CONFLICT (msg_id) DO NOTHING RETURNING msg_id",
+                    "ON CONFLICT (agent, session, msg_id) DO NOTHING RETURNING msg_id",
                     (agent, session, ids, days, records),
                 ).fetchall()
         except PersistenceError:

@@ -1,7 +1,9 @@
 """`Indexer`: how the PostgreSQL search index catches up with the stores (`_search`): dialog
 rows in batches and saved outputs streamed chunk by chunk into ``chunks``, each taken with
 ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once never index a row twice, and
-what is known of an output's owner (agent, session, tool, arguments) recorded once. A part
+what is known of an output's owner (agent, session, tool, arguments) recorded once. Its
+transactions see every tenant's rows (`_tenant.maintenance`): the index serves them all, and
+what it finds goes to nobody but the search that filters it. A part
 of `PostgresSearchIndex`, kept apart to keep each module to one job."""
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ...core._stamps import local_stamp
 from ._engine import PostgresEngine
 from ._outputs import output_id
 from ._search_sql import MAX_LEXEME, db_text, lexemes, tsvector_text
+from ._tenant import maintenance
 
 __all__ = ["INDEX_AT_SAVE_BYTES", "Indexer"]
 
@@ -56,7 +59,7 @@ class Indexer:
         s = self.engine.schema
         self._catch_up_dialog(conn, deadline)
         while deadline is None or time.monotonic() <= deadline:
-            with conn.transaction():
+            with maintenance(conn):
                 row = conn.execute(
                     f"SELECT id FROM {s}.outputs WHERE NOT indexed ORDER BY saved_at "
                     "LIMIT 1 FOR UPDATE SKIP LOCKED"
@@ -67,17 +70,18 @@ class Indexer:
         if self._unanalyzed > ANALYZE_AFTER:  # the planner then uses the GIN index
             self._unanalyzed = 0
             conn.execute(f"ANALYZE {s}.chunks")
-        left = conn.execute(
-            f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
-            f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
-        ).fetchone()
+        with maintenance(conn):
+            left = conn.execute(
+                f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
+                f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
+            ).fetchone()
         return int(left[0])
 
     def _catch_up_dialog(self, conn: Any, deadline: float | None) -> None:
         s = self.engine.schema
         more = True
         while more and (deadline is None or time.monotonic() <= deadline):
-            with conn.transaction():
+            with maintenance(conn):
                 rows = conn.execute(
                     f"SELECT seq, agent, session, record FROM {s}.dialog WHERE NOT indexed "
                     "ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED",
@@ -151,7 +155,7 @@ class Indexer:
 
     def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
         s = self.engine.schema
-        with conn.transaction():  # one commit: the owner and the chunks
+        with maintenance(conn):  # one commit: the owner and the chunks
             self._set_owner(conn, key, owner, _stamp(time.time()))
             row = conn.execute(
                 f"SELECT size FROM {s}.outputs WHERE id = %s AND NOT indexed "
@@ -187,8 +191,7 @@ class Indexer:
         owner = conn.execute(
             f"SELECT o.agent, o.session, w.tool, w.args, "
             f"coalesce(w.ts, to_char(o.saved_at AT TIME ZONE current_setting('TimeZone'), "
-            f"'YYYY-MM-DD HH24:MI:SS')), coalesce(w.agent, o.agent), "
-            f"coalesce(w.session, o.session) "
+            f"'YYYY-MM-DD HH24:MI:SS')), o.agent, o.session "  # the saver owns it
             f"FROM {s}.outputs AS o LEFT JOIN {s}.owners AS w ON w.id = o.id WHERE o.id = %s",
             (key,),
         ).fetchone()

@@ -7,6 +7,12 @@ output), each with the number of newlines before it, so that a ranged read fetch
 chunks it covers (and of those only the bytes asked for: ``substring`` of uncompressed
 out-of-line data), and finding where a line starts reads one chunk.
 
+An output belongs to the agent and session that saved it (``""`` for none). The reads of a
+store made for a `tenant` see only what that tenant may (`core._tenant`): another tenant's ref
+reads as one that does not exist. Each query filters on the owner and runs in a transaction
+bound to the tenant, which row-level security enforces as well (`_tenant`). Retention and
+`stats` see every tenant's outputs when the store has no tenant.
+
 Retention as in the local store: `used_at` is set at save and refreshed for the outputs live
 contexts still point to at each cleanup; older ones are deleted (their index entries with
 them, by the search index's `drop_outputs`).
@@ -22,9 +28,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...core._errors import OffloadError, PersistenceError
+from ...core._tenant import Tenant
 from ._engine import PostgresEngine
 from ._names import db_name
 from ._schema import CHUNK
+from ._tenant import owner_named, transaction
 
 __all__ = ["REF", "PostgresOutputStore", "output_id"]
 
@@ -52,11 +60,15 @@ class PostgresOutputStore:
         agent: str | None = None,
         session: str | None = None,
         on_saved: Callable[[str], None] | None = None,
+        tenant: Tenant | None = None,
     ) -> None:
+        """`agent`, `session`: the owner of what it saves; `tenant`: whose outputs it reads
+        (`None`: everyone's)."""
         self.engine = engine
         self.retention_seconds = retention_days * 86_400
-        self.agent = agent
-        self.session = session
+        self.agent = agent or ""
+        self.session = session or ""
+        self.tenant = tenant
         self.on_saved = on_saved
         self._last_cleanup: float | None = None
 
@@ -79,20 +91,18 @@ class PostgresOutputStore:
         s = self.engine.schema
         owner = (db_name(self.agent), db_name(self.session))  # as stored (`_names`)
         try:
-            with self.engine.connection() as conn, conn.transaction():
+            with transaction(self.engine, Tenant(self.agent, self.session)) as conn:
                 conn.execute(
                     f"INSERT INTO {s}.outputs (id, size, lines, agent, session, used_at) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
                     (key, len(payload), lines, *owner, time.time()),
                 )
-                with conn.cursor() as cursor:
-                    with cursor.copy(
-                        f"COPY {s}.output_chunks (id, n, start, len, newlines_before, data) "
-                        "FROM STDIN (FORMAT BINARY)"
-                    ) as copy:
-                        copy.set_types(["text", "int4", "int8", "int4", "int8", "bytea"])
-                        for row in rows:
-                            copy.write_row(row)
+                with conn.cursor() as cursor:  # (COPY does not work under row-level security)
+                    cursor.executemany(
+                        f"INSERT INTO {s}.output_chunks (id, n, start, len, newlines_before, "
+                        "data) VALUES (%s, %s, %s, %s, %s, %b)",
+                        rows,
+                    )
         except Exception as exc:
             error = self.engine.error("cannot save a tool output", exc)
             raise OffloadError(str(error)) from None
@@ -144,8 +154,9 @@ class PostgresOutputStore:
         offset, size = max(offset, 0), max(size, 0)
         end = offset + size
         s = self.engine.schema
+        own, mine = self._own()
         rows = self._fetch(
-            f"SELECT (SELECT size FROM {s}.outputs WHERE id = %(id)s), start, "
+            f"SELECT (SELECT size FROM {s}.outputs WHERE id = %(id)s AND {own}), start, "
             "substring(data FROM greatest(%(off)s - start, 0)::integer + 1 "
             "FOR (least(%(end)s, start + len) - greatest(%(off)s, start))::integer) "
             f"FROM (SELECT 1) AS one LEFT JOIN {s}.output_chunks "
@@ -153,7 +164,7 @@ class PostgresOutputStore:
             "AND start < %(end)s AND start + len > %(off)s ORDER BY n",
             {
                 "id": key, "off": offset, "end": end,
-                "first": offset // CHUNK, "last": max(end - 1, 0) // CHUNK,
+                "first": offset // CHUNK, "last": max(end - 1, 0) // CHUNK, **mine,
             },
         )  # fmt: skip
         if not rows or rows[0][0] is None:
@@ -173,6 +184,8 @@ class PostgresOutputStore:
                 raise KeyError(ref)
             return 0
         passed = line - 1
+        if self._meta(ref) is None:
+            raise KeyError(ref)
         rows = self._fetch(
             f"SELECT start, newlines_before, data FROM {self.engine.schema}.output_chunks "
             "WHERE id = %s AND newlines_before < %s ORDER BY newlines_before DESC, n DESC "
@@ -210,17 +223,19 @@ class PostgresOutputStore:
         self._last_cleanup = now
         keep = sorted({key for key in map(output_id, referenced) if key})
         s = self.engine.schema
+        own, mine = self._own()
         try:
-            with self.engine.connection() as conn, conn.transaction():
+            with transaction(self.engine, self.tenant) as conn:
                 if keep:
                     conn.execute(
-                        f"UPDATE {s}.outputs SET used_at = %s WHERE id = ANY(%s)",
-                        (time.time(), keep),
+                        f"UPDATE {s}.outputs SET used_at = %(now)s WHERE id = ANY(%(keep)s) "
+                        f"AND {own}",
+                        {"now": time.time(), "keep": keep, **mine},
                     )
                 rows = conn.execute(
-                    f"DELETE FROM {s}.outputs WHERE used_at < %s AND NOT (id = ANY(%s)) "
-                    "RETURNING id",
-                    (now - self.retention_seconds, keep),
+                    f"DELETE FROM {s}.outputs WHERE used_at < %(before)s "
+                    f"AND NOT (id = ANY(%(keep)s)) AND {own} RETURNING id",
+                    {"before": now - self.retention_seconds, "keep": keep, **mine},
                 ).fetchall()
         except Exception as exc:
             logger.warning("agentscope_ctx: %s", self.engine.error("cannot clean up", exc))
@@ -237,10 +252,11 @@ class PostgresOutputStore:
     def stats(self) -> tuple[int, int, float | None, float | None]:
         """Outputs stored, their bytes, and the newest and oldest last use (epoch seconds;
         `None` when there is none)."""
+        own, mine = self._own()
         rows = self._fetch(
             f"SELECT count(*), coalesce(sum(size), 0), max(used_at), min(used_at) "
-            f"FROM {self.engine.schema}.outputs",
-            None,
+            f"FROM {self.engine.schema}.outputs WHERE {own}",
+            mine,
         )
         count, size, newest, oldest = rows[0]
         return int(count), int(size), newest, oldest
@@ -257,14 +273,20 @@ class PostgresOutputStore:
         key = output_id(ref)
         if key is None:
             return None
+        own, mine = self._own()
         rows = self._fetch(
-            f"SELECT size, lines FROM {self.engine.schema}.outputs WHERE id = %s", (key,)
+            f"SELECT size, lines FROM {self.engine.schema}.outputs WHERE id = %(id)s AND {own}",
+            {"id": key, **mine},
         )
         return rows[0] if rows else None
 
+    def _own(self) -> tuple[str, dict[str, str]]:
+        """`owner_sql` of the tenant, with named parameters."""
+        return owner_named(self.tenant)
+
     def _fetch(self, sql: str, params: object) -> list[tuple[Any, ...]]:
         try:
-            with self.engine.connection() as conn:
+            with transaction(self.engine, self.tenant) as conn:
                 return list(conn.execute(sql, params).fetchall())
         except PersistenceError:
             raise

@@ -22,6 +22,15 @@ Version 1::
         tsvector of our own tokens (`_search_text.tokens`, CJK one character each) with
         their positions, GIN-indexed
 
+Version 2 (the tenant boundary, DESIGN.md §15, docs/tenants.md): ``agent`` and ``session`` of
+``dialog`` and ``outputs`` are ``NOT NULL`` (``""`` for none; version 1's NULLs become
+``""``); the dialog is idempotent by (agent, session, msg_id) instead of msg_id alone (two
+agents given one message object each keep their copy); every table but ``schema_version`` has
+row-level security, forced on the table owner too: a row is seen (and written) only by a
+transaction whose ``agentscope_ctx.scope`` / ``.agent`` / ``.session`` settings
+(`_tenant.bind`) let it. ``output_chunks`` follows its ``outputs`` row. A version 1 schema is
+migrated in place by the same DDL (every statement is idempotent).
+
 Created on first use by `ensure` under a transaction-scoped advisory lock, so that several
 workers starting at once make it once (a worker finding the current version runs no DDL);
 an existing schema of a newer version is refused.
@@ -33,7 +42,7 @@ from typing import Any
 
 __all__ = ["CHUNK", "SCHEMA_VERSION", "ensure"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
@@ -81,6 +90,47 @@ CREATE TABLE IF NOT EXISTS {s}.chunks (
 CREATE INDEX IF NOT EXISTS chunks_terms ON {s}.chunks USING gin (terms);
 CREATE INDEX IF NOT EXISTS chunks_by_source ON {s}.chunks (source);
 """
+_VISIBLE = (
+    "(current_setting('agentscope_ctx.scope', true) IN ('all', 'shared') OR "
+    "(current_setting('agentscope_ctx.scope', true) IN ('session', 'agent') "
+    "AND {a}agent = current_setting('agentscope_ctx.agent', true) "
+    "AND (current_setting('agentscope_ctx.scope', true) = 'agent' "
+    "OR {a}session = current_setting('agentscope_ctx.session', true))))"
+)
+"""Whether a row owned by ({a}agent, {a}session) is in the transaction's tenant scope."""
+_TENANTS = """
+UPDATE {s}.dialog SET agent = coalesce(agent, ''), session = coalesce(session, '')
+    WHERE agent IS NULL OR session IS NULL;
+UPDATE {s}.outputs SET agent = coalesce(agent, ''), session = coalesce(session, '')
+    WHERE agent IS NULL OR session IS NULL;
+ALTER TABLE {s}.dialog ALTER COLUMN agent SET DEFAULT '', ALTER COLUMN agent SET NOT NULL,
+    ALTER COLUMN session SET DEFAULT '', ALTER COLUMN session SET NOT NULL;
+ALTER TABLE {s}.outputs ALTER COLUMN agent SET DEFAULT '', ALTER COLUMN agent SET NOT NULL,
+    ALTER COLUMN session SET DEFAULT '', ALTER COLUMN session SET NOT NULL;
+ALTER TABLE {s}.dialog DROP CONSTRAINT IF EXISTS dialog_msg_id_key;
+CREATE UNIQUE INDEX IF NOT EXISTS dialog_by_owner_msg ON {s}.dialog (agent, session, msg_id);
+CREATE INDEX IF NOT EXISTS dialog_by_owner_day ON {s}.dialog (agent, day, session, seq);
+CREATE INDEX IF NOT EXISTS outputs_by_owner ON {s}.outputs (agent, session);
+CREATE INDEX IF NOT EXISTS chunks_by_owner ON {s}.chunks (agent, session);
+""" + "".join(
+    f"""
+ALTER TABLE {{s}}.{table} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {{s}}.{table} FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS tenant ON {{s}}.{table};
+CREATE POLICY tenant ON {{s}}.{table} USING {check} WITH CHECK {check};
+"""
+    for table, check in (
+        ("dialog", _VISIBLE.format(a="")),
+        ("outputs", _VISIBLE.format(a="")),
+        ("owners", _VISIBLE.format(a="")),
+        ("chunks", _VISIBLE.format(a="")),
+        (
+            "output_chunks",
+            "(EXISTS (SELECT 1 FROM {s}.outputs AS o WHERE o.id = output_chunks.id))",
+        ),
+    )
+)
+"""Version 2: the owners made whole, the dialog keyed by owner, row-level security."""
 
 
 def _version(conn: Any, schema: str) -> int | None:
@@ -115,7 +165,11 @@ def ensure(conn: Any, schema: str) -> None:
             if version == SCHEMA_VERSION:
                 return
             if locked:
+                conn.execute(
+                    "SELECT set_config('agentscope_ctx.scope', 'all', true)"
+                )  # the migration's own statements see every row
                 conn.execute(_DDL.format(s=schema))
+                conn.execute(_TENANTS.format(s=schema))
                 conn.execute(
                     f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
                     "ON CONFLICT DO NOTHING",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,6 +49,7 @@ from ._search_sql import (
     db_text,
     query_text,
 )
+from ._tenant import bind, maintenance
 
 __all__ = ["PostgresSearchIndex"]
 
@@ -88,7 +90,12 @@ class PostgresSearchIndex(Indexer):
         key = output_id(ref)
         if key is not None:
             owner = (None, None, tool, args or None)
-            self._notify(lambda conn: self._set_owner(conn, key, owner, None))
+
+            def describe(conn: Any) -> None:
+                with maintenance(conn):
+                    self._set_owner(conn, key, owner, None)
+
+            self._notify(describe)
 
     def dialog_appended(self) -> None:
         deadline = time.monotonic() + NOTIFY_SECONDS
@@ -99,12 +106,13 @@ class PostgresSearchIndex(Indexer):
         if keys:
             s = self.engine.schema
             sources = [f"pg-output:{key}" for key in keys]
-            self._notify(
-                lambda conn: (
-                    conn.execute(f"DELETE FROM {s}.chunks WHERE source = ANY(%s)", (sources,)),
-                    conn.execute(f"DELETE FROM {s}.owners WHERE id = ANY(%s)", (keys,)),
-                )
-            )
+
+            def drop(conn: Any) -> None:
+                with maintenance(conn):
+                    conn.execute(f"DELETE FROM {s}.chunks WHERE source = ANY(%s)", (sources,))
+                    conn.execute(f"DELETE FROM {s}.owners WHERE id = ANY(%s)", (keys,))
+
+            self._notify(drop)
 
     # -- catch-up, search, rebuild ------------------------------------------------------------
 
@@ -133,12 +141,20 @@ class PostgresSearchIndex(Indexer):
             PersistenceError: the database cannot be read.
         """
         parsed = parse_query(query) if isinstance(query, str) else query
-        filters = Filters(  # names escaped as stored (`_names`), other values made storable
-            **{
-                k: db_name(v) if k in ("agent", "session") else v and db_text(v)
-                for k, v in vars(filters or Filters()).items()
-            }
-        )
+        tenant = (filters or Filters()).tenant
+        given = filters or Filters()
+        texts: dict[str, Any] = {  # names escaped as stored (`_names`), other text as kept
+            k: db_name(v) if k in ("agent", "session") else db_text(v)
+            for k, v in vars(given).items()
+            if isinstance(v, str) and v
+        }
+        filters = replace(given, **texts)
+        scoped = tenant is not None and tenant.scope != "shared"
+        owner = {
+            "t_agent": db_name(tenant.agent) if scoped and tenant else None,
+            "t_session": db_name(tenant.session) if scoped and tenant and tenant.scope == "session"
+            else None,
+        }  # fmt: skip
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
@@ -154,12 +170,15 @@ class PostgresSearchIndex(Indexer):
 
         def run(conn: Any) -> SearchResult:
             pending = self._catch_up(conn, deadline)
-            params = {**vars(filters), "limit": 4 * limit + 8}
-            rows = ranked(conn, query_text(parsed), params)
-            every = bool(rows) or len(parsed.terms) == 1
-            if not every:
-                rows = ranked(conn, query_text(parsed, every=False), params)
-            rows, records = day_rows(conn, self.engine.schema, rows)
+            params = {**vars(filters), **owner, "limit": 4 * limit + 8}
+            params.pop("tenant", None)
+            with conn.transaction():
+                bind(conn, tenant)
+                rows = ranked(conn, query_text(parsed), params)
+                every = bool(rows) or len(parsed.terms) == 1
+                if not every:
+                    rows = ranked(conn, query_text(parsed, every=False), params)
+                rows, records = day_rows(conn, self.engine.schema, rows, tenant)
             rows = [(*row[:8], name_from_db(row[8]), *row[9:]) for row in rows]  # c.agent
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
             return SearchResult(hits, parsed, every, pending)
@@ -175,7 +194,7 @@ class PostgresSearchIndex(Indexer):
         s = self.engine.schema
 
         def reset(conn: Any) -> None:
-            with conn.transaction():
+            with maintenance(conn):
                 conn.execute(f"TRUNCATE {s}.chunks")
                 conn.execute(f"UPDATE {s}.dialog SET indexed = false WHERE indexed")
                 conn.execute(f"UPDATE {s}.outputs SET indexed = false WHERE indexed")

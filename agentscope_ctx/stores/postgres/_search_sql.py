@@ -11,6 +11,8 @@ import unicodedata
 from typing import Any
 
 from ...core._search_text import _TOKEN, Query, index_text
+from ...core._tenant import Tenant
+from ._tenant import owner_sql
 
 __all__ = [
     "LOW",
@@ -87,6 +89,8 @@ FROM {s}.chunks AS c, (SELECT %(match)s::tsquery AS query) AS q
 WHERE c.terms @@ q.query
     AND (%(agent)s::text IS NULL OR c.agent IS NULL OR c.agent = %(agent)s)
     AND (%(session)s::text IS NULL OR c.session = %(session)s)
+    AND (%(t_agent)s::text IS NULL
+        OR (c.agent = %(t_agent)s AND (%(t_session)s::text IS NULL OR c.session = %(t_session)s)))
     AND (%(role)s::text IS NULL OR c.role = %(role)s)
     AND (%(tool)s::text IS NULL OR strpos(',' || c.tool || ',', ',' || %(tool)s || ',') > 0)
     AND (%(since)s::text IS NULL OR replace(c.ts, 'T', ' ') >= %(since)s)
@@ -102,20 +106,21 @@ OFFSET %(ranked)s LIMIT 1
 
 
 def day_rows(
-    conn: Any, schema: str, rows: list[Any]
+    conn: Any, schema: str, rows: list[Any], tenant: Tenant | None = None
 ) -> tuple[list[tuple[Any, ...]], dict[int, str]]:
     """`rows` of `RANKED` with each dialog hit pointing into its day
     (``pg-dialog:YYYY-MM-DD``, the record's line in it, and its seq where a day file has a
     byte offset), and the JSON line of each record by seq (where the hit's text starts in
-    it is its ``line_offset``)."""
+    it is its ``line_offset``). Lines are counted in the day as `tenant` reads it."""
     seqs = sorted({int(row[4].split(":", 1)[1]) for row in rows if row[5] == "dialog"})
     if not seqs:
         return [tuple(row) for row in rows], {}
+    own, params = owner_sql(tenant, "e")
     found = conn.execute(
         f"SELECT d.seq, d.day, (SELECT count(*) FROM {schema}.dialog AS e "
-        f"WHERE e.day = d.day AND e.seq <= d.seq), d.record FROM {schema}.dialog AS d "
-        "WHERE d.seq = ANY(%s)",
-        (seqs,),
+        f"WHERE e.day = d.day AND e.seq <= d.seq AND {own}), d.record "
+        f"FROM {schema}.dialog AS d WHERE d.seq = ANY(%s)",
+        (*params, seqs),
     ).fetchall()
     where = {int(seq): (f"pg-dialog:{day.isoformat()}", int(n)) for seq, day, n, _ in found}
     out = []

@@ -1,0 +1,306 @@
+"""The findings of issue 28 item 1, each pinned: what one user's session could read of another's
+on one store, through the agent's own tools (a real agent of the installed line, a scripted
+model), and the database's own wall (row-level security) against a query that forgets its
+filter. PostgreSQL runs as an ordinary role (`test_tenants.app_role`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx.core._tenant import Tenant
+from tests.fleet.test_tenants import APP_ENV, _store, app_role  # noqa: F401 (a fixture)
+from tests.lines import IS_1X, Msg, text_of
+
+SECRET = "hunter2-zqx"
+DAY = "2026-12-02"
+
+
+def manager(tmp_path: Path, store: dict[str, Any], session: str) -> ContextManager:
+    """A manager of one user's session (the same working dir and store for every session)."""
+    config = ContextConfig(
+        working_dir=tmp_path / "shared", store=store, recall={"session": session}
+    )
+    return ContextManager(config)
+
+
+async def alice_writes(alice: ContextManager) -> tuple[str, Msg]:
+    """Alice's agent ``assistant`` saves an output and a message leaves its context: what its
+    pipeline does (the stores it is given name it)."""
+    _, outputs, dialog = alice._recall_for("assistant")
+    ref = os.fspath(outputs.save(f"ok\nthe root password is {SECRET}\n"))
+    msg = Msg("user", f"my password is {SECRET}", "user")
+    msg.timestamp = f"{DAY} 17:01:49.123"
+    await dialog.append([msg])
+    alice.search_index.catch_up(seconds=None)
+    return ref, msg
+
+
+async def agent_reads(session: ContextManager, ref: str) -> str:
+    """What the session's agent ``assistant`` is answered when it calls ``read_file(ref)``."""
+    if IS_1X:
+        from agentscope.agent import ReActAgent
+        from agentscope.formatter import OpenAIChatFormatter
+        from agentscope.tool import Toolkit
+
+        from tests.fakes import FakeChatModel
+
+        agent = ReActAgent(
+            name="assistant",
+            sys_prompt="You help.",
+            model=FakeChatModel([]),
+            formatter=OpenAIChatFormatter(),
+            toolkit=Toolkit(),
+        )
+        session.attach(agent)
+        return text_of(await agent.toolkit.tools["read_file"].original_func(ref))
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock, ToolResultBlock, UserMsg
+    from agentscope.tool import Toolkit
+
+    from tests.v2.fakes import FakeChatModel, tool_call
+
+    model = FakeChatModel([tool_call("read_file", file_path=ref), "ok"])
+    agent2 = Agent(
+        name="assistant",
+        system_prompt="You help.",
+        model=model,
+        toolkit=Toolkit(),
+        middlewares=[session.middleware()],  # type: ignore[attr-defined]
+    )
+    await agent2.reply(UserMsg("user", "read it"))
+    blocks = [b for m in agent2.state.context for b in m.content if isinstance(b, ToolResultBlock)]
+    output = blocks[-1].output
+    if isinstance(output, str):
+        return output
+    return "".join(item.text for item in output if isinstance(item, TextBlock))
+
+
+@pytest.mark.parametrize("kind", ["local", "postgres"])
+async def test_the_same_agent_in_another_session_cannot_read_its_saved_output(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """Found: the ``pg-output:<id>`` refs named in another session's day (and a local
+    ``tool_result/`` file) opened another user's saved output."""
+    store = _store(kind, request)
+    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
+    try:
+        ref, _ = await alice_writes(alice)
+        assert SECRET in await agent_reads(alice, ref)
+        answer = await agent_reads(bob, ref)
+        assert SECRET not in answer
+        missing = ref[: -len(ref.rsplit(":", 1)[-1])] + "0" * 32 if kind == "postgres" else ref
+        if kind == "local":
+            name = Path(ref).name
+            missing = ref.replace(name, name[:-36] + "0" * 32 + ".txt")
+        assert answer == (await agent_reads(bob, missing)).replace(missing, ref)
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+@pytest.mark.parametrize("kind", ["local", "postgres"])
+async def test_a_day_of_the_dialog_shows_only_the_sessions_own_records(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """Found: ``read_file("pg-dialog:<today>")`` returned the whole day of the database (and a
+    local day file every session's records)."""
+    store = _store(kind, request)
+    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
+    try:
+        await alice_writes(alice)
+        if kind == "postgres":
+            day, none = f"pg-dialog:{DAY}", "pg-dialog:1999-01-01"
+        else:
+            day = str((tmp_path / "shared" / "dialog" / f"{DAY}.jsonl").resolve())
+            none = day.replace(DAY, "1999-01-01")
+        assert SECRET in await agent_reads(alice, day)
+        answer = await agent_reads(bob, day)
+        assert SECRET not in answer
+        assert answer == (await agent_reads(bob, none)).replace(none, day)
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+@pytest.mark.parametrize("kind", ["local", "postgres"])
+async def test_search_by_the_same_agent_name_in_another_session_finds_nothing(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """Found: search_history was scoped by agent name only; the same agent name in another
+    user's session found the first user's password."""
+    store = _store(kind, request)
+    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
+    try:
+        await alice_writes(alice)
+        alice_recall, _, _ = alice._recall_for("assistant")
+        bob_recall, _, _ = bob._recall_for("assistant")
+        assert alice_recall is not None and bob_recall is not None
+        assert SECRET in text_of(await alice_recall.search_history("password"))
+        for query in ("password", SECRET, "root password"):
+            answer = text_of(await bob_recall.search_history(query))
+            assert SECRET not in answer.replace(query, "")
+            assert "No hits" in answer
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_tenant(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The database's own wall: queries with no owner filter at all, issued through the store's
+    own connection and transaction setup (`_tenant.transaction`), as an ordinary role."""
+    import asyncio
+
+    from agentscope_ctx.stores.postgres import PostgresEngine
+    from agentscope_ctx.stores.postgres._tenant import transaction
+
+    store = _store("postgres", request)
+    alice = manager(tmp_path, store, "s-alice")
+    try:
+        asyncio.run(alice_writes(alice))
+        alice.search_index.describe_output("pg-output:" + "0" * 32, tool="t", args=None)
+    finally:
+        asyncio.run(alice.close())
+    engine = PostgresEngine(store["dsn"], password_env=APP_ENV, schema=store["schema_name"])
+    s = engine.schema
+    tables = ("dialog", "outputs", "output_chunks", "owners", "chunks")
+    unfiltered = {t: f"SELECT count(*) FROM {s}.{t}" for t in tables}
+
+    def counts(tenant: Tenant | None) -> dict[str, int]:
+        with transaction(engine, tenant) as conn:
+            return {t: int(conn.execute(q).fetchone()[0]) for t, q in unfiltered.items()}
+
+    try:
+        with engine.connection() as conn:
+            row = conn.execute(
+                "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+            ).fetchone()
+            assert row == (False, False)
+            # no transaction, no setting: nothing, not even alice's own
+            assert all(conn.execute(q).fetchone()[0] == 0 for q in unfiltered.values())
+            assert not conn.execute(f"DELETE FROM {s}.dialog RETURNING seq").fetchall()
+        mine = counts(Tenant.of("assistant", "s-alice"))
+        assert mine["dialog"] == 1 and mine["outputs"] == 1 and mine["output_chunks"] == 1
+        assert mine["chunks"] >= 2 and mine["owners"] >= 1
+        everyone = counts(None)
+        assert everyone["owners"] == mine["owners"] + 1  # the owner-less row: nobody's
+        for other in (
+            Tenant.of("assistant", "s-bob"),
+            Tenant.of("assistant", "s-alice", user="mallory"),
+            Tenant.of("other", "s-alice", scope="agent"),
+            Tenant("assistant", "s-alice", "bogus"),  # type: ignore[arg-type]
+        ):
+            assert counts(other) == dict.fromkeys(tables, 0), other
+            with pytest.raises(Exception, match="policy"), transaction(engine, other) as conn:
+                conn.execute(
+                    f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
+                    "VALUES ('x', 'assistant', 's-alice', %s, '{}')",
+                    (DAY,),
+                )
+        assert counts(Tenant.of("assistant", None, scope="agent"))["dialog"] == 1
+    finally:
+        engine.close()
+
+
+def test_a_version_1_schema_is_migrated_in_place(
+    pg_server: Any, pg_password: str, pg_schema: str
+) -> None:
+    """Schema 2: a store made by version 1 (NULL owners, idempotent by msg_id alone) is
+    migrated by the first worker that opens it: its rows kept (owned by ``""``), the dialog
+    keyed by owner, row-level security on."""
+    import asyncio
+
+    import psycopg
+
+    from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
+    from agentscope_ctx.stores.postgres._schema import _DDL, SCHEMA_VERSION
+
+    s = pg_schema
+    with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
+        conn.execute(_DDL.format(s=s))  # version 1's tables, as version 1 made them
+        conn.execute(f"INSERT INTO {s}.schema_version (version) VALUES (1)")
+        conn.execute(
+            f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) VALUES "
+            "('old', NULL, NULL, %s, '{}'), ('a1', 'assistant', NULL, %s, '{}')",
+            (DAY, DAY),
+        )
+    engine = PostgresEngine(pg_server.dsn, password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD", schema=s)
+    try:
+        dialog = PostgresDialogStore(engine, record_fields={"agent": "other"})
+        msg = Msg("user", "same id, another owner", "user")
+        msg.id = "old"
+        assert asyncio.run(dialog.append([msg])) == 1  # version 1 refused a second "old"
+        with engine.connection() as conn:
+            assert conn.execute(f"SELECT max(version) FROM {s}.schema_version").fetchone() == (
+                SCHEMA_VERSION,
+            )
+            rows = conn.execute(
+                f"SELECT msg_id, agent, session FROM {s}.dialog ORDER BY seq"
+            ).fetchall()
+            forced = conn.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+                "AND relrowsecurity AND relforcerowsecurity ORDER BY relname",
+                (s,),
+            ).fetchall()
+        assert rows == [("old", "", ""), ("a1", "assistant", ""), ("old", "other", "")]
+        assert [r[0] for r in forced] == ["chunks", "dialog", "output_chunks", "outputs", "owners"]
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("kind", ["local", "postgres"])
+async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """The owner the index learns from a dialog record (after a rebuild, or when the save's
+    notice to the index was lost) is not the output's owner: Bob's message naming Alice's
+    saved output (its ref in a notice) must not make her output Bob's search hit."""
+    from agentscope_ctx.core._truncation import excerpt_with_notice
+    from agentscope_ctx.stores.factory import open_stores
+    from tests.lines import TextBlock, ToolResultBlock
+
+    store = _store(kind, request)
+    config = ContextConfig(working_dir=tmp_path / "shared", store=store)
+    alice = open_stores(config, agent="assistant", session="s-alice")
+    bob = open_stores(config, agent="assistant", session="s-bob")
+    try:
+        text = "".join(f"line {i} of the audit\n" for i in range(200)) + f"key {SECRET}\n"
+        ref = os.fspath(alice.outputs.save(text))
+        if kind == "local":  # the index is a cache: gone, then made again from the files
+            alice.search.close()
+            for path in (tmp_path / "shared" / "index").iterdir():
+                path.unlink()
+        else:  # the save's notice to the index was lost
+            engine = alice.search.engine  # type: ignore[attr-defined]
+            with engine.connection() as conn, conn.transaction():
+                conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
+                conn.execute(f"DELETE FROM {engine.schema}.owners")
+                conn.execute(f"DELETE FROM {engine.schema}.chunks")
+                conn.execute(f"UPDATE {engine.schema}.outputs SET indexed = false")
+        notice = excerpt_with_notice(text, max_bytes=1_024, file_path=ref)
+        result = Msg(
+            "system",
+            [ToolResultBlock(type="tool_result", id="c1", name="shell",
+                             output=[TextBlock(type="text", text=notice)])],
+            "system",
+        )  # fmt: skip
+        result.timestamp = f"{DAY} 18:00:00.000"
+        await bob.dialog.append([result])
+        bob.search.catch_up(seconds=None)
+        from agentscope_ctx.core._search_hits import Filters
+
+        bobs = Filters(tenant=Tenant.of("assistant", "s-bob"))
+        hits = bob.search.search(SECRET, bobs, limit=10, catch_up_seconds=None).hits
+        assert not hits
+        alices = Filters(tenant=Tenant.of("assistant", "s-alice"))
+        if kind == "postgres":  # the database knows who saved it
+            assert alice.search.search(SECRET, alices, limit=10, catch_up_seconds=None).hits
+    finally:
+        alice.close()
+        bob.close()
