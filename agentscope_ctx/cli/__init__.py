@@ -6,7 +6,7 @@ Commands::
     agentscope-ctx inspect [WORKING_DIR]
     agentscope-ctx config
     agentscope-ctx gc [WORKING_DIR] [--retention-days DAYS]
-    agentscope-ctx consolidate [WORKING_DIR] [--days N]
+    agentscope-ctx consolidate [WORKING_DIR] [--config FILE] [--days N] [--agent NAME]
     agentscope-ctx search [WORKING_DIR] QUERY [--agent NAME] [--role ROLE] [--tool NAME]
                           [--since TIME] [--until TIME] [--session ID] [--limit N]
 

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     pass
-from ._commands import _cmd_config, _cmd_consolidate, _cmd_demo, _cmd_gc, _cmd_inspect, _cmd_search
+from ._commands import _cmd_config, _cmd_demo, _cmd_gc, _cmd_inspect, _cmd_search
 from ._common import DEMO_DIR, _retention_days
+from ._consolidate import _cmd_consolidate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     cons.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
     cons.add_argument("--config", metavar="FILE", help="config YAML (working_dir, days)")
     cons.add_argument("--days", type=int, metavar="N", help="days of notes to consider (>= 1)")
+    cons.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME",
+        help="with a config naming the fleet store: the agent whose memory to consolidate "
+        "(repeatable; default: every agent that has one)",
+    )
     cons.set_defaults(func=_cmd_consolidate)
 
     config = sub.add_parser(

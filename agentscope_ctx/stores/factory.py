@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core._config import ContextConfig
 from ..core._failures import FailureLog
+from .memory_seam import MemorySeam
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
 
 __all__ = ["Backend", "Stores", "open_backend", "open_stores"]
@@ -44,6 +45,11 @@ class Backend:
     """How the summary's guide names the dialog's days (`None`: the local day files)."""
     sources: list[Callable[[str], RangedSource | None]] = field(default_factory=list)
     """What `read_file` reads a ref of this store with, besides files (`None`: not ours)."""
+    memory: Callable[[str], MemorySeam] | None = None
+    """The long-term memory of an agent, by its name, one per agent on every worker (`None`:
+    the working directory's ``memory/``, shared by the manager's agents)."""
+    memory_agents: Callable[[], list[str]] | None = None
+    """The agents that have a long-term memory in the store (`None`: not per agent)."""
 
     def dialog(
         self,
@@ -83,6 +89,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             PostgresSearchIndex,
         )
         from .postgres._dialog import GUIDE
+        from .postgres._memory import PostgresMemoryDocs, memory_agents
 
         assert config.store.dsn is not None  # the config refuses postgres without one
         engine = PostgresEngine(
@@ -110,6 +117,8 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
                 lambda ref: pg_outputs if pg_outputs.owns(ref) else None,
                 lambda ref: pg_days if pg_days.owns(ref) else None,
             ],
+            memory=lambda agent: PostgresMemoryDocs(engine, agent),
+            memory_agents=lambda: memory_agents(engine),
         )
 
     from ._dialog import DialogStore

@@ -1,6 +1,7 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 1::
+Version 2 (version 1 without ``memory_docs``; a version-1 database is brought up to 2 by
+running the DDL again, every statement of which is idempotent)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
@@ -21,6 +22,10 @@ Version 1::
         dialog record (`source` = its seq) or an output (`source` = its id); `terms` is a
         tsvector of our own tokens (`_search_text.tokens`, CJK one character each) with
         their positions, GIN-indexed
+    memory_docs(agent, name, body, version, updated_at)   PRIMARY KEY (agent, name)
+        long-term memory, one per agent (`_memory`): MEMORY.md, the daily notes and the
+        consolidation's record, each a whole text; `version` counts its writes (0: not
+        written yet)
 
 Created on first use by `ensure` under a transaction-scoped advisory lock, so that several
 workers starting at once make it once (a worker finding the current version runs no DDL);
@@ -33,12 +38,13 @@ from typing import Any
 
 __all__ = ["CHUNK", "SCHEMA_VERSION", "ensure"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
 
-_DDL = """
+_DDL = (
+    """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.schema_version (
     version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
@@ -81,6 +87,14 @@ CREATE TABLE IF NOT EXISTS {s}.chunks (
 CREATE INDEX IF NOT EXISTS chunks_terms ON {s}.chunks USING gin (terms);
 CREATE INDEX IF NOT EXISTS chunks_by_source ON {s}.chunks (source);
 """
+    + """
+CREATE TABLE IF NOT EXISTS {s}.memory_docs (
+    agent text NOT NULL, name text NOT NULL,
+    body text NOT NULL, version bigint NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent, name));
+"""
+)
 
 
 def _version(conn: Any, schema: str) -> int | None:
