@@ -6,15 +6,38 @@ machines: nothing of the memory is on their disks."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
+from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.memory._consolidation import consolidate
+from agentscope_ctx.memory._summarizer import MemoryFiles
+from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
 from tests.fleet.postgres_server import PostgresServer
 from tests.fleet.remember_worker import worker
+from tests.lines import IS_1X, text_of
+
+if IS_1X:
+    from agentscope.formatter import OpenAIChatFormatter
+
+    FORMATTER: Any = OpenAIChatFormatter()
+else:
+    FORMATTER = None
+
+TODAY = date(2026, 3, 14)
+
+
+def said(answer: Any) -> str:
+    """A memory tool's answer as text (a 1.x `ToolResponse`, a 2.x `str`)."""
+    return answer if isinstance(answer, str) else text_of(answer)
 
 
 def fleet_config(working_dir: Path, server: PostgresServer, schema: str) -> ContextConfig:
@@ -48,8 +71,8 @@ async def test_what_an_agent_remembers_on_one_worker_its_namesake_reads_on_anoth
     assert "The user's build tool is Bazel 7" in prompt_text(model_b.calls[0])
     assert "Saved to pg-memory:MEMORY.md" in prompt_text(model_a.calls[1])
     assert "Bazel" not in prompt_text(other.calls[0])  # another agent's memory is its own
-    for worker in ("a", "b"):  # nothing of the memory on either worker's disk
-        assert not (tmp_path / worker / "memory").exists()
+    for name in ("a", "b"):  # nothing of the memory on either worker's disk
+        assert not (tmp_path / name / "memory").exists()
 
 
 # -- no lost `remember` between workers ---------------------------------------------------------
@@ -96,3 +119,148 @@ def test_remember_on_two_workers_keeps_600_facts(
     tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
 ) -> None:
     _remember_on_two_workers(tmp_path, pg_server, pg_schema, 300)
+
+
+# -- consolidation: one memory, merged once, read everywhere ------------------------------------
+
+
+def _config_file(tmp_path: Path, server: PostgresServer, schema: str) -> Path:
+    path = tmp_path / "fleet.yaml"
+    store = {
+        "kind": "postgres",
+        "dsn": server.dsn,
+        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        "schema_name": schema,
+    }
+    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "cron"), "store": store}))
+    return path
+
+
+async def test_a_fact_one_worker_consolidates_is_what_the_other_reads(
+    tmp_path: Path,
+    pg_server: PostgresServer,
+    pg_password: str,
+    pg_schema: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    note = "The deploy key is in vault path secret/deploy"
+    model_a = FakeChatModel([tool_call("log_today", note=note), text("Logged.")])
+    await ask(make_agent(worker_a, model_a), "note where the deploy key is")
+    await worker_a.close()
+    config = _config_file(tmp_path, pg_server, pg_schema)
+
+    cron = ["consolidate", "--config", str(config)]  # cron, on another machine
+    assert await asyncio.to_thread(cli_main, cron) == 0
+    out = capsys.readouterr().out
+    assert "merged 1 daily note(s)" in out and "agent 'helper'" in out
+    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    model_b = FakeChatModel([text("In secret/deploy.")])
+    await ask(make_agent(worker_b, model_b), "where is the deploy key?")
+    await worker_b.close()
+
+    assert note in prompt_text(model_b.calls[0])  # MEMORY.md, as consolidated elsewhere
+    assert await asyncio.to_thread(cli_main, [*cron, "--agent", "helper"]) == 0
+    assert "nothing new to merge" in capsys.readouterr().out  # what was merged: in the store
+    assert not (tmp_path / "cron").exists() and not (tmp_path / "b" / "memory").exists()
+
+
+async def test_a_remember_on_another_worker_during_the_model_merge_is_kept(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    memory_a, memory_b = worker_a.long_term_of("helper"), worker_b.long_term_of("helper")
+    memory_a.log_today("Lesson: pip needs --break-system-packages here")
+    meanwhile = "The user works in UTC+8"
+
+    def first_merge(messages: object) -> str:  # the other worker remembers meanwhile
+        memory_b.remember(meanwhile)
+        return "# Long-term memory\n\n- Lesson: pip needs --break-system-packages here"
+
+    model = FakeChatModel(
+        [
+            first_merge,
+            f"# Long-term memory\n\n- {meanwhile}\n"
+            "- Lesson: pip needs --break-system-packages here",
+        ]
+    )
+    report = await consolidate(memory_a.store, model=model, formatter=FORMATTER)
+    body = memory_b.store.read("MEMORY.md")
+    await worker_a.close()
+    await worker_b.close()
+
+    assert len(model.calls) == 2  # the swap failed once: merged again from what it held
+    assert meanwhile in prompt_text(model.calls[1])
+    assert report.source == "model" and report.changed
+    assert f"- {meanwhile}" in body and "- Lesson: pip needs --break-system-packages" in body
+    assert "## Change log" in body
+
+
+async def test_one_consolidation_at_a_time_across_workers(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    worker_a.long_term_of("helper").log_today("Fact: the CI runs on two cores")
+    with worker_a.long_term_of("helper").store.consolidation_lock() as held:
+        assert held
+        report = await consolidate(worker_b.long_term_of("helper").store)
+        other = await consolidate(worker_b.long_term_of("other").store)  # its own lock
+    assert report.skipped and report.reason == "another consolidation is running"
+    assert not other.skipped
+    report = await consolidate(worker_b.long_term_of("helper").store)  # released
+    assert report.notes and report.added == 1
+    await worker_a.close()
+    await worker_b.close()
+
+
+def test_the_summarizer_on_the_fleet_store_only_appends_to_todays_note(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    manager = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    store = manager.long_term_of("helper").store
+    manager.long_term_of("helper").remember("The user prefers pytest")
+    files = MemoryFiles(store, TODAY)
+    refused = [
+        files.write_memory_file("MEMORY.md", "- Fact: injected"),
+        files.write_memory_file("2026-03-13.md", "- Fact: yesterday"),
+        files.write_memory_file("../2026-03-14.md", "- Fact: escaped"),
+        files.write_memory_file("/etc/2026-03-14.md", "- Fact: escaped"),
+        files.read_memory_file(".consolidate.json"),
+    ]
+    wrote = files.write_memory_file("2026-03-14.md", "- Fact: the user is Ana\n- Fact: x")
+    again = files.write_memory_file("pg-memory:2026-03-14.md", "- Fact: the user is Ana")
+    shown = files.read_memory_file("MEMORY.md")
+
+    assert all(said(answer).startswith("Error:") for answer in refused)
+    assert said(wrote) == "Appended 2 line(s) to 2026-03-14.md."
+    assert said(again).startswith("Nothing appended")
+    assert "- The user prefers pytest" in said(shown)
+    assert "injected" not in store.read("MEMORY.md")
+    assert store.names() == ["2026-03-14.md", "MEMORY.md"]
+    assert store.read("2026-03-14.md") == "# 2026-03-14\n\n- Fact: the user is Ana\n- Fact: x\n"
+    manager.backend.close()
+
+
+def test_a_version_1_database_gains_the_memory_table(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    config = fleet_config(tmp_path / "a", pg_server, pg_schema)
+    stores = open_stores(config, agent="helper")
+    ref = stores.outputs.save("kept across the upgrade\n")
+    engine = stores.outputs.engine  # the version-1 database: no memory table, version 1
+    with engine.connection() as conn:
+        conn.execute(f"DROP TABLE {pg_schema}.memory_docs")
+        conn.execute(f"UPDATE {pg_schema}.schema_version SET version = 1")
+    stores.close()
+
+    manager = ContextManager(config)  # a worker of the new version
+    answer = manager.long_term_of("helper").remember("The user prefers pytest")
+    with engine.connection() as conn:
+        versions = conn.execute(f"SELECT version FROM {pg_schema}.schema_version").fetchall()
+
+    assert said(answer) == "Saved to pg-memory:MEMORY.md."
+    assert sorted(row[0] for row in versions) == [1, 2]
+    assert manager.store.read_saved(str(ref)) == "kept across the upgrade\n"
+    manager.backend.close()
