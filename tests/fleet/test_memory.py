@@ -17,6 +17,7 @@ import yaml
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.cli import main as cli_main
+from agentscope_ctx.core._search_hits import Filters
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._summarizer import MemoryFiles
 from agentscope_ctx.stores.factory import open_stores
@@ -264,3 +265,26 @@ def test_a_version_1_database_gains_the_memory_table(
     assert sorted(row[0] for row in versions) == [1, 2]
     assert manager.store.read_saved(str(ref)) == "kept across the upgrade\n"
     manager.backend.close()
+
+
+async def test_search_history_finds_the_agents_memory_on_every_worker(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    worker_a.long_term_of("helper").remember("The staging database is called quokka")
+    worker_a.long_term_of("helper").log_today("Lesson: quokka needs sslmode=require")
+    worker_a.long_term_of("stranger").remember("The stranger's quokka is private")
+    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    model = FakeChatModel([tool_call("search_history", query="quokka"), text("Found it.")])
+    await ask(make_agent(worker_b, model), "what was the staging database called?")
+    worker_b.search_index.rebuild()  # the index is a cache: memory comes back with the rest
+    again = worker_b.search_index.search("sslmode", Filters(agent="helper"))
+    await worker_a.close()
+    await worker_b.close()
+
+    found = prompt_text(model.calls[1])
+    assert "The staging database is called quokka" in found
+    assert "quokka needs sslmode=require" in found and "long-term memory" in found
+    assert "private" not in found  # another agent's memory
+    assert [hit.kind for hit in again.hits] == ["memory"]
+    assert str(again.hits[0].path) == f"pg-memory:{date.today().isoformat()}.md"

@@ -22,6 +22,7 @@ Names are flat (``MEMORY.md``, ``YYYY-MM-DD.md``): `name_of` takes ``name``,
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,11 +30,12 @@ from typing import Any
 
 from ...core._errors import PersistenceError
 from ._engine import PostgresEngine
+from ._memory_index import MEMORY_REF, index_memory
 
 __all__ = ["MEMORY_REF", "PostgresMemoryDocs", "memory_agents"]
 
-MEMORY_REF = "pg-memory:"
-"""How a memory document of this store is named to an agent (``pg-memory:MEMORY.md``)."""
+logger = logging.getLogger("agentscope_ctx")
+
 _NAME = re.compile(r"[^./\\\x00][^/\\\x00]{0,254}")
 _LOCK_KEY = "agentscope_ctx.consolidate:{schema}:{agent}"
 
@@ -159,14 +161,19 @@ class PostgresMemoryDocs:
                 body = current + new if append else new
                 conn.execute(
                     f"UPDATE {s}.memory_docs SET body = %s, version = version + 1, "
-                    "updated_at = now() WHERE agent = %s AND name = %s",
+                    "updated_at = now(), indexed = false WHERE agent = %s AND name = %s",
                     (_clean(body), *key),
                 )
-                return True
         except PersistenceError:
             raise
         except Exception as exc:
             raise self.engine.error(f"cannot write {name!r} of the memory", exc) from None
+        try:  # a cache: the search index's catch-up repairs what fails here
+            with self.engine.connection() as conn:
+                index_memory(conn, s, self.agent, name)
+        except Exception as exc:
+            logger.warning("agentscope_ctx: %s", self.engine.scrub(f"memory not indexed: {exc}"))
+        return True
 
 
 def memory_agents(engine: PostgresEngine) -> list[str]:

@@ -22,10 +22,10 @@ running the DDL again, every statement of which is idempotent)::
         dialog record (`source` = its seq) or an output (`source` = its id); `terms` is a
         tsvector of our own tokens (`_search_text.tokens`, CJK one character each) with
         their positions, GIN-indexed
-    memory_docs(agent, name, body, version, updated_at)   PRIMARY KEY (agent, name)
+    memory_docs(agent, name, body, version, updated_at, indexed)   PRIMARY KEY (agent, name)
         long-term memory, one per agent (`_memory`): MEMORY.md, the daily notes and the
         consolidation's record, each a whole text; `version` counts its writes (0: not
-        written yet)
+        written yet); `indexed`: the search index has its chunks (`_memory_index`)
 
 Created on first use by `ensure` under a transaction-scoped advisory lock, so that several
 workers starting at once make it once (a worker finding the current version runs no DDL);
@@ -92,7 +92,9 @@ CREATE TABLE IF NOT EXISTS {s}.memory_docs (
     agent text NOT NULL, name text NOT NULL,
     body text NOT NULL, version bigint NOT NULL,
     updated_at timestamptz NOT NULL DEFAULT now(),
+    indexed boolean NOT NULL DEFAULT false,
     PRIMARY KEY (agent, name));
+CREATE INDEX IF NOT EXISTS memory_unindexed ON {s}.memory_docs (agent) WHERE NOT indexed;
 """
 )
 
