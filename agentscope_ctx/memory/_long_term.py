@@ -121,6 +121,11 @@ class LongTermMemory:
             store.ref(MEMORY_DOC) if self.memory_dir is None else self.memory_dir / MEMORY_DOC
         )
         """How MEMORY.md is named (locally: its path)."""
+        self._rest_hint = (
+            f"read {self.memory_path}"
+            if self.memory_dir is not None
+            else "search_history (role memory) finds"
+        )
 
     def daily_name(self, day: date | None = None) -> str:
         """The name of the daily notes of `day` (today, local date, by default)."""
@@ -199,7 +204,7 @@ class LongTermMemory:
             keep = (low + high) // 2
             note = (
                 f"[... MEMORY.md was cut to fit: {keep} of {len(lines)} lines shown; "
-                f"read {self.memory_path} for the rest]"
+                f"{self._rest_hint} for the rest]"
             )
             text = "\n".join([*lines[:keep], note])
             if await counter.count_text(text) <= max_tokens:

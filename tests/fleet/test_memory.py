@@ -8,23 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import tempfile
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._search_hits import Filters
 from agentscope_ctx.memory._consolidation import consolidate
+from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import MemoryFiles
 from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
 from tests.fleet.postgres_server import PostgresServer
 from tests.fleet.remember_worker import worker
-from tests.lines import IS_1X, text_of
+from tests.lines import IS_1X, Msg, text_of
 
 if IS_1X:
     from agentscope.formatter import OpenAIChatFormatter
@@ -41,8 +45,11 @@ def said(answer: Any) -> str:
     return answer if isinstance(answer, str) else text_of(answer)
 
 
-def fleet_config(working_dir: Path, server: PostgresServer, schema: str) -> ContextConfig:
+def fleet_config(
+    working_dir: Path, server: PostgresServer, schema: str, **fields: Any
+) -> ContextConfig:
     return ContextConfig(
+        **fields,
         working_dir=working_dir,
         store={
             "kind": "postgres",
@@ -288,3 +295,62 @@ async def test_search_history_finds_the_agents_memory_on_every_worker(
     assert "private" not in found  # another agent's memory
     assert [hit.kind for hit in again.hits] == ["memory"]
     assert str(again.hits[0].path) == f"pg-memory:{date.today().isoformat()}.md"
+
+
+# -- the Summarizer, and the two stores alike ---------------------------------------------------
+
+
+async def test_the_summarizer_of_a_fleet_worker_writes_the_agents_memory(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    today = f"{date.today().isoformat()}.md"
+    model = FakeChatModel(
+        [
+            tool_call("write_memory_file", file_path=today, content="- Fact: the user is Ana"),
+            tool_call("write_memory_file", file_path="MEMORY.md", content="- Fact: injected"),
+            text("Recorded one fact."),
+        ]
+    )
+    config = fleet_config(tmp_path / "a", pg_server, pg_schema, summarizer={"min_batch_tokens": 0})
+    worker = ContextManager(config, model=model, formatter=FORMATTER)
+    await worker.start_summarizer([Msg("user", "I am Ana, call me that", "user")], "helper")
+    await worker.close()  # waits for the background run
+    reader = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    store = reader.long_term_of("helper").store
+
+    assert store.read(today).endswith("- Fact: the user is Ana\n")
+    assert store.read("MEMORY.md") == ""  # confined: the Summarizer never writes MEMORY.md
+    assert reader.long_term_of("other").store.names() == []
+    assert not (tmp_path / "a" / "memory").exists()
+    reader.backend.close()
+
+
+FACTS = st.lists(
+    st.tuples(
+        st.sampled_from(["remember", "log_today"]),
+        st.sampled_from(["pytest", "- Pytest ", "uv  run", "UV RUN", "1. tabs", "", "ü 中文"]),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls=FACTS)
+def test_the_fleet_memory_holds_what_the_local_one_holds(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str, calls: Any
+) -> None:
+    """Whatever the calls, the database's documents are the files' bytes: the fleet memory is
+    the local one on another medium (same dedup, same headers, same answers)."""
+    working_dir = Path(tempfile.mkdtemp(dir=tmp_path))
+    local = LongTermMemory(working_dir)
+    manager = ContextManager(fleet_config(working_dir, pg_server, pg_schema))
+    fleet = manager.long_term_of(f"agent-{working_dir.name}")
+    for tool, fact in calls:
+        answers = [said(getattr(memory, tool)(fact)) for memory in (local, fleet)]
+        if answers[0] != answers[1]:  # they name their documents differently, nothing else
+            assert answers[0].replace(str(local.memory_dir) + "/", "pg-memory:") == answers[1]
+    files = sorted(p.name for p in (working_dir / "memory").glob("*.md")) if calls else []
+    assert fleet.store.names() == [n for n in files if local.store.read(n)]
+    for name in files:
+        assert fleet.store.read(name) == (working_dir / "memory" / name).read_text()
+    manager.backend.close()
