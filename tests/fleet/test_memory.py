@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import tempfile
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -354,3 +354,26 @@ def test_the_fleet_memory_holds_what_the_local_one_holds(
     for name in files:
         assert fleet.store.read(name) == (working_dir / "memory" / name).read_text()
     manager.backend.close()
+
+
+async def test_the_daily_job_of_a_fleet_worker_consolidates_each_agents_memory(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    config = fleet_config(tmp_path / "a", pg_server, pg_schema, consolidation={"enabled": True})
+    worker = ContextManager(config)
+    for agent in ("helper", "other"):
+        worker.long_term_of(agent).log_today(f"Fact: {agent} runs nightly")
+    worker.ensure_scheduler()  # its task first runs at our next await: with this clock
+    job = worker.scheduler
+    assert job is not None
+    job.next_run = lambda now: now + timedelta(milliseconds=10)  # type: ignore[method-assign]
+    bodies: list[str] = []
+    for _ in range(500):
+        bodies = [worker.long_term_of(a).store.read("MEMORY.md") for a in ("helper", "other")]
+        if all(bodies):
+            break
+        await asyncio.sleep(0.01)
+    await worker.close()
+
+    assert "- Fact: helper runs nightly" in bodies[0] and "other" not in bodies[0]
+    assert "- Fact: other runs nightly" in bodies[1]
