@@ -26,6 +26,7 @@ from agentscope_ctx.stores.postgres import (
     PostgresSearchIndex,
     redact,
 )
+from agentscope_ctx.stores.postgres._schema import SCHEMA_VERSION
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
 from tests.lines import Msg
 
@@ -153,7 +154,7 @@ def test_workers_racing_on_a_new_schema_make_it_once(
     engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
     with engine.connection() as conn:
         rows = conn.execute(f"SELECT version FROM {pg_schema}.schema_version").fetchall()
-    assert rows == [(1,)]
+    assert rows == [(SCHEMA_VERSION,)]  # one row: made once
     assert len(PostgresDialogStore(engine).ids()) == 6
 
 
