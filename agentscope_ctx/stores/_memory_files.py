@@ -41,7 +41,6 @@ class LocalMemoryDocs:
             root: The memory directory (``{working_dir}/memory``).
         """
         self.root = Path(root)
-        self.where = str(self.root)
 
     def path(self, name: str) -> Path:
         """The file of document `name`."""

@@ -34,9 +34,6 @@ class MemorySeam(Protocol):
     them into a tool's "Error: ..." answer or a log line.
     """
 
-    where: str
-    """Where the documents are, as an answer or a log line names it (no secret)."""
-
     def ref(self, name: str) -> str:
         """How the document `name` is shown to an agent (a path, or a name in the store)."""
         ...

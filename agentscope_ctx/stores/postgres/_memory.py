@@ -53,7 +53,6 @@ class PostgresMemoryDocs:
     def __init__(self, engine: PostgresEngine, agent: str) -> None:
         self.engine = engine
         self.agent = agent
-        self.where = f"the fleet store's memory of agent {agent!r}"
 
     def ref(self, name: str) -> str:
         return f"{MEMORY_REF}{name}"
@@ -91,7 +90,7 @@ class PostgresMemoryDocs:
             with self.engine.connection() as conn:
                 rows = conn.execute(
                     f"SELECT name FROM {s}.memory_docs WHERE agent = %s AND version > 0 "
-                    "AND name NOT LIKE '.%%' ORDER BY name",
+                    "AND name NOT LIKE '.%%' ORDER BY name COLLATE \"C\"",
                     (self.agent,),
                 ).fetchall()
         except PersistenceError:
