@@ -139,7 +139,7 @@ class ContextManager(Services):
         )
         added: list[str] = []
         long_term = self.long_term_of(str(agent.name))
-        tools = [self.reader.read_file, long_term.remember, long_term.log_today]
+        tools = [self.reader.read_file, *long_term.tool_functions()]
         for func in tools + ([recall.search_history] if recall is not None else []):
             if func.__name__ not in toolkit.tools:
                 toolkit.register_tool_function(func)

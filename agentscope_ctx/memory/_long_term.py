@@ -20,10 +20,13 @@ workers sharing the memory lose nothing.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ..core._errors import PersistenceError
 from ..core._runner import tool_text
@@ -31,7 +34,7 @@ from ..core._tokens import TokenCounter
 from ..stores._memory_files import LocalMemoryDocs
 from ..stores.memory_seam import MEMORY_DOC, MemorySeam
 
-__all__ = ["LongTermMemory", "append_unique_lines"]
+__all__ = ["LongTermMemory", "append_unique_lines", "off_the_loop"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -75,6 +78,19 @@ def append_unique_lines(
 
     store.append(name, change)
     return len(new), len(lines) - len(new)
+
+
+def off_the_loop(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """`func` as an async tool function that runs it in a thread (name, docstring and
+    signature kept: both lines' toolkits build the same schema and await it), so that a
+    database round trip, or a wait for another worker's row lock, does not hold the event
+    loop."""
+
+    @functools.wraps(func)
+    async def tool(*args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(func, *args, **kwargs)
+
+    return tool
 
 
 def _split(text: str) -> tuple[str, list[str]]:
@@ -126,6 +142,13 @@ class LongTermMemory:
             if self.memory_dir is not None
             else "search_history (role memory) finds"
         )
+
+    def tool_functions(self) -> list[Callable[..., Any]]:
+        """`remember` and `log_today` as the agent's tools: the methods themselves on local
+        files; on a store that is not files, async functions running them off the event loop
+        (`off_the_loop`)."""
+        tools = [self.remember, self.log_today]
+        return list(tools) if self.memory_dir is not None else [off_the_loop(t) for t in tools]
 
     def daily_name(self, day: date | None = None) -> str:
         """The name of the daily notes of `day` (today, local date, by default)."""

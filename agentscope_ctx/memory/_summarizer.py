@@ -35,7 +35,7 @@ from ..core._runner import AgentTool, run_agent, tool_text
 from ..core._tokens import TokenCounter
 from ..stores._memory_files import LocalMemoryDocs
 from ..stores.memory_seam import MemorySeam
-from ._long_term import append_unique_lines
+from ._long_term import append_unique_lines, off_the_loop
 from ._summarizer_input import bounded_transcript
 
 if TYPE_CHECKING:
@@ -88,6 +88,14 @@ class MemoryFiles:
         """
         self.store: MemorySeam = LocalMemoryDocs(root) if isinstance(root, Path) else root
         self.note = f"{(today or date.today()).isoformat()}.md"
+
+    def agent_tools(self) -> list[AgentTool]:
+        """The two tools for `run_agent`: on a store that is not files, run off the event
+        loop (`off_the_loop`)."""
+        read, write = self.read_memory_file, self.write_memory_file
+        if not isinstance(self.store, LocalMemoryDocs):
+            read, write = off_the_loop(read), off_the_loop(write)  # type: ignore[assignment]
+        return [AgentTool(read, read_only=True), AgentTool(write)]
 
     @tool_text
     def read_memory_file(self, file_path: str) -> str:
@@ -199,10 +207,7 @@ class Summarizer:
                 name="summarizer",
                 sys_prompt=_SYSTEM.format(today=day, silent=SILENT),
                 prompt=await self.prompt(messages, day),
-                tools=[
-                    AgentTool(files.read_memory_file, read_only=True),
-                    AgentTool(files.write_memory_file),
-                ],
+                tools=files.agent_tools(),
                 max_iters=self.max_iters,
                 call_timeout=self.timeout_seconds,
             )

@@ -7,8 +7,10 @@ machines: nothing of the memory is on their disks."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import multiprocessing
 import tempfile
+import threading
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -377,3 +379,50 @@ async def test_the_daily_job_of_a_fleet_worker_consolidates_each_agents_memory(
 
     assert "- Fact: helper runs nightly" in bodies[0] and "other" not in bodies[0]
     assert "- Fact: other runs nightly" in bodies[1]
+
+
+async def test_a_remember_waiting_for_another_workers_row_lock_leaves_the_event_loop_free(
+    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+) -> None:
+    worker = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    memory = worker.long_term_of("helper")
+    memory.remember("The user prefers pytest")  # the row exists
+    other = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another worker in the middle of its write of MEMORY.md
+        with other.backend.search.engine.connection() as conn, conn.transaction():
+            conn.execute(
+                f"SELECT 1 FROM {pg_schema}.memory_docs "
+                "WHERE agent = 'helper' AND name = 'MEMORY.md' FOR UPDATE"
+            )
+            locked.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert locked.wait(30)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    remember = memory.tool_functions()[0]  # what the agent's toolkit calls
+    timer = threading.Timer(0.3, release.set)
+    timer.start()
+    running = asyncio.create_task(ticker())
+    answer = remember(fact="The user works in UTC+8")  # 1.x and 2.x await an awaitable
+    if inspect.isawaitable(answer):
+        answer = await answer
+    seen, waited = ticks, release.is_set()
+    running.cancel()
+    holder.join()
+    await worker.close()
+    await other.close()
+
+    assert said(answer) == "Saved to pg-memory:MEMORY.md."
+    assert waited  # it did wait for the other worker's lock
+    assert seen > 0  # and the event loop ran meanwhile (other agents, other sessions)
