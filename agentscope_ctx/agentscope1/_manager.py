@@ -140,7 +140,8 @@ class ContextManager(Services):
             store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures
         )
         added: list[str] = []
-        tools = [reader.read_file, self.long_term.remember, self.long_term.log_today]
+        long_term = self.long_term_of(str(agent.name))
+        tools = [reader.read_file, *long_term.tool_functions()]
         for func in tools + ([recall.search_history] if recall is not None else []):
             if func.__name__ not in toolkit.tools:
                 toolkit.register_tool_function(func)
@@ -316,7 +317,7 @@ class ContextManager(Services):
         )
 
     async def _load_note(self, binding: _Binding) -> None:
-        await self.load_note(binding.memory)
+        await self.load_note(binding.memory, str(binding.agent.name))
         binding.note_loaded = True
 
     async def _compacted(self, agent: Any, older: list[Msg]) -> None:
@@ -328,7 +329,7 @@ class ContextManager(Services):
                 await self._load_note(binding)
             except Exception:
                 logger.exception("agentscope_ctx: could not load MEMORY.md")
-        await self.start_summarizer(older)
+        await self.start_summarizer(older, str(agent.name))
 
     async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         await self._run(agent)

@@ -163,12 +163,14 @@ class ContextManager(Services):
         async def notify(text: str) -> None:
             binding.notify(text)
 
+        name = str(agent.name)
+
         async def compacted(older: list[Msg]) -> None:
             try:
-                await self.load_note(memory)
+                await self.load_note(memory, name)
             except Exception:
                 logger.exception("agentscope_ctx: could not load MEMORY.md")
-            await self.start_summarizer(older)
+            await self.start_summarizer(older, name)
 
         binding.pipeline, binding.recall, binding.store = self.make_pipeline(
             memory,
@@ -181,7 +183,7 @@ class ContextManager(Services):
         )
         budget = binding.pipeline.calibration.budget
         if budget >= SMALL_WINDOW:
-            binding.tools = [*memory_tools(self.long_term)]
+            binding.tools = [*memory_tools(self.long_term_of(name))]
             if binding.recall is not None:
                 binding.tools.append(search_tool(binding.recall))
         else:
@@ -206,6 +208,8 @@ class ContextManager(Services):
         """The tools besides `read_file`: `remember`, `log_today` (and `search_history`)."""
         if binding is not None:
             return list(binding.tools)
+        if self.memory_per_agent:  # each agent's own, added by `on_reply` once it is known
+            return []
         return [*memory_tools(self.long_term)]
 
     def memories(self) -> list[ContextMemory]:
@@ -242,7 +246,7 @@ class ContextManager(Services):
                 await binding.mirror.pull(state)
                 if not binding.note_loaded:
                     binding.note_loaded = True
-                    await self.load_note(binding.memory)
+                    await self.load_note(binding.memory, str(binding.agent.name))
                 self.ensure_scheduler()
             except Exception:
                 logger.exception("agentscope_ctx: could not read the agent's state")

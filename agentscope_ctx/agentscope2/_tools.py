@@ -83,10 +83,7 @@ def function_tool(
 
 def memory_tools(long_term: LongTermMemory) -> list[FunctionTool]:
     """`remember` and `log_today` (they write under `memory/` only)."""
-    return [
-        function_tool(long_term.remember, read_only=False),
-        function_tool(long_term.log_today, read_only=False),
-    ]
+    return [function_tool(func, read_only=False) for func in long_term.tool_functions()]
 
 
 def search_tool(recall: Recall) -> FunctionTool:

@@ -8,7 +8,7 @@ Commands::
     agentscope-ctx inspect [WORKING_DIR] [--config FILE] [--json]
     agentscope-ctx config
     agentscope-ctx gc [WORKING_DIR] [--config FILE] [--retention-days DAYS]
-    agentscope-ctx consolidate [WORKING_DIR] [--config FILE] [--days N]
+    agentscope-ctx consolidate [WORKING_DIR] [--config FILE] [--days N] [--agent NAME]
     agentscope-ctx search [WORKING_DIR] QUERY [--config FILE] [--agent NAME] [--role ROLE]
                           [--tool NAME] [--since TIME] [--until TIME] [--session ID]
                           [--limit N] [--json]

@@ -116,24 +116,3 @@ def _cmd_gc(args: argparse.Namespace) -> int:
         f"({_size(freed)}); {left} kept"
     )
     return 0
-
-
-def _cmd_consolidate(args: argparse.Namespace) -> int:
-    from ..memory._consolidation import consolidate
-
-    config = _load_config(args.config)
-    path = _state_dir(args.working_dir, config)
-    days = args.days or (config.consolidation.days if config else 7)
-    report = asyncio.run(consolidate(path, days=days))
-    if report.skipped:
-        print(f"consolidate: skipped ({report.reason})")
-        return 0
-    if not report.notes:
-        print("consolidate: nothing new to merge")
-        return 0
-    print(
-        f"consolidate: merged {len(report.notes)} daily note(s) ({', '.join(report.notes)}) "
-        f"into {path / 'memory' / 'MEMORY.md'}: {report.added} new bullet(s), by "
-        f"{report.source}" + (f" ({report.reason})" if report.reason else "")
-    )
-    return 0

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from .._line import AGENTSCOPE_VERSION, IS_1X
-from ._commands import _cmd_config, _cmd_consolidate, _cmd_demo, _cmd_gc
+from ._commands import _cmd_config, _cmd_demo, _cmd_gc
 from ._common import DEMO_DIR, _non_negative_int, _positive_int, _retention_days
+from ._consolidate import _cmd_consolidate
 from ._inspect import _cmd_inspect
 from ._read import _cmd_read
 from ._search import _cmd_search
@@ -114,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
     cons.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
     cons.add_argument("--config", metavar="FILE", help="config YAML (working_dir, days)")
     cons.add_argument("--days", type=int, metavar="N", help="days of notes to consider (>= 1)")
+    cons.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME",
+        help="with a config naming the fleet store: the agent whose memory to consolidate "
+        "(repeatable; default: every agent that has one)",
+    )
     cons.set_defaults(func=_cmd_consolidate)
 
     config = sub.add_parser(

@@ -1,5 +1,6 @@
 """The daily consolidation: the day's notes merged into ``MEMORY.md`` (see `_long_term` for the
-files, their locks and the record of what was merged).
+documents and the record of what was merged), on any memory store (`MemorySeam`: local files,
+or one agent's memory in the fleet store).
 """
 
 from __future__ import annotations
@@ -8,25 +9,21 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import re
-import sys
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..core._private import FILE_MODE, file_lock, private_dir, tighten_fd, write_atomic
 from ..core._runner import has_model, run_agent_once
+from ..stores._memory_files import local_memory
+from ..stores.memory_seam import MEMORY_DOC, STATE_DOC, MemorySeam
 
 if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
     from agentscope.model import ChatModelBase
 
-if sys.platform != "win32":
-    import fcntl
-
-from ._long_term import _MARKER, _NOFOLLOW, _TITLE, _WRITE_LOCK, _join, _key, _read, _split
+from ._long_term import _MARKER, _TITLE, _join, _key, _split
 
 __all__ = ["ConsolidationReport", "consolidate"]
 
@@ -68,28 +65,12 @@ class ConsolidationReport:
     reason: str | None = None
 
 
-def _lock(working_dir: Path) -> tuple[Path, IO[str] | None]:
-    """The memory directory, and its lock file open and `flock`-ed (`None`: held elsewhere)."""
-    memory_dir = working_dir.expanduser() / "memory"
-    private_dir(memory_dir)
-    path = memory_dir / ".consolidate.lock"
-    file = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, FILE_MODE), "a+")
-    tighten_fd(file.fileno(), path)
-    if sys.platform != "win32":
-        try:
-            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            file.close()
-            return memory_dir, None
-    return memory_dir, file
-
-
-def _recent_notes(memory_dir: Path, today: date, days: int) -> list[tuple[str, str]]:
+def _recent_notes(store: MemorySeam, today: date, days: int) -> list[tuple[str, str]]:
     notes = []
-    for path in sorted(memory_dir.glob("*.md")):
-        match = _DAY_FILE.fullmatch(path.name)
+    for name in store.names():
+        match = _DAY_FILE.fullmatch(name)
         if match and today - timedelta(days=days) < date.fromisoformat(match[1]) <= today:
-            notes.append((match[1], path.read_text(encoding="utf-8")))
+            notes.append((match[1], store.read(name)))
     return notes
 
 
@@ -123,7 +104,7 @@ def _without(body: str, keys: set[str]) -> str:
 
 
 async def consolidate(
-    working_dir: Path,
+    working_dir: Path | MemorySeam,
     *,
     model: ChatModelBase | None = None,
     formatter: FormatterBase | None = None,
@@ -135,18 +116,19 @@ async def consolidate(
 
     Notes already merged unchanged (per `.consolidate.json`) are skipped, so a rerun adds
     nothing. Without a model, or when the model fails, bullets are merged extractively (new
-    lines appended, duplicates dropped, order kept). Runs are serialized by `flock` on
-    `.consolidate.lock`: a run that finds it held returns at once with `skipped=True`.
+    lines appended, duplicates dropped, order kept). Runs are serialized by the store's
+    consolidation lock (locally `flock` on `.consolidate.lock`; on PostgreSQL an advisory
+    lock): a run that finds it held returns at once with `skipped=True`.
 
-    Edits made to MEMORY.md while the model merges (by hand, by `remember`) are kept: the
-    merge is written only if MEMORY.md still holds what the merge started from (checked and
-    written under the memory write lock); else the model merges again from the new content,
-    and if MEMORY.md changed once more, the notes are merged extractively into it under the
-    lock. A line removed from MEMORY.md during a run is not brought back by that run, from
-    the model's answer or from a note.
+    Edits made to MEMORY.md while the model merges (by hand, by `remember`, by another
+    worker) are kept: the merge is written only if MEMORY.md still holds what the merge
+    started from (compare-and-swap: checked and written in one atomic `update`); else the
+    model merges again from the new content, and if MEMORY.md changed once more, the notes
+    are merged extractively into it inside the update. A line removed from MEMORY.md during
+    a run is not brought back by that run, from the model's answer or from a note.
 
     Args:
-        working_dir: The package's working directory.
+        working_dir: The package's working directory (its `memory/`), or a memory store.
         model: The model that rewrites MEMORY.md; `None` merges extractively.
         formatter: The formatter of `model` (AgentScope 1.x; on 2.x the model owns it, and
             `None` is fine).
@@ -157,17 +139,17 @@ async def consolidate(
     Returns:
         What the run did.
     """
-    memory_dir, lock = _lock(Path(working_dir))
-    if lock is None:
-        return ConsolidationReport(True, (), 0, False, "none", "another consolidation is running")
-    try:
-        return await _consolidate(memory_dir, model, formatter, days, now, timeout_seconds)
-    finally:
-        lock.close()
+    store = local_memory(working_dir) if isinstance(working_dir, Path) else working_dir
+    with store.consolidation_lock() as held:
+        if not held:
+            return ConsolidationReport(
+                True, (), 0, False, "none", "another consolidation is running"
+            )
+        return await _consolidate(store, model, formatter, days, now, timeout_seconds)
 
 
 async def _consolidate(
-    memory_dir: Path,
+    store: MemorySeam,
     model: ChatModelBase | None,
     formatter: FormatterBase | None,
     days: int,
@@ -175,14 +157,16 @@ async def _consolidate(
     timeout: float,
 ) -> ConsolidationReport:
     today = (now or datetime.now()).date()
-    state_path = memory_dir / ".consolidate.json"
-    notes = await asyncio.to_thread(_recent_notes, memory_dir, today, days)
+    notes = await asyncio.to_thread(_recent_notes, store, today, days)
     try:
-        raw = json.loads(_read(state_path) or "{}")
+        raw = json.loads(await asyncio.to_thread(store.read, STATE_DOC) or "{}")
         state: dict[str, str] = dict(raw.get("merged", {}))
         known: dict[str, list[str]] = dict(raw.get("lines", {}))
     except (ValueError, AttributeError, TypeError):
-        logger.warning("Ignoring the unreadable %s: every recent note is merged again.", state_path)
+        logger.warning(
+            "Ignoring the unreadable %s: every recent note is merged again.",
+            store.ref(STATE_DOC),
+        )
         state, known = {}, {}
     digests = {day: hashlib.sha256(text.encode()).hexdigest() for day, text in notes}
     fresh = [(day, text) for day, text in notes if state.get(day) != digests[day]]
@@ -196,14 +180,15 @@ async def _consolidate(
     source: Literal["model", "extractive", "none"] = "none"
     if to_merge:
         added, changed, source, reason = await _merge_into_memory(
-            memory_dir, model, formatter, to_merge, timeout, today
+            store, model, formatter, to_merge, timeout, today
         )
     state.update({day: digests[day] for day, _ in fresh})
     for day, text in fresh:
         known[day] = sorted(set(known.get(day, ())) | _line_ids(text))
     done = dict(sorted(state.items())[-366:])
     lines = {day: ids for day, ids in known.items() if day in done}
-    write_atomic(state_path, json.dumps({"merged": done, "lines": lines}, indent=1) + "\n")
+    record = json.dumps({"merged": done, "lines": lines}, indent=1) + "\n"
+    await asyncio.to_thread(store.update, STATE_DOC, lambda _: record)
     notes_done = tuple(day for day, _ in fresh)
     return ConsolidationReport(False, notes_done, added, changed, source, reason)
 
@@ -224,7 +209,7 @@ def _new_lines(text: str, known: set[str]) -> str:
 
 
 async def _merge_into_memory(
-    memory_dir: Path,
+    store: MemorySeam,
     model: ChatModelBase | None,
     formatter: FormatterBase | None,
     notes: list[tuple[str, str]],
@@ -233,13 +218,13 @@ async def _merge_into_memory(
 ) -> tuple[int, bool, Literal["model", "extractive"], str | None]:
     """Merge `notes` into MEMORY.md; returns (bullets added, changed, source, reason).
 
-    Compare-and-swap: the merge is written only over the MEMORY.md it was made from. If
-    MEMORY.md changed meanwhile (a hand edit, a `remember`), the model merges again from what
-    it holds now; if it changes once more, the notes are merged extractively under the lock.
-    A line removed from MEMORY.md during the run is never brought back by it.
+    Compare-and-swap: the merge is written only over the MEMORY.md it was made from (one
+    atomic `update` of the store reads, compares and writes). If MEMORY.md changed meanwhile
+    (a hand edit, a `remember`, another worker), the model merges again from what it holds
+    now; if it changes once more, the notes are merged extractively inside the update. A
+    line removed from MEMORY.md during the run is never brought back by it.
     """
-    memory_path = memory_dir / "MEMORY.md"
-    snapshot = await asyncio.to_thread(_read, memory_path)
+    snapshot = await asyncio.to_thread(store.read, MEMORY_DOC)
     deleted: set[str] = set()
     reason: str | None = None
     for attempt in range(1, _MODEL_ATTEMPTS + 1):
@@ -247,26 +232,62 @@ async def _merge_into_memory(
         if model is not None and has_model(model, formatter):
             body = _split(snapshot)[0]
             merged, reason = await _model_merge(model, formatter, body, notes, timeout)
-        with file_lock(memory_dir / _WRITE_LOCK):  # no await from the read to the write
-            current = _read(memory_path)
-            if current != snapshot:
-                deleted |= _keys(_split(snapshot)[0]) - _keys(_split(current)[0])
-                snapshot = current
-                if merged is not None and attempt < _MODEL_ATTEMPTS:
-                    continue  # merge again, from what MEMORY.md holds now
-                if merged is not None:
-                    reason = "MEMORY.md kept changing during the model merge"
-                merged = None
-            body, log = _split(current)
-            source: Literal["model", "extractive"] = "model" if merged else "extractive"
-            new_body = _without(merged, deleted) if merged else _merge_lines(body, notes, deleted)
-            changed = new_body.strip() != body.strip()
-            if changed:
-                dates = ", ".join(day for day, _ in notes)
-                log.append(f"- {today}: merged {len(notes)} notes from {dates} ({source})")
-                write_atomic(memory_path, _join(new_body, log))
-            return len(_keys(new_body) - _keys(body)), changed, source, reason
+        swap = _Swap(snapshot, merged, attempt == _MODEL_ATTEMPTS, notes, deleted, today)
+        await asyncio.to_thread(store.update, MEMORY_DOC, swap)
+        if swap.retry is not None:
+            snapshot = swap.retry
+            continue
+        assert swap.outcome is not None
+        added, changed, source = swap.outcome
+        return added, changed, source, swap.reason or reason
     raise AssertionError("unreachable: the last attempt always writes or keeps MEMORY.md")
+
+
+@dataclass
+class _Swap:
+    """The compare-and-swap of a merge, run inside the store's atomic `update` of MEMORY.md
+    (no await, no model call from the read to the write)."""
+
+    snapshot: str
+    """The MEMORY.md the merge was made from."""
+    merged: str | None
+    """The model's new body (`None`: merge extractively)."""
+    last: bool
+    """The last attempt: merge extractively when MEMORY.md changed, never retry."""
+    notes: list[tuple[str, str]]
+    deleted: set[str]
+    """Keys of lines removed from MEMORY.md during the run (updated here)."""
+    today: date
+    retry: str | None = None
+    """What MEMORY.md holds now, when the model must merge again from it."""
+    outcome: tuple[int, bool, Literal["model", "extractive"]] | None = None
+    reason: str | None = None
+
+    def __call__(self, current: str) -> str | None:
+        self.retry, self.outcome = None, None
+        merged = self.merged
+        if current != self.snapshot:
+            self.deleted |= _keys(_split(self.snapshot)[0]) - _keys(_split(current)[0])
+            if merged is not None and not self.last:
+                self.retry = current
+                return None  # merge again, from what MEMORY.md holds now
+            if merged is not None:
+                self.reason = "MEMORY.md kept changing during the model merge"
+            merged = None
+        body, log = _split(current)
+        source: Literal["model", "extractive"] = "model" if merged else "extractive"
+        new_body = (
+            _without(merged, self.deleted)
+            if merged
+            else _merge_lines(body, self.notes, self.deleted)
+        )
+        changed = new_body.strip() != body.strip()
+        self.outcome = (len(_keys(new_body) - _keys(body)), changed, source)
+        if not changed:
+            return None
+        dates = ", ".join(day for day, _ in self.notes)
+        log.append(f"- {self.today}: merged {len(self.notes)} notes from {dates} ({source})")
+        return _join(new_body, log)
 
 
 async def _model_merge(

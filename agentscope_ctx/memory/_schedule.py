@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections.abc import Callable, Iterable
 from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from ..core._config import ConsolidationConfig
+from ..stores.memory_seam import MemorySeam
 
 if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
@@ -28,7 +30,8 @@ logger = logging.getLogger("agentscope_ctx")
 
 
 class ConsolidationScheduler:
-    """Runs `consolidate` every day at `config.at` in `config.timezone`, in-process."""
+    """Runs `consolidate` every day at `config.at` in `config.timezone`, in-process (of
+    each agent's memory on the fleet store)."""
 
     def __init__(
         self,
@@ -37,6 +40,7 @@ class ConsolidationScheduler:
         *,
         model: ChatModelBase | None = None,
         formatter: FormatterBase | None = None,
+        memories: Callable[[], Iterable[MemorySeam]] | None = None,
     ) -> None:
         """Initialize the scheduler (nothing runs until `start`).
 
@@ -45,10 +49,13 @@ class ConsolidationScheduler:
             working_dir: The package's working directory.
             model: The model that rewrites MEMORY.md; `None` merges extractively.
             formatter: The formatter of `model` (AgentScope 1.x; `None` on 2.x).
+            memories: The memories to consolidate at each run (the fleet store's memory of
+                each agent seen); `None`: the working directory's `memory/`.
         """
         self.config = config
         self.working_dir = Path(working_dir)
         self._model, self._formatter = model, formatter
+        self._memories = memories
         self._task: asyncio.Task[None] | None = None
         self.last_report: ConsolidationReport | None = None
         """The report of the latest run, if any."""
@@ -101,16 +108,20 @@ class ConsolidationScheduler:
     async def _loop(self) -> None:
         while True:
             await _sleep_until(self.next_run(datetime.now(timezone.utc)))
-            try:
-                self.last_report = await consolidate(
-                    self.working_dir,
-                    model=self._model,
-                    formatter=self._formatter,
-                    days=self.config.days,
-                )
-                logger.info("Daily consolidation: %s", self.last_report)
-            except Exception:
-                logger.exception("Daily consolidation failed; retrying at the next run.")
+            memories: list[Path | MemorySeam] = (
+                [self.working_dir] if self._memories is None else list(self._memories())
+            )
+            for memory in memories:
+                try:
+                    self.last_report = await consolidate(
+                        memory,
+                        model=self._model,
+                        formatter=self._formatter,
+                        days=self.config.days,
+                    )
+                    logger.info("Daily consolidation: %s", self.last_report)
+                except Exception:
+                    logger.exception("Daily consolidation failed; retrying at the next run.")
 
 
 async def _sleep_until(target: datetime) -> None:

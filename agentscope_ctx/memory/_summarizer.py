@@ -29,10 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core._entry import Msg
+from ..core._errors import PersistenceError
 from ..core._host import host
 from ..core._runner import AgentTool, run_agent, tool_text
 from ..core._tokens import TokenCounter
-from ._long_term import append_unique_lines
+from ..stores._memory_files import LocalMemoryDocs
+from ..stores.memory_seam import MemorySeam
+from ._long_term import append_unique_lines, off_the_loop
 from ._summarizer_input import bounded_transcript
 
 if TYPE_CHECKING:
@@ -68,45 +71,31 @@ when nothing was worth keeping."""
 
 
 class MemoryFiles:
-    """The Summarizer's tools: read the files of one directory, append to one file in it.
+    """The Summarizer's tools: read the documents of one memory, append to one of them.
 
     Each answers with a text (`tool_text`: a 1.x `ToolResponse` on AgentScope 1.x, a `str` on
     2.x); a refused path or a failed write is an answer starting with "Error:", not an
     exception.
     """
 
-    def __init__(self, root: Path, today: date | None = None) -> None:
+    def __init__(self, root: Path | MemorySeam, today: date | None = None) -> None:
         """Initialize the tools.
 
         Args:
-            root: The directory the tools are confined to.
+            root: The memory the tools are confined to: a local directory, or a store.
             today: The date of the only file that can be written, ``{today}.md`` (appended
                 to); today's local date by default.
         """
-        self.root = Path(root)
+        self.store: MemorySeam = LocalMemoryDocs(root) if isinstance(root, Path) else root
         self.note = f"{(today or date.today()).isoformat()}.md"
 
-    def _resolve(self, file_path: str) -> Path:
-        """The confined path, or `ValueError` saying why `file_path` is refused."""
-        given = Path(file_path)
-        if not file_path.strip() or "\x00" in file_path or ".." in given.parts:
-            raise ValueError(f"file_path {file_path!r} is refused: give a name inside memory/")
-        root = self.root.resolve()
-        if given.is_absolute():
-            for base in (self.root.absolute(), root):
-                if given.is_relative_to(base):
-                    given = given.relative_to(base)
-                    break
-            else:
-                raise ValueError(f"file_path {file_path!r} is outside {self.root}")
-        path = root
-        for part in given.parts:
-            path = path / part
-            if path.is_symlink():
-                raise ValueError(f"file_path {file_path!r} goes through a symlink; refused")
-        if path == root or any(part.startswith(".") for part in given.parts):
-            raise ValueError(f"file_path {file_path!r} is not a memory file")
-        return path
+    def agent_tools(self) -> list[AgentTool]:
+        """The two tools for `run_agent`: on a store that is not files, run off the event
+        loop (`off_the_loop`)."""
+        read, write = self.read_memory_file, self.write_memory_file
+        if not isinstance(self.store, LocalMemoryDocs):
+            read, write = off_the_loop(read), off_the_loop(write)  # type: ignore[assignment]
+        return [AgentTool(read, read_only=True), AgentTool(write)]
 
     @tool_text
     def read_memory_file(self, file_path: str) -> str:
@@ -116,11 +105,11 @@ class MemoryFiles:
             file_path: The file name inside the memory directory, e.g. "2025-01-31.md".
         """
         try:
-            path = self._resolve(file_path)
-            if not path.exists():
+            name = self.store.name_of(file_path)
+            if not self.store.exists(name):
                 return f"{file_path} does not exist yet (write_memory_file creates it)."
-            text = path.read_text(encoding="utf-8")
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            text = self.store.read(name)
+        except (OSError, ValueError, PersistenceError) as exc:
             return f"Error: {exc}"
         if len(text) > _MAX_READ_CHARS:
             start = len(text) - _MAX_READ_CHARS
@@ -141,15 +130,15 @@ class MemoryFiles:
             content: The text: one "- " bullet line per item.
         """
         try:
-            path = self._resolve(file_path)
-            if path != self.root.resolve() / self.note:
+            name = self.store.name_of(file_path)
+            if name != self.note:
                 raise ValueError(
                     f"file_path {file_path!r} is read-only: only today's notes file "
                     f"{self.note!r} can be written (appended to)"
                 )
-            header = f"# {path.stem}\n\n"
-            added, skipped = append_unique_lines(path, content, header=header)
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            header = f"# {name.removesuffix('.md')}\n\n"
+            added, skipped = append_unique_lines(self.store, name, content, header=header)
+        except (OSError, ValueError, PersistenceError) as exc:
             return f"Error: {exc}"
         if not added:
             return f"Nothing appended: {file_path} already holds every line."
@@ -165,7 +154,7 @@ class Summarizer:
         *,
         model: ChatModelBase,
         formatter: FormatterBase | None,
-        memory_dir: Path,
+        memory_dir: Path | MemorySeam,
         counter: TokenCounter | None = None,
         max_iters: int = 8,
         max_input_tokens: int = 8_000,
@@ -177,7 +166,8 @@ class Summarizer:
             model: The model of the Summarizer agent.
             formatter: The formatter of `model`: required on AgentScope 1.x; on 2.x ignored
                 (the model owns its formatter), `None` is fine.
-            memory_dir: The `memory/` directory its tools are confined to.
+            memory_dir: The `memory/` directory its tools are confined to, or the store of
+                the memory (the fleet store's memory of one agent).
             counter: Counts the transcript's tokens; tiktoken's default encoding when `None`.
             max_iters: Reasoning-acting iterations of one run.
             max_input_tokens: Cap on the tokens of the transcript message given to the model
@@ -192,7 +182,7 @@ class Summarizer:
             raise ValueError("Summarizer: an AgentScope 1.x model needs its formatter")
         self._model = model
         self._formatter = formatter
-        self.memory_dir = Path(memory_dir)
+        self.memory_dir = memory_dir
         self.counter = counter or TokenCounter()
         self.max_iters = max_iters
         self.max_input_tokens = max_input_tokens
@@ -217,10 +207,7 @@ class Summarizer:
                 name="summarizer",
                 sys_prompt=_SYSTEM.format(today=day, silent=SILENT),
                 prompt=await self.prompt(messages, day),
-                tools=[
-                    AgentTool(files.read_memory_file, read_only=True),
-                    AgentTool(files.write_memory_file),
-                ],
+                tools=files.agent_tools(),
                 max_iters=self.max_iters,
                 call_timeout=self.timeout_seconds,
             )

@@ -25,7 +25,7 @@ from ..core._failures import FailureLog
 from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._private import STORE_DIRS, private_dir
-from ..core._tenant import Tenant, owner_tag
+from ..core._tenant import Tenant, agent_key, owner_tag
 from ..core._tokens import TokenCounter
 from ..core._truncation import notice_paths
 from ..memory._long_term import LongTermMemory
@@ -120,6 +120,8 @@ class Services:
         self.policy = ToolResultPolicy(self.config.tool_result)
         self.dialog: DialogSeam = self.backend.dialog()
         self.long_term = LongTermMemory(working_dir)
+        """The working directory's memory (the local store's, shared by the agents)."""
+        self._long_terms: dict[str, LongTermMemory] = {}
         roots = self.config.read_roots or [working_dir, Path.cwd()]
         local = self.backend.store_dir is not None
         self.reader = FileReader(
@@ -145,7 +147,8 @@ class Services:
         self.search_index: SearchSeam = self.backend.search
         self.scheduler: ConsolidationScheduler | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._summaries: SummarizerQueue | None = None
+        self._summaries: dict[str | None, SummarizerQueue] = {}
+        """A Summarizer's queue per long-term memory (locally one: key `None`)."""
 
     def make_pipeline(
         self,
@@ -270,10 +273,30 @@ class Services:
             logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
             return None
 
-    async def load_note(self, memory: ContextMemory) -> None:
+    @property
+    def memory_per_agent(self) -> bool:
+        """Whether each agent has a long-term memory of its own (the fleet store: one per
+        agent name, on every worker), rather than the working directory's."""
+        return self.backend.memory is not None
+
+    def long_term_of(self, agent_name: str | None) -> LongTermMemory:
+        """The long-term memory of agent `agent_name`: on the fleet store its own, the same
+        on every worker; locally the working directory's `memory/` (also for `None`)."""
+        if self.backend.memory is None or agent_name is None:
+            return self.long_term
+        found = self._long_terms.get(agent_name)
+        if found is None:
+            # one memory per agent key: the agent, of `recall.user` when set (`core._tenant`)
+            key = agent_key(agent_name, self.config.recall.user)
+            found = LongTermMemory(store=self.backend.memory(key))
+            self._long_terms[agent_name] = found
+        return found
+
+    async def load_note(self, memory: ContextMemory, agent_name: str | None = None) -> None:
         """Offer MEMORY.md (as it is now) with the summary."""
+        long_term = self.long_term_of(agent_name)
         memory.offer_long_term(
-            await self.long_term.memory_prompt(self.counter, self.config.memory_max_tokens)
+            await long_term.memory_prompt(self.counter, self.config.memory_max_tokens)
         )
 
     async def close(self, grace_seconds: float = 10.0) -> None:
@@ -285,8 +308,8 @@ class Services:
             await self.scheduler.stop()
             self.scheduler = None
         self.backend.close()
-        if self._summaries is not None:
-            self._summaries.flush()
+        for queue in self._summaries.values():
+            queue.flush()
         if not self._background:
             return
         _, late = await asyncio.wait(set(self._background), timeout=grace_seconds)
@@ -350,19 +373,22 @@ class Services:
                     referenced.add(path)
         return referenced
 
-    async def start_summarizer(self, older: list[Msg]) -> None:
-        """Hand the evicted messages to the Summarizer's queue: it runs in the background,
-        once per batch worth it (see `SummarizerQueue`)."""
+    async def start_summarizer(self, older: list[Msg], agent_name: str | None = None) -> None:
+        """Hand the evicted messages to the Summarizer's queue of the agent's long-term
+        memory: it runs in the background, once per batch worth it (see `SummarizerQueue`)."""
         if not (self.config.summarizer.enabled and self.model is not None):
             return
-        if self._summaries is None:
+        key = agent_name if self.memory_per_agent else None
+        queue = self._summaries.get(key)
+        if queue is None:
+            long_term = self.long_term_of(key)
             settings = self.config.summarizer
             # The Summarizer's model calls get the compactor's time limit: the same model,
             # the same patience (no setting of their own).
             summarizer = Summarizer(
                 model=self.model,
                 formatter=self.formatter,
-                memory_dir=self.long_term.memory_dir,
+                memory_dir=long_term.memory_dir or long_term.store,
                 counter=self.counter,
                 max_input_tokens=settings.max_input_tokens,
                 timeout_seconds=self.config.compactor.timeout_seconds,
@@ -372,7 +398,7 @@ class Services:
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 
-            self._summaries = SummarizerQueue(
+            queue = self._summaries[key] = SummarizerQueue(
                 summarizer.run,
                 self.counter,
                 min_batch_tokens=settings.min_batch_tokens,
@@ -380,7 +406,7 @@ class Services:
                 max_batch_tokens=settings.max_input_tokens // 2,
                 on_start=track,
             )
-        await self._summaries.add(older)
+        await queue.add(older)
 
     def ensure_scheduler(self) -> None:
         if self.config.consolidation.enabled and self.scheduler is None:
@@ -389,5 +415,10 @@ class Services:
                 self.working_dir,
                 model=self.model,
                 formatter=self.formatter,
+                memories=(
+                    (lambda: [m.store for m in self._long_terms.values()])
+                    if self.memory_per_agent
+                    else None
+                ),
             )
             self.scheduler.start()

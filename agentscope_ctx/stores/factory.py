@@ -21,6 +21,7 @@ from typing import Any
 from ..core._config import ContextConfig
 from ..core._failures import FailureLog
 from ..core._tenant import Tenant
+from .memory_seam import MemorySeam
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
 
 __all__ = ["Backend", "Stores", "open_backend", "open_stores"]
@@ -46,6 +47,11 @@ class Backend:
     sources: list[Callable[[str, Tenant | None], RangedSource | None]] = field(default_factory=list)
     """What `read_file` reads a ref of this store with, besides files, as a tenant sees it
     (`None`: not ours)."""
+    memory: Callable[[str], MemorySeam] | None = None
+    """The long-term memory of an agent, by its name, one per agent on every worker (`None`:
+    the working directory's ``memory/``, shared by the manager's agents)."""
+    memory_agents: Callable[[], list[str]] | None = None
+    """The agents that have a long-term memory in the store (`None`: not per agent)."""
 
     def dialog(
         self,
@@ -88,6 +94,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             PostgresSearchIndex,
         )
         from .postgres._dialog import GUIDE, day_ref
+        from .postgres._memory import PostgresMemoryDocs, memory_agents
         from .postgres._outputs import output_id
 
         assert config.store.dsn is not None  # the config refuses postgres without one
@@ -120,6 +127,8 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
                     PostgresDialogStore(engine, tenant=tenant) if day_ref(ref) is not None else None
                 ),
             ],
+            memory=lambda agent: PostgresMemoryDocs(engine, agent),
+            memory_agents=lambda: memory_agents(engine),
         )
 
     from ._dialog import DialogStore

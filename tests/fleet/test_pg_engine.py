@@ -139,7 +139,7 @@ def test_workers_racing_on_a_new_schema_make_it_once(
     engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
     with engine.connection() as conn:
         rows = conn.execute(f"SELECT version FROM {pg_schema}.schema_version").fetchall()
-    assert rows == [(SCHEMA_VERSION,)]
+    assert rows == [(SCHEMA_VERSION,)]  # one row: made once
     assert len(PostgresDialogStore(engine).ids()) == 6
 
 

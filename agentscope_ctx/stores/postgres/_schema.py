@@ -1,6 +1,7 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 1::
+Version 2 (version 1 without ``memory_docs``; a version-1 database is brought up to 2 by
+running the DDL again, every statement of which is idempotent)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
@@ -21,6 +22,10 @@ Version 1::
         dialog record (`source` = its seq) or an output (`source` = its id); `terms` is a
         tsvector of our own tokens (`_search_text.tokens`, CJK one character each) with
         their positions, GIN-indexed
+    memory_docs(agent, name, body, version, updated_at, indexed)   PRIMARY KEY (agent, name)
+        long-term memory, one per agent (`_memory`): MEMORY.md, the daily notes and the
+        consolidation's record, each a whole text; `version` counts its writes (0: not
+        written yet); `indexed`: the search index has its chunks (`_memory_index`)
 
 Version 2 (the tenant boundary, DESIGN.md §15, docs/tenants.md): ``agent`` and ``session`` of
 ``dialog`` and ``outputs`` are ``NOT NULL`` (``""`` for none; version 1's NULLs become
@@ -98,7 +103,21 @@ _VISIBLE = (
     "OR {a}session = current_setting('agentscope_ctx.session', true))))"
 )
 """Whether a row owned by ({a}agent, {a}session) is in the transaction's tenant scope."""
+_AGENT_VISIBLE = (
+    "(current_setting('agentscope_ctx.scope', true) IN ('all', 'shared') OR "
+    "(current_setting('agentscope_ctx.scope', true) IN ('session', 'agent') "
+    "AND agent = current_setting('agentscope_ctx.agent', true)))"
+)
+"""Whether a long-term memory row (one per agent, shared by its sessions) is in scope."""
 _TENANTS = """
+CREATE TABLE IF NOT EXISTS {s}.memory_docs (
+    agent text NOT NULL, name text NOT NULL,
+    body text NOT NULL, version bigint NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    indexed boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (agent, name));
+CREATE INDEX IF NOT EXISTS memory_unindexed ON {s}.memory_docs (agent) WHERE NOT indexed;
+
 UPDATE {s}.dialog SET agent = coalesce(agent, ''), session = coalesce(session, '')
     WHERE agent IS NULL OR session IS NULL;
 UPDATE {s}.outputs SET agent = coalesce(agent, ''), session = coalesce(session, '')
@@ -124,6 +143,7 @@ CREATE POLICY tenant ON {{s}}.{table} USING {check} WITH CHECK {check};
         ("outputs", _VISIBLE.format(a="")),
         ("owners", _VISIBLE.format(a="")),
         ("chunks", _VISIBLE.format(a="")),
+        ("memory_docs", _AGENT_VISIBLE),
         (
             "output_chunks",
             "(EXISTS (SELECT 1 FROM {s}.outputs AS o WHERE o.id = output_chunks.id))",

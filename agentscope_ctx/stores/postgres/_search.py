@@ -2,8 +2,8 @@
 
 What is indexed is what the local index keeps (`_search_text.record_parts`, `chunk_lines`):
 the text, thinking, tool calls and outputs of each dialog record (a truncated output's
-excerpt without its notice), and every saved output. Memory files stay local (they are not
-in this store).
+excerpt without its notice), every saved output, and each agent's long-term memory
+(`_memory_index`).
 
 Tokens are ours, not PostgreSQL's parser's: `_search_text.tokens` of `index_text` (case and
 diacritics folded, each CJK character a token), written as a ``tsvector`` literal with their
@@ -40,6 +40,7 @@ from ...core._search_text import (
 )
 from ._engine import PostgresEngine
 from ._indexer import Indexer
+from ._memory_index import catch_up_memory
 from ._names import db_name, name_from_db
 from ._outputs import output_id
 from ._search_sql import (
@@ -71,7 +72,7 @@ class PostgresSearchIndex(Indexer):
     catch-up repairs it.
     """
 
-    sources = "the fleet store: pg-dialog days, pg-output saved outputs"
+    sources = "the fleet store: pg-dialog days, pg-output saved outputs, pg-memory"
 
     def __init__(self, engine: PostgresEngine, *, failures: FailureLog | None = None) -> None:
         self.engine = engine
@@ -198,6 +199,7 @@ class PostgresSearchIndex(Indexer):
                 conn.execute(f"TRUNCATE {s}.chunks")
                 conn.execute(f"UPDATE {s}.dialog SET indexed = false WHERE indexed")
                 conn.execute(f"UPDATE {s}.outputs SET indexed = false WHERE indexed")
+                conn.execute(f"UPDATE {s}.memory_docs SET indexed = false WHERE indexed")
 
         self._run(reset, "cannot rebuild the index")
         self.catch_up()
@@ -206,6 +208,11 @@ class PostgresSearchIndex(Indexer):
         self.engine.close()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _catch_up(self, conn: Any, deadline: float | None) -> int:
+        """The Indexer's catch-up, then the memory documents' (`_memory_index`)."""
+        left = super()._catch_up(conn, deadline)
+        return left + catch_up_memory(conn, self.engine.schema, deadline)
 
     def _run(self, op: Callable[[Any], T], what: str) -> T:
         try:
