@@ -272,18 +272,22 @@ def test_a_version_1_database_gains_the_memory_table(
 
     assert said(answer) == "Saved to pg-memory:MEMORY.md."
     assert sorted(row[0] for row in versions) == [1, 2]
-    assert manager.store.read_saved(str(ref)) == "kept across the upgrade\n"
+    saved = manager.store.read_saved(str(ref))
+    assert saved is not None and b"".join(saved) == b"kept across the upgrade\n"
     manager.backend.close()
 
 
 async def test_search_history_finds_the_agents_memory_on_every_worker(
     tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
 ) -> None:
-    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    # memory is searched at the agent-wide scope (docs/tenants.md): the default, a session's
+    # own records, shows it in the prompt but leaves it out of search_history
+    agent_wide = {"recall": {"scope": "agent"}}
+    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema, **agent_wide))
     worker_a.long_term_of("helper").remember("The staging database is called quokka")
     worker_a.long_term_of("helper").log_today("Lesson: quokka needs sslmode=require")
     worker_a.long_term_of("stranger").remember("The stranger's quokka is private")
-    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema, **agent_wide))
     model = FakeChatModel([tool_call("search_history", query="quokka"), text("Found it.")])
     await ask(make_agent(worker_b, model), "what was the staging database called?")
     worker_b.search_index.rebuild()  # the index is a cache: memory comes back with the rest

@@ -165,11 +165,12 @@ def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_
     try:
         asyncio.run(alice_writes(alice))
         alice.search_index.describe_output("pg-output:" + "0" * 32, tool="t", args=None)
+        alice.long_term_of("assistant").remember("alice's agent prefers tabs")
     finally:
         asyncio.run(alice.close())
     engine = PostgresEngine(store["dsn"], password_env=APP_ENV, schema=store["schema_name"])
     s = engine.schema
-    tables = ("dialog", "outputs", "output_chunks", "owners", "chunks")
+    tables = ("dialog", "outputs", "output_chunks", "owners", "chunks", "memory_docs")
     unfiltered = {t: f"SELECT count(*) FROM {s}.{t}" for t in tables}
 
     def counts(tenant: Tenant | None) -> dict[str, int]:
@@ -187,7 +188,7 @@ def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_
             assert not conn.execute(f"DELETE FROM {s}.dialog RETURNING seq").fetchall()
         mine = counts(Tenant.of("assistant", "s-alice"))
         assert mine["dialog"] == 1 and mine["outputs"] == 1 and mine["output_chunks"] == 1
-        assert mine["chunks"] >= 2 and mine["owners"] >= 1
+        assert mine["chunks"] >= 2 and mine["owners"] >= 1 and mine["memory_docs"] == 1
         everyone = counts(None)
         assert everyone["owners"] == mine["owners"] + 1  # the owner-less row: nobody's
         for other in (
@@ -196,7 +197,10 @@ def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_
             Tenant.of("other", "s-alice", scope="agent"),
             Tenant("assistant", "s-alice", "bogus"),  # type: ignore[arg-type]
         ):
-            assert counts(other) == dict.fromkeys(tables, 0), other
+            # long-term memory is the agent's, shared by its sessions (docs/tenants.md)
+            same_agent = other.agent == "assistant" and other.scope in ("session", "agent")
+            expected = {**dict.fromkeys(tables, 0), "memory_docs": int(same_agent)}
+            assert counts(other) == expected, other
             with pytest.raises(Exception, match="policy"), transaction(engine, other) as conn:
                 conn.execute(
                     f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
@@ -249,7 +253,14 @@ def test_a_version_1_schema_is_migrated_in_place(
                 (s,),
             ).fetchall()
         assert rows == [("old", "", ""), ("a1", "assistant", ""), ("old", "other", "")]
-        assert [r[0] for r in forced] == ["chunks", "dialog", "output_chunks", "outputs", "owners"]
+        assert [r[0] for r in forced] == [
+            "chunks",
+            "dialog",
+            "memory_docs",
+            "output_chunks",
+            "outputs",
+            "owners",
+        ]
     finally:
         engine.close()
 
