@@ -21,6 +21,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import agentscope_ctx.core._background as background_module
 import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_db as search_db
 import agentscope_ctx.stores._search_query as query_module
@@ -195,6 +196,7 @@ async def test_a_large_output_is_owned_at_save_and_indexed_at_the_next_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(search_module, "INDEX_AT_SAVE_BYTES", 100)
+    monkeypatch.setattr(background_module, "ENABLED", False)  # no background indexing
     index = SearchIndex(tmp_path)
     small, large = save(index, "a small jackal\n"), save(index, "a large jackal\n" * 20)
     indexed = index.db.run(lambda db: {row[0] for row in db.execute("SELECT path FROM docs")})

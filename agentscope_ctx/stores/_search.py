@@ -37,6 +37,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..core import _index_pieces as pieces
+from ..core._background import BackgroundWork
 from ..core._failures import FailureLog
 from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core._search_text import Query, chunk_lines, parse_query, record_parts, storable
@@ -51,7 +53,15 @@ from ._search_db import (
     set_owner,
     write,
 )
-from ._search_files import ALL_KINDS, file_stamp, index_dialog, index_file, source_files, up_to_date
+from ._search_files import (
+    ALL_KINDS,
+    file_stamp,
+    index_dialog,
+    index_file,
+    index_piece,
+    source_files,
+    up_to_date,
+)
 from ._search_query import ranked_rows
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
@@ -59,8 +69,12 @@ __all__ = ["Filters", "SearchIndex", "SearchResult"]
 logger = logging.getLogger("agentscope_ctx")
 
 INDEX_AT_SAVE_BYTES = 8 << 20
-"""A saved output up to this size is indexed as it is saved; a larger one at the next search
-(indexing runs at about 10 MB/s: the save should not wait for seconds)."""
+"""A saved output up to this size is indexed as it is saved; a larger one in the background,
+in pieces (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
+STEP_SECONDS = 0.2
+"""Longest a background step holds the index (then a search or a save may take it)."""
+BUSY_TRIES = 40
+"""Times in a row the background indexing finds the index busy before it stops."""
 NOTIFY_SECONDS = 2.0
 """Longest a save spends indexing other files than its own (after an index rebuild)."""
 MAX_PENDING = 10_000
@@ -86,6 +100,10 @@ class SearchIndex:
         self._calls: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._pending: deque[tuple[str, Owner, str | None]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
+        self._busy_tries = 0
+        self.background = BackgroundWork(
+            self._background_step, name="search_index_background", failures=self.failures
+        )
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -128,7 +146,10 @@ class SearchIndex:
         """
         deadline = None if seconds is None else time.monotonic() + seconds
         wait = BUSY_SECONDS if seconds is None else seconds
-        return self.db.run(lambda db: self._catch_up(db, deadline), wait=wait)
+        left = self.db.run(lambda db: self._catch_up(db, deadline), wait=wait)
+        if left:
+            self.background.kick()
+        return left
 
     def search(
         self,
@@ -155,7 +176,9 @@ class SearchIndex:
         busy: list[bool] = []
 
         def run(db: sqlite3.Connection) -> SearchResult:
-            pending = self._catch_up(db, deadline, busy=busy)
+            pending = self._catch_up(
+                db, deadline, busy=busy, output_bytes=pieces.SEARCH_INDEX_BYTES
+            )
             params = {**vars(filters), "limit": 4 * limit + 8}
             rows = ranked_rows(db, parsed.fts(), params, limit)
             every = bool(rows) or len(parsed.terms) == 1
@@ -166,10 +189,13 @@ class SearchIndex:
 
         wait = BUSY_SECONDS if catch_up_seconds is None else catch_up_seconds
         try:
-            return self.db.run(run, wait=wait)
+            result = self.db.run(run, wait=wait)
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
-            return SearchResult(hits=[], query=parsed, busy=True, searched=False)
+            result = SearchResult(hits=[], query=parsed, busy=True, searched=False)
+        if result.pending or not result.searched:
+            self.background.kick()  # what the search left is indexed in the background
+        return result
 
     def rebuild(self) -> None:
         """Replace the database by an empty one (as a damaged one is), then index the files."""
@@ -178,7 +204,8 @@ class SearchIndex:
         self.catch_up()
 
     def close(self) -> None:
-        """Close the database (reopened when needed)."""
+        """Stop the background indexing and close the database (both resumed when needed)."""
+        self.background.close()
         self.db.close()
 
     # -- internals ----------------------------------------------------------------------------
@@ -244,10 +271,13 @@ class SearchIndex:
         kinds: Iterable[str] = ALL_KINDS,
         *,
         busy: list[bool] | None = None,
+        output_bytes: int | None = None,
     ) -> int:
-        """Index what is missing until `deadline`; returns how many files were left. When
-        another writer holds the index past the run's wait, the rest is left and `busy`
-        (when given) gets an entry; without `busy`, `IndexBusy` is raised."""
+        """Index what is missing until `deadline`, saved outputs in pieces (the smallest
+        first) and at most about `output_bytes` of them (`None`: no bound); returns how many
+        files were left, whole or in part. When another writer holds the index past the
+        run's wait, the rest is left and `busy` (when given) gets an entry; without `busy`,
+        `IndexBusy` is raised."""
         kinds = tuple(kinds)
         known = {
             row[0]: row[1:]
@@ -265,16 +295,27 @@ class SearchIndex:
             if busy is None:
                 raise
             busy.append(True)
-        for rel, (kind, stat) in present.items():
+        budget = [output_bytes]
+
+        def left(item: tuple[str, tuple[str, os.stat_result]]) -> tuple[int, int]:
+            rel, (kind, stat) = item
+            state = known.get(rel)
+            done = 0 if state is None or kind != "tool_result" else int(state[1])
+            return ALL_KINDS.index(kind), stat.st_size - done if kind == "tool_result" else 0
+
+        for rel, (kind, stat) in sorted(present.items(), key=left):
             state = known.get(rel)
             if state is not None and up_to_date(kind, state, stat):
                 continue
-            if busy or (deadline is not None and time.monotonic() > deadline):
+            spent = kind == "tool_result" and budget[0] is not None and budget[0] <= 0
+            if busy or spent or (deadline is not None and time.monotonic() > deadline):
                 pending += 1
                 continue
             try:
                 if kind == "dialog":
                     self._index_dialog(db, rel, deadline)
+                elif kind == "tool_result":
+                    pending += not self._index_output(db, rel, deadline, budget)
                 else:
                     self._index_file(db, rel, kind)
             except OSError as exc:  # unreadable now: tried again at the next catch-up
@@ -290,7 +331,48 @@ class SearchIndex:
         with write(db, self.db.deadline):
             set_owner(db, name, owner, ts)
         if os.path.getsize(self.root / name) <= INDEX_AT_SAVE_BYTES:
-            self._index_file(db, name, "tool_result")
+            self._index_output(db, name, None, [None])
+        else:
+            self.background.kick()
+
+    def _background_step(self) -> bool:
+        """One step of the background indexing: catch up for `STEP_SECONDS`, a piece of the
+        saved outputs at most; whether more is left. It never waits for the index (so it
+        never holds this process's lock while waiting for another process): when the index
+        is busy it tries again a little later, and gives up after `BUSY_TRIES` (a search
+        that leaves work starts it again)."""
+        try:
+            pending = self.db.run(
+                lambda db: self._catch_up(
+                    db, time.monotonic() + STEP_SECONDS, output_bytes=pieces.PIECE_BYTES
+                ),
+                wait=0,
+            )
+        except IndexBusy:
+            self._busy_tries += 1
+            if self._busy_tries >= BUSY_TRIES:
+                self._busy_tries = 0
+                return False
+            time.sleep(0.05)
+            return True
+        self._busy_tries = 0
+        return pending > 0
+
+    def _index_output(
+        self, db: sqlite3.Connection, rel: str, deadline: float | None, budget: list[int | None]
+    ) -> bool:
+        """Index a saved output piece by piece until it is whole, `deadline` passes or
+        `budget[0]` bytes are spent (lowered by what was indexed); whether it is whole."""
+        while True:
+            used, whole = index_piece(db, self.root, rel, self.db.deadline, pieces.PIECE_BYTES)
+            if budget[0] is not None:
+                budget[0] -= used
+            if whole:
+                return True
+            if (budget[0] is not None and budget[0] <= 0) or (
+                deadline is not None and time.monotonic() > deadline
+            ):
+                return False
 
     def _owner(self, db: sqlite3.Connection, name: str, owner: Owner) -> None:
         with write(db, self.db.deadline):

@@ -153,7 +153,7 @@ def test_workers_racing_on_a_new_schema_make_it_once(
     engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
     with engine.connection() as conn:
         rows = conn.execute(f"SELECT version FROM {pg_schema}.schema_version").fetchall()
-    assert rows == [(1,)]
+    assert rows == [(2,)]
     assert len(PostgresDialogStore(engine).ids()) == 6
 
 

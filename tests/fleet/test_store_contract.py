@@ -20,8 +20,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import agentscope_ctx.core._background as background_module
+import agentscope_ctx.core._index_pieces as pieces_module
 from agentscope_ctx.core._config import ContextConfig
-from agentscope_ctx.core._search_hits import Filters
+from agentscope_ctx.core._search_hits import Filters, format_result
 from agentscope_ctx.core._truncation import Position, parse_notice
 from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
@@ -387,6 +389,72 @@ def test_hits_point_where_read_on_shows_the_match(opener: Opener) -> None:
     shown = excerpt(stores.outputs, ref, Position(hit.start_line, hit.line_offset), 1_024)
     assert shown.startswith(hit.lines[0][1]) and "needleword here" in shown
     assert hit.lines[0][0] == hit.start_line == 199  # one line of context before the match
+
+
+def _big_output(lines: int) -> str:
+    """An output of `lines` numbered lines (42 bytes each), a word on the first and the last."""
+    body = "".join(f"{k:07d} filler text of a long tool output\n" for k in range(lines))
+    return "heronword starts it\n" + body + "kestrelword ends it\n"
+
+
+def _small_pieces(opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of 16 KB, a search indexing 32 KB of outputs at most, and outputs up to 1,000
+    bytes indexed at save (larger ones later): a big output's story, in small."""
+    monkeypatch.setattr(pieces_module, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(pieces_module, "SEARCH_INDEX_BYTES", 32 << 10)
+    if opener.kind == "local":
+        import agentscope_ctx.stores._search as module
+    else:
+        import agentscope_ctx.stores.postgres._indexer as module  # type: ignore[no-redef]
+    monkeypatch.setattr(module, "INDEX_AT_SAVE_BYTES", 1_000)
+
+
+def test_a_big_output_costs_a_search_a_bounded_piece_and_the_answer_says_what_is_left(
+    opener: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29 item 8: the first search after a 100 MB output indexed all of it before it
+    answered (26 s on PostgreSQL, though its catch-up is bounded by 10 s). A search indexes
+    `SEARCH_INDEX_BYTES` of outputs at most, says what it left, and later searches find the
+    rest, each line where it is."""
+    monkeypatch.setattr(background_module, "ENABLED", False)  # what searches alone do
+    _small_pieces(opener, monkeypatch)
+    stores = opener()
+    text = _big_output(4_000)  # 168 KB
+    stores.outputs.save(text)
+    first = stores.search.search("kestrelword")
+    assert first.hits == [] and first.pending == 1
+    answer = format_result(first, "kestrelword", shared=False, max_bytes=4_000)
+    assert "not searched yet, or only in part" in answer and "background" in answer
+    assert stores.search.search("heronword").hits  # the first pieces are searched already
+    searches = 2
+    while True:
+        found, searches = stores.search.search("kestrelword"), searches + 1
+        if found.hits:
+            break
+        assert searches < 20, "the rest is never indexed"
+    assert found.pending == 0 and found.hits[0].lines[-1] == (4_002, "kestrelword ends it")
+    bound = pieces_module.SEARCH_INDEX_BYTES + 100  # a search may finish the line it started
+    assert searches >= -(-len(text) // bound)  # each search indexed that much at most
+    for k in (0, 389, 390, 779, 2_000, 3_999):  # pieces end in the lines of k = 389, 779
+        line = f"{k:07d} filler text of a long tool output"
+        hit = stores.search.search(f"{k:07d}").hits[0]
+        assert (k + 2, line) in hit.lines
+
+
+def test_a_big_output_is_indexed_in_the_background(
+    opener: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a search leaves of a big output (or a save: too big to index at once) is indexed
+    by a background thread: searches that index nothing themselves find it."""
+    _small_pieces(opener, monkeypatch)
+    stores = opener()
+    stores.outputs.save(_big_output(4_000))
+    deadline = time.monotonic() + 120
+    while not (found := stores.search.search("kestrelword", catch_up_seconds=0)).hits:
+        assert time.monotonic() < deadline, "not indexed in the background"
+        time.sleep(0.05)
+    assert found.hits[0].lines[-1] == (4_002, "kestrelword ends it")
+    assert stores.search.catch_up() == 0
 
 
 def test_search_scope_by_agent_and_session(opener: Opener) -> None:

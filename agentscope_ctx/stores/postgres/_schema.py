@@ -1,15 +1,17 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 1::
+Version 2 (version 1 had no ``indexed_bytes``, ``indexed_lines``: added in place)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
         one row per message, `seq` from an identity sequence is the order; `record` is the
         dialog record line of `_dialog_record` (JSON text, without its newline); `indexed`:
         the search index has its chunks
-    outputs(id, size, lines, agent, session, saved_at, used_at, indexed)
+    outputs(id, size, lines, agent, session, saved_at, used_at, indexed, indexed_bytes,
+        indexed_lines)
         one row per saved tool output; `used_at` (epoch seconds) is its last use, for
-        retention
+        retention; the search index takes it in pieces: `indexed_bytes` and `indexed_lines`
+        say how far it got, `indexed` that it has it whole
     output_chunks(id, n, start, len, newlines_before, data)
         the output's bytes in chunks of `CHUNK` (1 MB; `n` = start // CHUNK), stored
         uncompressed out of line (``STORAGE EXTERNAL``, so a substring reads only its
@@ -33,7 +35,7 @@ from typing import Any
 
 __all__ = ["CHUNK", "SCHEMA_VERSION", "ensure"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
@@ -60,6 +62,8 @@ CREATE TABLE IF NOT EXISTS {s}.outputs (
     saved_at timestamptz NOT NULL DEFAULT now(),
     used_at double precision NOT NULL,
     indexed boolean NOT NULL DEFAULT false);
+ALTER TABLE {s}.outputs ADD COLUMN IF NOT EXISTS indexed_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE {s}.outputs ADD COLUMN IF NOT EXISTS indexed_lines bigint NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS outputs_unindexed ON {s}.outputs (saved_at) WHERE NOT indexed;
 CREATE INDEX IF NOT EXISTS outputs_by_use ON {s}.outputs (used_at);
 CREATE TABLE IF NOT EXISTS {s}.output_chunks (

@@ -16,8 +16,9 @@ negation: lower is better, as BM25 in the local index).
 The stores are the truth and the index catches up with them: dialog rows and outputs carry an
 ``indexed`` flag, taken with ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once
 never index a row twice. A save notifies the index (an output up to 8 MB is indexed at
-once, a larger one at the next catch-up); each search catches up first, so what another
-worker stored is found even if that worker died before indexing it. `rebuild` empties the
+once, a larger one in the background, in pieces); each search catches up first (outputs:
+`SEARCH_INDEX_BYTES` at most, and it says what is left), so what another worker stored is
+found even if that worker died before indexing it. `rebuild` empties the
 index and indexes everything again.
 """
 
@@ -29,6 +30,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...core import _index_pieces as pieces
+from ...core._background import BackgroundWork
 from ...core._errors import PersistenceError
 from ...core._failures import FailureLog
 from ...core._search_hits import Filters, SearchResult, build_hits
@@ -55,6 +58,8 @@ logger = logging.getLogger("agentscope_ctx")
 T = TypeVar("T")
 
 NOTIFY_SECONDS = 2.0
+STALLED_STEPS = 50
+"""Background steps in a row that find nothing to take (others hold it) before it stops."""
 MAX_RANKED = 5_000
 """A query matching more chunks ranks the newest ones only (as the local index); if the
 filters then leave too few hits, it ranks them all."""
@@ -74,6 +79,10 @@ class PostgresSearchIndex(Indexer):
         self.engine = engine
         self.failures = failures or FailureLog()
         self._unanalyzed = 0  # chunks inserted since this index last ran ANALYZE
+        self._last_left = self._stalled = self._spent = 0  # the background's progress
+        self.background = BackgroundWork(
+            self._background_step, name="search_index_background", failures=self.failures
+        )
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -114,7 +123,10 @@ class PostgresSearchIndex(Indexer):
             PersistenceError: the database cannot be read or written.
         """
         deadline = None if seconds is None else time.monotonic() + seconds
-        return self._run(lambda conn: self._catch_up(conn, deadline), "cannot update the index")
+        left = self._run(lambda conn: self._catch_up(conn, deadline), "cannot update the index")
+        if left:
+            self.background.kick()
+        return left
 
     def search(
         self,
@@ -146,7 +158,7 @@ class PostgresSearchIndex(Indexer):
             return list(rows)
 
         def run(conn: Any) -> SearchResult:
-            pending = self._catch_up(conn, deadline)
+            pending = self._catch_up(conn, deadline, pieces.SEARCH_INDEX_BYTES)
             params = {**vars(filters), "limit": 4 * limit + 8}
             rows = ranked(conn, query_text(parsed), params)
             every = bool(rows) or len(parsed.terms) == 1
@@ -156,7 +168,10 @@ class PostgresSearchIndex(Indexer):
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
             return SearchResult(hits, parsed, every, pending)
 
-        return self._run(run, "cannot search")
+        result = self._run(run, "cannot search")
+        if result.pending:
+            self.background.kick()  # what the search left is indexed in the background
+        return result
 
     def rebuild(self) -> None:
         """Empty the index and index the whole dialog and every output again.
@@ -176,9 +191,24 @@ class PostgresSearchIndex(Indexer):
         self.catch_up()
 
     def close(self) -> None:
+        self.background.close()
         self.engine.close()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _background_step(self) -> bool:
+        """One step of the background indexing: a piece of the saved outputs (and the dialog
+        rows waiting); whether more is left. Workers share the work (``SKIP LOCKED``): while
+        what is left is held by others it waits, and stops after `STALLED_STEPS`."""
+        deadline = time.monotonic() + NOTIFY_SECONDS
+        left = self._run(
+            lambda conn: self._catch_up(conn, deadline, pieces.PIECE_BYTES), "indexing"
+        )
+        stalled = left and not self._spent and left >= self._last_left
+        self._last_left, self._stalled = left, self._stalled + 1 if stalled else 0
+        if self._stalled:
+            time.sleep(0.2)
+        return left > 0 and self._stalled < STALLED_STEPS
 
     def _run(self, op: Callable[[Any], T], what: str) -> T:
         try:
