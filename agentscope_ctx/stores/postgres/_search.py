@@ -15,7 +15,7 @@ negation: lower is better, as BM25 in the local index).
 
 The stores are the truth and the index catches up with them: dialog rows and outputs carry an
 ``indexed`` flag, taken with ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once
-never index a row twice. A save notifies the index (an output up to 8 MB is indexed at
+never index a row twice. A save notifies the index (an output up to 256 KB is indexed at
 once, a larger one in the background, in pieces); each search catches up first (outputs:
 `SEARCH_INDEX_BYTES` at most, and it says what is left), so what another worker stored is
 found even if that worker died before indexing it. `rebuild` empties the
@@ -147,6 +147,7 @@ class PostgresSearchIndex(Indexer):
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
+        budget = None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
         sql, low_sql = RANKED.format(s=self.engine.schema), LOW.format(s=self.engine.schema)
 
         def ranked(conn: Any, match: str, params: dict[str, object]) -> list[Any]:
@@ -158,7 +159,7 @@ class PostgresSearchIndex(Indexer):
             return list(rows)
 
         def run(conn: Any) -> SearchResult:
-            pending = self._catch_up(conn, deadline, pieces.SEARCH_INDEX_BYTES)
+            pending = self._catch_up(conn, deadline, budget)
             params = {**vars(filters), "limit": 4 * limit + 8}
             rows = ranked(conn, query_text(parsed), params)
             every = bool(rows) or len(parsed.terms) == 1
