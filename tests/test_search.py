@@ -41,7 +41,7 @@ from agentscope_ctx.recall._recall import Recall, format_result
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
-from benchmarks import bench_search
+from benchmarks import bench_engines, bench_search
 from tests.lines import text_of
 from tests.search_proc import worker
 
@@ -220,6 +220,16 @@ def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["long_query"]["cjk:3000"]["search_ms"] > 0
     assert all(row["search_busy"] and row["hits_after"] == 2 for row in result["busy"].values())
     assert "search index against history size" in capsys.readouterr().out
+    json.dumps(result)
+
+
+def test_engines_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench_engines.run(0.1)
+    assert result["chunks"] > 0 and result["history_bytes"] > 50_000
+    for name in ("fts5_today", "fts5_contentless+zlib", "fts5_contentless_column+zlib"):
+        row = result[name]
+        assert row["index_ratio"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0, name
+    assert "top-5" in capsys.readouterr().out
     json.dumps(result)
 
 
