@@ -12,7 +12,12 @@ Candidates (each skipped when its library is missing):
 - ``fts5_contentless_column+zlib``: the same with ``detail=column`` (no positions: a phrase
   is then all its words, checked against the text);
 - ``tantivy``: Tantivy's Python bindings, our tokens (whitespace tokenizer), positions, the
-  chunk text not stored (zlib beside it, as above: counted).
+  chunk text not stored (zlib beside it, as above: counted);
+- ``pg_gin_today``: PostgreSQL, the fleet store's table today (text, a ``tsvector`` of our
+  tokens with positions, GIN), ranked by ``ts_rank``;
+- ``pg_gin_zlib``: the same without the text (zlib ``bytea`` beside the ``tsvector``).
+
+PostgreSQL runs on a private server (``tests/fleet/postgres_server``), skipped without one.
 
 Every candidate answers ``ORDER BY rank LIMIT k`` (top-k by BM25). Numbers only."""
 
@@ -172,7 +177,71 @@ class Tantivy:
         return [str(addr) for _, addr in hits]
 
 
-def run(mb: float) -> dict[str, Any]:
+class PgGin:
+    def __init__(self, conn: Any, schema: str, body: bool) -> None:
+        self.conn, self.s, self.body = conn, schema, body
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+        text = "body text" if body else "z bytea"
+        conn.execute(f"CREATE TABLE {schema}.c (id bigint PRIMARY KEY, {text}, terms tsvector)")
+        conn.execute(f"CREATE INDEX ON {schema}.c USING gin (terms)")
+
+    def add(self, rows: list[tuple[int, str]]) -> None:
+        from agentscope_ctx.stores.postgres._search_sql import tsvector_text
+
+        values = [
+            (i, b if self.body else zlib.compress(b.encode(), 6), tsvector_text(b)) for i, b in rows
+        ]
+        with self.conn.transaction(), self.conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {self.s}.c VALUES (%s, %s, %s::tsvector)",
+                values,
+            )
+
+    def finish(self) -> int:
+        self.conn.execute(f"VACUUM ANALYZE {self.s}.c")
+        row = self.conn.execute(f"SELECT pg_total_relation_size('{self.s}.c')").fetchone()
+        return int(row[0])
+
+    def search(self, text: str) -> list[str]:
+        from agentscope_ctx.stores.postgres._search_sql import query_text
+
+        match = query_text(parse_query(text))
+        if not match:
+            return []
+        col = "body" if self.body else "z"
+        rows = self.conn.execute(
+            f"SELECT {col} FROM {self.s}.c WHERE terms @@ %s::tsquery "
+            "ORDER BY ts_rank(terms, %s::tsquery) DESC LIMIT %s",
+            (match, match, K * 4),
+        ).fetchall()
+        if self.body:
+            return [r[0] for r in rows[:K]]
+        return [zlib.decompress(r[0]).decode() for r in rows[:K]]
+
+
+def _postgres() -> tuple[Any, Any] | None:
+    """A private PostgreSQL server and a connection to it, or None."""
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        import psycopg
+
+        from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
+    except ImportError as exc:
+        print(f"postgres skipped: {exc}")
+        return None
+    why = why_unavailable()
+    if why:
+        print(f"postgres skipped: {why}")
+        return None
+    server = PostgresServer.start(durable=True)
+    conn = psycopg.connect(server.dsn, password=PASSWORD, autocommit=True)
+    return server, conn
+
+
+def run(mb: float, *, postgres: bool = True) -> dict[str, Any]:
     chunks = list(corpus(mb))
     history = sum(len(c.encode()) for c in chunks)
     rng = random.Random(7)
@@ -188,6 +257,10 @@ def run(mb: float) -> dict[str, Any]:
         makers["tantivy"] = Tantivy
     except ImportError:
         print("tantivy skipped: not installed (pip install tantivy)")
+    pg = _postgres() if postgres else None
+    if pg is not None:
+        makers["pg_gin_today"] = lambda r: PgGin(pg[1], "bench_engine_today", body=True)
+        makers["pg_gin_zlib"] = lambda r: PgGin(pg[1], "bench_engine_zlib", body=False)
     results: dict[str, Any] = {"history_bytes": history, "chunks": len(chunks)}
     print(f"history {history / 2**20:.1f} MB in {len(chunks)} chunks; top-{K}, p50/p95 ms")
     for name, make in makers.items():
@@ -217,10 +290,15 @@ def run(mb: float) -> dict[str, Any]:
             f"{name:<30} index {row['index_ratio']:.2f}x  build {row['build_mb_s']:>5} MB/s  "
             f"search {row['p50_ms']:>6}/{row['p95_ms']:<6}"
         )
+    if pg is not None:
+        pg[1].close()
+        pg[0].stop()
     return results
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=10.0)
-    run(parser.parse_args().mb)
+    parser.add_argument("--no-postgres", action="store_true")
+    args = parser.parse_args()
+    run(args.mb, postgres=not args.no_postgres)

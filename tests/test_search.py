@@ -224,7 +224,7 @@ def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_engines_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    result = bench_engines.run(0.1)
+    result = bench_engines.run(0.1, postgres=False)
     assert result["chunks"] > 0 and result["history_bytes"] > 50_000
     for name in ("fts5_today", "fts5_contentless+zlib", "fts5_contentless_column+zlib"):
         row = result[name]
