@@ -260,8 +260,9 @@ def format_result(
     if result.pending:
         why = "busy: another process is writing it" if result.busy else "catching up"
         text += (
-            f"\n(the index is {why}: {result.pending} files not searched yet, or only in part "
-            "(a big output is indexed in the background); search again in a moment)"
+            f"\n(the index is {why}: {result.pending} file{'s' if result.pending > 1 else ''} "
+            "not searched yet, or only in part (a big output is indexed in the background); "
+            "search again in a moment)"
         )
     elif result.busy:
         text += "\n(the index is busy: another process is writing it; search again in a moment)"
