@@ -32,6 +32,7 @@ class BackgroundWork:
         self._name = name
         self._failures = failures
         self._lock = threading.Lock()
+        self._pid = os.getpid()  # the process `_lock` belongs to
         self._running_in: int | None = None  # the pid whose thread runs
         self._again = False
         self._stop = False
@@ -41,6 +42,8 @@ class BackgroundWork:
         """Run the step (again) soon, on the background thread."""
         if not ENABLED:
             return
+        if self._pid != os.getpid():  # a forked child: the parent's thread and lock are not its
+            self._lock, self._pid, self._running_in = threading.Lock(), os.getpid(), None
         with self._lock:
             if self._running_in == os.getpid():
                 self._again = True
