@@ -359,6 +359,17 @@ async def test_catch_up_indexes_what_a_silent_writer_stored_and_rebuild_keeps_it
     assert len(stores.search.search("silentword", limit=20).hits) == 20
 
 
+def test_rebuild_indexes_every_output_again_from_its_start(opener: Opener) -> None:
+    """A rebuild empties the index: each output is indexed again from its first piece (on
+    PostgreSQL it resumed from how far the output was indexed before: nothing)."""
+    stores = opener()
+    stores.outputs.save("one\nthe wombat line\nthree\n")
+    assert stores.search.search("wombat").hits
+    stores.search.rebuild()
+    hit = stores.search.search("wombat").hits[0]
+    assert (2, "the wombat line") in hit.lines
+
+
 def test_concurrent_catch_up_indexes_each_record_once(opener: Opener) -> None:
     silent = opener.bare_dialog()
     asyncio.run(silent.append([make_msg(f"c{i}", f"concword item{i}") for i in range(300)]))

@@ -186,7 +186,10 @@ class PostgresSearchIndex(Indexer):
             with conn.transaction():
                 conn.execute(f"TRUNCATE {s}.chunks")
                 conn.execute(f"UPDATE {s}.dialog SET indexed = false WHERE indexed")
-                conn.execute(f"UPDATE {s}.outputs SET indexed = false WHERE indexed")
+                conn.execute(
+                    f"UPDATE {s}.outputs SET indexed = false, indexed_bytes = 0, "
+                    "indexed_lines = 0 WHERE indexed OR indexed_bytes > 0"
+                )
 
         self._run(reset, "cannot rebuild the index")
         self.catch_up()
