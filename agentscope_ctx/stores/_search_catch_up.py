@@ -84,10 +84,12 @@ class CatchUp:
         *,
         busy: list[bool] | None = None,
         output_bytes: int | None = None,
+        fits_only: bool = False,
     ) -> int:
         """Index what is missing until `deadline`, saved outputs in pieces (the smallest
-        first) and at most about `output_bytes` of them (`None`: no bound); returns how many
-        files were left, whole or in part. When another writer holds the index past the
+        first) and at most about `output_bytes` of them (`None`: no bound; `fits_only`: only
+        the outputs whose rest fits in what is left of it); returns how many files were
+        left, whole or in part. When another writer holds the index past the
         run's wait, the rest is left and `busy` (when given) gets an entry; without `busy`,
         `IndexBusy` is raised."""
         kinds = tuple(kinds)
@@ -115,11 +117,13 @@ class CatchUp:
             done = 0 if state is None or kind != "tool_result" else int(state[1])
             return ALL_KINDS.index(kind), stat.st_size - done if kind == "tool_result" else 0
 
-        for rel, (kind, stat) in sorted(present.items(), key=left):
+        for item in sorted(present.items(), key=left):
+            rel, (kind, stat) = item
             state = known.get(rel)
             if state is not None and up_to_date(kind, state, stat):
                 continue
-            spent = kind == "tool_result" and budget[0] is not None and budget[0] <= 0
+            need = left(item)[1] if fits_only else 1  # fits_only: what it can finish
+            spent = kind == "tool_result" and budget[0] is not None and budget[0] < need
             if busy or spent or (deadline is not None and time.monotonic() > deadline):
                 pending += 1
                 continue

@@ -49,20 +49,30 @@ class Indexer:
     _unanalyzed: int
     _spent: int  # output bytes the last catch-up indexed
 
-    def _catch_up(self, conn: Any, deadline: float | None, output_bytes: int | None = None) -> int:
+    def _catch_up(
+        self,
+        conn: Any,
+        deadline: float | None,
+        output_bytes: int | None = None,
+        fits_only: bool = False,
+    ) -> int:
         """Index dialog rows, then saved outputs a piece at a time (the least left first),
-        until `deadline`, and about `output_bytes` of outputs at most (`None`: no bound);
-        the number of rows and outputs left, whole or in part."""
+        until `deadline`, and about `output_bytes` of outputs at most (`None`: no bound;
+        `fits_only`: only the outputs whose rest fits in what is left of it); the number of
+        rows and outputs left, whole or in part."""
         s = self.engine.schema
         self._catch_up_dialog(conn, deadline)
         spent = 0
         while deadline is None or time.monotonic() <= deadline:
             if output_bytes is not None and spent >= output_bytes:
                 break
+            room = output_bytes - spent if fits_only and output_bytes is not None else None
             with conn.transaction():
                 row = conn.execute(
                     f"SELECT id FROM {s}.outputs WHERE NOT indexed "
-                    "ORDER BY size - indexed_bytes, saved_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+                    "AND (%s::bigint IS NULL OR size - indexed_bytes <= %s::bigint) "
+                    "ORDER BY size - indexed_bytes, saved_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    (room, room),
                 ).fetchone()
                 if row is None:
                     break

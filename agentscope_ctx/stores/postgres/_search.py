@@ -147,7 +147,7 @@ class PostgresSearchIndex(Indexer):
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
-        budget = None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
+        budget = self._search_budget(catch_up_seconds)
         sql, low_sql = RANKED.format(s=self.engine.schema), LOW.format(s=self.engine.schema)
 
         def ranked(conn: Any, match: str, params: dict[str, object]) -> list[Any]:
@@ -159,7 +159,7 @@ class PostgresSearchIndex(Indexer):
             return list(rows)
 
         def run(conn: Any) -> SearchResult:
-            pending = self._catch_up(conn, deadline, budget)
+            pending = self._catch_up(conn, deadline, budget, self.background.running())
             params = {**vars(filters), "limit": 4 * limit + 8}
             rows = ranked(conn, query_text(parsed), params)
             every = bool(rows) or len(parsed.terms) == 1
@@ -193,6 +193,13 @@ class PostgresSearchIndex(Indexer):
 
         self._run(reset, "cannot rebuild the index")
         self.catch_up()
+
+    def _search_budget(self, catch_up_seconds: float | None) -> int | None:
+        """Bytes of saved outputs a search indexes: `SEARCH_INDEX_BYTES`; all without a
+        catch-up bound. While this process's background indexing runs, only the outputs
+        that fit whole in it (the background has the big ones: a search would take their
+        pieces between two of its steps and wait for them)."""
+        return None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
 
     def close(self) -> None:
         self.background.close()
