@@ -6,7 +6,7 @@ module to choose the sizes::
 
     python -m benchmarks.bench_store                       # 10000:100
     python -m benchmarks.bench_store --large               # 10000:100 and 100000:1024
-    python -m benchmarks.bench_store --points 1000:10 100000:1024
+    python -m benchmarks.bench_store --points 1000:10 100000:1024 --sessions 10 --big-mb 100
 
 Each point is MESSAGES:OUTPUT_MB. The environment variable ``AGENTSCOPE_CTX_BENCH_STORE``
 (e.g. ``"100000:1024"``) sets the points of ``python -m benchmarks store``; ``--large`` there
@@ -14,7 +14,8 @@ too. PostgreSQL is a private server started for the run (``tests/fleet/postgres_
 on, a unix socket: no network cost), skipped when its binaries or psycopg are missing.
 
 For each store and point, through the seams as the agent uses them (`stores.factory`: each
-save tells the search index):
+save tells the search index), the history spread over `SESSIONS` sessions of one store (each
+its own stores, as workers are, sharing the backing):
 
 1. save: a dialog append of 10 messages (about 250 bytes each; the index is told), and an
    output save (outputs of OUTPUT_MB / 100 each, indexed at save up to 8 MB): p50/p95 ms;
@@ -27,7 +28,11 @@ save tells the search index):
    ``ANALYZE`` of the index table, which autovacuum makes within a minute of a load);
 4. size: the search index (SQLite file; PostgreSQL's ``chunks`` table with its GIN index)
    and the whole store;
-5. rebuild: the index dropped and made again from the stores (``--no-rebuild`` skips it).
+5. big output: one more output of ``--big-mb`` MB (100 by default; 0: none) with a word on
+   its last line, then the first search (the default catch-up):
+   its time, whether it found the word and what it said was left, and how long the
+   background indexing took to finish it;
+6. rebuild: the index dropped and made again from the stores (``--no-rebuild`` skips it).
 
 Numbers only: no target is asserted.
 """
@@ -61,6 +66,8 @@ DEFAULT_POINTS = ((10_000, 100),)
 LARGE_POINTS = ((10_000, 100), (100_000, 1_024))
 ENV = "AGENTSCOPE_CTX_BENCH_STORE"
 APPEND_BATCH = 10
+SESSIONS = 10
+BIG_MB = 100
 READS = 200
 ROOT = Path(__file__).resolve().parent.parent
 _WORDS = [f"w{n:04d}" for n in range(3_000)] + (
@@ -138,11 +145,44 @@ def _sizes(kind: str, stores: Stores, work: Path) -> dict[str, int]:
     return {"index_bytes": int(index), "store_bytes": int(store)}
 
 
+def _big_output(kind: str, stores: Stores, rng: random.Random, size_mb: int) -> dict[str, Any]:
+    """Save a `size_mb` output ending in a unique word; time the first search for it."""
+    text = _output(rng, size_mb << 20) + "bigoutputendword\n"
+    start = time.perf_counter()
+    stores.outputs.save(text)
+    save_s = time.perf_counter() - start
+    del text
+    start = time.perf_counter()
+    first = stores.search.search("bigoutputendword", limit=1)
+    first_s = time.perf_counter() - start
+    waited = time.perf_counter()
+    while not stores.search.search("bigoutputendword", limit=1, catch_up_seconds=0).hits:
+        if time.perf_counter() - waited > 600:
+            break
+        time.sleep(0.2)
+    return {
+        "mb": size_mb,
+        "save_s": round(save_s, 2),
+        "first_search_ms": round(first_s * 1000, 1),
+        "first_found": bool(first.hits),
+        "first_pending": first.pending,
+        "indexed_whole_after_s": round(time.perf_counter() - waited, 1),
+    }
+
+
 def _run_point(
-    kind: str, config: ContextConfig, messages: int, output_mb: int, *, rebuild: bool = True
+    kind: str,
+    config: ContextConfig,
+    messages: int,
+    output_mb: int,
+    *,
+    rebuild: bool = True,
+    sessions: int = SESSIONS,
+    big_mb: int = BIG_MB,
 ) -> dict[str, Any]:
     rng = random.Random(7)
-    stores = open_stores(config, agent="bench", session="s1")
+    opened = [open_stores(config, agent="bench", session=f"s{k}") for k in range(sessions)]
+    stores = opened[0]
     work = Path(config.working_dir)
     output_bytes = output_mb << 20
     outputs_n = 100
@@ -151,6 +191,7 @@ def _run_point(
     saves: list[float] = []
     refs: list[tuple[str, int]] = []
     searches: dict[str, dict[str, float]] = {}
+    session_searches: dict[str, dict[str, float]] = {}
     checkpoint = max(messages // 10, APPEND_BATCH)
     stored = 0
     queries = _queries(rng)
@@ -163,13 +204,14 @@ def _run_point(
             for _ in range(APPEND_BATCH):
                 msg = Msg("user", _text(rng, 30), "user")
                 batch.append(msg)
-            appends.append(await _atimed(stores.dialog.append(batch)))
+            session = opened[(stored // APPEND_BATCH) % sessions]
+            appends.append(await _atimed(session.dialog.append(batch)))
             stored += len(batch)
             due = stored * outputs_n // messages
             while next_output < min(due, outputs_n):
                 text = _output(rng, each)
                 start = time.perf_counter()
-                ref = stores.outputs.save(text)
+                ref = session.outputs.save(text)
                 saves.append(time.perf_counter() - start)
                 refs.append((ref, text.count("\n")))
                 next_output += 1
@@ -188,6 +230,11 @@ def _run_point(
                     for q in queries * 3
                 ]
                 searches[f"{stored}"] = _ms(times)
+                mine = Filters(session="s1")  # one session's search, as a tenant's
+                times = [
+                    _timed(lambda q=q, f=mine: stores.search.search(q, f, limit=5)) for q in queries
+                ]
+                session_searches[f"{stored}"] = _ms(times)
 
     asyncio.run(fill())
     reads = []
@@ -195,6 +242,7 @@ def _run_point(
         ref, lines = rng.choice(refs)
         line = rng.randint(1, max(lines, 1))
         reads.append(_timed(lambda r=ref, n=line: excerpt(stores.outputs, r, Position(n), 32_768)))
+    big = _big_output(kind, stores, rng, big_mb) if big_mb else {}
     rebuild_s = float("nan")
     if rebuild:
         start = time.perf_counter()
@@ -206,11 +254,15 @@ def _run_point(
         "append_10_msgs": _ms(appends),
         "output_save": {**_ms(saves), "output_bytes": each},
         "ranged_read": _ms(reads),
+        "sessions": sessions,
         "search_at": searches,
+        "session_search_at": session_searches,
+        "big_output": big,
         "rebuild_s": round(rebuild_s, 1),
         **_sizes(kind, stores, work),
     }
-    stores.close()
+    for one in opened:
+        one.close()
     return result
 
 
@@ -231,7 +283,21 @@ def _print(kind: str, row: dict[str, Any]) -> None:
         f"search@{first} {search[first]['p50_ms']:>5.1f}/{search[first]['p95_ms']:<6.1f}"
         f"search@{last} {search[last]['p50_ms']:>5.1f}/{search[last]['p95_ms']:<6.1f}"
         f"index {row['index_bytes'] / 2**20:>7.1f} MB store {row['store_bytes'] / 2**20:>7.1f} MB "
-        f"rebuild {row['rebuild_s']} s"
+        f"({row['index_bytes'] / max(row['store_bytes'], 1):.2f}x) rebuild {row['rebuild_s']} s"
+    )
+    mine = row["session_search_at"][last]
+    big = row["big_output"]
+    print(
+        f"{'':<9}{row['sessions']} sessions; one session's search@{last} "
+        f"{mine['p50_ms']:.1f}/{mine['p95_ms']:.1f}"
+        + (
+            f"; after a {big['mb']} MB output (saved in {big['save_s']} s) the first search "
+            f"took {big['first_search_ms']:.0f} ms (found: {big['first_found']}, "
+            f"left: {big['first_pending']}), indexed whole in the background "
+            f"{big['indexed_whole_after_s']} s later"
+            if big
+            else ""
+        )
     )
 
 
@@ -240,6 +306,8 @@ def main(
     *,
     large: bool | None = None,
     rebuild: bool | None = None,
+    sessions: int = SESSIONS,
+    big_mb: int = BIG_MB,
 ) -> dict[str, Any]:
     """Run every point on both stores; print the table and return the numbers."""
     if large is None:
@@ -278,7 +346,15 @@ def main(
                     )
                 config = ContextConfig(working_dir=work, store=store)
                 try:
-                    row = _run_point(kind, config, messages, output_mb, rebuild=rebuild)
+                    row = _run_point(
+                        kind,
+                        config,
+                        messages,
+                        output_mb,
+                        rebuild=rebuild,
+                        sessions=sessions,
+                        big_mb=big_mb,
+                    )
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
                 results["points"][f"{kind}:{messages}:{output_mb}"] = row
@@ -294,6 +370,14 @@ if __name__ == "__main__":
     parser.add_argument("--points", nargs="*", metavar="MESSAGES:OUTPUT_MB")
     parser.add_argument("--large", action="store_true", help="10000:100 and 100000:1024")
     parser.add_argument("--no-rebuild", action="store_true", help="skip timing a rebuild")
+    parser.add_argument("--sessions", type=int, default=SESSIONS, help="sessions of the store")
+    parser.add_argument("--big-mb", type=int, default=BIG_MB, help="the big output (0: none)")
     args = parser.parse_args()
     chosen = [tuple(map(int, p.split(":"))) for p in args.points] if args.points else None
-    main(chosen, large=args.large, rebuild=not args.no_rebuild)  # type: ignore[arg-type]
+    main(
+        chosen,  # type: ignore[arg-type]
+        large=args.large,
+        rebuild=not args.no_rebuild,
+        sessions=args.sessions,
+        big_mb=args.big_mb,
+    )

@@ -21,15 +21,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import agentscope_ctx.core._background as background_module
 import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_db as search_db
 import agentscope_ctx.stores._search_query as query_module
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._config import RecallConfig, ToolResultConfig
 from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._index_pieces import cut_piece, piece_lines
 from agentscope_ctx.core._search_text import (
     MAX_QUERY_TOKENS,
     MAX_TERMS,
+    Chunk,
+    chunk_lines,
     parse_query,
     storable,
     tokens,
@@ -40,7 +44,7 @@ from agentscope_ctx.recall._recall import Recall, format_result
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
-from benchmarks import bench_search
+from benchmarks import bench_engines, bench_search
 from tests.lines import text_of
 from tests.search_proc import worker
 
@@ -198,6 +202,7 @@ async def test_a_large_output_is_owned_at_save_and_indexed_at_the_next_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(search_module, "INDEX_AT_SAVE_BYTES", 100)
+    monkeypatch.setattr(background_module, "ENABLED", False)  # no background indexing
     index = SearchIndex(tmp_path)
     small, large = save(index, "a small jackal\n"), save(index, "a large jackal\n" * 20)
     indexed = index.db.run(lambda db: {row[0] for row in db.execute("SELECT path FROM docs")})
@@ -221,6 +226,57 @@ def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["long_query"]["cjk:3000"]["search_ms"] > 0
     assert all(row["search_busy"] and row["hits_after"] == 2 for row in result["busy"].values())
     assert "search index against history size" in capsys.readouterr().out
+    json.dumps(result)
+
+
+def _numbered(chunks: list[Chunk]) -> dict[int, str]:
+    """The non-blank lines the chunks show, by line number (a long line's pieces joined)."""
+    lines: dict[int, str] = {}
+    for chunk in chunks:
+        if chunk.line_offset:
+            assert len(lines[chunk.start_line]) == chunk.line_offset  # pieces in order
+            lines[chunk.start_line] += chunk.text
+            continue
+        for i, line in enumerate(chunk.text.split("\n")):
+            lines[chunk.start_line + i] = line
+    return {n: line for n, line in lines.items() if line.strip()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"bb ", b"\n", b"\r\n", b"\r", "中文".encode(), b"\xff", b" " * 40]),
+        max_size=400,
+    ).map(b"".join),
+    limit=st.integers(1, 300),
+    block=st.integers(1, 97),
+)
+@example(data=b"x" * 5_000 + b"\n" + b"y \n" * 3, limit=100, block=7)  # a line longer than a piece
+def test_an_output_indexed_in_pieces_shows_every_line_where_it_is(
+    data: bytes, limit: int, block: int
+) -> None:
+    """Pieces (`cut_piece`, `piece_lines`) of any size, read in blocks of any size, number
+    the lines as the whole output does (as `read_file` counts them) and lose none."""
+    pieces, at, line, found = [], 0, 0, []
+    while at < len(data):
+        rest = data[at:]
+        piece = cut_piece((rest[k : k + block] for k in range(0, len(rest), block)), limit)
+        assert piece and (piece.endswith(b"\n") or at + len(piece) == len(data))
+        assert len(piece) >= limit or at + len(piece) == len(data)
+        found += chunk_lines(piece_lines(piece), line + 1)
+        pieces.append(piece)
+        at, line = at + len(piece), line + piece.count(b"\n")
+    assert b"".join(pieces) == data
+    assert _numbered(found) == _numbered(list(chunk_lines(piece_lines(data))))
+
+
+def test_engines_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench_engines.run(0.1, postgres=False)
+    assert result["chunks"] > 0 and result["history_bytes"] > 50_000
+    for name in ("fts5_today", "fts5_contentless+zlib", "fts5_contentless_column+zlib"):
+        row = result[name]
+        assert row["index_ratio"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0, name
+    assert "top-5" in capsys.readouterr().out
     json.dumps(result)
 
 

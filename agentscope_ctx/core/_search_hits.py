@@ -97,8 +97,9 @@ class SearchResult:
     every: bool = True
     """False when no chunk had every term and the hits have some of them."""
     pending: int = 0
-    """Files not searched: the catch-up ran out of time (an index being rebuilt) or the index
-    was busy."""
+    """Files (or dialog rows) not searched, or only in part: the catch-up ran out of time (an
+    index being rebuilt), a big output is being indexed in the background (a search indexes
+    `_index_pieces.SEARCH_INDEX_BYTES` of outputs at most), or the index was busy."""
     busy: bool = False
     """Another writer (a process, or another agent's search) held the index longer than the
     search could wait: what it had not indexed yet was not searched."""
@@ -272,7 +273,8 @@ def format_result(
     if result.pending:
         why = "busy: another process is writing it" if result.busy else "catching up"
         text += (
-            f"\n(the index is {why}: {result.pending} files not searched yet; "
+            f"\n(the index is {why}: {result.pending} file{'s' if result.pending > 1 else ''} "
+            "not searched yet, or only in part (a big output is indexed in the background); "
             "search again in a moment)"
         )
     elif result.busy:

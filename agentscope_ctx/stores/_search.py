@@ -1,9 +1,10 @@
 """`SearchIndex`: full-text search over what left the context (DESIGN.md §10).
 
 The files are the truth; the index (SQLite FTS5, see `_search_db`) is a cache that catches up
-with them: dialog files by inode and byte offset (whole lines only), ``tool_result/`` files by
-name (each written once, atomically), memory files by inode, size and mtime; the entries of
-files that are gone are dropped. It catches up before each search and whenever a save notifies
+with them (`_search_catch_up`): dialog files by inode and byte offset (whole lines only),
+``tool_result/`` files by name (each written once, atomically) and how far they are indexed
+(in pieces, DESIGN.md §16), memory files by inode, size and mtime; the entries of files that
+are gone are dropped. It catches up before each search and whenever a save notifies
 it, so writes by other processes and crashes are covered; a missing, torn, corrupt or outdated
 index is rebuilt from the files.
 
@@ -23,11 +24,16 @@ is skipped; what it would have written is caught up later (the files by the next
 the owner and tool of a saved output kept in memory until the next write, at most
 `MAX_PENDING`). A search waits for other writers at most its catch-up time, then searches
 what is indexed and says the index was busy (`SearchResult.busy`).
+
+A big saved output never holds up a search either: a search indexes at most
+`_index_pieces.SEARCH_INDEX_BYTES` of saved outputs (the least left first), answers from what
+is indexed and counts what it left in `SearchResult.pending`; a background thread
+(`BackgroundWork`, a step of `_search_catch_up.STEP_SECONDS` at a time, never waiting for
+the index) indexes the rest, as it does an output larger than `INDEX_AT_SAVE_BYTES` saved.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -39,21 +45,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..core import _index_pieces as pieces
+from ..core._background import BackgroundWork
 from ..core._failures import FailureLog
 from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
-from ..core._search_text import Query, chunk_lines, parse_query, record_parts, storable
-from ..core._stamps import local_stamp
-from ._search_db import (
-    BUSY_SECONDS,
-    IndexBusy,
-    IndexDatabase,
-    Owner,
-    add_doc,
-    drop_one,
-    set_owner,
-    write,
-)
-from ._search_files import ALL_KINDS, file_stamp, index_dialog, index_file, source_files, up_to_date
+from ..core._search_text import Query, parse_query, storable
+from ._search_catch_up import CatchUp
+from ._search_db import BUSY_SECONDS, IndexBusy, IndexDatabase, Owner, set_owner, write
+from ._search_files import file_stamp
 from ._search_query import ranked_rows, tenant_params
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
@@ -61,8 +60,8 @@ __all__ = ["Filters", "SearchIndex", "SearchResult"]
 logger = logging.getLogger("agentscope_ctx")
 
 INDEX_AT_SAVE_BYTES = 8 << 20
-"""A saved output up to this size is indexed as it is saved; a larger one at the next search
-(indexing runs at about 10 MB/s: the save should not wait for seconds)."""
+"""A saved output up to this size is indexed as it is saved; a larger one in the background,
+in pieces (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
 NOTIFY_SECONDS = 2.0
 """Longest a save spends indexing other files than its own (after an index rebuild)."""
 MAX_PENDING = 10_000
@@ -70,7 +69,7 @@ MAX_PENDING = 10_000
 beyond: a dialog record carrying the output's notice names its owner again)."""
 
 
-class SearchIndex:
+class SearchIndex(CatchUp):
     """The search index of one ``working_dir`` (see the module docstring).
 
     All methods do blocking I/O: call them from a thread inside an event loop. The
@@ -88,6 +87,10 @@ class SearchIndex:
         self._calls: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._pending: deque[tuple[str, Owner, str | None]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
+        self._busy_tries = 0
+        self.background = BackgroundWork(
+            self._background_step, name="search_index_background", failures=self.failures
+        )
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -130,7 +133,10 @@ class SearchIndex:
         """
         deadline = None if seconds is None else time.monotonic() + seconds
         wait = BUSY_SECONDS if seconds is None else seconds
-        return self.db.run(lambda db: self._catch_up(db, deadline), wait=wait)
+        left = self.db.run(lambda db: self._catch_up(db, deadline), wait=wait)
+        if left:
+            self.background.kick()
+        return left
 
     def search(
         self,
@@ -141,7 +147,8 @@ class SearchIndex:
         catch_up_seconds: float | None = 10.0,
     ) -> SearchResult:
         """Catch up (for at most `catch_up_seconds`, which also bounds the wait for other
-        writers), then the best `limit` hits of `query` by BM25, newest first on ties; a hit
+        writers; saved outputs: `SEARCH_INDEX_BYTES` at most, unless `catch_up_seconds` is
+        `None`), then the best `limit` hits of `query` by BM25, newest first on ties; a hit
         showing the same line as a better one is left out. When no chunk has every term, the
         chunks with any of them. When other writers hold the index longer, what is indexed
         is searched (nothing when the index could not even be opened) and `busy` is set.
@@ -159,10 +166,13 @@ class SearchIndex:
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
+        budget = self._search_budget(catch_up_seconds)
         busy: list[bool] = []
 
         def run(db: sqlite3.Connection) -> SearchResult:
-            pending = self._catch_up(db, deadline, busy=busy)
+            pending = self._catch_up(
+                db, deadline, busy=busy, output_bytes=budget, fits_only=self.background.running()
+            )
             params = {**vars(filters), **owner, "limit": 4 * limit + 8}
             params.pop("tenant", None)
             rows = ranked_rows(db, parsed.fts(), params, limit)
@@ -174,10 +184,13 @@ class SearchIndex:
 
         wait = BUSY_SECONDS if catch_up_seconds is None else catch_up_seconds
         try:
-            return self.db.run(run, wait=wait)
+            result = self.db.run(run, wait=wait)
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
-            return SearchResult(hits=[], query=parsed, busy=True, searched=False)
+            result = SearchResult(hits=[], query=parsed, busy=True, searched=False)
+        if result.pending or not result.searched:
+            self.background.kick()  # what the search left is indexed in the background
+        return result
 
     def rebuild(self) -> None:
         """Replace the database by an empty one (as a damaged one is), then index the files."""
@@ -185,8 +198,16 @@ class SearchIndex:
         db.run(lambda _: db._replace(db._pointer_key()))
         self.catch_up()
 
+    def _search_budget(self, catch_up_seconds: float | None) -> int | None:
+        """Bytes of saved outputs a search indexes: `SEARCH_INDEX_BYTES`; all without a
+        catch-up bound. While this process's background indexing runs, only the outputs
+        that fit whole in it (the background has the big ones: a search would take their
+        pieces between two of its steps and wait for them)."""
+        return None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
+
     def close(self) -> None:
-        """Close the database (reopened when needed)."""
+        """Stop the background indexing and close the database (both resumed when needed)."""
+        self.background.close()
         self.db.close()
 
     # -- internals ----------------------------------------------------------------------------
@@ -219,132 +240,14 @@ class SearchIndex:
             with self._pending_lock:
                 self._pending.append(owner)
 
-    def _write_pending(self, db: sqlite3.Connection) -> None:
-        """Record the owners kept while the index was busy (kept again if it still is)."""
-        with self._pending_lock:
-            if not self._pending:
-                return
-            owners = list(self._pending)
-            self._pending.clear()
-        try:
-            with write(db, self.db.deadline):
-                for name, owner, ts in owners:
-                    set_owner(db, name, owner, ts)
-        except BaseException:
-            with self._pending_lock:
-                self._pending.extendleft(reversed(owners))
-            raise
-
-    def _output_name(self, path: str | Path) -> str | None:
-        """``tool_result/NAME`` when `path` is a file of this working dir's output store."""
-        try:
-            given = Path(path)
-            if given.parent.resolve() != self.root / "tool_result":
-                return None
-        except (OSError, ValueError):
-            return None
-        return f"tool_result/{given.name}"
-
-    def _catch_up(
-        self,
-        db: sqlite3.Connection,
-        deadline: float | None,
-        kinds: Iterable[str] = ALL_KINDS,
-        *,
-        busy: list[bool] | None = None,
-    ) -> int:
-        """Index what is missing until `deadline`; returns how many files were left. When
-        another writer holds the index past the run's wait, the rest is left and `busy`
-        (when given) gets an entry; without `busy`, `IndexBusy` is raised."""
-        kinds = tuple(kinds)
-        known = {
-            row[0]: row[1:]
-            for row in db.execute("SELECT path, inode, size, stamp, kind FROM sources")
-            if row[4] in kinds
-        }
-        present = self._files(kinds)  # saved outputs first: dialog records name their owners
-        gone = [path for path in known if path not in present]
-        pending = 0
-        try:
-            self._write_pending(db)
-            if gone:
-                self._drop(db, gone)
-        except IndexBusy:
-            if busy is None:
-                raise
-            busy.append(True)
-        for rel, (kind, stat) in present.items():
-            state = known.get(rel)
-            if state is not None and up_to_date(kind, state, stat):
-                continue
-            if busy or (deadline is not None and time.monotonic() > deadline):
-                pending += 1
-                continue
-            try:
-                if kind == "dialog":
-                    self._index_dialog(db, rel, deadline)
-                else:
-                    self._index_file(db, rel, kind)
-            except OSError as exc:  # unreadable now: tried again at the next catch-up
-                self.failures.failed(f"search_index:{rel}", f"cannot index {rel}: {exc}")
-            except IndexBusy:
-                if busy is None:
-                    raise
-                busy.append(True)
-                pending += 1
-        return pending
-
     def _saved(self, db: sqlite3.Connection, name: str, owner: Owner, ts: str) -> None:
         with write(db, self.db.deadline):
             set_owner(db, name, owner, ts)
         if os.path.getsize(self.root / name) <= INDEX_AT_SAVE_BYTES:
-            self._index_file(db, name, "tool_result")
+            self._index_output(db, name, None, [None])
+        else:
+            self.background.kick()
 
     def _owner(self, db: sqlite3.Connection, name: str, owner: Owner) -> None:
         with write(db, self.db.deadline):
             set_owner(db, name, owner, None)
-
-    def _drop(self, db: sqlite3.Connection, paths: Iterable[str]) -> None:
-        with write(db, self.db.deadline):
-            for path in paths:
-                drop_one(db, path)
-
-    def _files(self, kinds: Iterable[str]) -> dict[str, tuple[str, os.stat_result]]:
-        return source_files(self.root, kinds)
-
-    def _index_file(self, db: sqlite3.Connection, rel: str, kind: str) -> None:
-        index_file(db, self.root, rel, kind, self.db.deadline)
-
-    def _index_dialog(self, db: sqlite3.Connection, rel: str, deadline: float | None) -> None:
-        index_dialog(db, self.root, rel, deadline, self.db.deadline, self._add_record)
-
-    def _add_record(
-        self, db: sqlite3.Connection, rel: str, line: int, offset: int, raw: bytes
-    ) -> None:
-        try:  # an invalid byte costs its character, not the record
-            record = json.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            return  # a torn or foreign line: the dialog reader reports it
-        msg = record.get("msg") if isinstance(record, dict) and record.get("v") == 1 else None
-        if not isinstance(msg, dict):
-            return
-        agent, session, ts = record.get("agent"), record.get("session"), msg.get("timestamp")
-        agent = agent if isinstance(agent, str) else None
-        session = session if isinstance(session, str) else None
-        ts = local_stamp(ts) or (ts if isinstance(ts, str) else None)  # 2.x: ISO stamps
-        parts = record_parts(msg)
-        args = next(iter(parts.calls.values()))[1] if len(parts.calls) == 1 else None
-        tools = ",".join(parts.tools) or None
-        values = (rel, "dialog", line, offset, agent, session, parts.role, tools, args, ts)
-        # the text may hold lone surrogates (the record keeps them as \uXXXX escapes):
-        # `add_doc` and `set_owner` store them as U+FFFD
-        add_doc(db, values, (c for text in parts.texts for c in chunk_lines(text.split("\n"))))
-        for call_id, call in parts.calls.items():
-            self._calls[call_id] = call
-            if len(self._calls) > 512:
-                self._calls.popitem(last=False)
-        for file_path, tool, call_id in parts.outputs:
-            name = self._output_name(file_path)
-            if name is not None:
-                call_args = self._calls.get(call_id, (tool, ""))[1] or None
-                set_owner(db, name, (agent, session, tool, call_args), ts)

@@ -1,7 +1,7 @@
 """The files behind the search index and how each is indexed (`SearchIndex`, `_search`):
-which files count, a saved output or memory file indexed whole, a dialog file by the whole
-lines appended since the last time. Each step runs in its own write transaction (waiting at
-most `wait` seconds for another writer)."""
+which files count, a memory file indexed whole, a saved output in pieces (`index_piece`), a
+dialog file by the whole lines appended since the last time. Each step runs in its own write
+transaction (waiting at most `wait` seconds for another writer)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
+from ..core._index_pieces import cut_piece, piece_lines
 from ..core._search_text import chunk_lines
 from ._search_db import (
     add_doc,
@@ -21,11 +22,20 @@ from ._search_db import (
     write,
 )
 
-__all__ = ["ALL_KINDS", "file_stamp", "index_dialog", "index_file", "source_files", "up_to_date"]
+__all__ = [
+    "ALL_KINDS",
+    "file_stamp",
+    "index_dialog",
+    "index_file",
+    "index_piece",
+    "source_files",
+    "up_to_date",
+]
 
 _BATCH_BYTES = 4 << 20
 """Dialog bytes indexed per write transaction (what another writer may wait for)."""
 _READ_BYTES = 4 << 20
+_PIECE_READ = 256 << 10
 _FILES = (
     ("tool_result", re.compile(r"[^.].*\.txt")),
     ("dialog", re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")),
@@ -41,8 +51,8 @@ def file_stamp(seconds: float) -> str:
 
 def up_to_date(kind: str, state: tuple[int, int, int], stat: os.stat_result) -> bool:
     """Whether a file indexed as `state` (inode, size, stamp) needs nothing more."""
-    if kind == "tool_result":  # written once, atomically
-        return True
+    if kind == "tool_result":  # written once, atomically; indexed in pieces (`index_piece`)
+        return state[1] >= stat.st_size
     if (state[0], state[1]) != (stat.st_ino, stat.st_size):
         return False
     return kind == "dialog" or state[2] == stat.st_mtime_ns
@@ -83,28 +93,57 @@ def source_files(root: Path, kinds: Iterable[str]) -> dict[str, tuple[str, os.st
 
 
 def index_file(db: sqlite3.Connection, root: Path, rel: str, kind: str, wait: float) -> None:
-    """Index a saved output or a memory file whole (again, when it changed)."""
+    """Index a memory file whole (again, when it changed)."""
     with write(db, wait), open(root / rel, "rb") as file:
         stat = os.fstat(file.fileno())
         state = db.execute(
             "SELECT inode, size, stamp FROM sources WHERE path = ?", (rel,)
         ).fetchone()
         if state is not None:
-            if kind == "tool_result" or state == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
+            if state == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
                 return
             drop_one(db, rel)
-        owner = db.execute(
-            "SELECT agent, session, tool, args, ts FROM owners WHERE name = ?", (rel,)
-        ).fetchone() or (None, None, None, None, None)
-        role = "tool" if kind == "tool_result" else "memory"
-        values = (rel, kind, 1, 0, *owner[:2], role, *owner[2:4])
-        add_doc(
-            db, (*values, owner[4] or file_stamp(stat.st_mtime)), chunk_lines(_text_lines(file))
-        )
+        values = (rel, kind, 1, 0, None, None, "memory", None, None, file_stamp(stat.st_mtime))
+        add_doc(db, values, chunk_lines(_text_lines(file)))
         db.execute(
             "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, 0, ?)",
             (rel, kind, stat.st_ino, stat.st_size, stat.st_mtime_ns),
         )
+
+
+def index_piece(
+    db: sqlite3.Connection, root: Path, rel: str, wait: float, limit: int
+) -> tuple[int, bool]:
+    """Index the next piece of a saved output (`_index_pieces.cut_piece`: at least `limit`
+    bytes, cut after a newline) from where the last piece ended; its ``sources`` row holds
+    how far (bytes in ``size``, lines in ``lines``). Returns the bytes indexed and whether
+    the output is now indexed whole."""
+    with write(db, wait), open(root / rel, "rb") as file:
+        stat = os.fstat(file.fileno())
+        state = db.execute(
+            "SELECT inode, size, lines FROM sources WHERE path = ?", (rel,)
+        ).fetchone()
+        done = line = 0
+        if state is not None and state[0] == stat.st_ino:
+            done, line = int(state[1]), int(state[2])
+        elif state is not None:  # replaced (outputs are written once): index it again
+            drop_one(db, rel)
+        if state is not None and done >= stat.st_size:
+            return 0, True
+        file.seek(done)
+        data = cut_piece(iter(lambda: file.read(_PIECE_READ), b""), limit)
+        owner = db.execute(
+            "SELECT agent, session, tool, args, ts FROM owners WHERE name = ?", (rel,)
+        ).fetchone() or (None, None, None, None, None)
+        values = (rel, "tool_result", 1, done, *owner[:2], "tool", *owner[2:4])
+        ts = owner[4] or file_stamp(stat.st_mtime)
+        add_doc(db, (*values, ts), chunk_lines(piece_lines(data), line + 1))
+        done, line = done + len(data), line + data.count(b"\n")
+        db.execute(
+            "INSERT OR REPLACE INTO sources VALUES (?, 'tool_result', ?, ?, ?, ?)",
+            (rel, stat.st_ino, done, line, stat.st_mtime_ns),
+        )
+        return len(data), done >= stat.st_size
 
 
 def index_dialog(

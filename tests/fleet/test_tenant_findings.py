@@ -293,7 +293,10 @@ async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
                 conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
                 conn.execute(f"DELETE FROM {engine.schema}.owners")
                 conn.execute(f"DELETE FROM {engine.schema}.chunks")
-                conn.execute(f"UPDATE {engine.schema}.outputs SET indexed = false")
+                conn.execute(
+                    f"UPDATE {engine.schema}.outputs SET indexed = false, indexed_bytes = 0, "
+                    "indexed_lines = 0"
+                )
         notice = excerpt_with_notice(text, max_bytes=1_024, file_path=ref)
         result = Msg(
             "system",

@@ -1,16 +1,19 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 2 (version 1 without ``memory_docs``; a version-1 database is brought up to 2 by
-running the DDL again, every statement of which is idempotent)::
+Version 2 (a version-1 database is brought up to 2 in place by running the DDL again, every
+statement of which is idempotent: ``memory_docs``, ``outputs.indexed_bytes`` and
+``indexed_lines``, and the tenant boundary below)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
         one row per message, `seq` from an identity sequence is the order; `record` is the
         dialog record line of `_dialog_record` (JSON text, without its newline); `indexed`:
         the search index has its chunks
-    outputs(id, size, lines, agent, session, saved_at, used_at, indexed)
+    outputs(id, size, lines, agent, session, saved_at, used_at, indexed, indexed_bytes,
+        indexed_lines)
         one row per saved tool output; `used_at` (epoch seconds) is its last use, for
-        retention
+        retention; the search index takes it in pieces: `indexed_bytes` and `indexed_lines`
+        say how far it got, `indexed` that it has it whole
     output_chunks(id, n, start, len, newlines_before, data)
         the output's bytes in chunks of `CHUNK` (1 MB; `n` = start // CHUNK), stored
         uncompressed out of line (``STORAGE EXTERNAL``, so a substring reads only its
@@ -74,6 +77,8 @@ CREATE TABLE IF NOT EXISTS {s}.outputs (
     saved_at timestamptz NOT NULL DEFAULT now(),
     used_at double precision NOT NULL,
     indexed boolean NOT NULL DEFAULT false);
+ALTER TABLE {s}.outputs ADD COLUMN IF NOT EXISTS indexed_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE {s}.outputs ADD COLUMN IF NOT EXISTS indexed_lines bigint NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS outputs_unindexed ON {s}.outputs (saved_at) WHERE NOT indexed;
 CREATE INDEX IF NOT EXISTS outputs_by_use ON {s}.outputs (used_at);
 CREATE TABLE IF NOT EXISTS {s}.output_chunks (

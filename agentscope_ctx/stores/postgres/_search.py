@@ -15,9 +15,10 @@ negation: lower is better, as BM25 in the local index).
 
 The stores are the truth and the index catches up with them: dialog rows and outputs carry an
 ``indexed`` flag, taken with ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once
-never index a row twice. A save notifies the index (an output up to 8 MB is indexed at
-once, a larger one at the next catch-up); each search catches up first, so what another
-worker stored is found even if that worker died before indexing it. `rebuild` empties the
+never index a row twice. A save notifies the index (an output up to 256 KB is indexed at
+once, a larger one in the background, in pieces); each search catches up first (outputs:
+`SEARCH_INDEX_BYTES` at most, and it says what is left), so what another worker stored is
+found even if that worker died before indexing it. `rebuild` empties the
 index and indexes everything again.
 """
 
@@ -30,6 +31,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...core import _index_pieces as pieces
+from ...core._background import BackgroundWork
 from ...core._errors import PersistenceError
 from ...core._failures import FailureLog
 from ...core._search_hits import Filters, SearchResult, build_hits
@@ -59,6 +62,8 @@ logger = logging.getLogger("agentscope_ctx")
 T = TypeVar("T")
 
 NOTIFY_SECONDS = 2.0
+STALLED_STEPS = 50
+"""Background steps in a row that find nothing to take (others hold it) before it stops."""
 MAX_RANKED = 5_000
 """A query matching more chunks ranks the newest ones only (as the local index); if the
 filters then leave too few hits, it ranks them all."""
@@ -78,6 +83,10 @@ class PostgresSearchIndex(Indexer):
         self.engine = engine
         self.failures = failures or FailureLog()
         self._unanalyzed = 0  # chunks inserted since this index last ran ANALYZE
+        self._last_left = self._stalled = self._spent = 0  # the background's progress
+        self.background = BackgroundWork(
+            self._background_step, name="search_index_background", failures=self.failures
+        )
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -125,7 +134,10 @@ class PostgresSearchIndex(Indexer):
             PersistenceError: the database cannot be read or written.
         """
         deadline = None if seconds is None else time.monotonic() + seconds
-        return self._run(lambda conn: self._catch_up(conn, deadline), "cannot update the index")
+        left = self._run(lambda conn: self._catch_up(conn, deadline), "cannot update the index")
+        if left:
+            self.background.kick()
+        return left
 
     def search(
         self,
@@ -159,6 +171,7 @@ class PostgresSearchIndex(Indexer):
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
+        budget = self._search_budget(catch_up_seconds)
         sql, low_sql = RANKED.format(s=self.engine.schema), LOW.format(s=self.engine.schema)
 
         def ranked(conn: Any, match: str, params: dict[str, object]) -> list[Any]:
@@ -170,7 +183,7 @@ class PostgresSearchIndex(Indexer):
             return list(rows)
 
         def run(conn: Any) -> SearchResult:
-            pending = self._catch_up(conn, deadline)
+            pending = self._catch_up(conn, deadline, budget, self.background.running())
             params = {**vars(filters), **owner, "limit": 4 * limit + 8}
             params.pop("tenant", None)
             with conn.transaction():
@@ -184,7 +197,10 @@ class PostgresSearchIndex(Indexer):
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
             return SearchResult(hits, parsed, every, pending)
 
-        return self._run(run, "cannot search")
+        result = self._run(run, "cannot search")
+        if result.pending:
+            self.background.kick()  # what the search left is indexed in the background
+        return result
 
     def rebuild(self) -> None:
         """Empty the index and index the whole dialog and every output again.
@@ -198,21 +214,52 @@ class PostgresSearchIndex(Indexer):
             with maintenance(conn):
                 conn.execute(f"TRUNCATE {s}.chunks")
                 conn.execute(f"UPDATE {s}.dialog SET indexed = false WHERE indexed")
-                conn.execute(f"UPDATE {s}.outputs SET indexed = false WHERE indexed")
+                conn.execute(
+                    f"UPDATE {s}.outputs SET indexed = false, indexed_bytes = 0, "
+                    "indexed_lines = 0 WHERE indexed OR indexed_bytes > 0"
+                )
                 conn.execute(f"UPDATE {s}.memory_docs SET indexed = false WHERE indexed")
 
         self._run(reset, "cannot rebuild the index")
         self.catch_up()
 
+    def _search_budget(self, catch_up_seconds: float | None) -> int | None:
+        """Bytes of saved outputs a search indexes: `SEARCH_INDEX_BYTES`; all without a
+        catch-up bound. While this process's background indexing runs, only the outputs
+        that fit whole in it (the background has the big ones: a search would take their
+        pieces between two of its steps and wait for them)."""
+        return None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
+
     def close(self) -> None:
+        self.background.close()
         self.engine.close()
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _catch_up(self, conn: Any, deadline: float | None) -> int:
+    def _catch_up(
+        self,
+        conn: Any,
+        deadline: float | None,
+        output_bytes: int | None = None,
+        fits_only: bool = False,
+    ) -> int:
         """The Indexer's catch-up, then the memory documents' (`_memory_index`)."""
-        left = super()._catch_up(conn, deadline)
+        left = super()._catch_up(conn, deadline, output_bytes, fits_only)
         return left + catch_up_memory(conn, self.engine.schema, deadline)
+
+    def _background_step(self) -> bool:
+        """One step of the background indexing: a piece of the saved outputs (and the dialog
+        rows waiting); whether more is left. Workers share the work (``SKIP LOCKED``): while
+        what is left is held by others it waits, and stops after `STALLED_STEPS`."""
+        deadline = time.monotonic() + NOTIFY_SECONDS
+        left = self._run(
+            lambda conn: self._catch_up(conn, deadline, pieces.PIECE_BYTES), "indexing"
+        )
+        stalled = left and not self._spent and left >= self._last_left
+        self._last_left, self._stalled = left, self._stalled + 1 if stalled else 0
+        if self._stalled:
+            time.sleep(0.2)
+        return left > 0 and self._stalled < STALLED_STEPS
 
     def _run(self, op: Callable[[Any], T], what: str) -> T:
         try:

@@ -1,0 +1,228 @@
+"""`CatchUp`: how the local search index (`_search.SearchIndex`, a part of it kept apart to
+keep each module to one job) catches up with the files: the owners kept while the index was
+busy, the files gone, then each file from where its indexing stopped (dialog files by whole
+lines, saved outputs in pieces, the least left first, memory files whole), within a deadline
+and a budget of output bytes; and the background step that indexes what searches leave."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..core import _index_pieces as pieces
+from ..core._background import BackgroundWork
+from ..core._failures import FailureLog
+from ..core._search_text import chunk_lines, record_parts
+from ..core._stamps import local_stamp
+from ._search_db import IndexBusy, IndexDatabase, Owner, add_doc, drop_one, set_owner, write
+from ._search_files import (
+    ALL_KINDS,
+    index_dialog,
+    index_file,
+    index_piece,
+    source_files,
+    up_to_date,
+)
+
+__all__ = ["CatchUp"]
+
+STEP_SECONDS = 0.2
+"""Longest a background step holds the index (then a search or a save may take it)."""
+BUSY_TRIES = 40
+"""Times in a row the background indexing finds the index busy before it stops."""
+
+
+class CatchUp:
+    """The catch-up of `SearchIndex` (whose `__init__` sets these attributes)."""
+
+    root: Path
+    db: IndexDatabase
+    failures: FailureLog
+    background: BackgroundWork
+    _calls: OrderedDict[str, tuple[str, str]]
+    _pending: deque[tuple[str, Owner, str | None]]
+    _pending_lock: threading.Lock
+    _busy_tries: int
+
+    def _write_pending(self, db: sqlite3.Connection) -> None:
+        """Record the owners kept while the index was busy (kept again if it still is)."""
+        with self._pending_lock:
+            if not self._pending:
+                return
+            owners = list(self._pending)
+            self._pending.clear()
+        try:
+            with write(db, self.db.deadline):
+                for name, owner, ts in owners:
+                    set_owner(db, name, owner, ts)
+        except BaseException:
+            with self._pending_lock:
+                self._pending.extendleft(reversed(owners))
+            raise
+
+    def _output_name(self, path: str | Path) -> str | None:
+        """``tool_result/NAME`` when `path` is a file of this working dir's output store."""
+        try:
+            given = Path(path)
+            if given.parent.resolve() != self.root / "tool_result":
+                return None
+        except (OSError, ValueError):
+            return None
+        return f"tool_result/{given.name}"
+
+    def _catch_up(
+        self,
+        db: sqlite3.Connection,
+        deadline: float | None,
+        kinds: Iterable[str] = ALL_KINDS,
+        *,
+        busy: list[bool] | None = None,
+        output_bytes: int | None = None,
+        fits_only: bool = False,
+    ) -> int:
+        """Index what is missing until `deadline`, saved outputs in pieces (the smallest
+        first) and at most about `output_bytes` of them (`None`: no bound; `fits_only`: only
+        the outputs whose rest fits in what is left of it); returns how many files were
+        left, whole or in part. When another writer holds the index past the
+        run's wait, the rest is left and `busy` (when given) gets an entry; without `busy`,
+        `IndexBusy` is raised."""
+        kinds = tuple(kinds)
+        known = {
+            row[0]: row[1:]
+            for row in db.execute("SELECT path, inode, size, stamp, kind FROM sources")
+            if row[4] in kinds
+        }
+        present = self._files(kinds)  # saved outputs first: dialog records name their owners
+        gone = [path for path in known if path not in present]
+        pending = 0
+        try:
+            self._write_pending(db)
+            if gone:
+                self._drop(db, gone)
+        except IndexBusy:
+            if busy is None:
+                raise
+            busy.append(True)
+        budget = [output_bytes]
+
+        def left(item: tuple[str, tuple[str, os.stat_result]]) -> tuple[int, int]:
+            rel, (kind, stat) = item
+            state = known.get(rel)
+            done = 0 if state is None or kind != "tool_result" else int(state[1])
+            return ALL_KINDS.index(kind), stat.st_size - done if kind == "tool_result" else 0
+
+        for item in sorted(present.items(), key=left):
+            rel, (kind, stat) = item
+            state = known.get(rel)
+            if state is not None and up_to_date(kind, state, stat):
+                continue
+            need = left(item)[1] if fits_only else 1  # fits_only: what it can finish
+            spent = kind == "tool_result" and budget[0] is not None and budget[0] < need
+            if busy or spent or (deadline is not None and time.monotonic() > deadline):
+                pending += 1
+                continue
+            try:
+                if kind == "dialog":
+                    self._index_dialog(db, rel, deadline)
+                elif kind == "tool_result":
+                    pending += not self._index_output(db, rel, deadline, budget)
+                else:
+                    self._index_file(db, rel, kind)
+            except OSError as exc:  # unreadable now: tried again at the next catch-up
+                self.failures.failed(f"search_index:{rel}", f"cannot index {rel}: {exc}")
+            except IndexBusy:
+                if busy is None:
+                    raise
+                busy.append(True)
+                pending += 1
+        return pending
+
+    def _background_step(self) -> bool:
+        """One step of the background indexing: catch up for `STEP_SECONDS`, a piece of the
+        saved outputs at most; whether more is left. It never waits for the index (so it
+        never holds this process's lock while waiting for another process): when the index
+        is busy it tries again a little later, and gives up after `BUSY_TRIES` (a search
+        that leaves work starts it again)."""
+        try:
+            pending = self.db.run(
+                lambda db: self._catch_up(
+                    db, time.monotonic() + STEP_SECONDS, output_bytes=pieces.PIECE_BYTES
+                ),
+                wait=0,
+            )
+        except IndexBusy:
+            self._busy_tries += 1
+            if self._busy_tries >= BUSY_TRIES:
+                self._busy_tries = 0
+                return False
+            time.sleep(0.05)
+            return True
+        self._busy_tries = 0
+        return pending > 0
+
+    def _index_output(
+        self, db: sqlite3.Connection, rel: str, deadline: float | None, budget: list[int | None]
+    ) -> bool:
+        """Index a saved output piece by piece until it is whole, `deadline` passes or
+        `budget[0]` bytes are spent (lowered by what was indexed); whether it is whole."""
+        while True:
+            used, whole = index_piece(db, self.root, rel, self.db.deadline, pieces.PIECE_BYTES)
+            if budget[0] is not None:
+                budget[0] -= used
+            if whole:
+                return True
+            if (budget[0] is not None and budget[0] <= 0) or (
+                deadline is not None and time.monotonic() > deadline
+            ):
+                return False
+
+    def _drop(self, db: sqlite3.Connection, paths: Iterable[str]) -> None:
+        with write(db, self.db.deadline):
+            for path in paths:
+                drop_one(db, path)
+
+    def _files(self, kinds: Iterable[str]) -> dict[str, tuple[str, os.stat_result]]:
+        return source_files(self.root, kinds)
+
+    def _index_file(self, db: sqlite3.Connection, rel: str, kind: str) -> None:
+        index_file(db, self.root, rel, kind, self.db.deadline)
+
+    def _index_dialog(self, db: sqlite3.Connection, rel: str, deadline: float | None) -> None:
+        index_dialog(db, self.root, rel, deadline, self.db.deadline, self._add_record)
+
+    def _add_record(
+        self, db: sqlite3.Connection, rel: str, line: int, offset: int, raw: bytes
+    ) -> None:
+        try:  # an invalid byte costs its character, not the record
+            record = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            return  # a torn or foreign line: the dialog reader reports it
+        msg = record.get("msg") if isinstance(record, dict) and record.get("v") == 1 else None
+        if not isinstance(msg, dict):
+            return
+        agent, session, ts = record.get("agent"), record.get("session"), msg.get("timestamp")
+        agent = agent if isinstance(agent, str) else None
+        session = session if isinstance(session, str) else None
+        ts = local_stamp(ts) or (ts if isinstance(ts, str) else None)  # 2.x: ISO stamps
+        parts = record_parts(msg)
+        args = next(iter(parts.calls.values()))[1] if len(parts.calls) == 1 else None
+        tools = ",".join(parts.tools) or None
+        values = (rel, "dialog", line, offset, agent, session, parts.role, tools, args, ts)
+        # the text may hold lone surrogates (the record keeps them as \uXXXX escapes):
+        # `add_doc` and `set_owner` store them as U+FFFD
+        add_doc(db, values, (c for text in parts.texts for c in chunk_lines(text.split("\n"))))
+        for call_id, call in parts.calls.items():
+            self._calls[call_id] = call
+            if len(self._calls) > 512:
+                self._calls.popitem(last=False)
+        for file_path, tool, call_id in parts.outputs:
+            name = self._output_name(file_path)
+            if name is not None:
+                call_args = self._calls.get(call_id, (tool, ""))[1] or None
+                set_owner(db, name, (agent, session, tool, call_args), ts)
