@@ -60,7 +60,7 @@ def test_an_error_in_the_middle_of_a_saved_output_fails_the_run(tmp_path: Path) 
     msgs = [Msg("user", "Build everything.", "user"), *calls]
     summary = extractive_summary("", msgs, read_saved=store.read_saved)
     assert f"failed: {ERROR}" in summary and "→ ok" not in summary
-    block_text = carried(msgs, "", 4_000, read_saved=store.read_saved, internal=store.owns)
+    block_text, _ = carried(msgs, None, 4_000, read_saved=store.read_saved, internal=store.owns)
     assert f"`make -k all` → failed: {ERROR}" in block_text
 
 
@@ -169,5 +169,6 @@ def test_a_saved_output_is_read_once(tmp_path: Path) -> None:
         assert f"failed: {ERROR}" in extractive_summary(
             "", msgs, max_chars=max_chars, read_saved=read
         )
-    assert f"failed: {ERROR}" in carried(msgs, "", 4_000, read_saved=read, internal=store.owns)
+    block_text, _ = carried(msgs, None, 4_000, read_saved=read, internal=store.owns)
+    assert f"failed: {ERROR}" in block_text
     assert len(reads) == 1

@@ -337,7 +337,9 @@ class Services:
         """Where the 2.x image cap saves the images of agent `agent_name`:
         ``media/<agent tag>-<session tag>/`` (read only by its tenant)."""
         tenant = self.tenant_of(agent_name)
-        return self.working_dir / "media" / f"{owner_tag(tenant.agent)}-{owner_tag(tenant.session)}"
+        root = self.working_dir / "media"
+        private_dir(root, create=False)  # one an older version left open is tightened
+        return root / f"{owner_tag(tenant.agent)}-{owner_tag(tenant.session)}"
 
     def _recall_for(self, agent_name: str) -> tuple[Recall | None, OutputSeam, DialogSeam]:
         """The agent's recall (None when disabled), and the output and dialog stores that
