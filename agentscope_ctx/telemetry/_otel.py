@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Instruments", "enabled", "instruments", "reset", "tracer"]
+__all__ = ["Instruments", "enabled", "in_trace", "instruments", "reset", "tracer"]
 
 SCOPE = "agentscope_ctx"
 """The instrumentation scope of our tracer and meter."""
@@ -40,6 +40,11 @@ def enabled() -> bool:
     """Whether a real tracer provider is set (tracing is on)."""
     api = _api if _api is not None else _load()
     return api is not False and not isinstance(api.get_tracer_provider(), _placeholders)
+
+
+def in_trace() -> bool:
+    """Whether a span is current (a trace is under way; call only when `enabled`)."""
+    return bool(_load().get_current_span().get_span_context().is_valid)
 
 
 def tracer() -> Any:

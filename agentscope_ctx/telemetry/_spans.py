@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from ._otel import enabled, instruments, tracer
+from ._otel import enabled, in_trace, instruments, tracer
 
 __all__ = [
     "HelperCall",
@@ -54,6 +54,7 @@ class PipelineRun:
     """A pipeline run's span, open while the run goes on."""
 
     span: Any
+    """The span; `None` for a run outside any trace (metrics only)."""
     helper_input_tokens: int = 0
     helper_output_tokens: int = 0
 
@@ -69,7 +70,8 @@ class PipelineRun:
             if self.helper_input_tokens or self.helper_output_tokens:
                 attributes[PREFIX + "compaction.helper_input_tokens"] = self.helper_input_tokens
                 attributes[PREFIX + "compaction.helper_output_tokens"] = self.helper_output_tokens
-            self.span.set_attributes(attributes)
+            if self.span is not None:
+                self.span.set_attributes(attributes)
             meters = instruments()
             when = {"when": str(figures.get("when", ""))}
             meters.runs.add(1, when)
@@ -94,9 +96,20 @@ _helper: ContextVar[HelperCall | None] = ContextVar("agentscope_ctx_helper_call"
 @contextmanager
 def pipeline_span(when: str) -> Iterator[PipelineRun | None]:
     """A span around one pipeline run (`None` when tracing is off). `when`: what the run is
-    before (``model_call``, ``reply``, ``tool_result``, ``forced``, ``emergency``)."""
+    before (``model_call``, ``reply``, ``tool_result``, ``forced``, ``emergency``).
+
+    The span goes into the trace under way (AgentScope's reply span): a run outside any
+    trace gets no span of its own (it would be a trace of one span), only its metrics."""
     if not enabled():
         yield None
+        return
+    if not in_trace():  # 1.x's run before its reply span opens, a manual compact(): metrics
+        run = PipelineRun(None)
+        token = _run.set(run)
+        try:
+            yield run
+        finally:
+            _run.reset(token)
         return
     try:
         manager = tracer().start_as_current_span(PIPELINE_SPAN, attributes={PREFIX + "when": when})

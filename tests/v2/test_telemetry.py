@@ -7,7 +7,6 @@ that run; the compactor's model call as a GenAI span inside it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agentscope.agent import Agent
@@ -18,9 +17,8 @@ from agentscope.model import ChatResponse, ChatUsage
 
 from agentscope_ctx import ContextManager
 from agentscope_ctx.agentscope2 import NOTICE_EVENT
-from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
 from tests.otel import Traced, metric_points, traced
-from tests.telemetry_checks import check_pipeline_spans
+from tests.telemetry_checks import check_pipeline_spans, recording
 from tests.v2.fakes import FakeChatModel
 from tests.v2.test_adapter import _SUMMARY, _config, _Session, _toolkit, _write_logs
 
@@ -29,24 +27,10 @@ __all__ = ["traced"]  # the fixture, used by name
 HELPER_USAGE = ChatUsage(input_tokens=1_234, output_tokens=56, time=0.0)
 
 
-def _recording(monkeypatch: pytest.MonkeyPatch) -> list[PipelineReport]:
-    """The pipeline's own reports, in the order of its runs (the real run, called through)."""
-    reports: list[PipelineReport] = []
-    real = ContextPipeline.run
-
-    async def run(self: ContextPipeline, **kwargs: Any) -> PipelineReport:
-        report = await real(self, **kwargs)
-        reports.append(report)
-        return report
-
-    monkeypatch.setattr(ContextPipeline, "run", run)
-    return reports
-
-
 async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
     tmp_path: Path, traced: Traced, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reports = _recording(monkeypatch)
+    runs = recording(monkeypatch)
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
     root = tmp_path / "logs"
     session = _Session(_write_logs(root, 12), root)
@@ -65,9 +49,12 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
     await manager.close()
 
     spans = traced.spans()
+    reports = [r for _, r in runs]
     model_calls = len(session.model.calls)
-    runs = check_pipeline_spans(spans, reports, model_calls=model_calls, reply_op="invoke_agent")
-    compacting = [(span, r) for span, r in runs if r.compacted]
+    traced_runs = check_pipeline_spans(
+        spans, runs, model_calls=model_calls, reply_op="invoke_agent"
+    )
+    compacting = [(span, r) for span, r in traced_runs if r.compacted]
     assert compacting, "the session compacts"
     span, report = compacting[0]
     attributes = span.attributes or {}
