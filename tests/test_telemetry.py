@@ -171,3 +171,19 @@ async def test_helper_tokens_add_up_to_the_enclosing_run(traced: Traced) -> None
     (span,) = traced.named("agentscope_ctx.pipeline")
     assert (span.attributes or {})["agentscope_ctx.compaction.helper_input_tokens"] == 120
     assert (span.attributes or {})["agentscope_ctx.compaction.helper_output_tokens"] == 7
+
+
+def test_tracing_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    """The benchmark measures the three ways and prints them; it leaves tracing on, which
+    is put back off here."""
+    from benchmarks import bench_tracing
+    from tests.otel import _reset_globals
+
+    try:
+        result = bench_tracing.main(history_sizes=(12,), steps=3)
+    finally:
+        _reset_globals()
+    row = result["rows"]["12"]
+    assert {"plain", "off", "plain_again", "on"} <= set(row)
+    assert result["spans_exported"] == 3 + 1  # one per step, and the parent span
+    assert "off/plain" in capsys.readouterr().out
