@@ -62,7 +62,9 @@ class PipelineRun:
         """Set the run's figures (`freed`: tokens freed per rung) on the span and record them
         in the metrics."""
         try:
-            attributes = {PREFIX + k: v for k, v in figures.items() if v is not None}
+            attributes: dict[str, Figure | list[str]] = {
+                PREFIX + k: v for k, v in figures.items() if v is not None
+            }
             for rung, tokens in freed.items():
                 attributes[f"{PREFIX}freed.{rung.replace(' ', '_')}"] = tokens
             if freed:
