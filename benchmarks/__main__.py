@@ -10,7 +10,8 @@ the reason printed. Numbers only: nothing here asserts a time limit.
 On both lines: tokens, truncation, pipeline (the core's step), pins (pinned messages that
 share a call id), search, probes (what the
 agent still knows after 1, 3 and 10 compactions), startup (importing the package and the
-quick CLI commands against ``import agentscope``). `cost` is
+quick CLI commands against ``import agentscope``), tracing (the pipeline step with tracing
+off and on, against the plain run; last, as it sets the global tracer provider). `cost` is
 `bench_cost` on 1.x (a `ReActAgent`) and `bench_cost2` on 2.x (an `Agent`);
 `compaction_cost` (the compactor's prefix request against the plain one, at providers'
 cache prices) on both; `baseline` (1.x's
@@ -62,6 +63,8 @@ _PLAN: list[tuple[str, str | None, str | None, str]] = [
     ("probes", "bench_probes", "bench_probes", ""),
     ("startup", "bench_startup", "bench_startup", ""),
     ("store", "bench_store", "bench_store", ""),
+    # last: its tracing-on phase sets the global tracer provider for the rest of the process
+    ("tracing", "bench_tracing", "bench_tracing", ""),
 ]
 
 

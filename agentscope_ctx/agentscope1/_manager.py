@@ -30,6 +30,7 @@ from ..core._unanswered import unanswered
 from ..models._guard import GuardedModel
 from ..recall._read_file import FileReader
 from ..services._services import READ_FILE, ContextUsage, Services
+from ..services._traced import traced_run
 from ._middleware import TruncationMiddleware
 from ._takeover import say, take_over
 
@@ -212,7 +213,9 @@ class ContextManager(Services):
         goes to the summary (and `extra_instruction` to the compactor's prompt)."""
         binding = self._binding(agent)
         await binding.memory.refresh()
-        return await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
+        return await traced_run(
+            binding.pipeline, "forced", force=True, extra_instruction=extra_instruction
+        )
 
     async def pin(self, agent: Any, msg_id: str, *, pinned: bool = True) -> None:
         """Pin (or, with `pinned=False`, unpin) message `msg_id` of the agent's memory: it is
@@ -260,7 +263,9 @@ class ContextManager(Services):
             # was large: the newest tool output is cut too if the compaction is not enough.
             pipeline = binding.pipeline
             rejected = math.ceil(pipeline.last_estimate * pipeline.scale)
-            report = await pipeline.run(
+            report = await traced_run(
+                pipeline,
+                "emergency",
                 force=True,
                 keep_ratio=self.config.keep_recent_ratio / 2,
                 target=int(rejected * EMERGENCY_SHRINK),
@@ -289,7 +294,7 @@ class ContextManager(Services):
         except Exception:
             logger.exception("agentscope_ctx: could not refresh the memory or load MEMORY.md")
         try:
-            await self._run(agent)
+            await self._run(agent, "reply")
         except PromptTooLargeError:  # no prompt is sent before pre_reasoning judges it again,
             pass  # with the new message in memory as the current turn (issue 29 item 5)
 
@@ -338,7 +343,7 @@ class ContextManager(Services):
             binding.pipeline.compaction.expect_prompt()  # the reasoning call sends it next
 
     async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
-        await self._run(agent)
+        await self._run(agent, "tool_result")
 
     async def _post_reply(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect`."""
@@ -346,11 +351,11 @@ class ContextManager(Services):
         if binding is not None:
             await self.note_usage(str(agent.name), binding.pipeline)
 
-    async def _run(self, agent: Any) -> None:
+    async def _run(self, agent: Any, when: str = "model_call") -> None:
         binding: _Binding | None = self._bindings.get(agent.id)
         if binding is None or agent.memory is not binding.memory:
             return
-        await self.run_pipeline(binding.pipeline)
+        await self.run_pipeline(binding.pipeline, when)
 
     # -- internals ---------------------------------------------------------------------
 

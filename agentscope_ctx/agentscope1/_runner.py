@@ -19,6 +19,7 @@ from agentscope.tool import Toolkit
 from agentscope.tool import ToolResponse as ToolText
 
 from ..core._runner import AgentTool
+from ..telemetry import enabled, note_response, noted_stream
 
 __all__ = ["call_prefixed", "format_prefixed", "format_prompt", "run_agent", "tool_text"]
 
@@ -71,6 +72,7 @@ async def call_prefixed(
         if last is None:
             return ""
         result = last
+    note_response(result)
     return "".join(str(b.get("text", "")) for b in result.content if b.get("type") == "text")
 
 
@@ -105,7 +107,7 @@ async def run_agent(
     agent = ReActAgent(
         name=name,
         sys_prompt=sys_prompt,
-        model=model if call_timeout is None else _TimedModel(model, call_timeout),
+        model=model if call_timeout is None and not enabled() else _TimedModel(model, call_timeout),
         formatter=formatter,
         toolkit=toolkit,
         memory=InMemoryMemory(),
@@ -118,10 +120,11 @@ async def run_agent(
 
 
 class _TimedModel(ChatModel1):
-    """`inner`, with every call abandoned (`TimeoutError`) after `timeout` seconds; for a
-    streamed answer, the whole stream counts."""
+    """`inner`, each answer's usage noted for the helper call's span, and every call
+    abandoned (`TimeoutError`) after `timeout` seconds (`None`: no limit); for a streamed
+    answer, the whole stream counts."""
 
-    def __init__(self, inner: ChatModel1, timeout: float) -> None:
+    def __init__(self, inner: ChatModel1, timeout: float | None) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
         self.inner = inner
         self.timeout = timeout
@@ -129,11 +132,15 @@ class _TimedModel(ChatModel1):
     async def __call__(
         self, *args: Any, **kwargs: Any
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        deadline = asyncio.get_running_loop().time() + self.timeout
-        result = await asyncio.wait_for(self.inner(*args, **kwargs), self.timeout)
+        if self.timeout is None:
+            result = await self.inner(*args, **kwargs)
+        else:
+            deadline = asyncio.get_running_loop().time() + self.timeout
+            result = await asyncio.wait_for(self.inner(*args, **kwargs), self.timeout)
         if isinstance(result, ChatResponse):
+            note_response(result)  # the helper span's tokens (nothing when tracing is off)
             return result
-        return self._stream(result, deadline)
+        return noted_stream(result if self.timeout is None else self._stream(result, deadline))
 
     @staticmethod
     async def _stream(

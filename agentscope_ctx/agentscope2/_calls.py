@@ -168,6 +168,7 @@ async def _recover(
         rejected = math.ceil(pipeline.last_estimate * pipeline.scale)
         report = await manager.run(
             binding,
+            when="emergency",
             force=True,
             keep_ratio=manager.config.keep_recent_ratio / 2,
             target=int(rejected * EMERGENCY_SHRINK),

@@ -29,6 +29,7 @@ from ..core._pins import PIN_MARK
 from ..core._pipeline import PipelineReport, PromptParts
 from ..core._tokens import TokenCounter
 from ..services._services import ContextUsage, Services
+from ..services._traced import traced_run
 from ._binding import Binding, budgeted
 from ._images import cap_images
 from ._middleware import MiddlewareHooks
@@ -300,7 +301,9 @@ class ContextManager(Services):
             before = list(agent.state.context)
             await binding.mirror.pull(agent.state)
             try:
-                report = await binding.pipeline.run(force=True, extra_instruction=extra_instruction)
+                report = await traced_run(
+                    binding.pipeline, "forced", force=True, extra_instruction=extra_instruction
+                )
             finally:
                 binding.mirror.push(agent.state)
             await self._after_changes(binding, before, report)

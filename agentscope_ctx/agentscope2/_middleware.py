@@ -10,7 +10,8 @@ It brings to a 2.x `Agent` what the hooks bring to a 1.x `ReActAgent` (DESIGN.md
 - `on_reasoning`: before every model call, the pipeline on the agent's state (`StateMirror`):
   first cuts, the pressure ladder, compaction to `state.summary` (the raw messages saved to
   `dialog/` first), the last-resort fit; what happened comes out as
-  `CustomEvent(name="agentscope_ctx", value={"text": ...})`;
+  `CustomEvent(name="agentscope_ctx", value={"text": ..., "tokens_before": ..., ...})`
+  (the run's figures beside the text: `notice_figures`);
 - `on_model_call`: what the model is shown (views of outputs that could not be saved), the
   provider's usage into the calibration, and one emergency compaction and retry after a
   context-length error (`_calls`);
@@ -55,6 +56,7 @@ from ..core._offload import cut_texts
 from ..core._search_text import key_args
 from ..core._truncation import parse_notice
 from ..recall._read_scope import CALLER
+from ..services._traced import notice_figures
 from ._calls import guarded_call
 from ._read_file import READ_FILE, ReadFileTool
 from ._workspace import offload_output
@@ -125,10 +127,11 @@ class MiddlewareHooks(MiddlewareBase):
         """Run the pipeline on the agent's state, then reason as usual."""
         binding = self.manager.bind(agent)
         await self.manager.refresh_parts(agent, binding)
-        await self.manager.run(binding)
+        report = await self.manager.run(binding)
         binding.pipeline.compaction.expect_prompt()  # the model call sends the state next
+        figures = notice_figures(report)
         for text in binding.take_notices():
-            yield CustomEvent(name=NOTICE_EVENT, value={"text": text})
+            yield CustomEvent(name=NOTICE_EVENT, value={"text": text, **figures})
         async for item in next_handler(**input_kwargs):
             yield item
 
@@ -182,7 +185,8 @@ class MiddlewareHooks(MiddlewareBase):
             return  # the automatic call before reasoning: `on_reasoning` runs the pipeline
         extra = _hint_text(instructions) if isinstance(instructions, HintBlock) else None
         await self.manager.refresh_parts(agent, binding)
-        await self.manager.run(binding, force=forced, extra_instruction=extra)
+        when = "forced" if forced else "compress_context"
+        await self.manager.run(binding, when=when, force=forced, extra_instruction=extra)
 
     # -- tools -------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from agentscope.model import ChatModelBase, ChatResponse, FinishedReason
 from agentscope.tool import ToolChoice, Toolkit
 
 from ..core._runner import AgentTool
+from ..telemetry import note_response, noted_stream
 from ._tools import function_tool
 
 if TYPE_CHECKING:
@@ -70,6 +71,17 @@ class _RunnerMiddleware(MiddlewareBase):
         next_handler: Callable[..., Awaitable[ModelResult]],
     ) -> ModelResult:
         """Call on, without `tool_choice` when there are no tools, within the time limit."""
+        result = await self._call(input_kwargs, next_handler)
+        if isinstance(result, ChatResponse):
+            note_response(result)  # the helper span's tokens (nothing when tracing is off)
+            return result
+        return noted_stream(result)
+
+    async def _call(
+        self,
+        input_kwargs: dict[str, Any],
+        next_handler: Callable[..., Awaitable[ModelResult]],
+    ) -> ModelResult:
         changes: dict[str, Any] = {} if input_kwargs.get("tools") else {"tool_choice": None}
         if self.call_timeout is None:
             return await next_handler(**changes)
@@ -184,6 +196,7 @@ async def call_prefixed(
         if last is None:
             return ""
         result = last
+    note_response(result)
     if result.finished_reason == FinishedReason.INTERRUPTED:  # cancelled (our time limit)
         raise TimeoutError("the model call was interrupted")
     return "".join(b.text for b in result.content if isinstance(b, TextBlock))

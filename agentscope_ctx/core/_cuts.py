@@ -141,6 +141,11 @@ class Cutter:
         self.counter = counter
         self.token_cap = token_cap
         self.describe = describe
+        self.saved_refs = 0
+        """Outputs saved and cut by this cutter so far (the pipeline's report takes the
+        difference over a run)."""
+        self.saved_bytes = 0
+        """Their size, in UTF-8 bytes."""
 
     async def fresh_limit(self, text: str, limit: int) -> int:
         """`limit` for a fresh output, lowered so that the excerpt is worth at most
@@ -179,12 +184,15 @@ class Cutter:
             if shorter == text or not (shown and self._points_outside(text, tool)):
                 return shorter, shorter
         try:
-            text = await offload_text(text, limit, self.store)
+            cut = await offload_text(text, limit, self.store)
         except OffloadError as exc:
             self.failures.failed("tool_result", f"keeping tool output whole: {exc}")
             return text, unsaved_excerpt(text, limit)
         self.failures.recovered("tool_result")
-        return text, text
+        if cut != text:
+            self.saved_refs += 1
+            self.saved_bytes += utf8_len(text)
+        return cut, cut
 
     def _points_outside(self, text: str, tool: str) -> bool:
         """Whether `text` is a `read_file` output whose notice names a file that may change

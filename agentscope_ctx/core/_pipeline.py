@@ -69,6 +69,29 @@ class PipelineReport:
     note: str | None = None
     freed: dict[str, int] = field(default_factory=dict)
     """Tokens freed by each cheap rung that ran ("second truncation", "masking", ...)."""
+    budget: int = 0
+    """The input budget the prompt was fitted to (calibrated; lower after an overflow)."""
+    outputs_saved: int = 0
+    """Tool outputs (and other parts) this run saved whole before cutting them."""
+    saved_bytes: int = 0
+    """Their size, in UTF-8 bytes."""
+
+    def figures(self) -> dict[str, int | float | str | None]:
+        """The run's figures by name, as plain values (the span's attributes, the 2.x
+        notice event's value; `freed` is kept apart, a mapping of rungs)."""
+        return {
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "threshold": self.threshold,
+            "budget": self.budget,
+            "truncated": self.truncated,
+            "outputs_saved": self.outputs_saved,
+            "saved_bytes": self.saved_bytes,
+            "compacted": self.compacted,
+            "summary_source": self.summary_source,
+            "scale": self.scale,
+            "note": self.note,
+        }
 
 
 class ContextPipeline:
@@ -106,7 +129,7 @@ class ContextPipeline:
         self.failures = failures or FailureLog()
         self.calibration = Calibration(memory, calibration_key, config.max_input_tokens)
         share = config.tool_result.recent_max_share
-        cutter = Cutter(
+        self.cutter = cutter = Cutter(
             store,
             policy,
             self.failures,
@@ -162,6 +185,7 @@ class ContextPipeline:
         async with self._lock:
             accountant = self.accountant
             report = PipelineReport(threshold=self.threshold, scale=self.scale)
+            refs, size = self.cutter.saved_refs, self.cutter.saved_bytes
             await accountant.sync()
             report.truncated = await self.ladder.first_cuts()
             report.tokens_before = await accountant.calibrated()
@@ -169,7 +193,7 @@ class ContextPipeline:
             report.tokens_after, report.freed = relief.tokens_after, relief.freed
             report.truncated += relief.changed
             budget = self.calibration.budget
-            budget = budget if target is None else min(budget, target)
+            budget = report.budget = budget if target is None else min(budget, target)
             over = report.tokens_after > report.threshold
             # The loop guard spares model calls between the trigger and the budget; over the
             # budget a compaction is still tried before the last resort cuts the newest.
@@ -207,6 +231,8 @@ class ContextPipeline:
                 report.truncated += await self.ladder.drop_summary(budget)
                 report.tokens_after = await accountant.calibrated()
             self.compaction.settle(report.tokens_after)
+            report.outputs_saved = self.cutter.saved_refs - refs
+            report.saved_bytes = self.cutter.saved_bytes - size
             if report.tokens_after > self.calibration.budget and not waiting(
                 self.memory.content
             ):  # with a tool call waiting no prompt is sent: the run after its result judges

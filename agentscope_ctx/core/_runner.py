@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, cast
 
+from ..telemetry import helper_span
 from ._host import host
 
 if TYPE_CHECKING:
@@ -127,20 +128,26 @@ async def run_agent(
         TimeoutError: a model call took longer than `call_timeout`.
         Exception: whatever the model or the agent raised.
     """
-    return (
-        await host()
-        .runner()
-        .run_agent(
-            model,
-            formatter,
-            name=name,
-            sys_prompt=sys_prompt,
-            prompt=prompt,
-            tools=tools,
-            max_iters=max_iters,
-            call_timeout=call_timeout,
+    with helper_span(name, model_label(model)):  # its model calls, as one GenAI span
+        return (
+            await host()
+            .runner()
+            .run_agent(
+                model,
+                formatter,
+                name=name,
+                sys_prompt=sys_prompt,
+                prompt=prompt,
+                tools=tools,
+                max_iters=max_iters,
+                call_timeout=call_timeout,
+            )
         )
-    )
+
+
+def model_label(model: Any) -> str:
+    """The model's name (1.x `model_name`, 2.x `model`), for spans."""
+    return str(getattr(model, "model_name", None) or getattr(model, "model", None) or "model")
 
 
 async def format_prompt(
@@ -189,18 +196,19 @@ async def call_prefixed(
         TimeoutError: the call was interrupted (2.x answers a cancelled call so).
         Exception: whatever the model raised.
     """
-    return (
-        await host()
-        .runner()
-        .call_prefixed(
-            model,
-            formatter,
-            messages,
-            tools=tools,
-            tool_choice=free_choice(tool_choice),
-            instruction=instruction,
+    with helper_span("compactor", model_label(model)):  # only the Compactor asks so
+        return (
+            await host()
+            .runner()
+            .call_prefixed(
+                model,
+                formatter,
+                messages,
+                tools=tools,
+                tool_choice=free_choice(tool_choice),
+                instruction=instruction,
+            )
         )
-    )
 
 
 if TYPE_CHECKING:  # each line's type check sees its own (mypy --always-true/false IS_1X)

@@ -39,6 +39,7 @@ from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
 from ..stores.factory import open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
+from ._traced import traced_run
 
 __all__ = ["ContextUsage", "Services"]
 
@@ -257,12 +258,15 @@ class Services:
         """The memories of the attached agents (each adapter knows its agents)."""
         return ()
 
-    async def run_pipeline(self, pipeline: ContextPipeline, **kwargs: Any) -> PipelineReport | None:
-        """One pipeline run (`kwargs` go to `ContextPipeline.run`), then the store's
-        occasional cleanup; failures are logged (`None`: the run failed), except a
-        `PromptTooLargeError`, which is raised: that prompt must not be sent."""
+    async def run_pipeline(
+        self, pipeline: ContextPipeline, when: str = "model_call", **kwargs: Any
+    ) -> PipelineReport | None:
+        """One pipeline run (`kwargs` go to `ContextPipeline.run`; traced as `when`, see
+        `traced_run`), then the store's occasional cleanup; failures are logged (`None`: the
+        run failed), except a `PromptTooLargeError`, which is raised: that prompt must not be
+        sent."""
         try:
-            report = await pipeline.run(**kwargs)
+            report = await traced_run(pipeline, when, **kwargs)
             removed = [os.fspath(ref) for ref in self.store.maybe_cleanup(self._referenced_files)]
             if removed:
                 await asyncio.to_thread(self.search_index.drop_outputs, removed)

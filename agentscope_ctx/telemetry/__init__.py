@@ -1,0 +1,34 @@
+"""OpenTelemetry spans and metrics for what the package does to a context (DESIGN.md §17).
+
+The pipeline's runs and the helper model calls (Compactor, Summarizer, consolidation) appear in
+AgentScope's own trace, children of the span that is current (AgentScope's reply span), with
+counters and histograms for the same figures. Only `opentelemetry-api` is used (the ``otel``
+extra), imported on first use; with no SDK tracer provider set (tracing off) every entry point
+returns after one cached check, and nothing is recorded. See docs/observability.md.
+
+This package imports nothing else of `agentscope_ctx`: it takes plain figures (a mapping of
+attribute names to numbers and strings), so that every layer can use it.
+"""
+
+from __future__ import annotations
+
+from ._otel import enabled, reset
+from ._spans import (
+    HelperCall,
+    helper_span,
+    note_helper_usage,
+    note_response,
+    noted_stream,
+    pipeline_span,
+)
+
+__all__ = [
+    "HelperCall",
+    "enabled",
+    "helper_span",
+    "note_helper_usage",
+    "note_response",
+    "noted_stream",
+    "pipeline_span",
+    "reset",
+]
