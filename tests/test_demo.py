@@ -5,6 +5,7 @@ the budget."""
 from __future__ import annotations
 
 import itertools
+import re
 import math
 from pathlib import Path
 from xml.etree import ElementTree
@@ -362,3 +363,30 @@ def test_i12_05_report_shows_the_providers_cache_reads(tmp_path: Path) -> None:
     )
     plain = DemoReport(name="x", working_dir=tmp_path, budget=10_000, threshold=7_500)
     assert "provider cache" not in plain.render()
+
+
+_CITED = re.compile(r"\b([\w-]+)(?:\.log)? line (\d+)")
+"""A cited log line: ``logs/db/postgres.log line 4178``, ``worker-03 line 5221``."""
+
+
+def _cited_lines(text: str) -> list[tuple[str, int]]:
+    return [(f"{name}.log", int(number)) for name, number in _CITED.findall(text)]
+
+
+async def test_i32_3_logs_demo_cites_the_lines_it_means(tmp_path: Path) -> None:
+    """Issue 32, item 3: every `<file> line N` the scripted answers cite (the search_history
+    showcase included) is the line of the error they quote, checked against the file."""
+    report = await run_demo("logs", tmp_path, out=lambda _: None)
+    files = {p.name: p for p in (tmp_path / "logs").rglob("*.log")}
+    cited = [c for answer in report.answers for c in _cited_lines(answer)]
+    assert len(cited) >= 5  # the root cause, the follow-up and the search showcase
+    assert any("search_history" in a and "postgres.log line" in a for a in report.answers)
+    for name, number in cited:
+        lines = files[Path(name).name].read_text(encoding="utf-8").splitlines()
+        assert 1 <= number <= len(lines), (name, number)
+        line = lines[number - 1]
+        assert " ERROR " in line and ("Disk quota" in line or "No space left" in line), (
+            name,
+            number,
+            line,
+        )
