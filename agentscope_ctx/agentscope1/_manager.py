@@ -283,7 +283,7 @@ class ContextManager(Services):
                 await self._load_note(binding)
         except Exception:
             logger.exception("agentscope_ctx: could not refresh the memory or load MEMORY.md")
-        await self._run(agent)
+        await self._run(agent, call=False)  # pre_reasoning runs before the call
 
     async def _move_unanswered(self, binding: _Binding) -> None:
         """Move the tool calls another worker left unanswered (see `_unanswered`) from the
@@ -330,7 +330,7 @@ class ContextManager(Services):
             binding.pipeline.compaction.expect_prompt()  # the reasoning call sends it next
 
     async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
-        await self._run(agent)
+        await self._run(agent, call=False)
 
     async def _post_reply(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect`."""
@@ -338,11 +338,12 @@ class ContextManager(Services):
         if binding is not None:
             await self.note_usage(str(agent.name), binding.pipeline)
 
-    async def _run(self, agent: Any) -> None:
+    async def _run(self, agent: Any, *, call: bool = True) -> None:
+        """Run the pipeline on the agent's memory (`call`: a model call follows)."""
         binding: _Binding | None = self._bindings.get(agent.id)
         if binding is None or agent.memory is not binding.memory:
             return
-        await self.run_pipeline(binding.pipeline)
+        await self.run_pipeline(binding.pipeline, call=call)
 
     # -- internals ---------------------------------------------------------------------
 

@@ -174,7 +174,7 @@ class MiddlewareHooks(MiddlewareBase):
             return  # the automatic call before reasoning: `on_reasoning` runs the pipeline
         extra = _hint_text(instructions) if isinstance(instructions, HintBlock) else None
         await self.manager.refresh_parts(agent, binding)
-        await self.manager.run(binding, force=forced, extra_instruction=extra)
+        await self.manager.run(binding, force=forced, extra_instruction=extra, call=False)
 
     # -- tools -------------------------------------------------------------------------
 

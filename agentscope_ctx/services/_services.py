@@ -37,6 +37,7 @@ from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
 from ..stores.factory import open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
+from ._steps import StepRecorder
 
 __all__ = ["ContextUsage", "Services"]
 
@@ -135,6 +136,8 @@ class Services:
         self.scheduler: ConsolidationScheduler | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._summaries: SummarizerQueue | None = None
+        self._steps: dict[int, StepRecorder] = {}
+        """Each pipeline's recorder of its runs (by the pipeline's id)."""
 
     def make_pipeline(
         self,
@@ -167,6 +170,10 @@ class Services:
             notify=notify,
             describe=None if recall is None else recall.describe_saved,
         )
+        if self.backend.steps is not None:
+            self._steps[id(pipeline)] = StepRecorder(
+                self.backend.steps, store, agent=agent_name, session=self.recall_config.session
+            )
         return pipeline, recall, store
 
     @staticmethod
@@ -230,12 +237,18 @@ class Services:
         """The memories of the attached agents (each adapter knows its agents)."""
         return ()
 
-    async def run_pipeline(self, pipeline: ContextPipeline, **kwargs: Any) -> PipelineReport | None:
-        """One pipeline run (`kwargs` go to `ContextPipeline.run`), then the store's
-        occasional cleanup; failures are logged (`None`: the run failed), except a
+    async def run_pipeline(
+        self, pipeline: ContextPipeline, *, call: bool = True, **kwargs: Any
+    ) -> PipelineReport | None:
+        """One pipeline run (`kwargs` go to `ContextPipeline.run`), its record for the
+        session viewer (`call`: a model call follows it), then the store's occasional
+        cleanup; failures are logged (`None`: the run failed), except a
         `PromptTooLargeError`, which is raised: that prompt must not be sent."""
         try:
             report = await pipeline.run(**kwargs)
+            recorder = self._steps.get(id(pipeline))
+            if recorder is not None:
+                await recorder.note(pipeline, report, call=call)
             removed = [os.fspath(ref) for ref in self.store.maybe_cleanup(self._referenced_files)]
             if removed:
                 await asyncio.to_thread(self.search_index.drop_outputs, removed)

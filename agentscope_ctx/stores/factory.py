@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core._config import ContextConfig
 from ..core._failures import FailureLog
+from ._steps_file import StepFile
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
 
 __all__ = ["Backend", "Stores", "open_backend", "open_stores"]
@@ -44,6 +45,8 @@ class Backend:
     """How the summary's guide names the dialog's days (`None`: the local day files)."""
     sources: list[Callable[[str], RangedSource | None]] = field(default_factory=list)
     """What `read_file` reads a ref of this store with, besides files (`None`: not ours)."""
+    steps: StepFile | None = None
+    """Where each pipeline run is recorded for the session viewer (`None`: not recorded)."""
 
     def dialog(
         self,
@@ -129,6 +132,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         ),
         close=search.close,
         store_dir=(working_dir / "tool_result").resolve(),
+        steps=StepFile(working_dir),
     )
 
 
