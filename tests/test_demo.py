@@ -5,8 +5,8 @@ the budget."""
 from __future__ import annotations
 
 import itertools
-import re
 import math
+import re
 from pathlib import Path
 from xml.etree import ElementTree
 

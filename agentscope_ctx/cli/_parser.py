@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     pass
 from ._commands import _cmd_config, _cmd_consolidate, _cmd_demo, _cmd_gc, _cmd_inspect, _cmd_search
 from ._common import DEMO_DIR, _retention_days
+from ._view import add_view
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--session", metavar="ID", help="only records of this session")
     search.add_argument("--limit", type=int, metavar="N", help="number of hits (default 5)")
     search.set_defaults(func=_cmd_search)
+    add_view(sub, where)
     for command in sub.choices.values():  # a usage error shows the command's own usage
         command.set_defaults(command_parser=command)
     return parser
