@@ -390,3 +390,32 @@ async def test_i32_3_logs_demo_cites_the_lines_it_means(tmp_path: Path) -> None:
             number,
             line,
         )
+
+
+def test_i32_3_chart_shows_the_pressure_before_relief_and_every_rung(tmp_path: Path) -> None:
+    """Issue 32, item 3: the relief after step 6 (7,212 -> 5,992) shows as a prompt above the
+    trigger before it was relieved, not only the 5,805 sent; every rung is labelled with what
+    it saved (not only the first of each kind); each cut output with its original size."""
+    reliefs = [
+        Rung(SECOND_TRUNCATION, 6, True, "x", 7_212, 5_992),
+        Rung(SECOND_TRUNCATION, 7, True, "x", 6_500, 5_900),
+        Rung(MASKING, 8, True, "x", 6_800, 3_400),
+        Rung(MASKING, 9, True, "x", 6_100, 4_000),
+    ]
+    report = DemoReport(
+        name="logs",
+        working_dir=tmp_path,
+        budget=8_000,
+        threshold=6_000,
+        prompt_tokens=[800, 2_000, 3_300, 4_500, 5_100, 5_811, 5_805, 5_700, 3_300, 3_900],
+        rungs=reliefs,
+        first_cuts=[(4, "run_shell", 279_552, 6_000)],
+    )
+    svg = render_chart(report)
+    ElementTree.fromstring(svg)
+    assert "step 7: 7,025 tokens before relief, 5,805 sent" in svg  # 5,805 + 1,220 freed
+    labels = [label for label, *_ in _text_boxes(svg)]
+    for wanted in ("-1,220 tokens (7,212 -> 5,992)", "-600 tokens", "-3,400 tokens", "-2,100"):
+        assert any(wanted in label for label in labels), wanted
+    assert any("run_shell output of 273 KB saved whole" in label for label in labels)
+    assert _overlaps(svg) == []

@@ -117,6 +117,9 @@ class DemoReport:
     """What the package did, in order (see the module docstring)."""
     counter: str = ""
     """How we counted the prompts (the token counter's backend, e.g. tiktoken:o200k_base)."""
+    first_cuts: list[tuple[int, str, int | None, int]] = field(default_factory=list)
+    """Each output cut as it entered the context: (the step whose prompt first held it, its
+    tool, its original size in bytes (`None`: unknown), the bytes shown)."""
     context_now: int | None = None
     """The context manager's estimate of the agent's context at the end (what
     `agentscope-ctx inspect` shows), `None` when it left none."""

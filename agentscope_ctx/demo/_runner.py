@@ -27,7 +27,7 @@ from ..stores._dialog import DialogStore
 from ..stores._usage_file import read_usage
 from ._chart import render_chart
 from ._report import DemoReport
-from ._rungs import collect_rungs
+from ._rungs import collect_rungs, first_cuts
 from ._scripted import PromptStats, Step
 
 __all__ = [
@@ -300,6 +300,7 @@ def _report(
         answer=answers[-1] if answers else "",
         answers=list(answers),
         rungs=collect_rungs(stats, notices, working_dir),
+        first_cuts=first_cuts(stats, working_dir),
         counter=stats.counter_name,
         context_now=_context_now(working_dir, agent_name(name)),
     )
