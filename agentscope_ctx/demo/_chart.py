@@ -16,11 +16,11 @@ it saved and every output cut at its entry with its original size (`_chart_key`)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from html import escape
 
 from ._chart_key import before_relief, freed, key_lines
+from ._chart_labels import FONT, HEIGHT, WIDTH, Labels, text_width
 from ._report import (
     COMPACTION,
     CONTINUATION_READ,
@@ -36,17 +36,10 @@ from ._report import (
 
 __all__ = ["nice_step", "render_chart"]
 
-WIDTH, HEIGHT = 760, 360
 _RIGHT, _TOP, _BOTTOM = 20, 58, 50
-_FONT = 12
 _OURS, _PROVIDER, _REJECTED = "#2471a3", "#16a085", "#c0392b"
 _BEFORE = "#e67e22"
 _KEY_ROW = 15
-
-
-def text_width(text: str, size: float = _FONT, *, bold: bool = False) -> float:
-    """A generous estimate of a sans-serif text's width in pixels."""
-    return len(text) * size * (0.68 if bold else 0.62)
 
 
 def nice_step(span: float, target: int = 5) -> int:
@@ -59,62 +52,6 @@ def nice_step(span: float, target: int = 5) -> int:
         if step >= raw and float(step).is_integer():
             return int(step)
     return int(10 * magnitude)
-
-
-@dataclass(frozen=True)
-class _Box:
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-
-    def meets(self, other: _Box, pad: float = 2.0) -> bool:
-        return not (
-            self.x1 + pad <= other.x0
-            or other.x1 + pad <= self.x0
-            or self.y1 + pad <= other.y0
-            or other.y1 + pad <= self.y0
-        )
-
-
-class _Labels:
-    """The texts placed so far; a new one goes where it overlaps none."""
-
-    def __init__(self, height: int = HEIGHT) -> None:
-        self.height = height
-        self.boxes: list[_Box] = []
-        self.parts: list[str] = []
-
-    @staticmethod
-    def box(x: float, y: float, text: str, anchor: str, size: float, bold: bool) -> _Box:
-        w = text_width(text, size, bold=bold)
-        x0 = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
-        return _Box(x0, y - size * 0.85, x0 + w, y + size * 0.25)
-
-    def place(
-        self,
-        text: str,
-        spots: Sequence[tuple[float, float, str]],
-        *,
-        fill: str = "#555",
-        size: float = _FONT,
-        bold: bool = False,
-        css: str = "",
-    ) -> bool:
-        """Put `text` at the first free spot (x, y, anchor); False when none is free."""
-        for x, y, anchor in spots:
-            box = self.box(x, y, text, anchor, size, bold)
-            inside = box.x0 >= 0 and box.y0 >= 0 and box.x1 <= WIDTH and box.y1 <= self.height
-            if inside and not any(box.meets(other) for other in self.boxes):
-                self.boxes.append(box)
-                weight = ' font-weight="bold"' if bold else ""
-                klass = f' class="{css}"' if css else ""
-                self.parts.append(
-                    f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size:g}"'
-                    f'{weight} fill="{fill}"{klass}>{escape(text)}</text>'
-                )
-                return True
-        return False
 
 
 def render_chart(report: DemoReport) -> str:
@@ -138,7 +75,7 @@ def render_chart(report: DemoReport) -> str:
     def y(v: float) -> float:
         return _TOP + plot_h - plot_h * v / y_max
 
-    labels = _Labels(height)
+    labels = Labels(height)
     labels.place(
         f"agentscope-ctx demo {report.name}: prompt tokens per model call",
         [(left, 22, "start")],
@@ -159,7 +96,7 @@ def render_chart(report: DemoReport) -> str:
         at += text_width(text) + 18
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="{_FONT}">',
+        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="{FONT}">',
         f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
         f'<line x1="{left}" y1="{_TOP + plot_h}" x2="{left + plot_w}" y2="{_TOP + plot_h}" '
         'stroke="#333"/>',
@@ -187,7 +124,7 @@ def render_chart(report: DemoReport) -> str:
             f'<line x1="{left}" y1="{y(value):.1f}" x2="{left + plot_w}" y2="{y(value):.1f}" '
             f'stroke="{colour}" stroke-dasharray="6,4"/>'
         )
-        above, below = y(value) - 5, y(value) + _FONT + 3
+        above, below = y(value) - 5, y(value) + FONT + 3
         right_end, left_end = left + plot_w - 4, left + 6
         labels.place(
             text,
@@ -235,7 +172,7 @@ _HEAVY = frozenset(_ORDER[:2])
 
 def _rungs(
     report: DemoReport,
-    labels: _Labels,
+    labels: Labels,
     x: Callable[[float], float],
     y: Callable[[float], float],
     plot_h: float,
