@@ -57,6 +57,8 @@ def test_i32_2_steps_record_one_call_per_model_call(demo_dir: tuple[Path, int]) 
     for file in folder.iterdir():
         assert stat.S_IMODE(file.stat().st_mode) == 0o600
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    # the demo writes its own viewer page too
+    assert (path / "view.html").read_text(encoding="utf-8").count('class="point"') == steps
 
 
 def test_i32_2_steps_file_is_bounded(tmp_path: Path) -> None:

@@ -109,6 +109,8 @@ class DemoReport:
     files_written: int = 0
     dialog_messages: int = 0
     chart: Path | None = None
+    viewer: Path | None = None
+    """The session viewer page of the run (`agentscope-ctx view`)."""
     answer: str = ""
     """The agent's last answer."""
     answers: list[str] = field(default_factory=list)
@@ -233,6 +235,8 @@ class DemoReport:
                 )
             )
         rows.append(("chart", str(self.chart) if self.chart else "-"))
+        if self.viewer is not None:
+            rows.append(("viewer page", f"{self.viewer} (open it in a browser)"))
         width = max(len(key) for key, _ in rows)
         lines = [f"=== report: demo {self.name!r} ==="]
         lines += [f"  {key:<{width}}  {value}" for key, value in rows]
