@@ -72,18 +72,12 @@ def test_i32_2_steps_file_is_bounded(tmp_path: Path) -> None:
     assert runs == sorted(runs) and runs[-1] == 99  # the newest kept, oldest first
 
 
-async def test_i32_2_view_page_in_chromium(
-    demo_dir: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The page `agentscope-ctx view` writes loads with no console error, draws one point
-    per model call, and a click on a notice shows its saved output's excerpt."""
+async def check_page(page_file: Path, steps: int) -> str:
+    """Open the page in chromium: no console error, one timeline point per model call, the
+    search box filters the dialog; click the first notice and return the excerpt it shows."""
     executable = _browser_or_skip()
     from playwright.async_api import async_playwright
 
-    path, steps = demo_dir
-    page_file = tmp_path / "view.html"
-    assert main(["view", str(path), "-o", str(page_file)]) == 0
-    assert str(page_file) in capsys.readouterr().out
     html = page_file.read_text(encoding="utf-8")
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in html  # nothing to fetch: it works offline
@@ -105,14 +99,30 @@ async def test_i32_2_view_page_in_chromium(
             await notice.click()
             assert await page.locator("#excerpt").is_visible()
             shown = await page.locator("#excerpt").inner_text()
-            head = Path(ref).read_text(encoding="utf-8")[:200]
-            assert head.strip().splitlines()[0] in shown
+            assert shown.startswith(ref)
             await page.fill("#search", "Disk quota exceeded")
             visible = await page.locator(".msg:visible").count()
             assert 0 < visible < await page.locator(".msg").count()
         finally:
             await browser.close()
     assert errors == []
+    return shown.removeprefix(ref).strip()
+
+
+async def test_i32_2_view_page_in_chromium(
+    demo_dir: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page `agentscope-ctx view` writes loads with no console error, draws one point
+    per model call, and a click on a notice shows its saved output's excerpt."""
+    path, steps = demo_dir
+    page_file = tmp_path / "view.html"
+    assert main(["view", str(path), "-o", str(page_file)]) == 0
+    assert str(page_file) in capsys.readouterr().out
+    shown = await check_page(page_file, steps)
+    first = StepFile(path).read("default")
+    refs = [o["ref"] for r in first for o in r["outputs"]]
+    head = Path(refs[0]).read_text(encoding="utf-8").splitlines()[0]
+    assert shown.startswith(head)  # the first saved output's head
 
 
 def test_i32_2_view_of_an_empty_working_dir_fails_in_one_line(

@@ -14,29 +14,25 @@ import asyncio
 import logging
 import os
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport
 from ..core._truncation import notice_paths
-from ..stores._steps_file import SUMMARY_CHARS
+from ..stores._steps_file import SUMMARY_CHARS, StepSeam
 from ..stores.seams import OutputSeam
 
-__all__ = ["StepLog", "StepRecorder"]
+__all__ = ["StepRecorder"]
 
 logger = logging.getLogger("agentscope_ctx")
-
-
-class StepLog(Protocol):
-    """Where the records go (the local `StepFile`)."""
-
-    def append(self, record: dict[str, Any]) -> None: ...
 
 
 class StepRecorder:
     """Records one agent's pipeline runs (see the module docstring)."""
 
-    def __init__(self, log: StepLog, store: OutputSeam, *, agent: str, session: str | None) -> None:
+    def __init__(
+        self, log: StepSeam, store: OutputSeam, *, agent: str, session: str | None
+    ) -> None:
         self.log = log
         self.store = store
         self.agent = agent

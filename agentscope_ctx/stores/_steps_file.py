@@ -26,11 +26,11 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..core._private import private_dir, tighten_fd
 
-__all__ = ["MAX_BYTES", "SUMMARY_CHARS", "StepFile", "read_steps"]
+__all__ = ["MAX_BYTES", "SUMMARY_CHARS", "StepFile", "StepSeam", "read_steps"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -40,6 +40,23 @@ MAX_BYTES = 4 * 1024 * 1024
 SUMMARY_CHARS = 4_000
 """The longest summary text a record keeps."""
 _UNSAFE = re.compile(r"[^\w.-]+")
+
+
+class StepSeam(Protocol):
+    """Where the steps record goes: this file, or the fleet store's ``steps`` table
+    (`stores.postgres.PostgresStepLog`)."""
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Add one run's record (best effort: never raises)."""
+        ...
+
+    def read(self, session: str | None) -> list[dict[str, Any]]:
+        """The session's records, every agent, oldest first."""
+        ...
+
+    def sessions(self) -> list[str]:
+        """The sessions with recorded steps."""
+        ...
 
 
 def _name(text: str | None, default: str) -> str:

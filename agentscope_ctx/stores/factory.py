@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core._config import ContextConfig
 from ..core._failures import FailureLog
-from ._steps_file import StepFile
+from ._steps_file import StepFile, StepSeam
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
 
 __all__ = ["Backend", "Stores", "open_backend", "open_stores"]
@@ -45,7 +45,7 @@ class Backend:
     """How the summary's guide names the dialog's days (`None`: the local day files)."""
     sources: list[Callable[[str], RangedSource | None]] = field(default_factory=list)
     """What `read_file` reads a ref of this store with, besides files (`None`: not ours)."""
-    steps: StepFile | None = None
+    steps: StepSeam | None = None
     """Where each pipeline run is recorded for the session viewer (`None`: not recorded)."""
 
     def dialog(
@@ -86,6 +86,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             PostgresSearchIndex,
         )
         from .postgres._dialog import GUIDE
+        from .postgres._steps import PostgresStepLog
 
         assert config.store.dsn is not None  # the config refuses postgres without one
         engine = PostgresEngine(
@@ -109,6 +110,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             ),
             close=engine.close,
             dialog_days=GUIDE,
+            steps=PostgresStepLog(engine),
             sources=[
                 lambda ref: pg_outputs if pg_outputs.owns(ref) else None,
                 lambda ref: pg_days if pg_days.owns(ref) else None,

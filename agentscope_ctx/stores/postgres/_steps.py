@@ -1,0 +1,102 @@
+"""`PostgresStepLog`: the steps record of the session viewer (`stores._steps_file`) in the
+fleet store: a ``steps`` table beside the schema's others, made on first use (``CREATE TABLE
+IF NOT EXISTS``, so a database made by an earlier version gets it without a schema change)::
+
+    steps(id, session, agent, record, saved_at)    one row per pipeline run; `record` is the
+        JSON line the local file holds
+
+Bounded like the file: past `MAX_ROWS` rows of one agent in one session, the oldest go (checked
+every `PRUNE_EVERY` appends). A failure is logged, never raised: the agent goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from .._steps_file import STEPS_VERSION
+from ._engine import PostgresEngine
+
+__all__ = ["MAX_ROWS", "PostgresStepLog"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+MAX_ROWS = 50_000
+"""Rows kept per agent and session (about what two local files of 4 MB hold)."""
+PRUNE_EVERY = 1_000
+
+
+class PostgresStepLog:
+    """The steps record in PostgreSQL (see the module docstring)."""
+
+    def __init__(self, engine: PostgresEngine, *, max_rows: int = MAX_ROWS) -> None:
+        self.engine = engine
+        self.max_rows = max_rows
+        self._made = False
+        self._appends = 0
+
+    def _table(self, conn: Any) -> str:
+        s = self.engine.schema
+        if not self._made:
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {s}.steps ("
+                "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+                "session text NOT NULL, agent text NOT NULL, record text NOT NULL, "
+                "saved_at timestamptz NOT NULL DEFAULT now())"
+            )
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS steps_by_session ON {s}.steps (session, agent, id)"
+            )
+            self._made = True
+        return f"{s}.steps"
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Insert one run's record (best effort)."""
+        session = str(record.get("session") or "default")
+        agent = str(record.get("agent") or "agent")
+        line = json.dumps({"v": STEPS_VERSION, **record}, ensure_ascii=False)
+        try:
+            with self.engine.connection() as conn:
+                table = self._table(conn)
+                conn.execute(
+                    f"INSERT INTO {table} (session, agent, record) VALUES (%s, %s, %s)",
+                    (session, agent, line),
+                )
+                self._appends += 1
+                if self._appends % PRUNE_EVERY == 0:
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE session = %s AND agent = %s AND id <= "
+                        f"(SELECT id FROM {table} WHERE session = %s AND agent = %s "
+                        "ORDER BY id DESC OFFSET %s LIMIT 1)",
+                        (session, agent, session, agent, self.max_rows),
+                    )
+        except Exception as exc:
+            logger.warning(
+                "agentscope_ctx: cannot record the step: %s", self.engine.scrub(str(exc))
+            )
+
+    def read(self, session: str | None) -> list[dict[str, Any]]:
+        """The session's records, every agent, oldest first."""
+        with self.engine.connection() as conn:
+            table = self._table(conn)
+            rows = conn.execute(
+                f"SELECT record FROM {table} WHERE session = %s ORDER BY id",
+                (session or "default",),
+            ).fetchall()
+        records = []
+        for (text,) in rows:
+            try:
+                record = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("v") == STEPS_VERSION:
+                records.append(record)
+        return records
+
+    def sessions(self) -> list[str]:
+        """The sessions with recorded steps."""
+        with self.engine.connection() as conn:
+            table = self._table(conn)
+            rows = conn.execute(f"SELECT DISTINCT session FROM {table} ORDER BY 1").fetchall()
+        return [str(row[0]) for row in rows]
