@@ -63,13 +63,14 @@ _SCRIPT = """
 
 
 def _size(n: int | None) -> str:
+    """``273 KB``, ``1.2 MB``, ``512 bytes`` ("" when unknown)."""
     if n is None:
         return ""
-    for unit in ("bytes", "KB", "MB"):
-        if n < 1024 or unit == "MB":
-            return f"{n:,} {unit}" if unit == "bytes" else f"{n:,.0f} {unit}"
-        n = n / 1024  # type: ignore[assignment]
-    return ""
+    if n < 1024:
+        return f"{n:,} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:,.0f} KB"
+    return f"{n / 1024 / 1024:,.1f} MB"
 
 
 def _round_step(raw: float) -> int:
