@@ -79,7 +79,8 @@ class StepFile:
         path = self.path(record.get("session"), str(record.get("agent", "")))
         line = json.dumps({"v": STEPS_VERSION, **record}, ensure_ascii=False) + "\n"
         try:
-            private_dir(path.parent)
+            for folder in (self.root.parent, self.root, path.parent):  # usage/, steps/, session
+                private_dir(folder)
             if path.exists() and path.stat().st_size + len(line) > self.max_bytes:
                 os.replace(path, path.with_suffix(".1.jsonl"))
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
