@@ -94,8 +94,13 @@ def assert_every_rung(report: DemoReport, root: Path) -> None:
     tips = [node.text or "" for node in svg.iter("{http://www.w3.org/2000/svg}title")]
     for kind in (FIRST_TRUNCATION, CONTINUATION_READ, MASKING, COMPACTION, SEARCH_HIT):
         assert any(tip.startswith(f"{kind}, ") for tip in tips), kind
-    labels = {node.text for node in svg.iter("{http://www.w3.org/2000/svg}text")}
+    texts = [node.text or "" for node in svg.iter("{http://www.w3.org/2000/svg}text")]
+    labels = {re.sub(r" -[\d,]+$", "", text) for text in texts}  # "masking -2,071"
     assert {"model compaction", "search hit", "masking", "read on"} <= labels
+    for rung in report.rungs:  # the key names every rung with what it saved
+        if rung.tokens_before is not None and rung.tokens_after is not None:
+            saved = f"-{rung.tokens_before - rung.tokens_after:,} tokens"
+            assert any(t.startswith(rung.when()) and saved in t for t in texts), rung
 
 
 async def check_default_demo(

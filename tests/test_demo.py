@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -362,3 +363,59 @@ def test_i12_05_report_shows_the_providers_cache_reads(tmp_path: Path) -> None:
     )
     plain = DemoReport(name="x", working_dir=tmp_path, budget=10_000, threshold=7_500)
     assert "provider cache" not in plain.render()
+
+
+_CITED = re.compile(r"\b([\w-]+)(?:\.log)? line (\d+)")
+"""A cited log line: ``logs/db/postgres.log line 4178``, ``worker-03 line 5221``."""
+
+
+def _cited_lines(text: str) -> list[tuple[str, int]]:
+    return [(f"{name}.log", int(number)) for name, number in _CITED.findall(text)]
+
+
+async def test_i32_3_logs_demo_cites_the_lines_it_means(tmp_path: Path) -> None:
+    """Issue 32, item 3: every `<file> line N` the scripted answers cite (the search_history
+    showcase included) is the line of the error they quote, checked against the file."""
+    report = await run_demo("logs", tmp_path, out=lambda _: None)
+    files = {p.name: p for p in (tmp_path / "logs").rglob("*.log")}
+    cited = [c for answer in report.answers for c in _cited_lines(answer)]
+    assert len(cited) >= 5  # the root cause, the follow-up and the search showcase
+    assert any("search_history" in a and "postgres.log line" in a for a in report.answers)
+    for name, number in cited:
+        lines = files[Path(name).name].read_text(encoding="utf-8").splitlines()
+        assert 1 <= number <= len(lines), (name, number)
+        line = lines[number - 1]
+        assert " ERROR " in line and ("Disk quota" in line or "No space left" in line), (
+            name,
+            number,
+            line,
+        )
+
+
+def test_i32_3_chart_shows_the_pressure_before_relief_and_every_rung(tmp_path: Path) -> None:
+    """Issue 32, item 3: the relief after step 6 (7,212 -> 5,992) shows as a prompt above the
+    trigger before it was relieved, not only the 5,805 sent; every rung is labelled with what
+    it saved (not only the first of each kind); each cut output with its original size."""
+    reliefs = [
+        Rung(SECOND_TRUNCATION, 6, True, "x", 7_212, 5_992),
+        Rung(SECOND_TRUNCATION, 7, True, "x", 6_500, 5_900),
+        Rung(MASKING, 8, True, "x", 6_800, 3_400),
+        Rung(MASKING, 9, True, "x", 6_100, 4_000),
+    ]
+    report = DemoReport(
+        name="logs",
+        working_dir=tmp_path,
+        budget=8_000,
+        threshold=6_000,
+        prompt_tokens=[800, 2_000, 3_300, 4_500, 5_100, 5_811, 5_805, 5_700, 3_300, 3_900],
+        rungs=reliefs,
+        first_cuts=[(4, "run_shell", 279_552, 6_000)],
+    )
+    svg = render_chart(report)
+    ElementTree.fromstring(svg)
+    assert "step 7: 7,025 tokens before relief, 5,805 sent" in svg  # 5,805 + 1,220 freed
+    labels = [label for label, *_ in _text_boxes(svg)]
+    for wanted in ("-1,220 tokens (7,212 -> 5,992)", "-600 tokens", "-3,400 tokens", "-2,100"):
+        assert any(wanted in label for label in labels), wanted
+    assert any("run_shell output of 273 KB saved whole" in label for label in labels)
+    assert _overlaps(svg) == []

@@ -11,6 +11,7 @@ from ._consolidate import _cmd_consolidate
 from ._inspect import _cmd_inspect
 from ._read import _cmd_read
 from ._search import _cmd_search
+from ._view import add_view
 
 AGENT = "ReActAgent" if IS_1X else "Agent"
 """The agent class of the installed line, as the help names it."""
@@ -199,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     read.add_argument("--config", metavar="FILE", help="config YAML (working_dir, store)")
     read.set_defaults(func=_cmd_read)
+    add_view(sub, where)
     for command in sub.choices.values():  # a usage error shows the command's own usage
         command.set_defaults(command_parser=command)
     return parser

@@ -1,22 +1,26 @@
 """`render_chart`: a demo's prompt sizes as a hand-written SVG line chart.
 
-Our count of every prompt sent, the provider's count where it reported one, the prompts it
+Our count of every prompt sent and its pressure before relief (the prompt plus what the rungs
+before it freed: a prompt the ladder brought back under the trigger shows above it, where it
+was), the provider's count where it reported one, the prompts it
 rejected, the budget and compaction-trigger lines, and a marker at each rung of the run (a
 line between two steps for the context manager's: first truncation, second truncation,
 masking, compaction; a ring on the step for the model's: a continuation read, a
 `search_history` hit), each with a tooltip saying what it did. Axis
 ticks are round numbers (1, 2, 2.5 or 5 times a power of ten), and no two labels overlap:
 each label takes the first free spot among a few candidates, estimated from its text, or
-is left out (every marker keeps a tooltip).
+is left out (every marker keeps a tooltip). Below the plot, a key names every rung with what
+it saved and every output cut at its entry with its original size (`_chart_key`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from html import escape
 
+from ._chart_key import before_relief, freed, key_lines
+from ._chart_labels import FONT, HEIGHT, WIDTH, Labels, text_width
 from ._report import (
     COMPACTION,
     CONTINUATION_READ,
@@ -32,15 +36,10 @@ from ._report import (
 
 __all__ = ["nice_step", "render_chart"]
 
-WIDTH, HEIGHT = 760, 360
 _RIGHT, _TOP, _BOTTOM = 20, 58, 50
-_FONT = 12
 _OURS, _PROVIDER, _REJECTED = "#2471a3", "#16a085", "#c0392b"
-
-
-def text_width(text: str, size: float = _FONT, *, bold: bool = False) -> float:
-    """A generous estimate of a sans-serif text's width in pixels."""
-    return len(text) * size * (0.68 if bold else 0.62)
+_BEFORE = "#e67e22"
+_KEY_ROW = 15
 
 
 def nice_step(span: float, target: int = 5) -> int:
@@ -55,67 +54,15 @@ def nice_step(span: float, target: int = 5) -> int:
     return int(10 * magnitude)
 
 
-@dataclass(frozen=True)
-class _Box:
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-
-    def meets(self, other: _Box, pad: float = 2.0) -> bool:
-        return not (
-            self.x1 + pad <= other.x0
-            or other.x1 + pad <= self.x0
-            or self.y1 + pad <= other.y0
-            or other.y1 + pad <= self.y0
-        )
-
-
-class _Labels:
-    """The texts placed so far; a new one goes where it overlaps none."""
-
-    def __init__(self) -> None:
-        self.boxes: list[_Box] = []
-        self.parts: list[str] = []
-
-    @staticmethod
-    def box(x: float, y: float, text: str, anchor: str, size: float, bold: bool) -> _Box:
-        w = text_width(text, size, bold=bold)
-        x0 = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
-        return _Box(x0, y - size * 0.85, x0 + w, y + size * 0.25)
-
-    def place(
-        self,
-        text: str,
-        spots: Sequence[tuple[float, float, str]],
-        *,
-        fill: str = "#555",
-        size: float = _FONT,
-        bold: bool = False,
-        css: str = "",
-    ) -> bool:
-        """Put `text` at the first free spot (x, y, anchor); False when none is free."""
-        for x, y, anchor in spots:
-            box = self.box(x, y, text, anchor, size, bold)
-            inside = box.x0 >= 0 and box.y0 >= 0 and box.x1 <= WIDTH and box.y1 <= HEIGHT
-            if inside and not any(box.meets(other) for other in self.boxes):
-                self.boxes.append(box)
-                weight = ' font-weight="bold"' if bold else ""
-                klass = f' class="{css}"' if css else ""
-                self.parts.append(
-                    f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size:g}"'
-                    f'{weight} fill="{fill}"{klass}>{escape(text)}</text>'
-                )
-                return True
-        return False
-
-
 def render_chart(report: DemoReport) -> str:
     """The SVG of a demo run (see the module docstring)."""
     values = report.prompt_tokens or [0]
+    before = before_relief(report) or [0]
     provider = [(i + 1, v) for i, v in enumerate(report.provider_tokens) if v is not None]
     n = len(values)
-    highest = max([*values, report.budget, *(v for _, v in provider)])
+    highest = max([*values, *before, report.budget, *(v for _, v in provider)])
+    key = key_lines(report, width=int((WIDTH - 80) / (11 * 0.62)))
+    height = HEIGHT + (len(key) * _KEY_ROW + 14 if key else 0)
     y_step = nice_step(highest * 1.05)
     y_ticks = list(range(0, math.ceil(highest * 1.05 / y_step) * y_step + 1, y_step))
     y_max = y_ticks[-1]
@@ -128,7 +75,7 @@ def render_chart(report: DemoReport) -> str:
     def y(v: float) -> float:
         return _TOP + plot_h - plot_h * v / y_max
 
-    labels = _Labels()
+    labels = Labels(height)
     labels.place(
         f"agentscope-ctx demo {report.name}: prompt tokens per model call",
         [(left, 22, "start")],
@@ -137,6 +84,8 @@ def render_chart(report: DemoReport) -> str:
         bold=True,
     )
     legend = [("our count of each prompt sent", _OURS)]
+    if before != values:
+        legend.append(("before relief", _BEFORE))
     if provider:
         legend.append(("provider's count (usage)", _PROVIDER))
     if report.rejected:
@@ -146,9 +95,9 @@ def render_chart(report: DemoReport) -> str:
         labels.place(text, [(at, 44, "start")], fill=colour)
         at += text_width(text) + 18
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="{_FONT}">',
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="{FONT}">',
+        f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
         f'<line x1="{left}" y1="{_TOP + plot_h}" x2="{left + plot_w}" y2="{_TOP + plot_h}" '
         'stroke="#333"/>',
         f'<line x1="{left}" y1="{_TOP}" x2="{left}" y2="{_TOP + plot_h}" stroke="#333"/>',
@@ -175,7 +124,7 @@ def render_chart(report: DemoReport) -> str:
             f'<line x1="{left}" y1="{y(value):.1f}" x2="{left + plot_w}" y2="{y(value):.1f}" '
             f'stroke="{colour}" stroke-dasharray="6,4"/>'
         )
-        above, below = y(value) - 5, y(value) + _FONT + 3
+        above, below = y(value) - 5, y(value) + FONT + 3
         right_end, left_end = left + plot_w - 4, left + 6
         labels.place(
             text,
@@ -188,7 +137,10 @@ def render_chart(report: DemoReport) -> str:
             fill=colour,
         )
     parts += _rungs(report, labels, x, y, plot_h)
+    parts += _pressure(before, values, x, y)
     parts += _series(values, provider, report.rejected, x, y)
+    for row, text in enumerate(key):
+        labels.place(text, [(left, HEIGHT + 10 + _KEY_ROW * row, "start")], size=11, css="key")
     parts += labels.parts
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
@@ -214,14 +166,13 @@ _ORDER = (
     FIRST_TRUNCATION,
     CONTINUATION_READ,
 )
-"""Labels are placed in this order: every compaction and search, the first of the others."""
-_EVERY = frozenset(_ORDER[:4])
+"""Labels are placed in this order, each where it fits (the key below lists them all)."""
 _HEAVY = frozenset(_ORDER[:2])
 
 
 def _rungs(
     report: DemoReport,
-    labels: _Labels,
+    labels: Labels,
     x: Callable[[float], float],
     y: Callable[[float], float],
     plot_h: float,
@@ -259,21 +210,41 @@ def _rungs(
                 f'stroke-width="2"><title>{tip}</title></circle>'
             )
             spots.append((rung, cx, cy - 12))
-    first: set[str] = set()
     rank = {kind: k for k, kind in enumerate(_ORDER)}
     for rung, cx, top in sorted(spots, key=lambda s: (rank.get(s[0].kind, 99), s[0].at)):
-        if rung.kind not in _EVERY and rung.kind in first:
-            continue
-        first.add(rung.kind)
         colour, _, text = _RUNG_STYLE.get(rung.kind, ("#555", "", rung.kind))
         if rung.after and rung.step in report.rejected and rung.kind in _HEAVY:
             text = "emergency compaction"
+        saved = freed(rung)
+        if saved:
+            text = f"{text} -{saved:,}"
         rows = [top + 14 * r for r in range(6)] if rung.after else [top, top - 14, top + 30]
         labels.place(
             text,
             [(cx + 3, r, "start") for r in rows] + [(cx - 3, r, "end") for r in rows],
             fill=colour,
         )
+    return parts
+
+
+def _pressure(
+    before: list[int], values: list[int], x: Callable[[float], float], y: Callable[[float], float]
+) -> list[str]:
+    """The prompts before relief (where rungs ran), joined to the prompts sent."""
+    if before == values:
+        return []
+    points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(before))
+    parts = [
+        f'<polyline class="before" points="{points}" fill="none" stroke="{_BEFORE}" '
+        'stroke-width="1.5" stroke-dasharray="3,3"/>'
+    ]
+    for i, (high, sent) in enumerate(zip(before, values, strict=True), start=1):
+        if high > sent:
+            tip = f"step {i}: {high:,} tokens before relief, {sent:,} sent"
+            parts.append(
+                f'<line x1="{x(i):.1f}" y1="{y(high):.1f}" x2="{x(i):.1f}" y2="{y(sent):.1f}" '
+                f'stroke="{_BEFORE}" stroke-width="2"><title>{escape(tip)}</title></line>'
+            )
     return parts
 
 

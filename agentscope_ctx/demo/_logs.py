@@ -21,8 +21,10 @@ from ._scripted import Move, Observation, Step, answer, call, follow, say
 __all__ = ["generate_logs", "setup"]
 
 
-def _line_of(obs: Observation, file: str, default: int) -> int:
-    found = obs.find(rf"{file}:(\d+):")
+def _line_of(obs: Observation, file: str, default: int, *, error: bool = False) -> int:
+    """The first line of `file` a `grep -n` output shows (with `error`, its first ERROR line:
+    the trace's first postgres line is a checkpoint, the error is the next one)."""
+    found = obs.find(rf"{file}:(\d+):" + (r"[^\n]* ERROR " if error else ""))
     return int(found) if found else default
 
 
@@ -72,7 +74,7 @@ def _plan() -> list[list[Step]]:
         return say(why, call("run_shell", command=f"grep -rn trace_id={trace_id} logs/db"))
 
     def tail_db(obs: Observation) -> Move:
-        seen["db_line"] = _line_of(obs, "logs/db/postgres.log", 1)
+        seen["db_line"] = _line_of(obs, "logs/db/postgres.log", 1, error=True)
         why = (
             f"postgres logged the same trace at line {seen['db_line']}. What did the database "
             "do afterwards?"

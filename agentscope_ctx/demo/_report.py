@@ -111,6 +111,8 @@ class DemoReport:
     chart: Path | None = None
     text_file: Path | None = None
     """Where this report is written as text (``report.txt`` beside the chart)."""
+    viewer: Path | None = None
+    """The session viewer page of the run (`agentscope-ctx view`)."""
     answer: str = ""
     """The agent's last answer."""
     answers: list[str] = field(default_factory=list)
@@ -119,6 +121,9 @@ class DemoReport:
     """What the package did, in order (see the module docstring)."""
     counter: str = ""
     """How we counted the prompts (the token counter's backend, e.g. tiktoken:o200k_base)."""
+    first_cuts: list[tuple[int, str, int | None, int]] = field(default_factory=list)
+    """Each output cut as it entered the context: (the step whose prompt first held it, its
+    tool, its original size in bytes (`None`: unknown), the bytes shown)."""
     context_now: int | None = None
     """The context manager's estimate of the agent's context at the end (what
     `agentscope-ctx inspect` shows), `None` when it left none."""
@@ -233,6 +238,8 @@ class DemoReport:
             )
         rows.append(("chart", str(self.chart) if self.chart else "-"))
         rows.append(("this report", str(self.text_file) if self.text_file else "-"))
+        if self.viewer is not None:
+            rows.append(("viewer page", f"{self.viewer} (open it in a browser)"))
         width = max(len(key) for key, _ in rows)
         lines = [f"=== report: demo {self.name!r} ==="]
         lines += [f"  {key:<{width}}  {value}" for key, value in rows]

@@ -22,7 +22,7 @@ from ._stats import PromptStats
 if TYPE_CHECKING:
     from ._runner import Announcement, Notices
 
-__all__ = ["collect_rungs"]
+__all__ = ["collect_rungs", "first_cuts"]
 
 
 def _relative(path: str | None, root: Path) -> str | None:
@@ -65,6 +65,16 @@ def _first_truncation(stats: PromptStats, root: Path) -> list[Rung]:
         + (f" (and {more} more outputs cut)" if more > 0 else "")
     )
     return [Rung(FIRST_TRUNCATION, cut.step - 1, True, detail, file=file)]
+
+
+def first_cuts(stats: PromptStats, root: Path) -> list[tuple[int, str, int | None, int]]:
+    """Each output cut at its entry: (step, tool, original bytes, bytes shown)."""
+    cuts = []
+    for cut in stats.first_cuts:
+        path = Path(cut.notice.file_path)
+        size = _size(path if path.is_absolute() else root / path)
+        cuts.append((cut.step, cut.tool, size, cut.notice.n_bytes))
+    return cuts
 
 
 def _continuation_reads(stats: PromptStats, root: Path) -> list[Rung]:

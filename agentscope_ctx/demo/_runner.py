@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,9 +26,10 @@ from ..core._config import ContextConfig
 from ..core._tokens import TokenCounter
 from ..stores._dialog import DialogStore
 from ..stores._usage_file import read_usage
+from ..viewer import write_page
 from ._chart import render_chart
 from ._report import DemoReport
-from ._rungs import collect_rungs
+from ._rungs import collect_rungs, first_cuts
 from ._scripted import PromptStats, Step
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "model_note",
     "run_setup",
 ]
+
+logger = logging.getLogger("agentscope_ctx")
 
 DEFAULT_CONTEXT: dict[str, Any] = {
     "max_input_tokens": 8_000,
@@ -208,6 +212,18 @@ def demo_config(
     return ContextConfig(**fields, working_dir=working_dir, read_roots=[working_dir])
 
 
+def _viewer_page(cfg: ContextConfig, working_dir: Path) -> Path | None:
+    """The run's session viewer page (`agentscope-ctx view`); `None` when it cannot be
+    written (logged: the demo's report stands without it)."""
+    page = working_dir / "view.html"
+    try:
+        write_page(cfg, page)
+    except Exception:
+        logger.exception("agentscope_ctx: could not write the demo's viewer page")
+        return None
+    return page
+
+
 def _context_now(working_dir: Path, agent: str) -> int | None:
     """The manager's estimate of the agent's context at its last reply (its usage record)."""
     for record in read_usage(working_dir):
@@ -300,12 +316,14 @@ def _report(
         answer=answers[-1] if answers else "",
         answers=list(answers),
         rungs=collect_rungs(stats, notices, working_dir),
+        first_cuts=first_cuts(stats, working_dir),
         counter=stats.counter_name,
         context_now=_context_now(working_dir, agent_name(name)),
     )
     chart = working_dir / "report.svg"
     chart.write_text(render_chart(report), encoding="utf-8")
     report.chart = chart
+    report.viewer = _viewer_page(cfg, working_dir)
     report.text_file = working_dir / "report.txt"  # written last, and counted
     report.files_written = _tree_size(working_dir)[0] + (not report.text_file.exists())
     report.text_file.write_text(report.render() + "\n", encoding="utf-8")

@@ -39,6 +39,7 @@ from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
 from ..stores.factory import open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
+from ._steps import StepRecorder
 from ._traced import traced_run
 
 __all__ = ["ContextUsage", "Services"]
@@ -150,6 +151,8 @@ class Services:
         self._background: set[asyncio.Task[Any]] = set()
         self._summaries: dict[str | None, SummarizerQueue] = {}
         """A Summarizer's queue per long-term memory (locally one: key `None`)."""
+        self._steps: dict[int, StepRecorder] = {}
+        """Each pipeline's recorder of its runs (by the pipeline's id)."""
 
     def make_pipeline(
         self,
@@ -182,6 +185,10 @@ class Services:
             notify=notify,
             describe=None if recall is None else recall.describe_saved,
         )
+        if self.backend.steps is not None:
+            self._steps[id(pipeline)] = StepRecorder(
+                self.backend.steps, store, agent=agent_name, session=self.recall_config.session
+            )
         return pipeline, recall, store
 
     @staticmethod
@@ -262,11 +269,15 @@ class Services:
         self, pipeline: ContextPipeline, when: str = "model_call", **kwargs: Any
     ) -> PipelineReport | None:
         """One pipeline run (`kwargs` go to `ContextPipeline.run`; traced as `when`, see
-        `traced_run`), then the store's occasional cleanup; failures are logged (`None`: the
-        run failed), except a `PromptTooLargeError`, which is raised: that prompt must not be
-        sent."""
+        `traced_run`), its record for the session viewer (a model call follows it when `when`
+        is ``model_call``), then the store's occasional cleanup; failures are logged (`None`:
+        the run failed), except a `PromptTooLargeError`, which is raised: that prompt must not
+        be sent."""
         try:
             report = await traced_run(pipeline, when, **kwargs)
+            recorder = self._steps.get(id(pipeline))
+            if recorder is not None:
+                await recorder.note(pipeline, report, call=when == "model_call")
             removed = [os.fspath(ref) for ref in self.store.maybe_cleanup(self._referenced_files)]
             if removed:
                 await asyncio.to_thread(self.search_index.drop_outputs, removed)

@@ -47,7 +47,7 @@ from ..core._entry import Msg
 from ..core._errors import ContextUsageError, PersistenceError
 from ..core._private import FILE_MODE, private_dir
 from ._dialog_dir import DialogDir, append_file, refused_reason
-from ._dialog_record import date_prefix, decode_owned, decode_record, encode_record
+from ._dialog_record import date_prefix, decode_owned, encode_record
 
 if sys.platform != "win32":
     import fcntl
@@ -142,7 +142,9 @@ class DialogStore:
                 logger.exception("agentscope_ctx: the dialog append listener failed")
         return written
 
-    def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
+    def read(
+        self, day: str | None = None, *, session: str | None = None
+    ) -> tuple[list[Msg], DialogReadReport]:
         """Read the stored messages, oldest day first, in file order (the append order).
 
         Lines that are not valid records (torn, corrupt) are skipped and listed in the report,
@@ -150,6 +152,8 @@ class DialogStore:
 
         Args:
             day: ``"YYYY-MM-DD"`` to read one day only; ``None`` reads every day.
+            session: only the records of this session (``""``: those without one); ``None``:
+                every record.
 
         Returns:
             The messages and a report; both empty when nothing is stored.
@@ -176,9 +180,11 @@ class DialogStore:
                         continue
                     report.files.append(name)
                     for number, raw in self._lines(folder, name):
-                        msg = decode_record(raw) if raw.strip() else None  # blank: skip
+                        blank = not raw.strip()
+                        msg, _, owner = (None, "", "") if blank else decode_owned(raw)
                         if isinstance(msg, Msg):
-                            msgs.append(msg)
+                            if session is None or owner == session:
+                                msgs.append(msg)
                         elif msg is not None:
                             torn = "" if raw.endswith(b"\n") else "torn last line: "
                             report.bad_lines.append((name, number, f"{torn}{msg}"[:200]))

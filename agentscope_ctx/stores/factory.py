@@ -21,6 +21,7 @@ from typing import Any
 from ..core._config import ContextConfig
 from ..core._failures import FailureLog
 from ..core._tenant import Tenant
+from ._steps_file import StepFile, StepSeam
 from .memory_seam import MemorySeam
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
 
@@ -52,6 +53,8 @@ class Backend:
     the working directory's ``memory/``, shared by the manager's agents)."""
     memory_agents: Callable[[], list[str]] | None = None
     """The agents that have a long-term memory in the store (`None`: not per agent)."""
+    steps: StepSeam | None = None
+    """Where each pipeline run is recorded for the session viewer (`None`: not recorded)."""
 
     def dialog(
         self,
@@ -96,6 +99,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         from .postgres._dialog import GUIDE, day_ref
         from .postgres._memory import PostgresMemoryDocs, memory_agents
         from .postgres._outputs import output_id
+        from .postgres._steps import PostgresStepLog
 
         assert config.store.dsn is not None  # the config refuses postgres without one
         engine = PostgresEngine(
@@ -117,6 +121,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             ),
             close=engine.close,
             dialog_days=GUIDE,
+            steps=PostgresStepLog(engine),
             sources=[
                 lambda ref, tenant: (
                     PostgresOutputStore(engine, retention, tenant=tenant)
@@ -148,6 +153,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         ),
         close=search.close,
         store_dir=(working_dir / "tool_result").resolve(),
+        steps=StepFile(working_dir),
     )
 
 

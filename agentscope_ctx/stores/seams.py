@@ -51,8 +51,11 @@ class DialogSeam(Protocol):
         """
         ...
 
-    def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
-        """The stored messages in append order (one ``YYYY-MM-DD`` day, or all)."""
+    def read(
+        self, day: str | None = None, *, session: str | None = None
+    ) -> tuple[list[Msg], DialogReadReport]:
+        """The stored messages in append order (one ``YYYY-MM-DD`` day, or all; one session,
+        ``""`` those without one, or all)."""
         ...
 
     async def aread(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:

@@ -260,6 +260,7 @@ def test_a_version_1_schema_is_migrated_in_place(
             "output_chunks",
             "outputs",
             "owners",
+            "steps",
         ]
     finally:
         engine.close()

@@ -105,9 +105,12 @@ class PostgresDialogStore:
                 logger.exception("agentscope_ctx: the dialog append listener failed")
         return written
 
-    def read(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
-        """The stored messages in append order (`day`: ``YYYY-MM-DD`` only). A record that
-        does not decode is skipped and reported as (``"dialog"``, its seq, why).
+    def read(
+        self, day: str | None = None, *, session: str | None = None
+    ) -> tuple[list[Msg], DialogReadReport]:
+        """The stored messages in append order (`day`: ``YYYY-MM-DD`` only; `session`: that
+        session's only, ``""`` those without one), as the store's tenant sees them. A record
+        that does not decode is skipped and reported as (``"dialog"``, its seq, why).
 
         Raises:
             ContextUsageError: `day` is not a ``YYYY-MM-DD`` date.
@@ -119,6 +122,9 @@ class PostgresDialogStore:
         own, params = owner_sql(self.tenant)
         where = f"WHERE {own}" + (" AND day = %s" if day is not None else "")
         params += (day,) if day is not None else ()
+        if session is not None:
+            where += " AND session = %s"
+            params += (db_name(session) or "",)
         msgs: list[Msg] = []
         report = DialogReadReport()
         try:

@@ -25,6 +25,8 @@ statement of which is idempotent: ``memory_docs``, ``outputs.indexed_bytes`` and
         dialog record (`source` = its seq) or an output (`source` = its id); `terms` is a
         tsvector of our own tokens (`_search_text.tokens`, CJK one character each) with
         their positions, GIN-indexed
+    steps(id, session, agent, record, saved_at)   the session viewer's record of each
+        pipeline run (`_steps`)
     memory_docs(agent, name, body, version, updated_at, indexed)   PRIMARY KEY (agent, name)
         long-term memory, one per agent (`_memory`): MEMORY.md, the daily notes and the
         consolidation's record, each a whole text; `version` counts its writes (0: not
@@ -122,6 +124,11 @@ CREATE TABLE IF NOT EXISTS {s}.memory_docs (
     indexed boolean NOT NULL DEFAULT false,
     PRIMARY KEY (agent, name));
 CREATE INDEX IF NOT EXISTS memory_unindexed ON {s}.memory_docs (agent) WHERE NOT indexed;
+CREATE TABLE IF NOT EXISTS {s}.steps (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session text NOT NULL, agent text NOT NULL, record text NOT NULL,
+    saved_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX IF NOT EXISTS steps_by_session ON {s}.steps (session, agent, id);
 
 UPDATE {s}.dialog SET agent = coalesce(agent, ''), session = coalesce(session, '')
     WHERE agent IS NULL OR session IS NULL;
@@ -149,6 +156,7 @@ CREATE POLICY tenant ON {{s}}.{table} USING {check} WITH CHECK {check};
         ("owners", _VISIBLE.format(a="")),
         ("chunks", _VISIBLE.format(a="")),
         ("memory_docs", _AGENT_VISIBLE),
+        ("steps", _VISIBLE.format(a="")),
         (
             "output_chunks",
             "(EXISTS (SELECT 1 FROM {s}.outputs AS o WHERE o.id = output_chunks.id))",

@@ -1,0 +1,52 @@
+"""`agentscope-ctx view`: write a session's viewer page (`agentscope_ctx.viewer`), one
+self-contained HTML file, from the working dir's files or the fleet store."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._common import CliError, _load_config, _state_dir
+
+__all__ = ["add_view", "cmd_view"]
+
+
+def add_view(sub: argparse._SubParsersAction[argparse.ArgumentParser], where: str) -> None:
+    """The ``view`` subcommand."""
+    view = sub.add_parser(
+        "view",
+        help="write a session's viewer page (one self-contained HTML file)",
+        description="Write one self-contained HTML page (no network needed) of a session: "
+        "the prompt's size per model call before and after relief, the trigger and the "
+        "budget, what each rung freed, each compaction with its summary, each notice linked "
+        "to its saved output's excerpt, and a search box over the dialog that left the "
+        "context. Reads the working dir's files, or the fleet store --config names.",
+    )
+    view.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    view.add_argument("--config", metavar="FILE", help="config YAML (working_dir, store)")
+    view.add_argument("--session", metavar="ID", help="the session (default: 'default')")
+    view.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write (default: WORKING_DIR/view.html)"
+    )
+    view.set_defaults(func=cmd_view)
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    """Write the page; print where."""
+    from ..core._config import ContextConfig
+    from ..viewer import load_session, render_page
+
+    config = _load_config(args.config)
+    if config is not None and config.store.kind == "postgres":
+        path = Path(args.working_dir or config.working_dir).expanduser()
+        config = config.model_copy(update={"working_dir": path})
+    else:
+        path = _state_dir(args.working_dir, config)
+        config = (config or ContextConfig()).model_copy(update={"working_dir": path})
+    view = load_session(config, args.session)
+    if not view.calls and not view.dialog:
+        raise CliError(f"no recorded steps or dialog for session {view.session!r} in {path}")
+    out = Path(args.output) if args.output else path / "view.html"
+    out.write_text(render_page(view), encoding="utf-8")
+    print(f"{out} ({len(view.calls)} model calls, {len(view.dialog)} dialog messages)")
+    return 0

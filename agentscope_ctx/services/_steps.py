@@ -1,0 +1,87 @@
+"""`StepRecorder`: after each pipeline run, one record of what it did in the agent's steps
+file (`stores._steps_file`), for the session viewer: the prompt's size before and after
+relief, the trigger and the budget, what each rung freed, a compaction's summary, and the
+saved outputs that entered the context (their notices link to them).
+
+Cheap per step: only the messages new since the last run are read for notices, the output
+sizes come from the store's metadata, and the line is appended off the event loop. A failure
+is logged and the agent goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from datetime import datetime, timezone
+from typing import Any
+
+from ..core._memory import ContextMemory
+from ..core._pipeline import ContextPipeline, PipelineReport
+from ..core._truncation import notice_paths
+from ..stores._steps_file import SUMMARY_CHARS, StepSeam
+from ..stores.seams import OutputSeam
+
+__all__ = ["StepRecorder"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+
+class StepRecorder:
+    """Records one agent's pipeline runs (see the module docstring)."""
+
+    def __init__(
+        self, log: StepSeam, store: OutputSeam, *, agent: str, session: str | None
+    ) -> None:
+        self.log = log
+        self.store = store
+        self.agent = agent
+        self.session = session
+        self.runs = 0
+        self._seen: set[str] = set()
+        self._refs: set[str] = set()
+
+    def _new_outputs(self, memory: ContextMemory) -> list[dict[str, Any]]:
+        outputs: list[dict[str, Any]] = []
+        live: set[str] = set()
+        for msg, _ in memory.content:
+            live.add(msg.id)
+            if msg.id in self._seen:
+                continue
+            for ref in notice_paths(msg.content):
+                if ref in self._refs:
+                    continue
+                self._refs.add(ref)
+                outputs.append({"ref": os.fspath(ref), "bytes": self.store.size(ref)})
+        self._seen = live
+        return outputs
+
+    async def note(
+        self, pipeline: ContextPipeline, report: PipelineReport, *, call: bool = True
+    ) -> None:
+        """Append the record of the run that made `report`."""
+        try:
+            self.runs += 1
+            summary = None
+            if report.compacted:
+                summary = pipeline.memory.compact_summary[:SUMMARY_CHARS]
+            record = {
+                "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                "agent": self.agent,
+                "session": self.session or "default",
+                "run": self.runs,
+                "call": call,
+                "before": report.tokens_before,
+                "after": report.tokens_after,
+                "threshold": report.threshold,
+                "budget": pipeline.calibration.budget,
+                "freed": dict(report.freed),
+                "compacted": report.compacted,
+                "summary_source": report.summary_source,
+                "summary": summary,
+                "truncated": report.truncated,
+                "outputs": self._new_outputs(pipeline.memory),
+            }
+            await asyncio.to_thread(self.log.append, record)
+        except Exception:
+            logger.exception("agentscope_ctx: could not record the pipeline run")

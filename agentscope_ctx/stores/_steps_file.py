@@ -1,0 +1,125 @@
+"""``usage/steps/{session}/{agent}.jsonl``: what each pipeline run did, one line per run, for
+the session viewer (`agentscope-ctx view`).
+
+Append-only, private to its owner (0600 files in 0700 folders), bounded: past `MAX_BYTES` the
+file moves to ``{agent}.1.jsonl`` (replacing the older one) and a new one starts, so an agent
+keeps at most twice `MAX_BYTES` of steps. One record (``v`` is the format's version)::
+
+    {"v": 1, "at": "2026-12-04T06:50:00+00:00", "agent": "worker", "session": "s1",
+     "run": 7, "call": true, "before": 7212, "after": 5992, "threshold": 6000,
+     "budget": 8000, "freed": {"second truncation": 625, "masking": 595},
+     "compacted": 0, "summary_source": null, "summary": null, "truncated": 2,
+     "outputs": [{"ref": "tool_result/0b1e....txt", "bytes": 273114, "tool": "run_shell"}]}
+
+``before``/``after``: the prompt's tokens (our count, calibrated) before the ladder relieved it
+and after the run; ``call``: whether a model call follows this run (1.x also runs the pipeline
+after each tool, and those runs' rungs belong to the next call); ``summary``: the summary the
+compaction wrote (its first `SUMMARY_CHARS` characters), when it compacted; ``outputs``: the
+outputs first seen in the context in this run, saved whole (a truncation notice names them),
+with their full size in bytes. A session of `None` is recorded as ``default``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..core._private import private_dir, tighten_fd
+
+__all__ = ["MAX_BYTES", "SUMMARY_CHARS", "StepFile", "StepSeam", "read_steps"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+STEPS_VERSION = 1
+MAX_BYTES = 4 * 1024 * 1024
+"""Size past which the steps file of an agent is rotated (one older file is kept)."""
+SUMMARY_CHARS = 4_000
+"""The longest summary text a record keeps."""
+_UNSAFE = re.compile(r"[^\w.-]+")
+
+
+class StepSeam(Protocol):
+    """Where the steps record goes: this file, or the fleet store's ``steps`` table
+    (`stores.postgres.PostgresStepLog`)."""
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Add one run's record (best effort: never raises)."""
+        ...
+
+    def read(self, session: str | None) -> list[dict[str, Any]]:
+        """The session's records, every agent, oldest first."""
+        ...
+
+    def sessions(self) -> list[str]:
+        """The sessions with recorded steps."""
+        ...
+
+
+def _name(text: str | None, default: str) -> str:
+    return (_UNSAFE.sub("_", text or "").strip("._") or default)[:100]
+
+
+class StepFile:
+    """The local steps record of a working dir (see the module docstring)."""
+
+    def __init__(self, working_dir: Path, *, max_bytes: int = MAX_BYTES) -> None:
+        self.root = working_dir / "usage" / "steps"
+        self.max_bytes = max_bytes
+
+    def path(self, session: str | None, agent: str) -> Path:
+        """The file of one agent's steps in one session."""
+        return self.root / _name(session, "default") / f"{_name(agent, 'agent')}.jsonl"
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one run's record (best effort: a failure is logged, never raised)."""
+        path = self.path(record.get("session"), str(record.get("agent", "")))
+        line = json.dumps({"v": STEPS_VERSION, **record}, ensure_ascii=False) + "\n"
+        try:
+            for folder in (self.root.parent, self.root, path.parent):  # usage/, steps/, session
+                private_dir(folder)
+            if path.exists() and path.stat().st_size + len(line) > self.max_bytes:
+                os.replace(path, path.with_suffix(".1.jsonl"))
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                tighten_fd(fd, path)
+                os.write(fd, line.encode("utf-8"))
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            logger.debug("agentscope_ctx: cannot write %s: %s", path, exc)
+
+    def sessions(self) -> list[str]:
+        """The sessions with recorded steps."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir())
+
+    def read(self, session: str | None) -> list[dict[str, Any]]:
+        """The session's records, every agent, oldest first (unreadable lines skipped)."""
+        folder = self.root / _name(session, "default")
+        paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+        # an agent's rotated file (.1.jsonl) holds its older steps: read first
+        paths.sort(key=lambda p: (p.name.split(".")[0], not p.name.endswith(".1.jsonl")))
+        return [r for p in paths for r in read_steps(p)]
+
+
+def read_steps(path: Path) -> list[dict[str, Any]]:
+    """The records of one steps file; lines that are not a record of this version are
+    skipped."""
+    records: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return records
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("v") == STEPS_VERSION:
+            records.append(record)
+    return records

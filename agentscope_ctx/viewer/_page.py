@@ -1,0 +1,234 @@
+"""`render_page`: a `SessionView` as one self-contained HTML page (inline CSS, SVG and
+script: no CDN, works offline).
+
+The timeline draws, per model call, the prompt before relief (orange) and as sent (blue),
+with the compaction trigger and the budget; a mark at each call where a rung ran, labelled
+with what it freed. Below, a row per call: its rungs, a compaction's summary (unfolds), and
+the saved outputs that entered the context; clicking a notice shows its output's excerpt.
+Last, the dialog that left the context, with a search box.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from ._session import Call, SessionView
+
+__all__ = ["render_page"]
+
+_W, _H, _L, _R, _T, _B = 900, 320, 70, 20, 20, 40
+_BEFORE, _AFTER = "#e67e22", "#2471a3"
+
+_CSS = """
+body{font:14px/1.4 sans-serif;margin:0 auto;max-width:960px;padding:12px;color:#222}
+h1{font-size:20px}h2{font-size:16px;margin-top:24px}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:4px;
+vertical-align:top;text-align:left}td.n{text-align:right;white-space:nowrap}
+a.notice{color:#8e44ad;cursor:pointer;text-decoration:underline;display:block}
+#excerpt{position:sticky;bottom:0;background:#fdfdf5;border:1px solid #bbb;max-height:40vh;
+overflow:auto;white-space:pre-wrap;padding:8px;margin:0}
+#excerpt[hidden]{display:none}
+.msg{border-left:3px solid #ccc;margin:6px 0;padding:2px 8px;white-space:pre-wrap}
+.msg.assistant{border-color:#2471a3}.msg.tool{border-color:#27ae60}
+.rung{color:#27ae60}.compaction{color:#8e44ad}
+"""
+
+_SCRIPT = """
+(function(){
+  var data = JSON.parse(document.getElementById('data').textContent);
+  var box = document.getElementById('excerpt');
+  function show(ref){
+    var text = data.excerpts[ref];
+    box.hidden = false;
+    box.textContent = ref + '\\n\\n' + (text === undefined ? '(not readable now)' : text);
+  }
+  document.querySelectorAll('a.notice').forEach(function(a){
+    a.addEventListener('click', function(e){ e.preventDefault(); show(a.dataset.ref); });
+  });
+  var search = document.getElementById('search');
+  var count = document.getElementById('hits');
+  search.addEventListener('input', function(){
+    var q = search.value.toLowerCase();
+    var n = 0;
+    document.querySelectorAll('.msg').forEach(function(m){
+      var hit = !q || m.textContent.toLowerCase().indexOf(q) >= 0;
+      m.hidden = !hit;
+      if (hit) { n += 1; }
+    });
+    count.textContent = n + ' message(s)';
+  });
+})();
+"""
+
+
+def _size(n: int | None) -> str:
+    """``273 KB``, ``1.2 MB``, ``512 bytes`` ("" when unknown)."""
+    if n is None:
+        return ""
+    if n < 1024:
+        return f"{n:,} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:,.0f} KB"
+    return f"{n / 1024 / 1024:,.1f} MB"
+
+
+def _round_step(raw: float) -> int:
+    """The least of 1, 2, 5, 10, 20, 50, ... that is at least `raw`."""
+    power = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * power >= raw:
+                return m * power
+        power *= 10
+
+
+def _freed(call: Call) -> str:
+    parts = [f"{rung} -{tokens:,}" for rung, tokens in call.freed.items() if tokens]
+    if call.compacted:
+        parts.append(f"compaction: {call.compacted} messages")
+    return ", ".join(parts)
+
+
+def _timeline(calls: list[Call]) -> str:
+    n = len(calls)
+    top = max([1, *(max(c.before, c.after, c.budget) for c in calls)]) * 1.08
+    pw, ph = _W - _L - _R, _H - _T - _B
+
+    def x(i: int) -> float:
+        return _L + (pw * i / (n - 1) if n > 1 else pw / 2)
+
+    def y(v: float) -> float:
+        return _T + ph - ph * v / top
+
+    out = [
+        f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
+        f'viewBox="0 0 {_W} {_H}" font-size="11">',
+        f'<line x1="{_L}" y1="{_T + ph}" x2="{_L + pw}" y2="{_T + ph}" stroke="#333"/>',
+        f'<line x1="{_L}" y1="{_T}" x2="{_L}" y2="{_T + ph}" stroke="#333"/>',
+        f'<text x="{_L + pw / 2}" y="{_H - 6}" text-anchor="middle">model call</text>',
+    ]
+    step = _round_step(top / 5)
+    for v in range(0, int(top) + 1, step):
+        out.append(f'<text x="{_L - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:,}</text>')
+    for i in range(0, n, _round_step(n / 15)):
+        out.append(f'<text x="{x(i):.1f}" y="{_T + ph + 14}" text-anchor="middle">{i + 1}</text>')
+    for key, colour, name in (("budget", "#c0392b", "budget"), ("threshold", "#e67e22", "trigger")):
+        pts = " ".join(f"{x(i):.1f},{y(getattr(c, key)):.1f}" for i, c in enumerate(calls))
+        out.append(
+            f'<polyline class="{key}" points="{pts}" fill="none" stroke="{colour}" '
+            'stroke-dasharray="6,4"/>'
+        )
+        if calls:
+            last = getattr(calls[-1], key)
+            out.append(
+                f'<text x="{_L + pw - 2}" y="{y(last) - 4:.1f}" text-anchor="end" '
+                f'fill="{colour}">{name} {last:,}</text>'
+            )
+    for i, call in enumerate(calls):
+        label = _freed(call)
+        if label:
+            colour = "#8e44ad" if call.compacted else "#27ae60"
+            out.append(
+                f'<line class="rung" x1="{x(i):.1f}" y1="{y(call.before):.1f}" x2="{x(i):.1f}" '
+                f'y2="{y(call.after):.1f}" stroke="{colour}" stroke-width="3">'
+                f"<title>call {i + 1}: {escape(label)}</title></line>"
+            )
+    for key, colour in (("before", _BEFORE), ("after", _AFTER)):
+        pts = " ".join(f"{x(i):.1f},{y(getattr(c, key)):.1f}" for i, c in enumerate(calls))
+        dash = ' stroke-dasharray="3,3"' if key == "before" else ""
+        out.append(
+            f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>'
+        )
+    for i, call in enumerate(calls):
+        tip = f"call {i + 1}: {call.before:,} before relief, {call.after:,} sent"
+        extra = _freed(call)
+        tip += f"; {extra}" if extra else ""
+        out.append(
+            f'<circle class="point" data-call="{i + 1}" cx="{x(i):.1f}" cy="{y(call.after):.1f}" '
+            f'r="3.5" fill="{_AFTER}"><title>{escape(tip)}</title></circle>'
+        )
+    out.append(
+        f'<text x="{_L + 4}" y="{_T + 10}" fill="{_BEFORE}">before relief</text>'
+        f'<text x="{_L + 90}" y="{_T + 10}" fill="{_AFTER}">as sent</text>'
+    )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _notice(ref: str, view: SessionView, tool: str = "") -> str:
+    size = _size(view.sizes.get(ref))
+    name = ref.rsplit("/", 1)[-1]
+    what = f"{tool}: " if tool else ""
+    return (
+        f'<a class="notice" href="#excerpt" data-ref="{escape(ref)}">{escape(what)}'
+        f"{escape(name)}{' (' + size + ')' if size else ''}</a>"
+    )
+
+
+def _rows(view: SessionView) -> str:
+    rows = []
+    for i, call in enumerate(view.calls, start=1):
+        freed = escape(", ".join(f"{k} -{v:,}" for k, v in call.freed.items() if v))
+        summary = ""
+        if call.compacted:
+            source = escape(call.summary_source or "")
+            summary = (
+                f'<details class="compaction"><summary>compaction: {call.compacted} '
+                f"messages, summary by {source}</summary><pre>"
+                f"{escape(call.summary or '')}</pre></details>"
+            )
+        outputs = "".join(_notice(str(o.get("ref")), view) for o in call.outputs)
+        rows.append(
+            f'<tr class="call"><td class="n">{i}</td><td class="n">{call.before:,}</td>'
+            f'<td class="n">{call.after:,}</td><td><span class="rung">{freed}</span>{summary}'
+            f"</td><td>{outputs}</td></tr>"
+        )
+    return "\n".join(rows)
+
+
+def _dialog(view: SessionView) -> str:
+    out = []
+    for msg in view.dialog:
+        refs = json.loads(msg.get("refs") or "[]")
+        links = "".join(_notice(ref, view) for ref in refs)
+        who = escape(f"{msg['role']} {msg['name']}".strip())
+        out.append(
+            f'<div class="msg {escape(msg["role"])}"><b>{who}</b>\n{escape(msg["text"])}'
+            f"{links}</div>"
+        )
+    return "\n".join(out)
+
+
+def render_page(view: SessionView) -> str:
+    """The page (see the module docstring)."""
+    data = json.dumps({"excerpts": view.excerpts}, ensure_ascii=False).replace("</", "<\\/")
+    peak = max((c.before for c in view.calls), default=0)
+    title = f"agentscope-ctx session {view.session}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{escape(title)}</h1>
+<p>store: {escape(view.store)}; {len(view.calls)} model calls; largest prompt before relief
+{peak:,} tokens; {len(view.dialog)} messages left the context; {len(view.excerpts)} saved
+outputs.</p>
+{_timeline(view.calls)}
+<h2>Model calls</h2>
+<table id="calls"><thead><tr><th>call</th><th>before relief</th><th>sent</th>
+<th>rungs and compactions</th><th>saved outputs (click: excerpt)</th></tr></thead>
+<tbody>
+{_rows(view)}
+</tbody></table>
+<h2>Dialog that left the context</h2>
+<p><input id="search" type="search" placeholder="search the dialog" size="40">
+<span id="hits">{len(view.dialog)} message(s)</span></p>
+<div id="dialog">
+{_dialog(view)}
+</div>
+<pre id="excerpt" hidden></pre>
+<script type="application/json" id="data">{data}</script>
+<script>{_SCRIPT}</script>
+</body></html>
+"""

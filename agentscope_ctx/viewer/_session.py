@@ -1,0 +1,149 @@
+"""`load_session`: what the viewer shows of one session, read through the stores: the steps
+record (one per model call, with the runs before it folded in), the dialog that left the
+context, and an excerpt of each saved output a notice names."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core._config import ContextConfig
+from ..core._search_text import record_parts
+from ..core._truncation import Position
+from ..stores.factory import Backend, open_backend
+from ..stores.seams import excerpt
+
+__all__ = ["EXCERPT_BYTES", "Call", "SessionView", "load_session"]
+
+EXCERPT_BYTES = 4_000
+"""The head of each saved output the page carries."""
+MAX_DIALOG = 5_000
+"""The newest dialog messages the page carries (its search box searches them)."""
+
+
+@dataclass
+class Call:
+    """One model call: the prompt before and after relief, and what the runs before it did."""
+
+    agent: str
+    before: int
+    after: int
+    threshold: int
+    budget: int
+    freed: dict[str, int] = field(default_factory=dict)
+    compacted: int = 0
+    summary: str | None = None
+    summary_source: str | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class SessionView:
+    """What the page shows of a session."""
+
+    session: str
+    store: str
+    calls: list[Call] = field(default_factory=list)
+    dialog: list[dict[str, str]] = field(default_factory=list)
+    """Messages that left the context: role, name, text, and the refs of their notices."""
+    excerpts: dict[str, str] = field(default_factory=dict)
+    """The head of each saved output, by ref."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """The full size of each saved output, in bytes."""
+
+
+def fold(records: list[dict[str, Any]]) -> list[Call]:
+    """One `Call` per record a model call followed; a run without a call (1.x after a tool,
+    a manual compaction) adds what it freed, compacted and saw to the next call, and its
+    `before` when larger."""
+    calls: list[Call] = []
+    pending: list[dict[str, Any]] = []
+    for record in records:
+        pending.append(record)
+        if not record.get("call", True):
+            continue
+        call = Call(
+            agent=str(record.get("agent", "")),
+            before=max(int(r.get("before", 0)) for r in pending),
+            after=int(record.get("after", 0)),
+            threshold=int(record.get("threshold", 0)),
+            budget=int(record.get("budget", 0)),
+        )
+        for run in pending:
+            for rung, tokens in (run.get("freed") or {}).items():
+                call.freed[rung] = call.freed.get(rung, 0) + int(tokens)
+            if run.get("compacted"):
+                call.compacted += int(run["compacted"])
+                call.summary = run.get("summary") or call.summary
+                call.summary_source = run.get("summary_source") or call.summary_source
+            call.outputs += list(run.get("outputs") or [])
+        calls.append(call)
+        pending = []
+    return calls
+
+
+def _text(parts: list[str]) -> str:
+    return "\n".join(p for p in parts if p)
+
+
+def load_session(config: ContextConfig, session: str | None = None) -> SessionView:
+    """Read a session from the store `config` names (``default``: records without one)."""
+    backend = open_backend(config)
+    try:
+        return _load(backend, session or "default")
+    finally:
+        backend.close()
+
+
+def _load(backend: Backend, session: str) -> SessionView:
+    view = SessionView(session=session, store=backend.kind)
+    records = backend.steps.read(session) if backend.steps is not None else []
+    view.calls = fold(records)
+    # the session's own dialog (``default``: the records written without a session)
+    msgs, _ = backend.dialog().read(session="" if session == "default" else session)
+    refs: list[str] = []
+    for msg in msgs[-MAX_DIALOG:]:
+        parts = record_parts(msg.to_dict())
+        found = [ref for ref, _, _ in parts.outputs]
+        refs += found
+        view.dialog.append(
+            {
+                "role": parts.role,
+                "name": str(getattr(msg, "name", "") or ""),
+                "text": _text(parts.texts),
+                "refs": json.dumps(found),
+            }
+        )
+    for call in view.calls:
+        for output in call.outputs:
+            refs.append(str(output.get("ref")))
+            if output.get("bytes") is not None:
+                view.sizes[str(output["ref"])] = int(output["bytes"])
+    outputs = backend.outputs()
+    for ref in dict.fromkeys(refs):
+        text = _excerpt(backend, outputs, ref)
+        if text is not None:
+            view.excerpts[ref] = text
+            if ref not in view.sizes:
+                size = outputs.size(ref) if outputs.owns(ref) else None
+                if size is not None:
+                    view.sizes[ref] = size
+    return view
+
+
+def _excerpt(backend: Backend, outputs: Any, ref: str) -> str | None:
+    """The head of a saved output (or of a file a notice names), `None` when unreadable."""
+    try:
+        if outputs.owns(ref):
+            return excerpt(outputs, ref, Position(1, 0), EXCERPT_BYTES)
+        source = backend.source(ref)
+        if source is not None:
+            return excerpt(source, ref, Position(1, 0), EXCERPT_BYTES)
+        if os.path.isfile(ref):
+            with open(ref, "rb") as fh:
+                return fh.read(EXCERPT_BYTES).decode("utf-8", "replace")
+    except (OSError, ValueError, LookupError):
+        return None
+    return None
