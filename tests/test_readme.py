@@ -148,9 +148,47 @@ def test_i20_2_readme_snippet_runs_as_pasted(
     script_the_todo_search(server)
     done = run(forker, ["main.py"], cwd, server)
     assert done.returncode == 0, done.stderr
-    assert re.search(r"context: [\d,]+ tokens, \d+% of the budget", done.stdout), done.stdout
+    assert "assistant: notes.txt line 2 has a TODO" in done.stdout, done.stdout
+    assert_usage_figures_agree(done.stdout)
     check_the_todo_search(server)
     assert (cwd / "home" / ".agentscope_ctx" / "usage").is_dir()
+
+
+def assert_usage_figures_agree(stdout: str) -> None:
+    """The snippet's usage line: tokens, budget and share, one the quotient of the others
+    (not a raw count beside a calibrated share)."""
+    found = re.search(r"context: ([\d,]+) of ([\d,]+) tokens \((\d+)%\)", stdout)
+    assert found, stdout
+    tokens, budget = (int(found[i].replace(",", "")) for i in (1, 2))
+    assert 0 < tokens < budget, found[0]
+    assert int(found[3]) == round(100 * tokens / budget), found[0]
+
+
+def test_the_usage_check_refuses_figures_that_disagree() -> None:
+    assert_usage_figures_agree("context: 4,000 of 128,000 tokens (3%)")
+    with pytest.raises(AssertionError):  # a share that is not tokens / budget
+        assert_usage_figures_agree("context: 5,668 of 128,000 tokens (54%)")
+    with pytest.raises(AssertionError):  # the old form: a raw count beside a calibrated share
+        assert_usage_figures_agree("context: 5,668 tokens, 54% of the budget")
+
+
+def test_the_readme_fits_on_a_few_screens_and_cites_only_what_is_here() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    for page in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        body = page.read_text(encoding="utf-8")
+        assert not re.search(r"\bDESIGN\b|\b[Ii]ssue[ -]#?\d", body), page.name
+    # a link to a docs page: a page in docs/, or one mkdocs.yml lists as coming
+    mkdocs = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(docs/([\w-]+\.md)", text):
+        assert (ROOT / "docs" / target).exists() or f": {target}" in mkdocs, target
+
+
+def test_the_docs_snippets_are_the_readmes() -> None:
+    """Getting started shows the README's snippets (the ones run above), not drifting copies."""
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    shown = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert shown == [s.code for s in readme_snippets()]
 
 
 # -- examples/ -------------------------------------------------------------------------------

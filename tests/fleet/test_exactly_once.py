@@ -1,7 +1,9 @@
 """The harness's exactly-once check (`_assert_exactly_once`) on made-up session results: it
 accepts a killed attempt's calls kept once beside the replay's, and refuses a copy, a lost
 result of the attempt that counts, a call of an attempt that never ran, a result without its
-call. (The two-worker trials feed it real sessions: tests/fleet/test_workers.py.)"""
+call; and what the workers count (`checks.keys`): the session's history, the dialog store
+then the state, a message in both (the same id) once. (The two-worker trials feed them real
+sessions: tests/fleet/test_workers.py.)"""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.fleet.checks import keys
 from tests.fleet.harness import _assert_exactly_once
-from tests.fleet.script import call_id
+from tests.fleet.script import call_id, user_id
 
 TURNS, STEPS = 2, 3
 ATTEMPTS = {0: ["a0"], 1: ["k1", "a1"]}  # turn 1: killed once (k1), then replayed (a1)
@@ -54,3 +57,62 @@ def test_a_result_without_its_call_is_refused() -> None:
     del result["calls"][call_id(1, 0, "k1")]
     with pytest.raises(AssertionError, match="results without calls"):
         _assert_exactly_once(result, ATTEMPTS, TURNS, STEPS)
+
+
+# -- what the workers count (`checks.keys`): the history, a message in both places once ------
+
+
+def _msg(msg_id: str, role: str, content: Any) -> Any:
+    from agentscope_ctx.core._entry import Msg
+
+    msg = Msg(role, content, role)
+    msg.id = msg_id
+    return msg
+
+
+def _turn(attempt: str = "a0") -> list[Any]:
+    """Turn 0: the user's message, one call and its result, the answer."""
+    key = call_id(0, 0, attempt)
+    call = {"type": "tool_use", "id": key, "name": "cat", "input": {"path": "f0"}}
+    result = {"type": "tool_result", "id": key, "name": "cat", "output": "text"}
+    return [
+        _msg(user_id(0), "user", "read f0"),
+        _msg("m-call", "assistant", [call]),
+        _msg("m-result", "user", [result]),
+        _msg("m-answer", "assistant", "done"),
+    ]
+
+
+def test_the_current_turn_in_the_dialog_and_in_the_state_counts_once() -> None:
+    """What the docs promise (docs/fleet.md, "exactly once"): a compaction writes the current
+    user turn (and the work it folded) to the dialog store while the turn stays in the state;
+    the history counts each message id once, so the session still passes."""
+    stored = _turn()[:3]  # compacted: the turn, the call, the result, saved first
+    live = [_turn()[0], _turn()[3]]  # the turn never leaves the prompt; then the answer
+    users, calls, results, places = keys(
+        [*(("dialog", m) for m in stored), *(("live", m) for m in live)]
+    )
+    assert users == {user_id(0): 1}
+    assert calls == {call_id(0, 0, "a0"): 1} and results == {call_id(0, 0, "a0"): 1}
+    assert places[user_id(0)] == [f"dialog:{user_id(0)}"]
+    copies = {key: where for key, where in places.items() if len(where) > 1}
+    _assert_exactly_once(
+        {"calls": dict(calls), "results": dict(results), "copies": copies}, {0: ["a0"]}, 1, 1
+    )
+
+
+def test_a_call_kept_under_another_message_id_is_a_copy() -> None:
+    """The count is by message id, so a copy under a new id (a write-through that made a new
+    message) is seen twice and refused, wherever it is."""
+    stored = _turn()
+    copy = _msg("m-call-copy", "assistant", stored[1].content)
+    users, calls, results, places = keys([*(("dialog", m) for m in stored), ("live", copy)])
+    assert calls[call_id(0, 0, "a0")] == 2
+    copies = {key: where for key, where in places.items() if len(where) > 1}
+    with pytest.raises(AssertionError, match="call c0x0-a0 2 times"):
+        _assert_exactly_once(
+            {"calls": dict(calls), "results": dict(results), "copies": copies},
+            {0: ["a0"]},
+            1,
+            1,
+        )
