@@ -104,6 +104,7 @@ names = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_siz
 @example(agent="../../etc/passwd", session="a/../../b\x00c", other="..")
 @example(agent="a/b", session=None, other="a_b")  # reduced alike, still apart
 @example(agent="x", session="", other="x")  # an empty session is not "no session"
+@example(agent="000" + "𝋠" * 5 + "𝍠" * 4 + "𝐀" * 10 + "𝕊" * 10, session="00" + "𝕊" * 30, other="0")
 def test_i31_a_usage_file_name_stays_in_usage_and_apart(
     agent: str, session: str | None, other: str
 ) -> None:

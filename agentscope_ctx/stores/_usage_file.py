@@ -45,11 +45,14 @@ _UNSAFE = re.compile(r"[^\w.-]+")
 
 
 _PART = 60
-"""Characters kept of the agent's and the session's name in a file name."""
+"""Bytes (UTF-8) kept of the agent's and the session's name in a file name."""
 
 
 def _safe(text: str) -> str:
-    return _UNSAFE.sub("_", text).strip("._")[:_PART]
+    """`text` as a file name part: unsafe characters replaced, at most `_PART` bytes of
+    UTF-8 (a cut never splits a character)."""
+    cut = _UNSAFE.sub("_", text).strip("._").encode("utf-8")[:_PART]
+    return cut.decode("utf-8", "ignore")
 
 
 def usage_path(working_dir: Path, agent: str, session: str | None = None) -> Path:

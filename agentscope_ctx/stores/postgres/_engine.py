@@ -30,6 +30,8 @@ __all__ = ["PostgresEngine"]
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _MAX_IDLE = 8
+_DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
+_ENSURE_TRIES = 3
 
 
 class PostgresEngine:
@@ -174,10 +176,16 @@ class PostgresEngine:
             raise self.error("cannot connect", exc) from None
         self._down_until = 0.0
         if not self._ready:
-            try:
-                ensure(conn, self.schema)
-            except Exception as exc:
-                self._drop(conn)
-                raise self.error("cannot create the schema", exc) from None
+            for attempt in range(_ENSURE_TRIES):
+                try:
+                    ensure(conn, self.schema)
+                    break
+                except Exception as exc:
+                    # Workers making a new schema at once can deadlock on its DDL: the server
+                    # aborts one of them, whose next try finds the schema made (or makes it).
+                    if _DEADLOCK == getattr(exc, "sqlstate", None) and attempt + 1 < _ENSURE_TRIES:
+                        continue
+                    self._drop(conn)
+                    raise self.error("cannot create the schema", exc) from None
             self._ready = True
         return conn
