@@ -1,0 +1,279 @@
+"""`app_middlewares` on AgentScope 2.x's real app server (`agentscope.app.create_app`), driven
+through HTTP (Starlette's TestClient): SQL session storage on SQLite, the in-process message
+bus, local workspaces, and a scripted OpenAI-compatible model server on loopback. The tool is
+an extra agent tool whose output is large, so every call of it is cut and saved."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("aiosqlite")
+
+from agentscope.app import create_app
+from agentscope.app.message_bus import InMemoryMessageBus
+from agentscope.app.storage import AsyncSQLAlchemyStorage
+from agentscope.app.workspace_manager import LocalWorkspaceManager
+from agentscope.tool import FunctionTool
+from fastapi.testclient import TestClient
+
+from agentscope_ctx import ContextConfig, app_middlewares
+from agentscope_ctx.agentscope2 import AppMiddlewares
+from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.recall._read_file import ReadFileError
+from tests.openai_server import Reply, Server, base_url, serving
+from tests.v2.fakes import ALLOW
+
+SECRET = "line {n} of the build log of {who}\n"
+
+
+def build_log(who: str) -> str:
+    """The tool: a long build log that names its user."""
+    return "".join(SECRET.format(n=n, who=who) for n in range(2_000))
+
+
+async def extra_tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
+    def fetch_log() -> str:
+        """Fetch the build log."""
+        return build_log(user_id)
+
+    return [FunctionTool(fetch_log, permission=ALLOW, is_read_only=True)]
+
+
+def respond(body: dict[str, Any]) -> Reply:
+    """The model: call `fetch_log` when asked to, then answer; other calls (the app's
+    naming of a session) get a plain text."""
+    tools = [t["function"]["name"] for t in body.get("tools", [])]
+    if any(m["role"] == "tool" for m in body["messages"]):
+        return Reply(text="Read it.")
+    if "fetch_log" in tools and "fetch the log" in json.dumps(body["messages"]):
+        return Reply(tool="fetch_log")
+    return Reply(text="Hello.")
+
+
+def config(tmp_path: Path, budget: int = 60_000) -> ContextConfig:
+    return ContextConfig.model_validate(
+        {
+            "working_dir": str(tmp_path / "ctx"),
+            "max_input_tokens": budget,
+            "token_counter": "cl100k_base",
+            "summarizer": {"enabled": False},
+            "consolidation": {"enabled": False},
+        }
+    )
+
+
+class App:
+    """A running app and what a test drives it with."""
+
+    def __init__(self, client: TestClient, server: Server, factory: AppMiddlewares) -> None:
+        self.client, self.server, self.factory = client, server, factory
+
+    def setup(self, user: str, agent_name: str = "assistant") -> tuple[str, str]:
+        """A credential, an agent named `agent_name` and a session of `user`."""
+        h = {"X-User-ID": user}
+        cred = self.client.post(
+            "/credential/",
+            headers=h,
+            json={
+                "data": {
+                    "type": "openai_credential",
+                    "api_key": "k",
+                    "base_url": base_url(self.server),
+                }
+            },
+        )
+        assert cred.status_code == 201, cred.text
+        agent = self.client.post("/agent/", headers=h, json={"name": agent_name})
+        assert agent.status_code in (200, 201), agent.text
+        agent_id = agent.json()["agent_id"]
+        model = {
+            "type": "openai_chat",
+            "credential_id": cred.json()["credential_id"],
+            "model": "gpt-4o-mini",
+            "parameters": {"stream": False},
+        }
+        session = self.client.post(
+            "/sessions/", headers=h, json={"agent_id": agent_id, "chat_model_config": model}
+        )
+        assert session.status_code in (200, 201), session.text
+        return agent_id, session.json()["session_id"]
+
+    def chat(self, user: str, agent_id: str, session_id: str, text: str) -> list[dict[str, Any]]:
+        """Send a user message; wait for the run to end; the session's messages."""
+        h = {"X-User-ID": user}
+        before = len(self.messages(user, agent_id, session_id))
+        msg = {"role": "user", "name": user, "content": [{"type": "text", "text": text}]}
+        sent = self.client.post(
+            "/chat/", headers=h, json={"agent_id": agent_id, "session_id": session_id, "input": msg}
+        )
+        assert sent.status_code == 200, sent.text
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = self.client.get(
+                f"/sessions/{session_id}/status", headers=h, params={"agent_id": agent_id}
+            ).json()["status"]
+            messages = self.messages(user, agent_id, session_id)
+            if len(messages) > before + 1 and status != "running":
+                return messages
+            time.sleep(0.1)
+        raise AssertionError(f"the chat run did not end: {status}")
+
+    def messages(self, user: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:
+        got = self.client.get(
+            f"/sessions/{session_id}/messages",
+            headers={"X-User-ID": user},
+            params={"agent_id": agent_id},
+        )
+        assert got.status_code == 200, got.text
+        body = got.json()
+        return list(body["messages"] if isinstance(body, dict) else body)
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    factory = app_middlewares(config(tmp_path))
+    with serving() as server:
+        server.reported = None
+        server.script += [respond] * 200
+        fastapi_app = create_app(
+            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
+            message_bus=InMemoryMessageBus(),
+            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
+            extra_agent_middlewares=factory,
+            extra_agent_tools=extra_tools,
+            enable_scheduler=False,
+            enable_channel_worker=False,
+        )
+        factory.close_with(fastapi_app)
+        with TestClient(fastapi_app) as client:
+            yield App(client, server, factory)
+
+
+def _texts(messages: list[dict[str, Any]]) -> str:
+    return json.dumps(messages)
+
+
+def test_two_users_one_agent_name_cut_saved_and_kept_apart(app: App) -> None:
+    a_agent, a_session = app.setup("alice")
+    b_agent, b_session = app.setup("bob")
+    app.chat("alice", a_agent, a_session, "fetch the log")
+    app.chat("bob", b_agent, b_session, "fetch the log")
+
+    # cut and saved: the prompt the model got holds the notice, not the whole log
+    answers = [r for r in app.server.requests if any(m["role"] == "tool" for m in r["messages"])]
+    assert len(answers) == 2
+    for who, request in zip(("alice", "bob"), answers, strict=True):
+        sent = _texts([m for m in request["messages"] if m["role"] == "tool"])
+        assert f"of {who}" in sent and "line 1999 of" not in sent
+        assert "read_file" in sent  # the notice: the rest is saved
+    alice = app.factory.manager_for("alice", a_agent, a_session)
+    bob = app.factory.manager_for("bob", b_agent, b_session)
+    assert alice.backend is bob.backend  # one set of stores for the process
+    assert alice.tenant_of("assistant").agent == "alice/assistant"
+
+    # each reads its own saved output, and the other's reads as one that does not exist
+    refs = {}
+    for who, request in zip(("alice", "bob"), answers, strict=True):
+        tool = next(m for m in request["messages"] if m["role"] == "tool")
+        parsed = parse_notice(_tool_text(tool))
+        assert parsed is not None
+        refs[who] = parsed[1].file_path
+    mine = bob.reader_for("assistant").read_now(refs["bob"], 1999)
+    assert "line 1998 of the build log of bob" in mine
+    fake = refs["alice"][: -len("00000000.txt")] + "00000000.txt"
+    with pytest.raises(ReadFileError) as theirs:
+        bob.reader_for("assistant").read_now(refs["alice"], 1)
+    with pytest.raises(ReadFileError) as missing:
+        bob.reader_for("assistant").read_now(fake, 1)
+    assert str(theirs.value) == str(missing.value).replace(fake, refs["alice"])
+    assert "line 5 of the build log of alice" in alice.reader_for("assistant").read_now(
+        refs["alice"], 1
+    )
+
+
+def _tool_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content)
+
+
+def test_a_second_turn_reuses_the_session_manager_and_logs_the_raise_once(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent_id, session_id = app.setup("carol")
+    with caplog.at_level(logging.INFO, logger="agentscope_ctx"):
+        app.chat("carol", agent_id, session_id, "hello")
+        first = app.factory.manager_for("carol", agent_id, session_id)
+        app.chat("carol", agent_id, session_id, "again")
+    assert app.factory.manager_for("carol", agent_id, session_id) is first
+    raised = [r for r in caplog.records if "raising the tool_result_limit" in r.getMessage()]
+    assert len(raised) == 1
+
+
+@pytest.fixture
+def small_app(tmp_path: Path) -> Iterator[App]:
+    """The app with a budget its 16 tools alone exceed: every prompt is too large."""
+    factory = app_middlewares(config(tmp_path, budget=3_000))
+    with serving() as server:
+        server.script += [respond] * 50
+        fastapi_app = create_app(
+            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
+            message_bus=InMemoryMessageBus(),
+            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
+            extra_agent_middlewares=factory,
+            enable_scheduler=False,
+            enable_channel_worker=False,
+        )
+        factory.close_with(fastapi_app)
+        with TestClient(fastapi_app) as client:
+            yield App(client, server, factory)
+
+
+def test_a_prompt_too_large_reaches_the_client_as_a_reply_it_can_show(small_app: App) -> None:
+    agent_id, session_id = small_app.setup("dave")
+    messages = small_app.chat("dave", agent_id, session_id, "hello")
+    reply = messages[-1]
+    assert reply["role"] == "assistant"
+    text = _texts(reply["content"])
+    assert "does not fit its context budget" in text
+    assert "3,000" in text or "3000" in text  # the reason, with the budget
+    assert reply.get("error") is None
+    # no chat call reached the model: the reply stood in for it
+    assert not any("read_file" in _texts(r.get("tools", [])) for r in small_app.server.requests)
+
+
+def test_summaries_use_the_session_model_and_the_stores_close_with_the_app(
+    tmp_path: Path,
+) -> None:
+    factory = app_middlewares(config(tmp_path))
+    with serving() as server:
+        server.script += [respond] * 50
+        fastapi_app = create_app(
+            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
+            message_bus=InMemoryMessageBus(),
+            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
+            extra_agent_middlewares=factory,
+            enable_scheduler=False,
+            enable_channel_worker=False,
+        )
+        factory.close_with(fastapi_app)
+        with TestClient(fastapi_app) as client:
+            app = App(client, server, factory)
+            agent_id, session_id = app.setup("erin")
+            app.chat("erin", agent_id, session_id, "hello")
+            manager = factory.manager_for("erin", agent_id, session_id)
+            assert manager.model is not None
+            assert manager.model.model == "gpt-4o-mini"
+            assert manager.compactor._model is manager.model
+            backend = factory.backend
+        assert factory._backend is None and not factory._managers  # closed with the app
+        assert backend is not None
