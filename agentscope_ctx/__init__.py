@@ -10,8 +10,9 @@ Start with `ContextManager(ContextConfig.default(), model=...).attach(agent)`: o
 from YAML, `build_model` a provider's model; `ShellTool` and `fetch_url` are ready-made tools.
 
 The package imports on both lines; the names that exist on one line only (`ContextMemory`
-and `AtomicJSONSession` on 1.x; `ContextMiddleware` and `function_tool`, a function as a 2.x
-tool allowed without asking, on 2.x; `app_middlewares`, the factory for 2.x's app server) raise an `ImportError` that says so on the other.
+and `AtomicJSONSession` on 1.x; `ContextMiddleware`, `function_tool` (a function as a 2.x
+tool allowed without asking) and `app_middlewares` (the middleware factory of 2.x's app
+server) on 2.x) raise an `ImportError` that says so on the other.
 
 Importing the package is cheap: each public name is imported on first use (`__getattr__`
 below), so `import agentscope_ctx` loads no provider, model SDK or adapter
