@@ -5,6 +5,7 @@ an extra agent tool whose output is large, so every call of it is cut and saved.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -277,3 +278,50 @@ def test_summaries_use_the_session_model_and_the_stores_close_with_the_app(
             backend = factory.backend
         assert factory._backend is None and not factory._managers  # closed with the app
         assert backend is not None
+
+
+@pytest.mark.slow
+def test_a_slow_tools_result_delivered_later_is_cut_and_saved(tmp_path: Path) -> None:
+    """The app's `ToolOffloadMiddleware` (outermost) answers a tool that runs over its 10 s
+    with a placeholder and delivers the result later, as a hint through the inbox: the result
+    it delivers is the one our middleware (innermost) cut, so the model never gets it whole."""
+
+    async def slow_tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
+        async def fetch_log() -> str:
+            """Fetch the build log (slow)."""
+            await asyncio.sleep(10.5)
+            return build_log(user_id)
+
+        return [FunctionTool(fetch_log, permission=ALLOW, is_read_only=True)]
+
+    factory = app_middlewares(config(tmp_path))
+    with serving() as server:
+        server.reported = None
+        server.script += [respond] * 50
+        fastapi_app = create_app(
+            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
+            message_bus=InMemoryMessageBus(),
+            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
+            extra_agent_middlewares=factory,
+            extra_agent_tools=slow_tools,
+            enable_scheduler=False,
+            enable_channel_worker=False,
+        )
+        factory.close_with(fastapi_app)
+        with TestClient(fastapi_app) as client:
+            app = App(client, server, factory)
+            agent_id, session_id = app.setup("frank")
+            app.chat("frank", agent_id, session_id, "fetch the log")
+            deadline = time.monotonic() + 60
+            delivered: list[str] = []
+            while time.monotonic() < deadline and not delivered:
+                delivered = [
+                    text
+                    for request in list(server.requests)
+                    if "has completed" in (text := _texts(request["messages"]))
+                ]
+                time.sleep(0.2)
+    assert delivered, "the background result never reached the model"
+    assert "line 5 of the build log of frank" in delivered[0]
+    assert "line 1999 of" not in delivered[0]
+    assert "read_file" in delivered[0]
