@@ -325,3 +325,22 @@ def test_a_slow_tools_result_delivered_later_is_cut_and_saved(tmp_path: Path) ->
     assert "line 5 of the build log of frank" in delivered[0]
     assert "line 1999 of" not in delivered[0]
     assert "read_file" in delivered[0]
+
+
+async def test_an_evicted_sessions_manager_is_made_again_over_the_same_stores(
+    tmp_path: Path,
+) -> None:
+    factory = AppMiddlewares(config(tmp_path), max_sessions=1)
+    [first] = await factory("ann", "agent-1", "s1")
+    old = factory.manager_for("ann", "agent-1", "s1")
+    assert first is old.middleware()
+    await factory("ann", "agent-1", "s2")  # s1 leaves the cache: its manager closes
+    newer = factory.manager_for("ann", "agent-1", "s2")
+    await asyncio.gather(*factory._closing)
+    assert factory.manager_for("ann", "agent-1", "s1") is not old  # made again
+    store = factory.manager_for("ann", "agent-1", "s1").backend.outputs("ann/a", "s1")
+    ref = store.save("a saved output\n" * 10)
+    chunks = store.read_saved(str(ref))
+    assert chunks is not None and b"a saved output" in b"".join(chunks)
+    assert newer.backend is factory.backend
+    await factory.close()
