@@ -36,7 +36,7 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 
 from ..core._config import ContextConfig
-from ..core._errors import PromptTooLargeError
+from ..core._errors import ContextUsageError, PromptTooLargeError
 from ..stores.factory import Backend, open_backend
 from ._manager import ContextManager, ContextMiddleware
 
@@ -70,6 +70,7 @@ class AppContextMiddleware(ContextMiddleware):
         input_kwargs: dict[str, Any],
         next_handler: Callable[..., AsyncGenerator[Any, None]],
     ) -> AsyncGenerator[Any, None]:
+        """Take the agent's model for summaries (unless the factory was given one), reply."""
         if not self.own_model and self.manager.model is not agent.model:
             self.manager.use_model(agent.model)
         try:
@@ -84,6 +85,7 @@ class AppContextMiddleware(ContextMiddleware):
         input_kwargs: dict[str, Any],
         next_handler: Callable[..., AsyncGenerator[Any, None]],
     ) -> AsyncGenerator[Any, None]:
+        """As `ContextMiddleware`; a prompt that cannot fit has the model call answered."""
         started = False
         try:
             async for item in super().on_reasoning(agent, input_kwargs, next_handler):
@@ -103,6 +105,7 @@ class AppContextMiddleware(ContextMiddleware):
         input_kwargs: dict[str, Any],
         next_handler: Callable[..., Awaitable[Any]],
     ) -> Any:
+        """As `ContextMiddleware`, but answer with why when the prompt could not fit."""
         reason = self._refused.pop(id(agent), None)
         if reason is not None:
             return ChatResponse(content=[TextBlock(text=reason)], is_last=True)
@@ -116,7 +119,10 @@ class AppMiddlewares:
         config: the settings of every tenant (`recall.user` and `recall.session` are set
             per call).
         model: the model of summaries; `None` (default): each session's own chat model.
-        max_sessions: how many sessions' managers are kept between turns.
+        max_sessions: how many sessions' managers are kept between turns (at least 1).
+
+    Raises:
+        ContextUsageError: `max_sessions` is below 1.
     """
 
     def __init__(
@@ -124,7 +130,9 @@ class AppMiddlewares:
     ) -> None:
         self.config = config or ContextConfig()
         self.model = model
-        self.max_sessions = max(1, max_sessions)
+        if max_sessions < 1:
+            raise ContextUsageError(f"max_sessions must be at least 1; got {max_sessions}")
+        self.max_sessions = max_sessions
         self._backend: Backend | None = None
         self._managers: OrderedDict[tuple[str, str, str], ContextManager] = OrderedDict()
         self._told: set[tuple[str, int, int]] = set()

@@ -25,7 +25,7 @@ from agentscope.app.workspace_manager import LocalWorkspaceManager
 from agentscope.tool import FunctionTool
 from fastapi.testclient import TestClient
 
-from agentscope_ctx import ContextConfig, app_middlewares
+from agentscope_ctx import ContextConfig, ContextUsageError, app_middlewares
 from agentscope_ctx.agentscope2 import AppMiddlewares
 from agentscope_ctx.core._truncation import parse_notice
 from agentscope_ctx.recall._read_file import ReadFileError
@@ -344,3 +344,8 @@ async def test_an_evicted_sessions_manager_is_made_again_over_the_same_stores(
     assert chunks is not None and b"a saved output" in b"".join(chunks)
     assert newer.backend is factory.backend
     await factory.close()
+
+
+def test_max_sessions_below_one_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ContextUsageError, match="max_sessions"):
+        AppMiddlewares(config(tmp_path), max_sessions=0)
