@@ -1,12 +1,11 @@
-"""`app_middlewares` on AgentScope 2.x's real app server (`agentscope.app.create_app`), driven
-through HTTP (Starlette's TestClient): SQL session storage on SQLite, the in-process message
-bus, local workspaces, and a scripted OpenAI-compatible model server on loopback. The tool is
-an extra agent tool whose output is large, so every call of it is cut and saved."""
+"""`app_middlewares` on AgentScope 2.x's real app server, driven through HTTP
+(`tests/v2/app_server.py`: SQL session storage on SQLite, a scripted OpenAI-compatible model
+server on loopback, a tool whose output is large). On the PostgreSQL store with RedisStorage:
+`tests/fleet/test_app_factory_pg.py`."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -18,148 +17,20 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("aiosqlite")
 
-from agentscope.app import create_app
-from agentscope.app.message_bus import InMemoryMessageBus
-from agentscope.app.storage import AsyncSQLAlchemyStorage
-from agentscope.app.workspace_manager import LocalWorkspaceManager
 from agentscope.tool import FunctionTool
-from fastapi.testclient import TestClient
 
-from agentscope_ctx import ContextConfig, ContextUsageError, app_middlewares
+from agentscope_ctx import ContextUsageError
 from agentscope_ctx.agentscope2 import AppMiddlewares
 from agentscope_ctx.core._truncation import parse_notice
 from agentscope_ctx.recall._read_file import ReadFileError
-from tests.openai_server import Reply, Server, base_url, serving
+from tests.v2.app_server import App, build_log, config, running_app, texts, tool_text
 from tests.v2.fakes import ALLOW
-
-SECRET = "line {n} of the build log of {who}\n"
-
-
-def build_log(who: str) -> str:
-    """The tool: a long build log that names its user."""
-    return "".join(SECRET.format(n=n, who=who) for n in range(2_000))
-
-
-async def extra_tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
-    def fetch_log() -> str:
-        """Fetch the build log."""
-        return build_log(user_id)
-
-    return [FunctionTool(fetch_log, permission=ALLOW, is_read_only=True)]
-
-
-def respond(body: dict[str, Any]) -> Reply:
-    """The model: call `fetch_log` when asked to, then answer; other calls (the app's
-    naming of a session) get a plain text."""
-    tools = [t["function"]["name"] for t in body.get("tools", [])]
-    if any(m["role"] == "tool" for m in body["messages"]):
-        return Reply(text="Read it.")
-    if "fetch_log" in tools and "fetch the log" in json.dumps(body["messages"]):
-        return Reply(tool="fetch_log")
-    return Reply(text="Hello.")
-
-
-def config(tmp_path: Path, budget: int = 60_000) -> ContextConfig:
-    return ContextConfig.model_validate(
-        {
-            "working_dir": str(tmp_path / "ctx"),
-            "max_input_tokens": budget,
-            "token_counter": "cl100k_base",
-            "summarizer": {"enabled": False},
-            "consolidation": {"enabled": False},
-        }
-    )
-
-
-class App:
-    """A running app and what a test drives it with."""
-
-    def __init__(self, client: TestClient, server: Server, factory: AppMiddlewares) -> None:
-        self.client, self.server, self.factory = client, server, factory
-
-    def setup(self, user: str, agent_name: str = "assistant") -> tuple[str, str]:
-        """A credential, an agent named `agent_name` and a session of `user`."""
-        h = {"X-User-ID": user}
-        cred = self.client.post(
-            "/credential/",
-            headers=h,
-            json={
-                "data": {
-                    "type": "openai_credential",
-                    "api_key": "k",
-                    "base_url": base_url(self.server),
-                }
-            },
-        )
-        assert cred.status_code == 201, cred.text
-        agent = self.client.post("/agent/", headers=h, json={"name": agent_name})
-        assert agent.status_code in (200, 201), agent.text
-        agent_id = agent.json()["agent_id"]
-        model = {
-            "type": "openai_chat",
-            "credential_id": cred.json()["credential_id"],
-            "model": "gpt-4o-mini",
-            "parameters": {"stream": False},
-        }
-        session = self.client.post(
-            "/sessions/", headers=h, json={"agent_id": agent_id, "chat_model_config": model}
-        )
-        assert session.status_code in (200, 201), session.text
-        return agent_id, session.json()["session_id"]
-
-    def chat(self, user: str, agent_id: str, session_id: str, text: str) -> list[dict[str, Any]]:
-        """Send a user message; wait for the run to end; the session's messages."""
-        h = {"X-User-ID": user}
-        before = len(self.messages(user, agent_id, session_id))
-        msg = {"role": "user", "name": user, "content": [{"type": "text", "text": text}]}
-        sent = self.client.post(
-            "/chat/", headers=h, json={"agent_id": agent_id, "session_id": session_id, "input": msg}
-        )
-        assert sent.status_code == 200, sent.text
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            status = self.client.get(
-                f"/sessions/{session_id}/status", headers=h, params={"agent_id": agent_id}
-            ).json()["status"]
-            messages = self.messages(user, agent_id, session_id)
-            if len(messages) > before + 1 and status != "running":
-                return messages
-            time.sleep(0.1)
-        raise AssertionError(f"the chat run did not end: {status}")
-
-    def messages(self, user: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:
-        got = self.client.get(
-            f"/sessions/{session_id}/messages",
-            headers={"X-User-ID": user},
-            params={"agent_id": agent_id},
-        )
-        assert got.status_code == 200, got.text
-        body = got.json()
-        return list(body["messages"] if isinstance(body, dict) else body)
 
 
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[App]:
-    factory = app_middlewares(config(tmp_path))
-    with serving() as server:
-        server.reported = None
-        server.script += [respond] * 200
-        fastapi_app = create_app(
-            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
-            message_bus=InMemoryMessageBus(),
-            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
-            extra_agent_middlewares=factory,
-            extra_agent_tools=extra_tools,
-            enable_scheduler=False,
-            enable_channel_worker=False,
-        )
-        factory.close_with(fastapi_app)
-        with TestClient(fastapi_app) as client:
-            yield App(client, server, factory)
-
-
-def _texts(messages: list[dict[str, Any]]) -> str:
-    return json.dumps(messages)
+    with running_app(tmp_path, config(tmp_path)) as running:
+        yield running
 
 
 def test_two_users_one_agent_name_cut_saved_and_kept_apart(app: App) -> None:
@@ -172,7 +43,7 @@ def test_two_users_one_agent_name_cut_saved_and_kept_apart(app: App) -> None:
     answers = [r for r in app.server.requests if any(m["role"] == "tool" for m in r["messages"])]
     assert len(answers) == 2
     for who, request in zip(("alice", "bob"), answers, strict=True):
-        sent = _texts([m for m in request["messages"] if m["role"] == "tool"])
+        sent = texts([m for m in request["messages"] if m["role"] == "tool"])
         assert f"of {who}" in sent and "line 1999 of" not in sent
         assert "read_file" in sent  # the notice: the rest is saved
     alice = app.factory.manager_for("alice", a_agent, a_session)
@@ -184,7 +55,7 @@ def test_two_users_one_agent_name_cut_saved_and_kept_apart(app: App) -> None:
     refs = {}
     for who, request in zip(("alice", "bob"), answers, strict=True):
         tool = next(m for m in request["messages"] if m["role"] == "tool")
-        parsed = parse_notice(_tool_text(tool))
+        parsed = parse_notice(tool_text(tool))
         assert parsed is not None
         refs[who] = parsed[1].file_path
     mine = bob.reader_for("assistant").read_now(refs["bob"], 1999)
@@ -198,13 +69,6 @@ def test_two_users_one_agent_name_cut_saved_and_kept_apart(app: App) -> None:
     assert "line 5 of the build log of alice" in alice.reader_for("assistant").read_now(
         refs["alice"], 1
     )
-
-
-def _tool_text(message: dict[str, Any]) -> str:
-    content = message["content"]
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content)
 
 
 def test_a_second_turn_reuses_the_session_manager_and_logs_the_raise_once(
@@ -223,20 +87,8 @@ def test_a_second_turn_reuses_the_session_manager_and_logs_the_raise_once(
 @pytest.fixture
 def small_app(tmp_path: Path) -> Iterator[App]:
     """The app with a budget its 16 tools alone exceed: every prompt is too large."""
-    factory = app_middlewares(config(tmp_path, budget=3_000))
-    with serving() as server:
-        server.script += [respond] * 50
-        fastapi_app = create_app(
-            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
-            message_bus=InMemoryMessageBus(),
-            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
-            extra_agent_middlewares=factory,
-            enable_scheduler=False,
-            enable_channel_worker=False,
-        )
-        factory.close_with(fastapi_app)
-        with TestClient(fastapi_app) as client:
-            yield App(client, server, factory)
+    with running_app(tmp_path, config(tmp_path, budget=3_000), tools=None) as running:
+        yield running
 
 
 def test_a_prompt_too_large_reaches_the_client_as_a_reply_it_can_show(small_app: App) -> None:
@@ -244,40 +96,27 @@ def test_a_prompt_too_large_reaches_the_client_as_a_reply_it_can_show(small_app:
     messages = small_app.chat("dave", agent_id, session_id, "hello")
     reply = messages[-1]
     assert reply["role"] == "assistant"
-    text = _texts(reply["content"])
+    text = texts(reply["content"])
     assert "does not fit its context budget" in text
     assert "3,000" in text or "3000" in text  # the reason, with the budget
     assert reply.get("error") is None
     # no chat call reached the model: the reply stood in for it
-    assert not any("read_file" in _texts(r.get("tools", [])) for r in small_app.server.requests)
+    assert not any("read_file" in texts(r.get("tools", [])) for r in small_app.server.requests)
 
 
 def test_summaries_use_the_session_model_and_the_stores_close_with_the_app(
     tmp_path: Path,
 ) -> None:
-    factory = app_middlewares(config(tmp_path))
-    with serving() as server:
-        server.script += [respond] * 50
-        fastapi_app = create_app(
-            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
-            message_bus=InMemoryMessageBus(),
-            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
-            extra_agent_middlewares=factory,
-            enable_scheduler=False,
-            enable_channel_worker=False,
-        )
-        factory.close_with(fastapi_app)
-        with TestClient(fastapi_app) as client:
-            app = App(client, server, factory)
-            agent_id, session_id = app.setup("erin")
-            app.chat("erin", agent_id, session_id, "hello")
-            manager = factory.manager_for("erin", agent_id, session_id)
-            assert manager.model is not None
-            assert manager.model.model == "gpt-4o-mini"
-            assert manager.compactor._model is manager.model
-            backend = factory.backend
-        assert factory._backend is None and not factory._managers  # closed with the app
-        assert backend is not None
+    with running_app(tmp_path, config(tmp_path)) as app:
+        factory = app.factory
+        agent_id, session_id = app.setup("erin")
+        app.chat("erin", agent_id, session_id, "hello")
+        manager = factory.manager_for("erin", agent_id, session_id)
+        assert manager.model is not None
+        assert manager.model.model == "gpt-4o-mini"
+        assert manager.compactor._model is manager.model
+        assert factory._backend is not None
+    assert factory._backend is None and not factory._managers  # closed with the app
 
 
 @pytest.mark.slow
@@ -294,33 +133,18 @@ def test_a_slow_tools_result_delivered_later_is_cut_and_saved(tmp_path: Path) ->
 
         return [FunctionTool(fetch_log, permission=ALLOW, is_read_only=True)]
 
-    factory = app_middlewares(config(tmp_path))
-    with serving() as server:
-        server.reported = None
-        server.script += [respond] * 50
-        fastapi_app = create_app(
-            storage=AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"),
-            message_bus=InMemoryMessageBus(),
-            workspace_manager=LocalWorkspaceManager(str(tmp_path / "workspaces")),
-            extra_agent_middlewares=factory,
-            extra_agent_tools=slow_tools,
-            enable_scheduler=False,
-            enable_channel_worker=False,
-        )
-        factory.close_with(fastapi_app)
-        with TestClient(fastapi_app) as client:
-            app = App(client, server, factory)
-            agent_id, session_id = app.setup("frank")
-            app.chat("frank", agent_id, session_id, "fetch the log")
-            deadline = time.monotonic() + 60
-            delivered: list[str] = []
-            while time.monotonic() < deadline and not delivered:
-                delivered = [
-                    text
-                    for request in list(server.requests)
-                    if "has completed" in (text := _texts(request["messages"]))
-                ]
-                time.sleep(0.2)
+    with running_app(tmp_path, config(tmp_path), tools=slow_tools) as app:
+        agent_id, session_id = app.setup("frank")
+        app.chat("frank", agent_id, session_id, "fetch the log")
+        deadline = time.monotonic() + 60
+        delivered: list[str] = []
+        while time.monotonic() < deadline and not delivered:
+            delivered = [
+                text
+                for request in list(app.server.requests)
+                if "has completed" in (text := texts(request["messages"]))
+            ]
+            time.sleep(0.2)
     assert delivered, "the background result never reached the model"
     assert "line 5 of the build log of frank" in delivered[0]
     assert "line 1999 of" not in delivered[0]
