@@ -10,8 +10,9 @@ Start with `ContextManager(ContextConfig.default(), model=...).attach(agent)`: o
 from YAML, `build_model` a provider's model; `ShellTool` and `fetch_url` are ready-made tools.
 
 The package imports on both lines; the names that exist on one line only (`ContextMemory`
-and `AtomicJSONSession` on 1.x; `ContextMiddleware` and `function_tool`, a function as a 2.x
-tool allowed without asking, on 2.x) raise an `ImportError` that says so on the other.
+and `AtomicJSONSession` on 1.x; `ContextMiddleware`, `function_tool` (a function as a 2.x
+tool allowed without asking) and `app_middlewares` (the middleware factory of 2.x's app
+server) on 2.x) raise an `ImportError` that says so on the other.
 
 Importing the package is cheap: each public name is imported on first use (`__getattr__`
 below), so `import agentscope_ctx` loads no provider, model SDK or adapter
@@ -77,7 +78,12 @@ if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers
         from .agentscope1._session import AtomicJSONSession
         from .core._memory import ContextMemory
     else:
-        from .agentscope2 import ContextManager, ContextMiddleware, function_tool
+        from .agentscope2 import (
+            ContextManager,
+            ContextMiddleware,
+            app_middlewares,
+            function_tool,
+        )
 
 __all__ = [
     "PIN_MARK",
@@ -111,6 +117,7 @@ __all__ = [
     "TokenCounter",
     "ToolResultConfig",
     "__version__",
+    "app_middlewares",
     "build_agent",
     "build_model",
     "fetch_url",
@@ -163,10 +170,13 @@ if _line.IS_1X:
     )
 else:
     _SOURCES.update(
-        ContextManager="agentscope2", ContextMiddleware="agentscope2", function_tool="agentscope2"
+        ContextManager="agentscope2",
+        ContextMiddleware="agentscope2",
+        app_middlewares="agentscope2",
+        function_tool="agentscope2",
     )
 
-_ONLY_2X = frozenset({"ContextMiddleware", "function_tool"})
+_ONLY_2X = frozenset({"ContextMiddleware", "app_middlewares", "function_tool"})
 _MISSING = frozenset(__all__) - set(_SOURCES) - {"__version__"}
 """Public names that need the other AgentScope line."""
 if _MISSING:

@@ -37,7 +37,7 @@ def test_public_names_are_exactly_all() -> None:
 
 ONLY_1X = ["AtomicJSONSession", "ContextMemory"]
 """Public names of the 1.x adapter (on 2.x they raise an ImportError naming the line)."""
-ONLY_2X = ["ContextMiddleware", "function_tool"]
+ONLY_2X = ["ContextMiddleware", "app_middlewares", "function_tool"]
 """Public names of the 2.x adapter (on 1.x they raise an ImportError naming the line)."""
 
 

@@ -17,6 +17,7 @@ if str(_version).startswith("1."):
     )
 
 if _typing.TYPE_CHECKING:
+    from ._app import AppMiddlewares, app_middlewares
     from ._manager import ContextManager, ContextMiddleware
     from ._middleware import NOTICE_EVENT
     from ._read_file import READ_FILE, ReadFileTool
@@ -25,14 +26,18 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "NOTICE_EVENT",
     "READ_FILE",
+    "AppMiddlewares",
     "ContextManager",
     "ContextMiddleware",
     "ReadFileTool",
+    "app_middlewares",
     "function_tool",
 ]
 
 _SOURCES = {
+    "AppMiddlewares": "_app",
     "NOTICE_EVENT": "_middleware",
+    "app_middlewares": "_app",
     "READ_FILE": "_read_file",
     "ContextManager": "_manager",
     "ContextMiddleware": "_manager",

@@ -30,6 +30,7 @@ from ..core._pipeline import PipelineReport, PromptParts
 from ..core._tokens import TokenCounter
 from ..services._services import ContextUsage, Services
 from ..services._traced import traced_run
+from ..stores.factory import Backend
 from ._binding import Binding, budgeted
 from ._images import cap_images
 from ._middleware import MiddlewareHooks
@@ -90,6 +91,8 @@ class ContextManager(Services):
         formatter: ignored on 2.x (a 2.x model owns its formatter).
         token_counter: a `TokenCounter`; default: tiktoken with `config.token_counter`.
         middleware: the middleware to serve (used by `ContextMiddleware` itself).
+        backend: stores opened already, shared with other managers (the app factory's:
+            `agentscope2._app`); `close()` then leaves them open.
     """
 
     def __init__(
@@ -100,10 +103,11 @@ class ContextManager(Services):
         *,
         token_counter: TokenCounter | None = None,
         middleware: ContextMiddleware | None = None,
+        backend: Backend | None = None,
     ) -> None:
         config = config or ContextConfig()
         counter = token_counter or TokenCounter(config.token_counter)
-        super().__init__(config, model, None, counter)
+        super().__init__(config, model, None, counter, backend)
         self._bindings: dict[int, Binding] = {}
         self._middleware = middleware or ContextMiddleware(manager=self)
 

@@ -91,6 +91,9 @@ class MiddlewareHooks(MiddlewareBase):
         self.config = manager.config
         self.store = manager.store
         self.read_file = ReadFileTool(manager.reader)
+        self.told: set[tuple[str, int, int]] = set()
+        """The raises of `tool_result_limit` logged already: each is logged once (an app
+        server assembles a new agent every turn), the set may be shared by middlewares."""
 
     async def list_tools(self) -> list[ToolBase]:
         """The tools this middleware adds to an agent's toolkit (the 2.x idiom
@@ -232,6 +235,10 @@ class MiddlewareHooks(MiddlewareBase):
         current = agent.context_config.tool_result_limit
         if current >= needed:
             return
+        agent.context_config = agent.context_config.model_copy(update={"tool_result_limit": needed})
+        if (str(agent.name), current, needed) in self.told:
+            return
+        self.told.add((str(agent.name), current, needed))
         logger.log(
             logging.INFO if current == _AGENT_DEFAULT_LIMIT else logging.WARNING,
             "agentscope_ctx: raising the tool_result_limit of agent %r from %d to %d tokens: "
@@ -241,7 +248,6 @@ class MiddlewareHooks(MiddlewareBase):
             current,
             needed,
         )
-        agent.context_config = agent.context_config.model_copy(update={"tool_result_limit": needed})
 
     def _usable(self, tool: ToolBase) -> bool:
         """Whether `tool` is a `read_file` of this package that reads this store."""

@@ -130,6 +130,10 @@ class Compactor:
         budget (or of the compactor's own, when smaller); a larger compactor window gives
         larger chunks, not a larger summary."""
 
+    def use_model(self, model: ChatModelBase | None) -> None:
+        """Write summaries with `model` from now on (`None`: extractive only)."""
+        self._model = model
+
     async def compact(
         self,
         previous_summary: str,

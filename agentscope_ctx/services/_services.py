@@ -37,7 +37,7 @@ from ..recall._read_scope import ReadScope
 from ..recall._recall import Recall, RecallConfig
 from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
-from ..stores.factory import open_backend
+from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
 from ._steps import StepRecorder
 from ._traced import traced_run
@@ -98,6 +98,8 @@ class Services:
             extractive summaries only, no Summarizer).
         formatter: on 1.x, the formatter matching `model` (a 2.x model owns its own).
         counter: the token counter.
+        backend: stores opened already (shared with other managers, which then close them:
+            `close()` leaves them open); default: `config.store`'s, opened here.
     """
 
     def __init__(
@@ -106,6 +108,7 @@ class Services:
         model: Any,
         formatter: Any,
         counter: TokenCounter,
+        backend: Backend | None = None,
     ) -> None:
         self.config = config
         self.model = model
@@ -117,7 +120,8 @@ class Services:
             private_dir(working_dir / name, create=False)
         self.failures = FailureLog()
         # The three storage seams (DESIGN §11): files + SQLite here, or the fleet's database.
-        self.backend = open_backend(self.config, failures=self.failures)
+        self._owns_backend = backend is None
+        self.backend = backend or open_backend(self.config, failures=self.failures)
         self.store: OutputSeam = self.backend.outputs()
         self.policy = ToolResultPolicy(self.config.tool_result)
         self.dialog: DialogSeam = self.backend.dialog()
@@ -322,7 +326,8 @@ class Services:
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
-        self.backend.close()
+        if self._owns_backend:
+            self.backend.close()
         for queue in self._summaries.values():
             queue.flush()
         if not self._background:
@@ -338,6 +343,12 @@ class Services:
                 grace_seconds,
                 f"; {len(stuck)} did not stop" if stuck else "",
             )
+
+    def use_model(self, model: Any) -> None:
+        """Write summaries with `model` from now on (the Compactor's and the Summarizer's
+        model; a Summarizer queue made before keeps its own)."""
+        self.model = model
+        self.compactor.use_model(model)
 
     def tenant_of(self, agent_name: str) -> Tenant:
         """The tenant of agent `agent_name` in this manager's session (DESIGN.md §15)."""
