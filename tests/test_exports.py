@@ -26,7 +26,8 @@ def test_all_is_sorted_and_importable() -> None:
 def test_public_names_are_exactly_all() -> None:
     submodules = {"annotations", "cli", "demo", "tools", "viewer"}  # submodules imported by name
     submodules |= {"agentscope1", "agentscope2", "core", "memory", "models", "recall"}
-    submodules |= {"services", "stores", "telemetry"}  # the layers' subpackages (docs/architecture.md)
+    # the layers' subpackages (docs/architecture.md)
+    submodules |= {"services", "stores", "telemetry"}
     listed = {n for n in dir(agentscope_ctx) if not n.startswith("_")} - submodules
     assert listed == set(agentscope_ctx.__all__) - {"__version__"}
     for name in agentscope_ctx.__all__:  # the names import on first use (issue 20)
