@@ -53,7 +53,7 @@ from ._search_sql import (
     db_text,
     query_text,
 )
-from ._tenant import bind, maintenance
+from ._tenant import bind, maintenance, stored_owner
 
 __all__ = ["PostgresSearchIndex"]
 
@@ -162,12 +162,10 @@ class PostgresSearchIndex(Indexer):
             if isinstance(v, str) and v
         }
         filters = replace(given, **texts)
-        scoped = tenant is not None and tenant.scope != "shared"
-        owner = {
-            "t_agent": db_name(tenant.agent) if scoped and tenant else None,
-            "t_session": db_name(tenant.session) if scoped and tenant and tenant.scope == "session"
-            else None,
-        }  # fmt: skip
+        owner: dict[str, str | None] = {"t_agent": None, "t_session": None}  # None: any
+        if tenant is not None and tenant.scope != "shared":
+            agent, session = stored_owner(tenant)
+            owner = {"t_agent": agent, "t_session": session if tenant.scope == "session" else None}
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds

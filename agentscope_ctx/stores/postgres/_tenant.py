@@ -19,7 +19,7 @@ from ...core._tenant import Tenant
 from ._engine import PostgresEngine
 from ._names import db_name
 
-__all__ = ["bind", "maintenance", "owner_named", "owner_sql", "transaction"]
+__all__ = ["bind", "maintenance", "owner_named", "owner_sql", "stored_owner", "transaction"]
 
 _SET = (
     "SELECT set_config('agentscope_ctx.scope', %s, true), "
@@ -28,14 +28,18 @@ _SET = (
 )
 
 
+def stored_owner(tenant: Tenant) -> tuple[str, str]:
+    """`tenant`'s agent key and session as the owner columns hold them (`_names`)."""
+    return db_name(tenant.agent) or "", db_name(tenant.session) or ""
+
+
 def bind(conn: Any, tenant: Tenant | None) -> None:
     """Make the current transaction `tenant`'s (`None`: every tenant's rows, for the index's
     own catch-up, retention and the operator's tools)."""
     if tenant is None:
         conn.execute(_SET, ("all", "", ""))
     else:
-        stored = db_name(tenant.agent) or "", db_name(tenant.session) or ""  # as rows hold them
-        conn.execute(_SET, (tenant.scope, *stored))
+        conn.execute(_SET, (tenant.scope, *stored_owner(tenant)))
 
 
 @contextmanager
@@ -60,7 +64,7 @@ def owner_sql(tenant: Tenant | None, alias: str = "") -> tuple[str, tuple[str, .
     if tenant is None or tenant.scope == "shared":
         return "TRUE", ()
     a = f"{alias}." if alias else ""
-    agent, session = db_name(tenant.agent) or "", db_name(tenant.session) or ""  # as stored
+    agent, session = stored_owner(tenant)
     if tenant.scope == "agent":
         return f"{a}agent = %s", (agent,)
     return f"({a}agent = %s AND {a}session = %s)", (agent, session)
