@@ -7,6 +7,7 @@ module to choose the sizes::
     python -m benchmarks.bench_store                       # 10000:100
     python -m benchmarks.bench_store --large               # 10000:100 and 100000:1024
     python -m benchmarks.bench_store --points 1000:10 100000:1024 --sessions 10 --big-mb 100
+    python -m benchmarks.bench_store --large --stores postgres   # one store only
 
 Each point is MESSAGES:OUTPUT_MB. The environment variable ``AGENTSCOPE_CTX_BENCH_STORE``
 (e.g. ``"100000:1024"``) sets the points of ``python -m benchmarks store``; ``--large`` there
@@ -308,8 +309,10 @@ def main(
     rebuild: bool | None = None,
     sessions: int = SESSIONS,
     big_mb: int = BIG_MB,
+    stores: Sequence[str] = ("local", "postgres"),
 ) -> dict[str, Any]:
-    """Run every point on both stores; print the table and return the numbers."""
+    """Run every point on `stores` (both by default); print the table and return the
+    numbers."""
     if large is None:
         large = "--large" in sys.argv
     if rebuild is None:
@@ -326,11 +329,11 @@ def main(
 
     results: dict[str, Any] = {"points": {}, "skipped": {}}
     why = why_unavailable()
-    server = None if why else PostgresServer.start(durable=True)
+    server = None if why or "postgres" not in stores else PostgresServer.start(durable=True)
     print("p50/p95 in ms; append = 10 messages; read = read_file's 32 KB excerpt from a line")
     try:
         for messages, output_mb in points:
-            for kind in ("local", "postgres"):
+            for kind in stores:
                 if kind == "postgres" and server is None:
                     results["skipped"]["postgres"] = why
                     print(f"postgres skipped: {why}")
@@ -372,6 +375,9 @@ if __name__ == "__main__":
     parser.add_argument("--no-rebuild", action="store_true", help="skip timing a rebuild")
     parser.add_argument("--sessions", type=int, default=SESSIONS, help="sessions of the store")
     parser.add_argument("--big-mb", type=int, default=BIG_MB, help="the big output (0: none)")
+    parser.add_argument(
+        "--stores", nargs="+", choices=("local", "postgres"), default=("local", "postgres")
+    )
     args = parser.parse_args()
     chosen = [tuple(map(int, p.split(":"))) for p in args.points] if args.points else None
     main(
@@ -380,4 +386,5 @@ if __name__ == "__main__":
         rebuild=not args.no_rebuild,
         sessions=args.sessions,
         big_mb=args.big_mb,
+        stores=args.stores,
     )
