@@ -12,7 +12,7 @@ share a call id), search, probes (what the
 agent still knows after 1, 3 and 10 compactions), startup (importing the package and the
 quick CLI commands against ``import agentscope``), tracing (the pipeline step with tracing
 off and on, against the plain run; last, as it sets the global tracer provider). `cost` is
-`bench_cost` on 1.x (a `ReActAgent`) and `bench_cost2` on 2.x (an `Agent`);
+`cost.line1` on 1.x (a `ReActAgent`) and `cost.line2` on 2.x (an `Agent`);
 `compaction_cost` (the compactor's prefix request against the plain one, at providers'
 cache prices) on both; `baseline` (1.x's
 `CompressionConfig`) is 1.x only, `steady2` (the 2.x adapter's step) 2.x only.
@@ -41,30 +41,30 @@ RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 
 _PLAN: list[tuple[str, str | None, str | None, str]] = [
     # name, module on 1.x, module on 2.x, why it is skipped on the other line
-    ("tokens", "bench_tokens", "bench_tokens", ""),
-    ("truncation", "bench_truncation", "bench_truncation", ""),
-    ("pipeline", "bench_pipeline", "bench_pipeline", ""),
-    ("pins", "bench_pins", "bench_pins", ""),
+    ("tokens", "pipeline.tokens", "pipeline.tokens", ""),
+    ("truncation", "pipeline.truncation", "pipeline.truncation", ""),
+    ("pipeline", "pipeline.step", "pipeline.step", ""),
+    ("pins", "pipeline.pins", "pipeline.pins", ""),
     (
         "steady2",
         None,
-        "bench_steady2",
+        "pipeline.steady2",
         "the 2.x adapter's step (AgentState <-> memory); on 1.x, `pipeline` is the step",
     ),
     (
         "baseline",
-        "bench_baseline",
+        "cost.baseline",
         None,
         "1.x's ReActAgent.CompressionConfig; 2.x's own context management is in `cost`",
     ),
-    ("cost", "bench_cost", "bench_cost2", ""),
-    ("compaction_cost", "bench_compaction_cost", "bench_compaction_cost", ""),
-    ("search", "bench_search", "bench_search", ""),
-    ("probes", "bench_probes", "bench_probes", ""),
-    ("startup", "bench_startup", "bench_startup", ""),
-    ("store", "bench_store", "bench_store", ""),
+    ("cost", "cost.line1", "cost.line2", ""),
+    ("compaction_cost", "cost.compaction", "cost.compaction", ""),
+    ("search", "store.search", "store.search", ""),
+    ("probes", "pipeline.probes", "pipeline.probes", ""),
+    ("startup", "startup.imports", "startup.imports", ""),
+    ("store", "store.stores", "store.stores", ""),
     # last: its tracing-on phase sets the global tracer provider for the rest of the process
-    ("tracing", "bench_tracing", "bench_tracing", ""),
+    ("tracing", "pipeline.tracing", "pipeline.tracing", ""),
 ]
 
 

@@ -1,4 +1,4 @@
-"""The compaction-cost benchmark (`benchmarks/bench_compaction_cost.py`) on a tiny session, on
+"""The compaction-cost benchmark (`benchmarks/cost/compaction.py`) on a tiny session, on
 the installed AgentScope line: both request forms run and are metered, the prefix request is
 served from the agent's last prompt, and the prices are applied as documented."""
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks import bench_compaction_cost as bench
-from benchmarks.cost_session import Scenario
+from benchmarks.cost import compaction as bench
+from benchmarks.cost.session import Scenario
 
 
 def test_pricing_reads_writes_and_the_shortest_cached_prefix() -> None:

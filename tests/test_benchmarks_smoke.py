@@ -25,7 +25,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import __main__ as bench_all
-from benchmarks import bench_pins, bench_pipeline, bench_tokens, bench_truncation
+from benchmarks.pipeline import pins as bench_pins
+from benchmarks.pipeline import step as bench_pipeline
+from benchmarks.pipeline import tokens as bench_tokens
+from benchmarks.pipeline import truncation as bench_truncation
 
 
 def _positive(value: Any) -> bool:
@@ -148,7 +151,7 @@ def test_main_runs_the_1x_set() -> None:
 
 
 def test_cost_session_json_outputs(tmp_path: Path) -> None:
-    from benchmarks.cost_session import everyday, everyday_json, write_files
+    from benchmarks.cost.session import everyday, everyday_json, write_files
 
     plain, mixed = everyday(turns=1, calls=4), everyday_json()
     assert mixed.sizes == everyday().sizes and mixed.json and not plain.json
@@ -164,7 +167,7 @@ def test_cost_session_json_outputs(tmp_path: Path) -> None:
 def test_baseline_bench_tiny(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchmarks import bench_baseline
+    from benchmarks.cost import baseline as bench_baseline
 
     monkeypatch.setattr(bench_baseline, "TURNS", 1)
     monkeypatch.setattr(bench_baseline, "STEPS", 6)
@@ -189,7 +192,7 @@ def test_baseline_bench_tiny(
 
 
 def _tiny_cost_scenarios() -> list[Any]:
-    from benchmarks.cost_session import Scenario
+    from benchmarks.cost.session import Scenario
 
     return [
         Scenario("stress", 8_000, 2, 3, (20_000, 3_000, 50_000, 8_000, 2_000, 30_000)),
@@ -198,8 +201,8 @@ def _tiny_cost_scenarios() -> list[Any]:
 
 
 def test_cost_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import bench_cost
-    from benchmarks.cost_meter import CACHED_PRICE, NEW_PRICE
+    from benchmarks.cost import line1 as bench_cost
+    from benchmarks.cost.meter import CACHED_PRICE, NEW_PRICE
 
     result = bench_cost.main(_tiny_cost_scenarios())
     assert set(result["scenarios"]) == {"stress", "everyday"}
@@ -253,7 +256,7 @@ def test_cost_meter_prefix_and_budget() -> None:
     from agentscope.message import Msg
 
     from agentscope_ctx import TokenCounter
-    from benchmarks.cost_meter import PromptMeter, encoding, serialise
+    from benchmarks.cost.meter import PromptMeter, encoding, serialise
 
     async def run() -> None:
         counter, formatter = TokenCounter("cl100k_base"), OpenAIChatFormatter()
@@ -287,8 +290,8 @@ def test_cost_checks_catch_losses(tmp_path: Path) -> None:
     from agentscope.message import Msg, ToolResultBlock, ToolUseBlock
 
     from agentscope_ctx import ContextConfig, ContextManager
-    from benchmarks.cost_checks import check_messages, check_reachable
-    from benchmarks.cost_session import Step, user_task
+    from benchmarks.cost.checks import check_messages, check_reachable
+    from benchmarks.cost.session import Step, user_task
 
     source = tmp_path / "big.txt"
     original = "".join(f"line {i}: 中文 text\n" for i in range(5_000))

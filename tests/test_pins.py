@@ -17,7 +17,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentscope_ctx.core._pins import PIN_MARK, protected, units
-from benchmarks.bench_pins import shared_calls, walked_pins
+from benchmarks.pipeline.pins import shared_calls, walked_pins
 from tests.lines import Msg, ToolResultBlock, ToolUseBlock
 from tests.test_pipeline import Agent, pipeline, run
 

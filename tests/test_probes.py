@@ -1,4 +1,4 @@
-"""The probes benchmark (`benchmarks/bench_probes.py`) on both lines: what code guarantees
+"""The probes benchmark (`benchmarks/pipeline/probes.py`) on both lines: what code guarantees
 after 1, 3 and 10 compactions holds whoever writes the summary: every file touched and the
 current task are in the next prompt, with a lazy model and with the extractive fallback."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_probes
+from benchmarks.pipeline import probes as bench_probes
 
 
 @pytest.mark.parametrize("kind", ["coding", "logs", "web"])

@@ -121,7 +121,7 @@ async def test_a_fresh_read_file_output_is_not_copied(tmp_path: Path) -> None:
 
 
 def test_bench_read_snapshot_tiny(capsys: Any) -> None:
-    from benchmarks import bench_read_snapshot
+    from benchmarks.pipeline import read_snapshot as bench_read_snapshot
 
     rows = bench_read_snapshot.main(rounds=3)
     assert set(rows) == {"workspace_snapshot", "store_retruncate"}

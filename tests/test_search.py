@@ -44,7 +44,8 @@ from agentscope_ctx.recall._recall import Recall, format_result
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
-from benchmarks import bench_engines, bench_search
+from benchmarks.store import engines as bench_engines
+from benchmarks.store import search as bench_search
 from tests.lines import text_of
 from tests.search_proc import worker
 

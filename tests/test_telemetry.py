@@ -176,7 +176,7 @@ async def test_helper_tokens_add_up_to_the_enclosing_run(traced: Traced) -> None
 def test_tracing_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     """The benchmark measures the three ways and prints them; it leaves tracing on, which
     is put back off here."""
-    from benchmarks import bench_tracing
+    from benchmarks.pipeline import tracing as bench_tracing
     from tests.otel import _reset_globals
 
     try:

@@ -17,9 +17,13 @@ from agentscope.message import UserMsg
 from agentscope_ctx import TokenCounter
 from agentscope_ctx.models._guard import is_context_overflow
 from benchmarks import __main__ as bench_all
-from benchmarks import bench_cost2, bench_pipeline, bench_steady2, compare, cost_meter
-from benchmarks.cost_models2 import Provider
-from benchmarks.cost_session import Scenario, Step
+from benchmarks import compare
+from benchmarks.cost import line2 as bench_cost2
+from benchmarks.cost import meter as cost_meter
+from benchmarks.cost.models2 import Provider
+from benchmarks.cost.session import Scenario, Step
+from benchmarks.pipeline import steady2 as bench_steady2
+from benchmarks.pipeline import step as bench_pipeline
 
 
 def _positive(value: Any) -> bool:

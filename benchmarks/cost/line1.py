@@ -1,7 +1,7 @@
 """Cost benchmark (issue 12, item 7): what holding the budget costs, with a prompt cache.
 
 Scripted sessions through a real AgentScope 1.x `ReActAgent` that views real files with
-AgentScope's `view_text_file` tool (see `cost_session`; `bench_cost2` runs the same sessions
+AgentScope's `view_text_file` tool (see `cost.session`; `cost.line2` runs the same sessions
 on AgentScope 2.x):
 
 - stress: budget 24k tokens, 6 turns x 8 tool calls, outputs of 30 KB to 1.3 MB;
@@ -16,7 +16,7 @@ the same kind of scripted model). Only the agent's model and the helpers' models
 
 Per run: agent calls, peak prompt (the manager's token counter, the unit of the budget), calls
 over budget, tokens sent, prefix reuse against the append-only bound, cost units (cached 0.1,
-new 1.25, per 1k tokens; see `cost_meter`), compactions (times the summary was rewritten),
+new 1.25, per 1k tokens; see `cost.meter`), compactions (times the summary was rewritten),
 the helpers' calls and prompt tokens as a share of the agent's, and the checks: nothing lost
 (dialog + memory hold every message once), every notice's file exists and its chain gives
 back the original output (followed with the manager's `read_file`). Then one PASS/FAIL line
@@ -39,9 +39,11 @@ from agentscope.message import Msg
 from agentscope.tool import Toolkit, view_text_file
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from benchmarks import cost_checks, cost_meter, cost_report
-from benchmarks.cost_models import AgentScript, HelperModel
-from benchmarks.cost_session import (
+from benchmarks.cost import checks as cost_checks
+from benchmarks.cost import meter as cost_meter
+from benchmarks.cost import report as cost_report
+from benchmarks.cost.models1 import AgentScript, HelperModel
+from benchmarks.cost.session import (
     SYS_PROMPT,
     Scenario,
     Step,
@@ -155,7 +157,7 @@ async def run_builtin(scenario: Scenario, plan: list[list[Step]], work: Path) ->
 
 
 def main(scenarios: Sequence[Scenario] | None = None) -> dict[str, Any]:
-    """Run the scenarios (`cost_report.main`), print the tables, return the numbers."""
+    """Run the scenarios (`cost.report.main`), print the tables, return the numbers."""
     return cost_report.main(scenarios, [("agentscope_ctx", run_ours), ("builtin", run_builtin)])
 
 

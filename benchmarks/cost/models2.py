@@ -1,7 +1,7 @@
-"""The scripted models of the cost benchmark on AgentScope 2.x (`bench_cost2`).
+"""The scripted models of the cost benchmark on AgentScope 2.x (`cost.line2`).
 
 Each is a real 2.x `ChatModelBase` whose API call is scripted (what it answers is in
-`cost_script`); each prompt is formatted with `OpenAIChatFormatter` (the formatter a 2.x
+`cost.script`); each prompt is formatted with `OpenAIChatFormatter` (the formatter a 2.x
 model owns) and metered by a `PromptMeter`.
 
 `Provider` is the agent's model, and a provider's window: a prompt over `window` tokens (our
@@ -29,9 +29,9 @@ from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
 from agentscope.tool import ToolChoice
 from pydantic import BaseModel
 
-from benchmarks import cost_script
-from benchmarks.cost_meter import PromptMeter
-from benchmarks.cost_session import Step
+from benchmarks.cost import script as cost_script
+from benchmarks.cost.meter import PromptMeter
+from benchmarks.cost.session import Step
 
 STRUCTURED = "generate_structured_output"
 

@@ -1,7 +1,7 @@
 """Benchmark start-up: what importing the package and each quick CLI command costs, against
 ``import agentscope`` on the installed line.
 
-Run ``python -m benchmarks startup`` (or ``python -m benchmarks.bench_startup --runs N``).
+Run ``python -m benchmarks startup`` (or ``python -m benchmarks.startup.imports --runs N``).
 Each case is a fresh interpreter (``sys.executable``, this checkout first on the path), run
 once untimed (warms the OS file cache and writes Python's bytecode cache, as a user's
 installation has it; `search` builds its index) and then `runs` times,
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TARGET = 2.0
 """A case may cost at most this many times ``import agentscope``."""
 _CLI = "import sys; from agentscope_ctx.cli import main; sys.exit(main())"

@@ -1,9 +1,9 @@
-"""The scripted models of the cost benchmark on AgentScope 1.x (`bench_cost`).
+"""The scripted models of the cost benchmark on AgentScope 1.x (`cost.line1`).
 
 `AgentScript` is the agent's model: it answers from the script by call number and hands each
 prompt to a `PromptMeter`. `HelperModel` is the context manager's own model (or the built-in
 compression's): it answers compactor, Summarizer and structured-summary calls from the prompt
-alone, and meters each kind separately. What they answer is in `cost_script`.
+alone, and meters each kind separately. What they answer is in `cost.script`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 
-from benchmarks import cost_script
-from benchmarks.cost_meter import PromptMeter
-from benchmarks.cost_session import Step
+from benchmarks.cost import script as cost_script
+from benchmarks.cost.meter import PromptMeter
+from benchmarks.cost.session import Step
 
 
 def _response(text: str, call: tuple[str, str, dict[str, Any]] | None = None) -> ChatResponse:

@@ -1,5 +1,5 @@
-"""The cost benchmark's rows, targets and tables, on either AgentScope line (`bench_cost` on
-1.x, `bench_cost2` on 2.x): one row per system and scenario, the issue's targets, and the
+"""The cost benchmark's rows, targets and tables, on either AgentScope line (`cost.line1` on
+1.x, `cost.line2` on 2.x): one row per system and scenario, the issue's targets, and the
 printed table with its legend."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx._line import AGENTSCOPE_VERSION
-from benchmarks import cost_meter
-from benchmarks.cost_session import Scenario, Step, everyday, everyday_json, stress, write_files
+from benchmarks.cost import meter as cost_meter
+from benchmarks.cost.session import Scenario, Step, everyday, everyday_json, stress, write_files
 
 Run = Callable[[Scenario, list[list[Step]], Path], Awaitable[dict[str, Any]]]
 

@@ -1,6 +1,6 @@
 """Benchmark pinned messages that share a tool-call id (issue 29, item 6).
 
-Run ``python -m benchmarks pins`` (or ``python -m benchmarks.bench_pins``); `main()` returns
+Run ``python -m benchmarks pins`` (or ``python -m benchmarks.pipeline.pins``); `main()` returns
 the numbers as a dict. Line-neutral core: runs on 1.x and 2.x alike.
 
 A user turn, then 200, 400, 800 pinned calls and results that all carry one call id (a
@@ -30,7 +30,7 @@ from typing import Any
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._pins import PIN_MARK, is_pinned, protected
 from agentscope_ctx.core._tokens import TokenCounter
-from benchmarks.bench_pipeline import ENCODING, _make_pipeline
+from benchmarks.pipeline.step import ENCODING, _make_pipeline
 
 SIZES = (200, 400, 800)
 UNPINNED = 400

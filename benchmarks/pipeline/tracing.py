@@ -1,7 +1,7 @@
 """Benchmark what tracing costs the pipeline step (issue 32 item 1; docs/observability.md).
 
-Run ``python -m benchmarks.bench_tracing`` (or ``python -m benchmarks``, on either line).
-The steady-state step of `bench_pipeline` (append a tool_use and its tool_result to a history
+Run ``python -m benchmarks.pipeline.tracing`` (or ``python -m benchmarks``, on either line).
+The steady-state step of `pipeline.step` (append a tool_use and its tool_result to a history
 of 200 and 800 messages, then run the pipeline; nothing compacts), measured three ways on
 three pipelines of the same history:
 
@@ -33,7 +33,7 @@ from typing import Any
 from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
 from agentscope_ctx.core._tokens import TokenCounter
 from agentscope_ctx.services._traced import traced_run
-from benchmarks.bench_pipeline import ENCODING, _make_pipeline, build_history, tool_pair
+from benchmarks.pipeline.step import ENCODING, _make_pipeline, build_history, tool_pair
 
 HISTORY_SIZES = (200, 800)
 STEPS = 60

@@ -1,7 +1,7 @@
 """Long-term memory on the fleet store: what one `remember` and one `log_today` cost, and the
 memory prompt's read, as MEMORY.md grows (docs/fleet-memory.md).
 
-    python -m benchmarks.bench_memory [--facts N]
+    python -m benchmarks.store.memory [--facts N]
 
 Starts a private PostgreSQL server (tests/fleet/postgres_server.py, durable: fsync on), makes
 N `remember` calls on one agent's memory (each one transaction on the row, then the memory's
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core._tokens import TokenCounter

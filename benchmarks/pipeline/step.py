@@ -1,9 +1,9 @@
 """Benchmark the pre-reasoning pipeline (DESIGN.md §3): steady-state step cost and compaction.
 
-Run ``python benchmarks/bench_pipeline.py`` (or ``python -m benchmarks.bench_pipeline``);
+Run ``python benchmarks/pipeline/step.py`` (or ``python -m benchmarks.pipeline.step``);
 `main()` returns the numbers as a dict. It measures the line-neutral core (a `ContextMemory`
 of the core's entries), so it runs on AgentScope 1.x and 2.x alike; the 2.x adapter's own
-step (state → memory → state around the same pipeline) is `bench_steady2`.
+step (state → memory → state around the same pipeline) is `pipeline.steady2`.
 
 1. Steady state: a history of 50, 200, 800, 3200 messages (user requests, assistant tool
    calls, tool results of a few KB) in a `ContextMemory`, `max_input_tokens` so large that

@@ -1,6 +1,6 @@
 """Benchmark the snapshot of a `read_file` output cut harder (issue 19.1, `_cuts.py`).
 
-Run ``python -m benchmarks.bench_read_snapshot``; `main()` returns the numbers as a dict.
+Run ``python -m benchmarks.pipeline.read_snapshot``; `main()` returns the numbers as a dict.
 
 Masking a `read_file` output of a workspace file (the default 32 KB excerpt) saves the output
 to `tool_result/` first (write + fsync + rename, off the event loop) and cuts it from there;

@@ -1,6 +1,6 @@
 """Benchmark `agentscope_ctx.TokenCounter`: cold vs cached history counts, raw throughput.
 
-Run ``python benchmarks/bench_tokens.py``; `main()` returns the numbers as a dict.
+Run ``python benchmarks/pipeline/tokens.py``; `main()` returns the numbers as a dict.
 
 1. A deterministic 500-message agent history (~150K tokens): user and assistant text, tool
    calls and their results (code, logs, HTML), counted cold, then again unchanged (warm).

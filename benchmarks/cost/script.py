@@ -1,6 +1,6 @@
 """What the scripted models of the cost benchmark answer, on either AgentScope line.
 
-The answers are plain data here; `cost_models` (1.x) and `cost_models2` (2.x) wrap them in
+The answers are plain data here; `cost.models1` (1.x) and `cost.models2` (2.x) wrap them in
 each line's response types:
 
 - the agent's model: per turn, one tool call per step (`view_text_file` on the step's file,
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cost_session import Step
+from benchmarks.cost.session import Step
 
 TOOL = "view_text_file"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentscope_ctx import TRUNCATION_NOTICE_MARKER
 from agentscope_ctx.core._entry import Msg
-from benchmarks.cost_session import Step, user_task
+from benchmarks.cost.session import Step, user_task
 
 Reader = Callable[[str, int, int], Awaitable[Any]]
 """The manager's `read_file`: a `ToolResponse` of 1.x (dict blocks) or 2.x (pydantic)."""

@@ -1,14 +1,14 @@
 """What a compaction request costs with a prompt cache: the prefix form against the plain form
 (issue 22, item 5; `compactor.request`).
 
-The cost benchmark's sessions (`cost_session`), longer, so that they compact: stress (budget
+The cost benchmark's sessions (`cost.session`), longer, so that they compact: stress (budget
 24k) over 30 turns, and everyday (budget 128k) over 20 turns with masking off (with it,
 masking alone holds that session under the trigger), through a real agent (1.x `ReActAgent` or 2.x `Agent`, whichever line is installed), with
 agentscope_ctx attached and the compactor on the agent's own model (one scripted model
 answers both: a provider's cache is per model), each run twice: ``request: plain`` and
 ``request: prefix``. The Summarizer is off (its calls do not depend on the form).
 
-Per compaction request: its tokens (the prompt serialised as `cost_meter` does, tool schemas
+Per compaction request: its tokens (the prompt serialised as `cost.meter` does, tool schemas
 first, then each message; tiktoken cl100k) and its cached part: the longest prefix it shares
 with an earlier prompt on the same model still in a provider's cache, the agent's last call
 or the previous compaction request (a prompt cache keeps both for minutes; a scripted session
@@ -25,7 +25,7 @@ DashScope implicit cache (read 0.2, write 1.0, 256) and explicit cache (read 0.1
 1,024). Other prices: ``--price name=read,write,min_tokens`` (repeatable). Output tokens are
 left out: the summary is the same size in both forms.
 
-Run: ``python -m benchmarks compaction_cost`` (or ``python -m benchmarks.bench_compaction_cost
+Run: ``python -m benchmarks compaction_cost`` (or ``python -m benchmarks.cost.compaction
 [--price ...] [--scenario stress|everyday|everyday-json]``).
 """
 
@@ -46,8 +46,9 @@ from typing import Any
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
-from benchmarks import cost_meter, cost_script
-from benchmarks.cost_session import Scenario, Step, everyday, everyday_json, stress, write_files
+from benchmarks.cost import meter as cost_meter
+from benchmarks.cost import script as cost_script
+from benchmarks.cost.session import Scenario, Step, everyday, everyday_json, stress, write_files
 
 MARK = "[agentscope_ctx: context compaction."
 """The first words of the prefix request's instruction."""
@@ -174,9 +175,9 @@ async def _run_1x(scenario: Scenario, plan: list[list[Step]], work: Path, form: 
     from agentscope.message import Msg, TextBlock
     from agentscope.model import ChatResponse
 
-    from benchmarks.bench_cost import _agent
-    from benchmarks.cost_models import AgentScript
-    from benchmarks.cost_session import user_task
+    from benchmarks.cost.line1 import _agent
+    from benchmarks.cost.models1 import AgentScript
+    from benchmarks.cost.session import user_task
 
     counter, encoder = TokenCounter("cl100k_base"), cost_meter.encoding()
     recorder = Recorder(encoder)
@@ -206,8 +207,8 @@ async def _run_1x(scenario: Scenario, plan: list[list[Step]], work: Path, form: 
 async def _run_2x(scenario: Scenario, plan: list[list[Step]], work: Path, form: str) -> Recorder:
     from agentscope.model import ChatResponse
 
-    from benchmarks.bench_cost2 import _agent, _session
-    from benchmarks.cost_models2 import Provider, _reply
+    from benchmarks.cost.line2 import _agent, _session
+    from benchmarks.cost.models2 import Provider, _reply
 
     counter, encoder = TokenCounter("cl100k_base"), cost_meter.encoding()
     recorder = Recorder(encoder)

@@ -1,8 +1,8 @@
 """The cost benchmark on AgentScope 2.x: agentscope_ctx beside 2.x's own context management.
 
-The sessions of `bench_cost` (`cost_session`: the same files, the same script) through a real
+The sessions of `cost.line1` (`cost.session`: the same files, the same script) through a real
 2.x `Agent` that views them with a `view_text_file` tool (the twin of 1.x's: the whole file
-with line numbers). Only the model is scripted (`cost_models2.Provider`), and it enforces its
+with line numbers). Only the model is scripted (`cost.models2.Provider`), and it enforces its
 window: the model's `context_size` is the scenario's budget, and a prompt over it (counted
 with tiktoken on what the model received) is rejected with a context-length error (HTTP 400),
 as a provider would. Each scenario runs twice:
@@ -24,7 +24,7 @@ counts as a failed turn; the session goes on with the next task, as a user would
 counts the rejected agent calls (metered like the others: they were sent); the built-in's
 rejected compression calls are counted in its helper calls.
 
-Checks as in `bench_cost`: nothing lost (agentscope_ctx: dialog + memory hold every message
+Checks as in `cost.line1`: nothing lost (agentscope_ctx: dialog + memory hold every message
 once; builtin: what its state still holds) and every output reachable.
 """
 
@@ -44,9 +44,11 @@ from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.agentscope2._tools import function_tool
 from agentscope_ctx.models._guard import is_context_overflow
-from benchmarks import cost_checks, cost_meter, cost_report
-from benchmarks.cost_models2 import Helper, Provider
-from benchmarks.cost_session import SYS_PROMPT, Scenario, Step, user_task
+from benchmarks.cost import checks as cost_checks
+from benchmarks.cost import meter as cost_meter
+from benchmarks.cost import report as cost_report
+from benchmarks.cost.models2 import Helper, Provider
+from benchmarks.cost.session import SYS_PROMPT, Scenario, Step, user_task
 
 TRIGGER_RATIO = 0.75
 """agentscope_ctx's default `compact_trigger_ratio`, used for both systems."""
@@ -180,7 +182,7 @@ async def run_builtin(scenario: Scenario, plan: list[list[Step]], work: Path) ->
 
 
 def main(scenarios: Sequence[Scenario] | None = None) -> dict[str, Any]:
-    """Run the scenarios (`cost_report.main`), print the tables, return the numbers."""
+    """Run the scenarios (`cost.report.main`), print the tables, return the numbers."""
     return cost_report.main(scenarios, [("agentscope_ctx", run_ours), ("builtin", run_builtin)])
 
 

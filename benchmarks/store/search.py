@@ -3,8 +3,8 @@
 Run ``python -m benchmarks search`` (all benchmarks: ``python -m benchmarks``), or this module
 directly to choose the sizes::
 
-    python -m benchmarks.bench_search --points 1000:10 10000:100 100000:1024
-    python -m benchmarks.bench_search --queries-only
+    python -m benchmarks.store.search --points 1000:10 10000:100 100000:1024
+    python -m benchmarks.store.search --queries-only
 
 Each point is MESSAGES:OUTPUT_MB: that many messages in ``dialog/`` (about 1 KB each, spread
 over days) and that many MB of saved tool output in ``tool_result/`` (log files of 100 KB to

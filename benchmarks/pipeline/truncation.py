@@ -1,6 +1,6 @@
 """Benchmark the two-stage truncation of tool output (DESIGN.md §4).
 
-Run ``python benchmarks/bench_truncation.py`` (or ``python -m benchmarks.bench_truncation``);
+Run ``python benchmarks/pipeline/truncation.py`` (or ``python -m benchmarks.pipeline.truncation``);
 `main()` returns the numbers as a dict.
 
 1. First truncation: `offload_text(text, 32768, store)` on a 100 KB, 1 MB, 10 MB and 100 MB

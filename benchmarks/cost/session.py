@@ -1,4 +1,4 @@
-"""The scripted sessions of the cost benchmark (`bench_cost`): scenarios, real files, models.
+"""The scripted sessions of the cost benchmark (`cost.line1`): scenarios, real files, models.
 
 A scenario is a list of turns; each turn is a user task followed by tool calls that view one
 file each with a `view_text_file` tool (AgentScope 1.x's own; its twin on 2.x), and a final
@@ -9,7 +9,7 @@ largest found is 18 KB). A scenario with `json` makes one of the three source ou
 records with Chinese fields instead (what a database or API tool returns): Chinese and JSON
 are where a bytes / 4 estimate undercounts tokens. Everything is
 seeded: the same scenario gives the same files and the same script (the scripted models are
-in `cost_models` and `cost_models2`).
+in `cost.models1` and `cost.models2`).
 """
 
 from __future__ import annotations

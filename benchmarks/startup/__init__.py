@@ -1,0 +1,1 @@
+"""The start-up benchmark: importing the package and the quick CLI commands."""

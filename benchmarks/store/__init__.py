@@ -1,0 +1,1 @@
+"""The storage benchmarks: the dialog stores, recall's search, engine candidates, memory."""
