@@ -4,6 +4,7 @@ output cut at its entry with its original size."""
 
 from __future__ import annotations
 
+from ..viewer._page import size_text
 from ._report import (
     COMPACTION,
     CONTINUATION_READ,
@@ -15,7 +16,7 @@ from ._report import (
     Rung,
 )
 
-__all__ = ["before_relief", "freed", "key_lines", "size_text"]
+__all__ = ["before_relief", "freed", "key_lines"]
 
 _RELIEF = frozenset({SECOND_TRUNCATION, MASKING, COMPACTION, EXTRACTIVE_COMPACTION})
 
@@ -37,15 +38,6 @@ def before_relief(report: DemoReport) -> list[int]:
         if rung.after and tokens and 1 <= rung.step + 1 <= len(values):
             values[rung.step] += max(tokens, 0)
     return values
-
-
-def size_text(n: int) -> str:
-    """``273 KB``, ``1.2 MB``, ``512 bytes``."""
-    if n < 1024:
-        return f"{n:,} bytes"
-    if n < 1024 * 1024:
-        return f"{n / 1024:,.0f} KB"
-    return f"{n / 1024 / 1024:,.1f} MB"
 
 
 def _rung_text(rung: Rung) -> str:

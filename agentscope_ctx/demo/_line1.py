@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from agentscope.agent import ReActAgent
@@ -19,23 +19,22 @@ from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit
 
-from .._providers import Models
 from ..agentscope1._manager import ContextManager
-from ..core._config import ContextConfig
+from ._notices import Notices
 from ._recording import RecordingModel
-from ._runner import DemoSetup, Notices, agent_name
-from ._scripted import PromptStats, Script
+from ._runner import DemoRun, agent_name
+from ._scripted import Prompt, PromptStats, Schemas, Script
 from ._summary import answer_compactor
 
-__all__ = ["ScriptedCompactorModel", "ScriptedModel", "start_session"]
+__all__ = ["OfflineModel", "ScriptedCompactorModel", "ScriptedModel", "start_session"]
 
 
-class ScriptedModel(ChatModelBase):
-    """Plays a `Script` as a 1.x chat model (OpenAI-style prompts, see `Script.play`)."""
+class OfflineModel(ChatModelBase):
+    """A 1.x chat model answered here (no provider, no streaming): `answer` gets what a
+    provider would (the formatted messages, the tool schemas, the structured model)."""
 
-    def __init__(self, script: Script) -> None:
-        super().__init__(model_name="scripted-offline", stream=False)
-        self.script = script
+    def __init__(self, model_name: str) -> None:
+        super().__init__(model_name=model_name, stream=False)
 
     async def __call__(
         self,
@@ -44,7 +43,22 @@ class ScriptedModel(ChatModelBase):
         tool_choice: str | None = None,
         structured_model: Any = None,
         **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+    ) -> ChatResponse:
+        return await self.answer(messages, tools, structured_model)
+
+    async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
+        """The response to one call."""
+        raise NotImplementedError
+
+
+class ScriptedModel(OfflineModel):
+    """Plays a `Script` as a 1.x chat model (OpenAI-style prompts, see `Script.play`)."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__("scripted-offline")
+        self.script = script
+
+    async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
         step, _, move = await self.script.play(messages, tools)
         if move.tool is None:
             return ChatResponse(content=[TextBlock(type="text", text=move.text)])
@@ -59,23 +73,16 @@ class ScriptedModel(ChatModelBase):
         return ChatResponse(content=[*said, call])
 
 
-class ScriptedCompactorModel(ChatModelBase):
+class ScriptedCompactorModel(OfflineModel):
     """The compactor's model offline: answers the Compactor's prompt with the summary
     `_summary.write_summary` writes from it (counted in `stats.compactor_calls`)."""
 
     def __init__(self, stats: PromptStats, on_step: Callable[[str], None] | None) -> None:
-        super().__init__(model_name="scripted-compactor", stream=False)
+        super().__init__("scripted-compactor")
         self.stats = stats
         self.on_step = on_step
 
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse:
+    async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
         text = await answer_compactor(self.stats, messages, self.on_step)
         return ChatResponse(content=[TextBlock(type="text", text=text)])
 
@@ -123,44 +130,35 @@ class _Session:
         await self.manager.close()
 
 
-async def start_session(
-    name: str,
-    setup: DemoSetup,
-    cfg: ContextConfig,
-    *,
-    stats: PromptStats,
-    models: Models | None,
-    notices: Notices,
-    out: Callable[[str], None],
-) -> _Session:
-    """The demo's agent on 1.x: scripted, or on the real `models`."""
+async def start_session(run: DemoRun) -> _Session:
+    """The demo's agent on 1.x: scripted, or on the real `run.models`."""
     model: ScriptedModel | RecordingModel
     script: Script | None = None
-    if models is None:
-        script = Script(setup.turns, stats=stats, on_step=out)
+    if run.models is None:
+        script = Script(run.setup.turns, stats=run.stats, on_step=run.out)
         model = ScriptedModel(script)
         formatter: FormatterBase = OpenAIChatFormatter()
         manager = ContextManager(
-            cfg,
-            model=ScriptedCompactorModel(stats, out),
+            run.cfg,
+            model=ScriptedCompactorModel(run.stats, run.out),
             formatter=OpenAIChatFormatter(),
-            token_counter=stats.counter,
+            token_counter=run.stats.counter,
         )
     else:
-        model = RecordingModel(models.model, stats=stats, on_step=out)
-        formatter = models.formatter
+        model = RecordingModel(run.models.model, stats=run.stats, on_step=run.out)
+        formatter = run.models.formatter
         manager = ContextManager(
-            cfg,
-            model=models.compactor_model,
-            formatter=models.compactor_formatter,
-            token_counter=stats.counter,
+            run.cfg,
+            model=run.models.compactor_model,
+            formatter=run.models.compactor_formatter,
+            token_counter=run.stats.counter,
         )
     toolkit = Toolkit()
-    for tool in setup.tools:
+    for tool in run.setup.tools:
         toolkit.register_tool_function(tool)
     agent = ReActAgent(
-        name=agent_name(name),
-        sys_prompt=setup.sys_prompt,
+        name=agent_name(run.name),
+        sys_prompt=run.setup.sys_prompt,
         model=model,
         formatter=formatter,
         toolkit=toolkit,
@@ -168,4 +166,4 @@ async def start_session(
     )
     agent.set_console_output_enabled(False)
     manager.attach(agent)
-    return _Session(agent, manager, script, notices)
+    return _Session(agent, manager, script, run.notices)

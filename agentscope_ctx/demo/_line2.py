@@ -27,23 +27,19 @@ from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
 from agentscope.tool import ToolBase, ToolChoice, Toolkit
 from pydantic import BaseModel
 
-from .._providers import Models
 from ..agentscope2._calls import prompt_usage
 from ..agentscope2._manager import ContextManager
 from ..agentscope2._middleware import NOTICE_EVENT
 from ..agentscope2._tools import function_tool
-from ..core._config import ContextConfig
+from ._notices import Notices
 from ._recording import Recorder
-from ._runner import DemoSetup, Notices, agent_name
-from ._scripted import (
-    Move,
-    PromptStats,
-    Script,
-)
+from ._runner import DemoRun, agent_name
+from ._scripted import Move, Prompt, PromptStats, Schemas, Script
 from ._summary import answer_compactor
 
 __all__ = [
     "NOTICE_EVENT",
+    "OfflineChatModel",
     "RecordingChatModel",
     "ScriptedChatModel",
     "ScriptedCompactorChatModel",
@@ -54,33 +50,24 @@ _CONTEXT_SIZE = 128_000
 """The scripted model's context window: a common provider's (the demo's budget is ours)."""
 
 
-class _Offline(ChatModelBase):
+class OfflineChatModel(ChatModelBase):
     """A 2.x chat model answered here (no provider): no credential, no parameters, no
-    streaming, the real `OpenAIChatFormatter`."""
+    streaming; each call's messages are formatted with the real `OpenAIChatFormatter` and
+    `answer` gets them as a provider would, with the tool schemas."""
 
     class Parameters(BaseModel):
         """An offline model takes no parameters."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, context_size: int = _CONTEXT_SIZE) -> None:
         super().__init__(
             credential=CredentialBase(),
             model=model,
-            parameters=_Offline.Parameters(),
+            parameters=OfflineChatModel.Parameters(),
             stream=False,
             max_retries=0,
-            context_size=_CONTEXT_SIZE,
+            context_size=context_size,
         )
         self.formatter = OpenAIChatFormatter()
-
-
-class ScriptedChatModel(_Offline):
-    """Plays a `Script` as a 2.x chat model: each call formats the prompt with the real
-    `OpenAIChatFormatter`, lets the script count it and choose a move, and answers with a
-    text or one tool call, with the usage a provider would report."""
-
-    def __init__(self, script: Script) -> None:
-        super().__init__("scripted-offline")
-        self.script = script
 
     async def _call_api(
         self,
@@ -90,7 +77,23 @@ class ScriptedChatModel(_Offline):
         tool_choice: ToolChoice | None = None,
         **kwargs: Any,
     ) -> ChatResponse:
-        formatted = await self.formatter.format(messages)
+        return await self.answer(await self.formatter.format(messages), tools)
+
+    async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
+        """The response to one call."""
+        raise NotImplementedError
+
+
+class ScriptedChatModel(OfflineChatModel):
+    """Plays a `Script` as a 2.x chat model: the script counts each formatted prompt and
+    chooses a move; the answer is a text or one tool call, with the usage a provider would
+    report."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__("scripted-offline")
+        self.script = script
+
+    async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
         step, tokens, move = await self.script.play(formatted, tools)
         content: list[TextBlock | ToolCallBlock] = [TextBlock(text=move.text)] if move.text else []
         answer = move.text
@@ -106,25 +109,16 @@ class ScriptedChatModel(_Offline):
         return ChatResponse(content=content, is_last=True, usage=usage)  # type: ignore[arg-type]
 
 
-class ScriptedCompactorChatModel(_Offline):
-    """The compactor's model offline: answers the Compactor's prompt (formatted by the real
-    `OpenAIChatFormatter`) with the summary `demo._summary.write_summary` writes from it,
-    counted in `stats.compactor_calls`."""
+class ScriptedCompactorChatModel(OfflineChatModel):
+    """The compactor's model offline: answers the Compactor's prompt with the summary
+    `demo._summary.write_summary` writes from it, counted in `stats.compactor_calls`."""
 
     def __init__(self, stats: PromptStats, on_step: Callable[[str], None] | None) -> None:
         super().__init__("scripted-compactor")
         self.stats = stats
         self.on_step = on_step
 
-    async def _call_api(
-        self,
-        model_name: str,
-        messages: list[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> ChatResponse:
-        formatted = await self.formatter.format(messages)
+    async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
         text = await answer_compactor(self.stats, formatted, self.on_step)
         usage = ChatUsage(
             input_tokens=await self.stats.counter.count(formatted),
@@ -175,18 +169,13 @@ class RecordingChatModel(Recorder, ChatModelBase):
         tool_choice: ToolChoice | None = None,
         **kwargs: Any,
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        tokens, _ = await self.stats.observe(await self.formatter.format(messages), tools)
-        step = self._start()
         self.inner.stream = self.stream
-        try:
-            response = await self.inner(messages, tools=tools, tool_choice=tool_choice, **kwargs)
-        except Exception as exc:
-            self._reject(exc, step, tokens)
-            raise
-        if isinstance(response, ChatResponse):
-            self._note(response, step, tokens)
-            return response
-        return self._relay(response, step, tokens)
+        formatted = await self.formatter.format(messages)
+        return await self._record(
+            formatted,
+            tools,
+            lambda: self.inner(messages, tools=tools, tool_choice=tool_choice, **kwargs),
+        )
 
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
         reported = provider_prompt(self.inner, response.usage)
@@ -235,35 +224,28 @@ class _Session:
         await self.manager.close()
 
 
-async def start_session(
-    name: str,
-    setup: DemoSetup,
-    cfg: ContextConfig,
-    *,
-    stats: PromptStats,
-    models: Models | None,
-    notices: Notices,
-    out: Callable[[str], None],
-) -> _Session:
-    """The demo's agent on 2.x: scripted, or on the real `models`."""
+async def start_session(run: DemoRun) -> _Session:
+    """The demo's agent on 2.x: scripted, or on the real `run.models`."""
     script: Script | None = None
     model: ScriptedChatModel | RecordingChatModel
-    if models is None:
-        script = Script(setup.turns, stats=stats, on_step=out)
+    if run.models is None:
+        script = Script(run.setup.turns, stats=run.stats, on_step=run.out)
         model = ScriptedChatModel(script)
     else:
-        model = RecordingChatModel(models.model, stats=stats, on_step=out)
-    tools: list[ToolBase] = [function_tool(tool, read_only=True) for tool in setup.tools]
+        model = RecordingChatModel(run.models.model, stats=run.stats, on_step=run.out)
+    tools: list[ToolBase] = [function_tool(tool, read_only=True) for tool in run.setup.tools]
     compactor: ChatModelBase = (
-        ScriptedCompactorChatModel(stats, out) if models is None else models.compactor_model
+        ScriptedCompactorChatModel(run.stats, run.out)
+        if run.models is None
+        else run.models.compactor_model
     )
-    manager = ContextManager(cfg, model=compactor, token_counter=stats.counter)
+    manager = ContextManager(run.cfg, model=compactor, token_counter=run.stats.counter)
     agent = Agent(
-        name=agent_name(name),
-        system_prompt=setup.sys_prompt,
+        name=agent_name(run.name),
+        system_prompt=run.setup.sys_prompt,
         model=model,
         toolkit=Toolkit(tools=tools),
         middlewares=[manager.middleware()],
         react_config=ReActConfig(max_iters=60),
     )
-    return _Session(agent, manager, script, notices)
+    return _Session(agent, manager, script, run.notices)

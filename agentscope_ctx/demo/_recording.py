@@ -5,7 +5,7 @@ too long, the agent's `GuardedModel` compacts and retries, and the retry is mark
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
@@ -13,7 +13,15 @@ from agentscope.model import ChatModelBase, ChatResponse
 from ..core._calibration import prompt_usage
 from ..core._unreachable import unreachable
 from ..models._guard import is_context_overflow
-from ._scripted import Move, PromptStats, describe, describe_rejection, rejection_reason
+from ._scripted import (
+    Move,
+    Prompt,
+    PromptStats,
+    Schemas,
+    describe,
+    describe_rejection,
+    rejection_reason,
+)
 
 __all__ = ["Recorder", "RecordingModel"]
 
@@ -25,6 +33,26 @@ class Recorder:
     stats: PromptStats
     on_step: Callable[[str], None] | None
     _overflowed: bool
+
+    async def _record(
+        self,
+        prompt: Prompt,
+        tools: Schemas,
+        call: Callable[[], Awaitable[ChatResponse | AsyncGenerator[ChatResponse, None]]],
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """Count `prompt` as the step's, make the inner model's `call` and note its answer
+        (a stream as it is relayed) or its refusal."""
+        tokens, _ = await self.stats.observe(prompt, tools)
+        step = self._start()
+        try:
+            response = await call()
+        except Exception as exc:
+            self._reject(exc, step, tokens)
+            raise
+        if isinstance(response, ChatResponse):
+            self._note(response, step, tokens)
+            return response
+        return self._relay(response, step, tokens)
 
     def _start(self) -> int:
         """The step of the prompt just observed (a retry after an overflow is marked)."""
@@ -105,23 +133,17 @@ class RecordingModel(Recorder, ChatModelBase):
         **kwargs: Any,
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream
-        tokens, _ = await self.stats.observe(messages, tools)
-        step = self._start()
-        try:
-            response = await self.inner(
+        return await self._record(
+            messages,
+            tools,
+            lambda: self.inner(
                 messages,
                 tools=tools,
                 tool_choice=tool_choice,
                 structured_model=structured_model,
                 **kwargs,
-            )
-        except Exception as exc:
-            self._reject(exc, step, tokens)
-            raise
-        if isinstance(response, ChatResponse):
-            self._note(response, step, tokens)
-            return response
-        return self._relay(response, step, tokens)
+            ),
+        )
 
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
         usage = prompt_usage(getattr(response, "usage", None))

@@ -4,8 +4,8 @@ what the context manager announced (`Notices`), for the report and the chart."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ._notices import Announcement, Notices
 from ._report import (
     COMPACTION,
     CONTINUATION_READ,
@@ -18,9 +18,6 @@ from ._report import (
     Rung,
 )
 from ._stats import PromptStats
-
-if TYPE_CHECKING:
-    from ._runner import Announcement, Notices
 
 __all__ = ["collect_rungs", "first_cuts"]
 

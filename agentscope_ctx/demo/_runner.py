@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +27,14 @@ from ..stores._dialog import DialogStore
 from ..stores._usage_file import read_usage
 from ..viewer import write_page
 from ._chart import render_chart
+from ._notices import Notices
 from ._report import DemoReport
 from ._rungs import collect_rungs, first_cuts
 from ._scripted import PromptStats, Step
 
 __all__ = [
     "DEFAULT_CONTEXT",
+    "DemoRun",
     "DemoSession",
     "DemoSetup",
     "Notices",
@@ -83,83 +84,6 @@ class DemoSetup:
     cleanup: Callable[[], Awaitable[None]] | None = None
 
 
-_COMPACTED = re.compile(
-    r"compacted (\d+) messages: (\d+) -> (\d+) tokens; summary by (\w+)(.*?); "
-    r"raw messages saved in "
-)
-_RELIEVED = re.compile(r"relieved (\d+) -> (\d+) tokens without a model call \((.*); threshold")
-
-
-@dataclass
-class Announcement:
-    """A compaction or relief the context manager announced."""
-
-    step: int
-    """Model calls before it."""
-    tokens_before: int
-    tokens_after: int
-    """The manager's estimate of the prompt before and after."""
-    rungs: str = ""
-    """A relief's rungs with the tokens each freed ("second truncation -3785, ...")."""
-    moved: int = 0
-    """A compaction's messages moved to `dialog/`."""
-    source: str = ""
-    """Who wrote a compaction's summary: "model", "model_retry" or "extractive" (with why)."""
-    files: list[str] = field(default_factory=list)
-    """The `dialog/` files the compaction appended to (relative to the working dir)."""
-
-
-class Notices:
-    """Notes each "[agentscope_ctx] compacted ..." and "... relieved ..." (the ladder's cheap
-    rungs) notice the context manager gives, at the step it came after, and shows it. At a
-    compaction it looks which `dialog/` files grew."""
-
-    def __init__(
-        self, stats: PromptStats, out: Callable[[str], None], working_dir: Path | None = None
-    ) -> None:
-        self.stats = stats
-        self.out = out
-        self.working_dir = working_dir
-        self.steps: list[int] = []
-        self.reliefs: list[int] = []
-        self.compactions: list[Announcement] = []
-        self.relief_notices: list[Announcement] = []
-        self._dialog_sizes: dict[str, int] = {}
-
-    def note(self, message: str) -> None:
-        """Take one notice of the context manager (other texts are ignored)."""
-        step = len(self.stats.prompt_tokens)
-        if message.startswith("[agentscope_ctx] compacted"):
-            self.steps.append(step)
-            self.out(f"  {message}")
-            match = _COMPACTED.search(message)
-            if match is not None:
-                before, after = int(match[2]), int(match[3])
-                notice = Announcement(step, before, after, moved=int(match[1]))
-                notice.source = match[4] + match[5]
-                notice.files = self._grown_dialog_files()
-                self.compactions.append(notice)
-        elif message.startswith("[agentscope_ctx] relieved"):
-            self.reliefs.append(step)
-            self.out(f"  {message}")
-            match = _RELIEVED.search(message)
-            if match is not None:
-                self.relief_notices.append(
-                    Announcement(step, int(match[1]), int(match[2]), rungs=match[3])
-                )
-
-    def _grown_dialog_files(self) -> list[str]:
-        if self.working_dir is None:
-            return []
-        folder = self.working_dir / "dialog"
-        sizes = {p.name: p.stat().st_size for p in folder.glob("*.jsonl")}
-        grown = [
-            name for name, size in sorted(sizes.items()) if size > self._dialog_sizes.get(name, 0)
-        ]
-        self._dialog_sizes = sizes
-        return [f"dialog/{name}" for name in grown]
-
-
 class DemoSession(Protocol):
     """A demo's agent on one AgentScope line, ready for the demo's questions."""
 
@@ -172,10 +96,24 @@ class DemoSession(Protocol):
         ...
 
 
-StartSession = Callable[..., Awaitable[DemoSession]]
-"""`start_session(name, setup, cfg, *, stats, models, notices, out)` of a line adapter: the
-model it builds records its prompts in `stats` (`PromptStats`), the notices of the context
-manager go to `notices.note`."""
+@dataclass
+class DemoRun:
+    """What a line adapter's `start_session` builds the demo's agent from."""
+
+    name: str
+    setup: DemoSetup
+    cfg: ContextConfig
+    stats: PromptStats
+    """Records the prompts of the model the adapter builds."""
+    models: Models | None
+    """The real models, or `None`: the scripted ones."""
+    notices: Notices
+    """Takes the context manager's notices (`notices.note`)."""
+    out: Callable[[str], None]
+
+
+StartSession = Callable[[DemoRun], Awaitable[DemoSession]]
+"""`start_session(run)` of a line adapter."""
 
 
 def model_note(models: Models | None) -> str:
@@ -262,9 +200,7 @@ async def run_setup(
     cfg = demo_config(working_dir, setup.context, config)
     stats = PromptStats(TokenCounter(cfg.token_counter), root=working_dir)
     notices = Notices(stats, out, working_dir)
-    session = await _start_session()(
-        name, setup, cfg, stats=stats, models=models, notices=notices, out=out
-    )
+    session = await _start_session()(DemoRun(name, setup, cfg, stats, models, notices, out))
     answers: list[str] = []
     try:
         for prompt in setup.prompts:

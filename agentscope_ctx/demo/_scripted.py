@@ -25,7 +25,9 @@ from ._stats import PromptStats
 __all__ = [
     "Move",
     "Observation",
+    "Prompt",
     "PromptStats",
+    "Schemas",
     "Script",
     "Step",
     "describe",
@@ -33,6 +35,12 @@ __all__ = [
     "rejection_reason",
     "say",
 ]
+
+Prompt = list[dict[str, Any]]
+"""A formatted prompt, as a provider receives it (OpenAI-style messages)."""
+
+Schemas = list[dict[str, Any]] | None
+"""The tool schemas sent with a prompt (`None`: no tools)."""
 
 
 @dataclass
