@@ -30,39 +30,34 @@ from typing import Any
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ToolUseBlock
-from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.demo._line1 import OfflineModel
+from agentscope_ctx.demo._scripted import Prompt, Schemas
 
 BUDGET = 32_000
 TURNS = 3
 STEPS = 20
 
 
-class ScriptedModel(ChatModelBase):
+class ScriptedModel(OfflineModel):
     """Answers reasoning calls from a fixed script (by call number), and structured calls
     (the baseline's summary) with the `SummarySchema` fields in `metadata`."""
 
     def __init__(self, turns: int, steps: int) -> None:
-        super().__init__(model_name="scripted", stream=False)
+        super().__init__("scripted")
         self.turns, self.steps = turns, steps
         self.step = 0
         self.calls: list[dict[str, Any]] = []  # reasoning calls
         self.summary_calls: list[dict[str, Any]] = []  # structured (compression) calls
 
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse:
-        if structured_model is not None:
+    async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
+        if structured is not None:
             self.summary_calls.append({"messages": messages, "tools": tools})
-            fields = {name: f"{name}: scripted summary" for name in structured_model.model_fields}
+            fields = {name: f"{name}: scripted summary" for name in structured.model_fields}
             return ChatResponse(content=[TextBlock(type="text", text="summary")], metadata=fields)
         self.calls.append({"messages": messages, "tools": tools})
         n = self.step
@@ -128,9 +123,8 @@ async def _prompt_stats(counter: TokenCounter, calls: list[dict[str, Any]]) -> l
     return [await counter.count(c["messages"], tools=c["tools"]) for c in calls]
 
 
-async def run_baseline(workdir: Path, counter: TokenCounter) -> dict[str, Any]:
-    outputs: dict[str, str] = {}
-    model = ScriptedModel(TURNS, STEPS)
+def _agent(model: ScriptedModel, outputs: dict[str, str], **options: Any) -> ReActAgent:
+    """The session's `ReActAgent` (its tools record their outputs in `outputs`)."""
     agent = ReActAgent(
         name="worker",
         sys_prompt="You are a careful assistant.",
@@ -138,14 +132,22 @@ async def run_baseline(workdir: Path, counter: TokenCounter) -> dict[str, Any]:
         formatter=OpenAIChatFormatter(),
         toolkit=make_toolkit(outputs),
         max_iters=STEPS + 5,
-        compression_config=ReActAgent.CompressionConfig(
-            enable=True,
-            agent_token_counter=counter,
-            trigger_threshold=int(0.75 * BUDGET),
-            keep_recent=3,
-        ),
+        **options,
     )
     agent.set_console_output_enabled(False)
+    return agent
+
+
+async def run_baseline(workdir: Path, counter: TokenCounter) -> dict[str, Any]:
+    outputs: dict[str, str] = {}
+    model = ScriptedModel(TURNS, STEPS)
+    compression = ReActAgent.CompressionConfig(
+        enable=True,
+        agent_token_counter=counter,
+        trigger_threshold=int(0.75 * BUDGET),
+        keep_recent=3,
+    )
+    agent = _agent(model, outputs, compression_config=compression)
     for turn in range(TURNS):
         await agent(Msg("user", f"task {turn}: look around", "user"))
     visible = await agent.memory.get_memory(exclude_mark="compressed", prepend_summary=False)
@@ -169,15 +171,7 @@ async def run_baseline(workdir: Path, counter: TokenCounter) -> dict[str, Any]:
 async def run_ours(workdir: Path, counter: TokenCounter) -> dict[str, Any]:
     outputs: dict[str, str] = {}
     model = ScriptedModel(TURNS, STEPS)
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=make_toolkit(outputs),
-        max_iters=STEPS + 5,
-    )
-    agent.set_console_output_enabled(False)
+    agent = _agent(model, outputs)
     config = ContextConfig(
         working_dir=workdir,
         max_input_tokens=BUDGET,

@@ -46,6 +46,7 @@ from typing import Any
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
+from agentscope_ctx.demo._scripted import Prompt, Schemas
 from benchmarks.cost import meter as cost_meter
 from benchmarks.cost import script as cost_script
 from benchmarks.cost.session import Scenario, Step, everyday, everyday_json, stress, write_files
@@ -183,14 +184,12 @@ async def _run_1x(scenario: Scenario, plan: list[list[Step]], work: Path, form: 
     recorder = Recorder(encoder)
 
     class Shared(AgentScript):
-        async def __call__(
-            self, messages: list[dict[str, Any]], tools: Any = None, *args: Any, **kwargs: Any
-        ) -> ChatResponse:
+        async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
             if is_compaction(messages):
                 text = recorder.compaction(messages, tools)
                 return ChatResponse(content=[TextBlock(type="text", text=text)])
             recorder.agent(messages, tools)
-            return await super().__call__(messages, tools, *args, **kwargs)
+            return await super().answer(messages, tools, structured)
 
     model = Shared(plan, cost_meter.PromptMeter(counter, encoder))
     agent = _agent(model, scenario.calls)
@@ -214,9 +213,7 @@ async def _run_2x(scenario: Scenario, plan: list[list[Step]], work: Path, form: 
     recorder = Recorder(encoder)
 
     class Shared(Provider):
-        async def answer(
-            self, formatted: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-        ) -> ChatResponse:
+        async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
             if is_compaction(formatted):
                 tokens = await counter.count(formatted, tools=tools)
                 if tokens > self.window:  # the provider's window holds for it too

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from agentscope.message import TextBlock, ToolUseBlock
-from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.model import ChatResponse
 
+from agentscope_ctx.demo._line1 import OfflineModel
+from agentscope_ctx.demo._scripted import Prompt, Schemas
 from benchmarks.cost import script as cost_script
 from benchmarks.cost.meter import PromptMeter
 from benchmarks.cost.session import Step
@@ -32,11 +34,11 @@ def _response(text: str, call: tuple[str, str, dict[str, Any]] | None = None) ->
     return ChatResponse(content=content)
 
 
-class AgentScript(ChatModelBase):
+class AgentScript(OfflineModel):
     """The agent's model: one tool call per step of the script, then the turn's answer."""
 
     def __init__(self, plan: list[list[Step]], meter: PromptMeter) -> None:
-        super().__init__(model_name="scripted-agent", stream=False)
+        super().__init__("scripted-agent")
         self.meter = meter
         self.probe: Callable[[], None] | None = None
         """Called before each answer (the benchmark counts compactions with it)."""
@@ -49,14 +51,7 @@ class AgentScript(ChatModelBase):
         ]
         self._next = 0
 
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse:
+    async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
         if self.probe is not None:
             self.probe()
         await self.meter.measure(messages, tools)
@@ -66,32 +61,25 @@ class AgentScript(ChatModelBase):
         return self._answers[self._next - 1]
 
 
-class HelperModel(ChatModelBase):
+class HelperModel(OfflineModel):
     """The manager's own model: compactor calls (no tools), Summarizer calls (memory-file
     tools) and the built-in compression's structured calls, each metered on its own."""
 
     def __init__(self, make_meter: Callable[[], PromptMeter]) -> None:
-        super().__init__(model_name="scripted-helper", stream=False)
+        super().__init__("scripted-helper")
         self.meters = {kind: make_meter() for kind in ("compactor", "summarizer", "compression")}
         self.last_summary = ""
         """The last summary it wrote as the compactor."""
         self._ids = 0
 
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse:
+    async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
         names = [str(t.get("function", {}).get("name")) for t in tools or []]
-        kind = cost_script.helper_kind(names, structured_model is not None)
+        kind = cost_script.helper_kind(names, structured is not None)
         await self.meters[kind].measure(messages, tools)
         text = cost_script.dumps(messages)
         goal, paths = cost_script.goal_and_paths(text)
         if kind == "compression":
-            fields = cost_script.structured_summary(structured_model.model_fields, goal, paths)
+            fields = cost_script.structured_summary(structured.model_fields, goal, paths)
             return ChatResponse(content=[TextBlock(type="text", text="")], metadata=fields)
         if kind == "compactor":
             self.last_summary = cost_script.summary(goal, paths)

@@ -19,56 +19,22 @@ Summarizer's (memory-file tools), metered by kind.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any
 
-from agentscope.credential import CredentialBase
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock, ToolCallBlock
-from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
-from agentscope.tool import ToolChoice
-from pydantic import BaseModel
+from agentscope.message import TextBlock, ToolCallBlock
+from agentscope.model import ChatResponse, ChatUsage
 
+from agentscope_ctx.demo._line2 import OfflineChatModel
+from agentscope_ctx.demo._scripted import Prompt, Schemas
 from benchmarks.cost import script as cost_script
 from benchmarks.cost.meter import PromptMeter
 from benchmarks.cost.session import Step
 
 STRUCTURED = "generate_structured_output"
 
-
-class _Parameters(BaseModel):
-    """No parameters."""
-
-
-class ScriptedBase(ChatModelBase):
-    """A 2.x chat model whose API call is scripted (`answer`)."""
-
-    def __init__(self, name: str, context_size: int) -> None:
-        super().__init__(
-            credential=CredentialBase(),
-            model=name,
-            parameters=_Parameters(),
-            stream=False,
-            max_retries=0,
-            context_size=context_size,
-        )
-        self.formatter = OpenAIChatFormatter()
-
-    async def _call_api(
-        self,
-        model_name: str,
-        messages: list[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        formatted = await self.formatter.format(messages)
-        return await self.answer(formatted, tools)
-
-    async def answer(
-        self, formatted: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> ChatResponse:
-        raise NotImplementedError
+ScriptedBase = OfflineChatModel
+"""The name `pipeline.steady2` imports the demo's offline 2.x model by."""
 
 
 def _names(tools: list[dict[str, Any]] | None) -> list[str]:
@@ -84,7 +50,7 @@ def _reply(text: str, call: tuple[str, str, dict[str, Any]] | None, tokens: int)
     return ChatResponse(content=content, is_last=True, usage=usage)
 
 
-class Provider(ScriptedBase):
+class Provider(OfflineChatModel):
     """The agent's model and its provider's window (see the module docstring)."""
 
     def __init__(
@@ -113,9 +79,7 @@ class Provider(ScriptedBase):
         self.probe: Callable[[], None] | None = None
         """Called before each agent call (the benchmark counts compactions with it)."""
 
-    async def answer(
-        self, formatted: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> ChatResponse:
+    async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
         structured = STRUCTURED in _names(tools)
         if not structured and self.probe is not None:
             self.probe()
@@ -147,7 +111,7 @@ class Provider(ScriptedBase):
         return _reply(answer.text, (step.call_id, cost_script.TOOL, answer.arguments), tokens)
 
 
-class Helper(ScriptedBase):
+class Helper(OfflineChatModel):
     """The manager's own model: compactor and Summarizer calls, each metered on its own."""
 
     def __init__(self, make_meter: Callable[[], PromptMeter]) -> None:
@@ -157,9 +121,7 @@ class Helper(ScriptedBase):
         """The last summary it wrote as the compactor."""
         self._ids = 0
 
-    async def answer(
-        self, formatted: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> ChatResponse:
+    async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
         kind = cost_script.helper_kind(_names(tools), False)
         call = await self.meters[kind].measure(formatted, tools)
         text = cost_script.dumps(formatted)

@@ -25,7 +25,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from agentscope_ctx.core._pipeline import ContextPipeline, PromptParts
 from agentscope_ctx.core._tokens import TokenCounter
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
+from benchmarks._table import human, print_table
 
 HISTORY_SIZES = (50, 200, 800, 3200)
 COMPACT_SIZES = (100, 400, 1600)
@@ -286,12 +287,19 @@ async def _run(
     }
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000:
-            return f"{n:.0f} {unit}"
-        n /= 1000
-    return f"{n:.0f} TB"
+def print_steady(rows: Iterable[dict[str, Any]]) -> None:
+    """The steady-state table: per history size, the warm run and the step's time."""
+    print_table(
+        f"{'messages':>8} {'tokens':>10} {'warm run ms':>11} {'steps':>5} {'mean us':>9}"
+        f" {'median us':>9} {'mean vs 1st':>11} {'median vs 1st':>13} {'cuts/step':>9}",
+        (
+            f"{row['messages']:>8} {row['tokens']:>10,} {row['warm_run_ms']:11.1f}"
+            f" {row['steps']:>5} {row['step_mean_us']:9.0f} {row['step_median_us']:9.0f}"
+            f" {row['ratio_vs_smallest']:10.2f}x {row['median_ratio_vs_smallest']:12.2f}x"
+            f" {row['truncated_per_step']:9.2f}"
+            for row in rows
+        ),
+    )
 
 
 def report(result: dict[str, Any]) -> None:
@@ -300,19 +308,7 @@ def report(result: dict[str, Any]) -> None:
         "steady state: append tool_use + tool_result, then pipeline.run(); "
         f"nothing compacts (token counter {result['encoding']})"
     )
-    header = (
-        f"{'messages':>8} {'tokens':>10} {'warm run ms':>11} {'steps':>5} {'mean us':>9}"
-        f" {'median us':>9} {'mean vs 1st':>11} {'median vs 1st':>13} {'cuts/step':>9}"
-    )
-    print(header)
-    print("-" * len(header))
-    for row in result["steady"].values():
-        print(
-            f"{row['messages']:>8} {row['tokens']:>10,} {row['warm_run_ms']:11.1f}"
-            f" {row['steps']:>5} {row['step_mean_us']:9.0f} {row['step_median_us']:9.0f}"
-            f" {row['ratio_vs_smallest']:10.2f}x {row['median_ratio_vs_smallest']:12.2f}x"
-            f" {row['truncated_per_step']:9.2f}"
-        )
+    print_steady(result["steady"].values())
     meets = result["meets_step_target"]
     if meets is not None:
         row = result["steady"]["800"]
@@ -324,19 +320,17 @@ def report(result: dict[str, Any]) -> None:
         )
     print()
     print("one compaction: run(force=True), extractive summary (no model call)")
-    header = (
+    print_table(
         f"{'history':>7} {'compacted':>9} {'kept':>5} {'tokens before':>13} {'after':>7}"
-        f" {'ms':>8} {'us/msg':>7} {'dialog bytes':>12} {'summary':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    for row in result["compaction"].values():
-        print(
+        f" {'ms':>8} {'us/msg':>7} {'dialog bytes':>12} {'summary':>8}",
+        (
             f"{row['history']:>7} {row['compacted']:>9} {row['kept']:>5}"
             f" {row['tokens_before']:>13,} {row['tokens_after']:>7,} {row['ms']:8.1f}"
-            f" {row['us_per_msg']:7.0f} {_human(row['dialog_bytes']):>12}"
+            f" {row['us_per_msg']:7.0f} {human(row['dialog_bytes']):>12}"
             f" {row['summary_chars']:>7}c"
-        )
+            for row in result["compaction"].values()
+        ),
+    )
 
 
 def run(

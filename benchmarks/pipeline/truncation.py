@@ -28,6 +28,7 @@ from typing import Any
 from agentscope_ctx.core._offload import offload_text
 from agentscope_ctx.core._truncation import retruncate, utf8_len
 from agentscope_ctx.stores._tool_results import ToolResultStore
+from benchmarks._table import human
 
 RECENT_MAX_BYTES = 32_768
 OLD_MAX_BYTES = 4_096
@@ -197,14 +198,6 @@ async def _run(sizes: Sequence[int]) -> dict[str, Any]:
     }
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000:
-            return f"{n:.0f} {unit}"
-        n /= 1000
-    return f"{n:.0f} TB"
-
-
 def report(result: dict[str, Any]) -> None:
     """Print the table for `result` (as returned by `run`)."""
     print(
@@ -229,23 +222,23 @@ def report(result: dict[str, Any]) -> None:
     previous: dict[str, Any] | None = None
     for row in result["sizes"].values():
         print(
-            f"{_human(row['bytes']):>8} {row['runs']:>4} {row['first_ms']:10.2f}"
+            f"{human(row['bytes']):>8} {row['runs']:>4} {row['first_ms']:10.2f}"
             f" {row['write_ms']:10.2f} {row['time_ratio']:6.2f}"
             f" {'yes' if row['meets_time_target'] else 'NO':>3}"
-            f" {row['first_mb_per_s']:7.0f} {_human(row['peak_extra_bytes']):>11}"
+            f" {row['first_mb_per_s']:7.0f} {human(row['peak_extra_bytes']):>11}"
             f" {row['memory_ratio']:6.2f} {'yes' if row['meets_memory_target'] else 'NO':>3}"
-            f" {_human(row['write_peak_extra_bytes']):>11} {row['retruncate_us']:10.1f}"
+            f" {human(row['write_peak_extra_bytes']):>11} {row['retruncate_us']:10.1f}"
         )
         previous = row
     rows = list(result["sizes"].values())
     if len(rows) >= 2 and previous is not None:
         a, b = rows[0], rows[-1]
         print(
-            f"growth {_human(a['bytes'])} -> {_human(b['bytes'])} "
+            f"growth {human(a['bytes'])} -> {human(b['bytes'])} "
             f"(x{b['bytes'] / a['bytes']:.0f} bytes): first truncation "
             f"x{b['first_ms'] / a['first_ms']:.1f} time, write x{b['write_ms'] / a['write_ms']:.1f}"
             f"; retruncate x{b['retruncate_us'] / a['retruncate_us']:.2f} (works on the "
-            f"{_human(a['excerpt_bytes'])} excerpt only -> {_human(a['retruncated_bytes'])})"
+            f"{human(a['excerpt_bytes'])} excerpt only -> {human(a['retruncated_bytes'])})"
         )
 
 
