@@ -34,6 +34,12 @@ def _tenant_options(command: argparse.ArgumentParser, agent_help: str) -> None:
     )
 
 
+def _dir_options(command: argparse.ArgumentParser, where: str, config_help: str) -> None:
+    """A command's optional WORKING_DIR and its --config (what the config gives it)."""
+    command.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
+    command.add_argument("--config", metavar="FILE", help=config_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
     from ..core._search_hits import ROLES
@@ -83,8 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         "files (count, size, age), memory files. Without WORKING_DIR or --config: "
         f"~/.agentscope_ctx, or, when that holds nothing, the newest ./{DEMO_DIR}* demo run.",
     )
-    inspect.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
-    inspect.add_argument("--config", metavar="FILE", help="config YAML (for working_dir)")
+    _dir_options(inspect, where, "config YAML (for working_dir)")
     inspect.add_argument("--json", action="store_true", help="one JSON object (shape: docs/cli.md)")
     inspect.set_defaults(func=_cmd_inspect)
 
@@ -95,8 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "gc cannot see the contexts of running agents: it deletes only expired files (a live "
         "agent keeps the expired files its messages still point to, and cleans up itself).",
     )
-    gc.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
-    gc.add_argument("--config", metavar="FILE", help="config YAML (working_dir, retention_days)")
+    _dir_options(gc, where, "config YAML (working_dir, retention_days)")
     gc.add_argument(
         "--retention-days",
         type=_retention_days,
@@ -113,8 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(extractively: new bullets appended, duplicates dropped). Safe to rerun and to run "
         "from cron.",
     )
-    cons.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
-    cons.add_argument("--config", metavar="FILE", help="config YAML (working_dir, days)")
+    _dir_options(cons, where, "config YAML (working_dir, days)")
     cons.add_argument("--days", type=int, metavar="N", help="days of notes to consider (>= 1)")
     cons.add_argument(
         "--agent",

@@ -246,11 +246,7 @@ class FileReader:
     ) -> str:
         """A local day of the dialog as `tenant` sees it (`DialogDayView`); a day without its
         records reads as a missing file."""
-        name = repr(str(real))
-        try:
-            fd = open_below(root, real)
-        except OSError as exc:
-            raise ReadFileError(open_error(name, exc)) from None
+        fd, name = _opened(root, real)
         try:
             self._check_opened(fd, name)
             with open(fd, "rb", closefd=False) as file:
@@ -271,11 +267,7 @@ class FileReader:
             raise ReadFileError(str(exc).replace(repr(str(real)), name)) from None
 
     def _read(self, root: Path, real: Path, start: Position, max_bytes: int) -> str:
-        name = repr(str(real))
-        try:
-            fd = open_below(root, real)
-        except OSError as exc:
-            raise ReadFileError(open_error(name, exc)) from None
+        fd, name = _opened(root, real)
         try:
             info = self._check_opened(fd, name)
             source = ByteSource(open(fd, "rb", buffering=0, closefd=False))
@@ -349,3 +341,12 @@ class FileReader:
         if output != rest and (parsed := parse_notice(output)) is not None:
             index.remember(parsed[1].next, at + parsed[1].n_bytes)
         return output
+
+
+def _opened(root: Path, real: Path) -> tuple[int, str]:
+    """`real` opened below `root` (its descriptor) and its name as messages quote it."""
+    name = repr(str(real))
+    try:
+        return open_below(root, real), name
+    except OSError as exc:
+        raise ReadFileError(open_error(name, exc)) from None

@@ -9,6 +9,7 @@ installed, tracing is off. The check costs one attribute read and one `isinstanc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,42 @@ class Instruments:
     helper_tokens: Any
 
 
+_INSTRUMENTS: dict[str, tuple[str, str, str, str]] = {
+    "runs": ("counter", "agentscope_ctx.pipeline.runs", "{run}", "Pipeline runs"),
+    "tokens_before": (
+        "histogram",
+        "agentscope_ctx.pipeline.tokens_before",
+        "{token}",
+        "Prompt size before relief",
+    ),
+    "tokens_after": (
+        "histogram",
+        "agentscope_ctx.pipeline.tokens_after",
+        "{token}",
+        "Prompt size after relief",
+    ),
+    "freed": (
+        "counter",
+        "agentscope_ctx.rung.freed_tokens",
+        "{token}",
+        "Tokens freed by a rung of the ladder",
+    ),
+    "compacted": (
+        "counter",
+        "agentscope_ctx.compaction.messages",
+        "{message}",
+        "Messages moved from memory to the dialog store",
+    ),
+    "helper_tokens": (
+        "counter",
+        "agentscope_ctx.helper.tokens",
+        "{token}",
+        "Tokens of the helper model calls (Compactor, Summarizer)",
+    ),
+}
+"""Each field of `Instruments`: its kind, name, unit and description."""
+
+
 def instruments() -> Instruments:
     """The instruments, made on first use from the global meter provider (a no-op meter when
     none is set)."""
@@ -72,35 +109,15 @@ def instruments() -> Instruments:
         from opentelemetry import metrics
 
         meter = metrics.get_meter(SCOPE)
+        make: dict[str, Callable[..., Any]] = {
+            "counter": meter.create_counter,
+            "histogram": meter.create_histogram,
+        }
         _instruments = Instruments(
-            runs=meter.create_counter(
-                "agentscope_ctx.pipeline.runs", unit="{run}", description="Pipeline runs"
-            ),
-            tokens_before=meter.create_histogram(
-                "agentscope_ctx.pipeline.tokens_before",
-                unit="{token}",
-                description="Prompt size before relief",
-            ),
-            tokens_after=meter.create_histogram(
-                "agentscope_ctx.pipeline.tokens_after",
-                unit="{token}",
-                description="Prompt size after relief",
-            ),
-            freed=meter.create_counter(
-                "agentscope_ctx.rung.freed_tokens",
-                unit="{token}",
-                description="Tokens freed by a rung of the ladder",
-            ),
-            compacted=meter.create_counter(
-                "agentscope_ctx.compaction.messages",
-                unit="{message}",
-                description="Messages moved from memory to the dialog store",
-            ),
-            helper_tokens=meter.create_counter(
-                "agentscope_ctx.helper.tokens",
-                unit="{token}",
-                description="Tokens of the helper model calls (Compactor, Summarizer)",
-            ),
+            **{
+                field: make[kind](name, unit=unit, description=description)
+                for field, (kind, name, unit, description) in _INSTRUMENTS.items()
+            }
         )
     return _instruments
 

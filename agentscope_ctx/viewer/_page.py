@@ -15,7 +15,7 @@ from html import escape
 
 from ._session import Call, SessionView
 
-__all__ = ["render_page"]
+__all__ = ["render_page", "size_text"]
 
 _W, _H, _L, _R, _T, _B = 900, 320, 70, 20, 20, 40
 _BEFORE, _AFTER = "#e67e22", "#2471a3"
@@ -62,10 +62,8 @@ _SCRIPT = """
 """
 
 
-def _size(n: int | None) -> str:
-    """``273 KB``, ``1.2 MB``, ``512 bytes`` ("" when unknown)."""
-    if n is None:
-        return ""
+def size_text(n: int) -> str:
+    """``273 KB``, ``1.2 MB``, ``512 bytes`` (the demo's chart key says sizes so too)."""
     if n < 1024:
         return f"{n:,} bytes"
     if n < 1024 * 1024:
@@ -157,7 +155,8 @@ def _timeline(calls: list[Call]) -> str:
 
 
 def _notice(ref: str, view: SessionView, tool: str = "") -> str:
-    size = _size(view.sizes.get(ref))
+    known = view.sizes.get(ref)
+    size = "" if known is None else size_text(known)
     name = ref.rsplit("/", 1)[-1]
     what = f"{tool}: " if tool else ""
     return (
