@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fleet.pg_config import PASSWORD_ENV
 from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
 
 
@@ -29,7 +30,7 @@ def pg_server() -> Iterator[PostgresServer]:
 def pg_password(monkeypatch: pytest.MonkeyPatch) -> str:
     """The server's password, in ``AGENTSCOPE_CTX_TEST_PGPASSWORD`` (the `password_env` the
     tests name) for the duration of a test."""
-    monkeypatch.setenv("AGENTSCOPE_CTX_TEST_PGPASSWORD", PASSWORD)
+    monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
     return PASSWORD
 
 

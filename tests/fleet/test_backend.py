@@ -12,6 +12,7 @@ from agentscope_ctx.stores._search import SearchIndex
 from agentscope_ctx.stores._tool_results import ToolResultStore
 from agentscope_ctx.stores.factory import open_backend
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam
+from tests.fleet.pg_config import store_fields
 from tests.fleet.postgres_server import PostgresServer
 
 
@@ -34,12 +35,7 @@ def test_the_postgres_backend_routes_its_refs_to_its_stores(
 ) -> None:
     config = ContextConfig(
         working_dir=tmp_path,
-        store={
-            "kind": "postgres",
-            "dsn": pg_server.dsn,
-            "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-            "schema_name": pg_schema,
-        },
+        store=store_fields(pg_server, pg_schema),
     )
     backend = open_backend(config)
     outputs = backend.outputs("a1", None, None)

@@ -10,25 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
+from tests.fleet.pg_config import config_file, store_fields
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
 from tests.lines import Msg
 
 
 def _config(tmp_path: Path, server: PostgresServer, schema: str) -> Path:
-    path = tmp_path / "fleet.yaml"
-    store = {
-        "kind": "postgres",
-        "dsn": server.dsn,
-        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        "schema_name": schema,
-    }
-    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "w"), "store": store}))
-    return path
+    return config_file(tmp_path / "fleet.yaml", tmp_path / "w", store_fields(server, schema))
 
 
 async def test_inspect_search_and_gc_act_on_the_database(

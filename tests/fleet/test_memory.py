@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx import ContextManager
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._search_hits import Filters
 from agentscope_ctx.memory._consolidation import consolidate
@@ -28,6 +27,7 @@ from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import MemoryFiles
 from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
+from tests.fleet.pg_config import config_file, fleet_config, store_fields
 from tests.fleet.postgres_server import PostgresServer
 from tests.fleet.remember_worker import worker
 from tests.lines import IS_1X, Msg, text_of
@@ -45,21 +45,6 @@ TODAY = date(2026, 3, 14)
 def said(answer: Any) -> str:
     """A memory tool's answer as text (a 1.x `ToolResponse`, a 2.x `str`)."""
     return answer if isinstance(answer, str) else text_of(answer)
-
-
-def fleet_config(
-    working_dir: Path, server: PostgresServer, schema: str, **fields: Any
-) -> ContextConfig:
-    return ContextConfig(
-        **fields,
-        working_dir=working_dir,
-        store={
-            "kind": "postgres",
-            "dsn": server.dsn,
-            "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-            "schema_name": schema,
-        },
-    )
 
 
 async def test_what_an_agent_remembers_on_one_worker_its_namesake_reads_on_another(
@@ -135,15 +120,7 @@ def test_remember_on_two_workers_keeps_600_facts(
 
 
 def _config_file(tmp_path: Path, server: PostgresServer, schema: str) -> Path:
-    path = tmp_path / "fleet.yaml"
-    store = {
-        "kind": "postgres",
-        "dsn": server.dsn,
-        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        "schema_name": schema,
-    }
-    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "cron"), "store": store}))
-    return path
+    return config_file(tmp_path / "fleet.yaml", tmp_path / "cron", store_fields(server, schema))
 
 
 async def test_a_fact_one_worker_consolidates_is_what_the_other_reads(

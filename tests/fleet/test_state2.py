@@ -25,16 +25,8 @@ from agentscope.message import UserMsg
 from agentscope_ctx.agentscope2 import ContextManager
 from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
 from tests.fleet.script import USER_TEXT, user_id
-from tests.fleet.session2 import (
-    AGENT,
-    USER,
-    Spec,
-    StateSpec,
-    create_session,
-    make_agent,
-    make_config,
-    script,
-)
+from tests.fleet.session import USER, Spec, StateSpec, make_config
+from tests.fleet.session2 import AGENT, create_session, make_agent, script
 
 
 @pytest.fixture(params=["redis", "sqlite"])

@@ -28,6 +28,7 @@ from agentscope_ctx.core._search_hits import Filters, format_result
 from agentscope_ctx.core._truncation import Position, excerpt_with_notice, parse_notice
 from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
+from tests.fleet.pg_config import fleet_config
 from tests.lines import Msg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,15 +86,7 @@ def _config(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Contex
         return ContextConfig(working_dir=tmp_path)
     server = request.getfixturevalue("pg_server")
     request.getfixturevalue("pg_password")
-    return ContextConfig(
-        working_dir=tmp_path,
-        store={
-            "kind": "postgres",
-            "dsn": server.dsn,
-            "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-            "schema_name": request.getfixturevalue("pg_schema"),
-        },
-    )
+    return fleet_config(tmp_path, server, request.getfixturevalue("pg_schema"))
 
 
 @pytest.fixture(params=KINDS)

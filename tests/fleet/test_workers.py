@@ -25,9 +25,9 @@ from tests.fleet.harness import (
     Store,
     postgres_store,
     run_trials,
-    session_module,
 )
 from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
+from tests.fleet.session import StateSpec
 
 
 def _postgres(request: pytest.FixtureRequest) -> Store:
@@ -52,7 +52,7 @@ STORES: dict[str, Callable[[pytest.FixtureRequest], Store]] = {
 
 
 def _states(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[int], Any]:
-    spec = session_module().StateSpec
+    spec = StateSpec
     if kind == "redis":
         server: RedisServer = request.getfixturevalue("redis_server")
         return lambda trial: spec("redis", host=server.host, port=server.port, db=server.fresh_db())
