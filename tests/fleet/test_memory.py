@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import multiprocessing
 import tempfile
 import threading
 from datetime import date, timedelta
@@ -29,7 +28,7 @@ from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
 from tests.fleet.pg_config import config_file, fleet_config, store_fields
 from tests.fleet.postgres_server import PostgresServer
-from tests.fleet.remember_worker import worker
+from tests.fleet.remember_worker import expected_facts, remember_in_two_processes
 from tests.lines import IS_1X, Msg, text_of
 
 if IS_1X:
@@ -76,30 +75,13 @@ async def test_what_an_agent_remembers_on_one_worker_its_namesake_reads_on_anoth
 def _remember_on_two_workers(
     tmp_path: Path, server: PostgresServer, schema: str, count: int
 ) -> None:
-    go = tmp_path / "go"
-    context = multiprocessing.get_context("fork")  # starts at once: AgentScope is imported
-    results = context.Queue()
-    procs = [
-        context.Process(
-            target=worker,
-            args=(fleet_config(tmp_path / name, server, schema), go, name, count, results),
-        )
-        for name in ("alpha", "beta")
-    ]
-    for proc in procs:
-        proc.start()
-    assert [results.get(timeout=120) for _ in procs] == ["READY"] * 2  # they start together
-    go.touch()
-    reports = [results.get(timeout=600) for _ in procs]
-    for proc in procs:
-        proc.join(timeout=60)
-        assert proc.exitcode == 0  # a failure's traceback is in the captured stderr
-    assert reports == [{"saved": count, "other": []}] * 2
+    remember_in_two_processes(
+        lambda name: fleet_config(tmp_path / name, server, schema), tmp_path / "go", count
+    )
     reader = ContextManager(fleet_config(tmp_path / "reader", server, schema))
     body = reader.long_term_of("helper").store.read("MEMORY.md")
     facts = [line for line in body.splitlines() if " fact " in line]
-    expected = {f"- {name} fact {i}" for name in ("alpha", "beta") for i in range(count)}
-    assert len(facts) == 2 * count and set(facts) == expected
+    assert len(facts) == 2 * count and set(facts) == expected_facts(count)
     assert not (tmp_path / "alpha" / "memory").exists()
 
 
