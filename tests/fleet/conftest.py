@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fleet.pg_config import PASSWORD_ENV
+from tests.fleet.pg_config import PASSWORD_ENV, PgStore
 from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
 
 
@@ -38,3 +38,9 @@ def pg_password(monkeypatch: pytest.MonkeyPatch) -> str:
 def pg_schema() -> str:
     """A schema name of its own for each test (the tables are made on first use)."""
     return f"t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def pg_store(pg_server: PostgresServer, pg_password: str, pg_schema: str) -> PgStore:
+    """This test's PostgreSQL store: a schema of its own on the server, the password set."""
+    return PgStore(pg_server, pg_schema, pg_password)

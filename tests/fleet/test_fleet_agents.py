@@ -18,8 +18,7 @@ from agentscope_ctx import ContextConfig
 from agentscope_ctx.core._truncation import parse_notice
 from tests.agent_line import Line, Session
 from tests.chain import follow_chain
-from tests.fleet.pg_config import store_fields
-from tests.fleet.postgres_server import PostgresServer
+from tests.fleet.pg_config import PgStore
 from tests.lines import requires_1x, text_of
 
 TURNS, STEPS = 5, 2
@@ -34,7 +33,7 @@ def log(n: int) -> str:
     return "".join(lines)
 
 
-def config(work: Path, server: PostgresServer, schema: str, budget: int) -> ContextConfig:
+def config(work: Path, pg_store: PgStore, budget: int) -> ContextConfig:
     return ContextConfig.model_validate(
         {
             "working_dir": str(work),
@@ -48,7 +47,7 @@ def config(work: Path, server: PostgresServer, schema: str, budget: int) -> Cont
                 "recent_max_share": None,
             },
             "summarizer": {"enabled": False},
-            "store": store_fields(server, schema),
+            "store": pg_store.fields(),
         }
     )
 
@@ -88,15 +87,13 @@ def pointer(answer: str, prefix: str) -> tuple[str, int, int]:
 
 
 async def test_a_second_worker_reads_and_finds_what_the_first_saved_in_postgres(
-    tmp_path: Path, line: Line, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, line: Line, pg_store: PgStore
 ) -> None:
     logs = {f"log{n}.txt": log(n) for n in range(TURNS * STEPS)}
 
     # -- worker A: reads every log in a 5k budget: outputs cut, older messages compacted
     helper_a = line.fake_model(default="## Goal\n- read logs")
-    a = line.session(
-        config(tmp_path / "a", pg_server, pg_schema, 5_000), helper_a, {"cat": logs.__getitem__}
-    )
+    a = line.session(config(tmp_path / "a", pg_store, 5_000), helper_a, {"cat": logs.__getitem__})
     for turn in range(TURNS):
         steps = [step(line, turn * STEPS + k) for k in range(STEPS)]
         await a.turn(f"Read logs {turn * STEPS} on.", *steps, f"report {turn} read: marigold{turn}")
@@ -114,7 +111,7 @@ async def test_a_second_worker_reads_and_finds_what_the_first_saved_in_postgres(
 
     # -- worker B: another manager and agent, another working dir, the same database
     helper_b = line.fake_model(default="## Goal\n- answer")
-    b = line.session(config(tmp_path / "b", pg_server, pg_schema, 60_000), helper_b, {})
+    b = line.session(config(tmp_path / "b", pg_store, 60_000), helper_b, {})
 
     async def read(path: str, start: int, offset: int) -> str:
         return text_of(await b.manager.reader.read_file(path, start, offset))
@@ -157,9 +154,9 @@ async def test_a_second_worker_reads_and_finds_what_the_first_saved_in_postgres(
 
 @requires_1x("a ReActAgent's turns after PromptTooLargeError")
 async def test_a_1x_session_recovers_after_prompt_too_large_on_postgres(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
     """Issue 29 item 5 on the fleet store (the session: `tests/test_budget_recover.py`)."""
     from tests.test_budget_recover import recover
 
-    await recover(config(tmp_path, pg_server, pg_schema, 3_000))
+    await recover(config(tmp_path, pg_store, 3_000))

@@ -13,19 +13,16 @@ from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
 from agentscope_ctx.stores.factory import open_backend, open_stores
-from tests.fleet.pg_config import config_file, store_fields
-from tests.fleet.postgres_server import PostgresServer
+from tests.fleet.pg_config import PgStore, config_file
 from tests.test_viewer import check_page
 
 
 async def test_i32_2_view_a_fleet_session_in_chromium(
     tmp_path: Path,
-    pg_server: PostgresServer,
-    pg_password: str,
-    pg_schema: str,
+    pg_store: PgStore,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    store = store_fields(pg_server, pg_schema)
+    store = pg_store.fields()
     work = tmp_path / "run"
     config = ContextConfig(**DEFAULT_CONTEXT, store=store)  # the demo's budget, on the fleet
     report = await run_demo("logs", work, config=config, out=lambda _: None)
