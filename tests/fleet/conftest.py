@@ -1,5 +1,6 @@
 """Fixtures of the fleet tests: a private PostgreSQL server per xdist worker (session scope,
-see `postgres_server`), and a fresh PostgreSQL schema per test. Without the server binaries
+see `postgres_server`), a fresh PostgreSQL schema per test, a private Redis server
+(`redis_server`), and the state two workers share on either (`state_spec`). Without the server binaries
 (or psycopg) every test that needs them skips with the reason; CI installs them (`.ci/run`).
 """
 
@@ -7,11 +8,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.fleet.pg_config import PASSWORD_ENV, PgStore
 from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
+from tests.fleet.redis_server import redis_server  # noqa: F401 (a fixture)
+from tests.fleet.session import StateSpec, state_at
 
 
 @pytest.fixture(scope="session")
@@ -44,3 +48,11 @@ def pg_schema() -> str:
 def pg_store(pg_server: PostgresServer, pg_password: str, pg_schema: str) -> PgStore:
     """This test's PostgreSQL store: a schema of its own on the server, the password set."""
     return PgStore(pg_server, pg_schema, pg_password)
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def state_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StateSpec:
+    """Where two workers share a session's state: a fresh Redis database, or SQLite."""
+    if request.param == "redis":
+        return state_at("redis", tmp_path, request.getfixturevalue("redis_server"))
+    return state_at("sql", tmp_path)

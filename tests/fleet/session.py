@@ -49,6 +49,16 @@ class StateSpec:
         raise ValueError(f"unknown state storage kind {self.kind!r}")
 
 
+def state_at(kind: str, folder: Path, redis: Any = None) -> StateSpec:
+    """A fresh shared state of `kind`: "redis" (a fresh database of the `redis` server) or
+    "sql" (SQLite in `folder`; on 1.x the session state beside it)."""
+    if kind == "redis":
+        return StateSpec("redis", host=redis.host, port=redis.port, db=redis.fresh_db())
+    return StateSpec(
+        "sql", url=f"sqlite+aiosqlite:///{folder / 'app.db'}", session_dir=str(folder / "sessions")
+    )
+
+
 @dataclass
 class Spec:
     """Everything a worker needs (JSON on its command line)."""

@@ -24,10 +24,24 @@ from agentscope_ctx import AtomicJSONSession, ContextManager
 from tests.fakes import FakeChatModel, text, tool_call
 from tests.fleet import session as shared
 from tests.fleet.script import SYSTEM_PROMPT, USER_TEXT, new_attempt, user_id, write_files
-from tests.fleet.session import USER, Spec
+from tests.fleet.session import USER, Spec, StateSpec
 
 DEFAULT_SESSION = "fleet"
 """The session's id when the spec names none."""
+
+
+def shared_memory(state: StateSpec, session_id: str, engine: Any = None) -> Any:
+    """One worker's connection to the session's shared memory: `RedisMemory`, or (kind
+    "sql") `AsyncSQLAlchemyMemory` on this worker's `engine`."""
+    if state.kind == "redis":
+        from agentscope.memory import RedisMemory
+
+        return RedisMemory(
+            session_id=session_id, user_id=USER, host=state.host, port=state.port, db=state.db
+        )
+    from agentscope.memory import AsyncSQLAlchemyMemory
+
+    return AsyncSQLAlchemyMemory(engine, session_id=session_id, user_id=USER)
 
 
 class Progress(StateModule):
@@ -99,20 +113,7 @@ class Worker:
             self.session = AtomicJSONSession(save_dir=state.session_dir)
 
     def backend(self) -> Any:
-        state = self.spec.state
-        if state.kind == "redis":
-            from agentscope.memory import RedisMemory
-
-            return RedisMemory(
-                session_id=self.spec.session_id,
-                user_id=USER,
-                host=state.host,
-                port=state.port,
-                db=state.db,
-            )
-        from agentscope.memory import AsyncSQLAlchemyMemory
-
-        return AsyncSQLAlchemyMemory(self.engine, session_id=self.spec.session_id, user_id=USER)
+        return shared_memory(self.spec.state, self.spec.session_id, self.engine)
 
     async def _agent(self, model: FakeChatModel) -> tuple[ReActAgent, Progress, Any]:
         backend = self.backend()

@@ -26,8 +26,7 @@ from tests.fleet.harness import (
     postgres_store,
     run_trials,
 )
-from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
-from tests.fleet.session import StateSpec
+from tests.fleet.session import state_at
 
 
 def _postgres(request: pytest.FixtureRequest) -> Store:
@@ -52,15 +51,9 @@ STORES: dict[str, Callable[[pytest.FixtureRequest], Store]] = {
 
 
 def _states(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[int], Any]:
-    spec = StateSpec
-    if kind == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        return lambda trial: spec("redis", host=server.host, port=server.port, db=server.fresh_db())
-    return lambda trial: spec(
-        "sql",
-        url=f"sqlite+aiosqlite:///{tmp_path / f'trial{trial}' / 'app.db'}",
-        session_dir=str(tmp_path / f"trial{trial}" / "sessions"),
-    )
+    """A fresh shared state of `kind` for each trial."""
+    redis = request.getfixturevalue("redis_server") if kind == "redis" else None
+    return lambda trial: state_at(kind, tmp_path / f"trial{trial}", redis)
 
 
 @pytest.mark.parametrize("store", ["local", pytest.param("postgres", marks=pytest.mark.slow)])
