@@ -18,8 +18,7 @@ from tests.fleet.redis_server import redis_server  # noqa: F401 (a fixture)
 from tests.fleet.session import StateSpec, state_at
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
+def _serve() -> Iterator[PostgresServer]:
     why = why_unavailable()
     if why is not None:
         pytest.skip(why)
@@ -28,6 +27,18 @@ def pg_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """The server the fleet tests share (one per xdist worker)."""
+    yield from _serve()
+
+
+@pytest.fixture
+def pg_private_server() -> Iterator[PostgresServer]:
+    """A server of the test's own (for a test that stops and starts it mid-test)."""
+    yield from _serve()
 
 
 @pytest.fixture

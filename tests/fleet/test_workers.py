@@ -56,6 +56,10 @@ def _states(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callab
     return lambda trial: state_at(kind, tmp_path / f"trial{trial}", redis)
 
 
+ONE_TRIAL: dict[str, Any] = {"trials": 1, "seed": 23, "turns": 5, "steps": 4}
+"""A short session: one trial, five turns of four steps."""
+
+
 @pytest.mark.parametrize("store", ["local", pytest.param("postgres", marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
     "kind", ["redis", pytest.param("sql", marks=pytest.mark.slow)]
@@ -67,10 +71,7 @@ def test_two_workers_alternate_one_session_through_kills(
         tmp_path,
         [_states(kind, tmp_path, request)],
         STORES[store](request),
-        trials=1,
-        seed=23,
-        turns=5,
-        steps=4,
+        **ONE_TRIAL,
         kill_chance=0.6,
         max_kills=2,
     )
@@ -102,10 +103,7 @@ def test_the_checks_refuse_workers_that_share_no_store(
             tmp_path,
             [_states("redis", tmp_path, request)],
             PRIVATE_DIRS,
-            trials=1,
-            seed=23,
-            turns=5,
-            steps=4,
+            **ONE_TRIAL,
             kill_chance=0.0,
             max_kills=0,
         )
