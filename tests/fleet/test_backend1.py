@@ -42,24 +42,13 @@ async def backends(state_spec: StateSpec) -> AsyncIterator[tuple[Any, Any]]:
 async def worker_b_replies(tmp_path: Path, backend: Any, answer: str) -> tuple[Any, Any, Any]:
     """Worker B: a new `ReActAgent` over the shared `backend`, a manager attached, replies to
     "and now?" with `answer`; returns the manager (to close), the agent and its model."""
-    from agentscope.agent import ReActAgent
-    from agentscope.formatter import OpenAIChatFormatter
-
     from agentscope_ctx import ContextConfig, ContextManager
-    from tests.fakes import FakeChatModel
+    from tests.fleet.memory_agents import FakeChatModel, make_agent
 
-    model = FakeChatModel()
-    model.enqueue(answer)
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You scan shards.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        memory=backend,
-    )
-    agent.set_console_output_enabled(False)
+    model = FakeChatModel([answer])
     manager = ContextManager(ContextConfig(working_dir=tmp_path / "ctx"))
-    manager.attach(agent)
+    agent = make_agent(manager, model, "worker", memory=backend)
+    agent.set_console_output_enabled(False)
     await agent(Msg("user", "and now?", "user"))
     return manager, agent, model
 
