@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._line import IS_1X
 from tests.fleet.script import call_id, parse_call_id, user_id
+from tests.fleet.session import Spec, line_session
 from tests.fleet.spawner import Spawner
 
 TURN_TIMEOUT = 180.0
@@ -92,16 +92,6 @@ def postgres_store(dsn: str, password: str) -> Store:
         }  # fmt: skip
 
     return Store("postgres", fields, env={PASSWORD_ENV: password})
-
-
-def session_module() -> Any:
-    if IS_1X:
-        from tests.fleet import session1
-
-        return session1
-    from tests.fleet import session2
-
-    return session2
 
 
 @dataclass
@@ -235,11 +225,10 @@ def run_trial(
     max_kills: int,
 ) -> None:
     """One session served by `workers` (two; a killed one is replaced in the list)."""
-    session = session_module()
     root.mkdir(parents=True, exist_ok=True)
-    spec = session.Spec(store=store.fields(root), files=str(root / "files"), state=state)
+    spec = Spec(store=store.fields(root), files=str(root / "files"), state=state)
     spec.turns, spec.steps = turns, steps
-    spec.session_id = asyncio.run(session.create_session(spec))
+    spec.session_id = asyncio.run(line_session().create_session(spec))
     raw = spec.to_json()
     log = workers[0].log
     attempts: dict[int, list[str]] = {}

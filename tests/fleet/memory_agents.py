@@ -1,5 +1,6 @@
 """An agent of the installed AgentScope line, attached to a `ContextManager`, with a scripted
-model: what the fleet memory tests (`test_memory`) drive on either line."""
+model: what the fleet memory tests (`test_memory`) drive on either line, and the 1.x worker
+over a shared memory (`test_backend1`)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,11 @@ else:
 __all__ = ["FakeChatModel", "ask", "make_agent", "prompt_text", "text", "tool_call"]
 
 
-def make_agent(manager: ContextManager, model: FakeChatModel, name: str = "helper") -> Any:
-    """A real agent of the installed line named `name`, `manager` attached."""
+def make_agent(
+    manager: ContextManager, model: FakeChatModel, name: str = "helper", memory: Any = None
+) -> Any:
+    """A real agent of the installed line named `name`, `manager` attached; on 1.x over
+    `memory` (an AgentScope memory; default a new `InMemoryMemory`)."""
     if IS_1X:
         agent = ReActAgent(
             name=name,
@@ -36,7 +40,7 @@ def make_agent(manager: ContextManager, model: FakeChatModel, name: str = "helpe
             model=model,
             formatter=OpenAIChatFormatter(),
             toolkit=Toolkit(),
-            memory=InMemoryMemory(),
+            memory=InMemoryMemory() if memory is None else memory,
         )
         manager.attach(agent)
         return agent

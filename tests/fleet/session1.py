@@ -4,14 +4,13 @@ shared AgentScope memory, `RedisMemory` (a real Redis server) or `AsyncSQLAlchem
 that backend (written through as they happen); the rest of the agent's state (the summary,
 the calibration) and the harness's progress are saved after each reply with an AgentScope
 session: `RedisSession` beside `RedisMemory`, else `AtomicJSONSession` in a directory the
-workers share. The agentscope_ctx store is named by `store` (config fields), as on 2.x.
+workers share. The agentscope_ctx store is named by `store` (config fields), as on 2.x; what
+both lines share is in `tests/fleet/session.py`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,79 +20,28 @@ from agentscope.message import Msg, TextBlock
 from agentscope.module import StateModule
 from agentscope.tool import Toolkit, ToolResponse
 
-from agentscope_ctx import AtomicJSONSession, ContextConfig, ContextManager
+from agentscope_ctx import AtomicJSONSession, ContextManager
 from tests.fakes import FakeChatModel, text, tool_call
-from tests.fleet.script import (
-    DONE_TEXT,
-    SYSTEM_PROMPT,
-    USER_TEXT,
-    call_id,
-    file_name,
-    new_attempt,
-    user_id,
-    worker_fields,
-    write_files,
-)
+from tests.fleet import session as shared
+from tests.fleet.script import SYSTEM_PROMPT, USER_TEXT, new_attempt, user_id, write_files
+from tests.fleet.session import USER, Spec, StateSpec
 
-USER = "fleet-user"
-PROMPT_LOG: Path | None = None
-"""Where a worker appends the size of every prompt its model is sent (tokens, one a line)."""
+DEFAULT_SESSION = "fleet"
+"""The session's id when the spec names none."""
 
 
-@dataclass
-class StateSpec:
-    """The shared backend: `kind` "redis" (host, port, db) or "sql" (a SQLAlchemy async URL;
-    the session state then goes to `session_dir`)."""
+def shared_memory(state: StateSpec, session_id: str, engine: Any = None) -> Any:
+    """One worker's connection to the session's shared memory: `RedisMemory`, or (kind
+    "sql") `AsyncSQLAlchemyMemory` on this worker's `engine`."""
+    if state.kind == "redis":
+        from agentscope.memory import RedisMemory
 
-    kind: str
-    host: str = "127.0.0.1"
-    port: int = 6379
-    db: int = 0
-    url: str = ""
-    session_dir: str = ""
+        return RedisMemory(
+            session_id=session_id, user_id=USER, host=state.host, port=state.port, db=state.db
+        )
+    from agentscope.memory import AsyncSQLAlchemyMemory
 
-
-@dataclass
-class Spec:
-    store: dict[str, Any]
-    files: str
-    state: StateSpec
-    session_id: str = "fleet"
-    turns: int = 6
-    steps: int = 6
-    budget: int = 6_000
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> str:
-        return json.dumps(self.__dict__ | {"state": self.state.__dict__})
-
-    @classmethod
-    def from_json(cls, raw: str) -> Spec:
-        data = json.loads(raw)
-        return cls(**{**data, "state": StateSpec(**data["state"])})
-
-
-def make_config(spec: Spec) -> ContextConfig:
-    store = worker_fields(spec.store)
-    return ContextConfig.model_validate(
-        {
-            **store,
-            "max_input_tokens": spec.budget,
-            "compact_trigger_ratio": 0.7,
-            "keep_recent_ratio": 0.3,
-            "read_roots": [store.get("working_dir", "."), spec.files],
-            "token_counter": "cl100k_base",
-            "tool_result": {
-                "recent_n": 2,
-                "recent_max_bytes": 3_000,
-                "old_max_bytes": 1_100,
-                "mask_after": None,
-            },
-            "summarizer": {"enabled": False},
-            "consolidation": {"enabled": False},
-            **spec.extra,
-        }
-    )
+    return AsyncSQLAlchemyMemory(engine, session_id=session_id, user_id=USER)
 
 
 class Progress(StateModule):
@@ -119,32 +67,26 @@ def make_toolkit(files: Path) -> Toolkit:
 
 
 def script(model: FakeChatModel, turn: int, steps: int, counter: Any, attempt: str) -> None:
-    """Queue turn `turn` on `model`: `steps` calls of `cat` (ids of this `attempt`), then
-    the turn's answer; each prompt's size (messages and tool schemas) goes to `PROMPT_LOG`."""
-    answers = [
-        tool_call("cat", call_id(turn, k, attempt), path=file_name(turn, k)) for k in range(steps)
-    ]
-    answers.append(text(DONE_TEXT.format(turn=turn)))
+    """Queue turn `turn` on `model` (`shared.answers`: the calls of this `attempt`, then the
+    turn's answer); each prompt's size (messages and tool schemas) goes to the prompt log."""
+    replies = shared.answers(turn, steps, attempt, tool_call, text)
 
     def answer_for(k: int) -> Any:
         async def answer(messages: list[dict[str, Any]]) -> Any:
-            if PROMPT_LOG is not None:
-                tools = model.calls[-1].get("tools") if model.calls else None
-                tokens = await counter.count(messages, tools)
-                with PROMPT_LOG.open("a", encoding="utf-8") as log:
-                    log.write(f"{tokens}\n")
-            return answers[k]
+            tools = model.calls[-1].get("tools") if model.calls else None
+            shared.log_prompt(await counter.count(messages, tools))
+            return replies[k]
 
         return answer
 
-    model.enqueue(*[answer_for(k) for k in range(len(answers))])
+    model.enqueue(*[answer_for(k) for k in range(len(replies))])
 
 
 async def create_session(spec: Spec) -> str:
     write_files(Path(spec.files), spec.turns, spec.steps)
     if spec.state.kind == "sql":
         Path(spec.state.session_dir).mkdir(parents=True, exist_ok=True)
-    return spec.session_id
+    return spec.session_id or DEFAULT_SESSION
 
 
 class Worker:
@@ -153,7 +95,7 @@ class Worker:
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
-        self.manager = ContextManager(make_config(spec))
+        self.manager = ContextManager(shared.make_config(spec))
         self.engine: Any = None
         self.session: Any = None
 
@@ -171,20 +113,7 @@ class Worker:
             self.session = AtomicJSONSession(save_dir=state.session_dir)
 
     def backend(self) -> Any:
-        state = self.spec.state
-        if state.kind == "redis":
-            from agentscope.memory import RedisMemory
-
-            return RedisMemory(
-                session_id=self.spec.session_id,
-                user_id=USER,
-                host=state.host,
-                port=state.port,
-                db=state.db,
-            )
-        from agentscope.memory import AsyncSQLAlchemyMemory
-
-        return AsyncSQLAlchemyMemory(self.engine, session_id=self.spec.session_id, user_id=USER)
+        return shared_memory(self.spec.state, self.spec.session_id, self.engine)
 
     async def _agent(self, model: FakeChatModel) -> tuple[ReActAgent, Progress, Any]:
         backend = self.backend()
@@ -218,8 +147,7 @@ class Worker:
             msg = Msg("user", USER_TEXT.format(turn=turn), "user")
             msg.id = user_id(turn)
             reply = await agent(msg)
-            if reply.get_text_content() != DONE_TEXT.format(turn=turn):
-                raise AssertionError(f"unexpected reply: {reply.get_text_content()!r}")
+            shared.assert_done(str(reply.get_text_content()), turn)
             progress.turn = turn + 1
             await self.session.save_session_state(
                 self.spec.session_id, user_id=USER, agent=agent, progress=progress
@@ -229,8 +157,6 @@ class Worker:
             await _close(backend)
 
     async def check(self) -> dict[str, Any]:
-        from tests.fleet.checks import check_here
-
         agent, progress, backend = await self._agent(FakeChatModel())
         try:
             await self.manager.context_usage(agent)  # refreshes from the backend
@@ -243,21 +169,16 @@ class Worker:
                 response = await recall.search_history(query)
                 return "".join(str(b.get("text", "")) for b in response.content)
 
-            stored, _ = self.manager.dialog.read()
-            result = await check_here(
-                self.manager,
-                memory.messages(),
-                stored,
-                Path(self.spec.files),
-                progress.turn,
-                self.spec.steps,
-                search,
-            )
-            result["turns_done"] = progress.turn
-            result["summary"] = memory.compact_summary
             shown = memory.summary_message()
-            result["state_summary"] = "" if shown is None else str(shown.content)
-            return result
+            return await shared.check(
+                self.manager,
+                memory,
+                self.spec,
+                progress.turn,
+                search,
+                summary=memory.compact_summary,
+                state_summary="" if shown is None else str(shown.content),
+            )
         finally:
             await _close(backend)
 

@@ -97,7 +97,8 @@ def preload() -> None:
     from agentscope_ctx._line import IS_1X
     from agentscope_ctx.core._encodings import make_encoding
 
-    names = ["tests.fleet.checks", "tests.fleet.worker", "sqlalchemy.ext.asyncio", "aiosqlite"]
+    names = ["tests.fleet.checks", "tests.fleet.session", "tests.fleet.worker"]
+    names += ["sqlalchemy.ext.asyncio", "aiosqlite"]
     if IS_1X:
         names += ["tests.fleet.session1", "agentscope.memory", "agentscope.session"]
     else:

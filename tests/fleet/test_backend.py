@@ -12,7 +12,7 @@ from agentscope_ctx.stores._search import SearchIndex
 from agentscope_ctx.stores._tool_results import ToolResultStore
 from agentscope_ctx.stores.factory import open_backend
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam
-from tests.fleet.postgres_server import PostgresServer
+from tests.fleet.pg_config import PgStore
 
 
 def test_the_local_backend_is_todays_classes_and_they_fit_the_seams(tmp_path: Path) -> None:
@@ -30,16 +30,11 @@ def test_the_local_backend_is_todays_classes_and_they_fit_the_seams(tmp_path: Pa
 
 
 def test_the_postgres_backend_routes_its_refs_to_its_stores(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
     config = ContextConfig(
         working_dir=tmp_path,
-        store={
-            "kind": "postgres",
-            "dsn": pg_server.dsn,
-            "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-            "schema_name": pg_schema,
-        },
+        store=pg_store.fields(),
     )
     backend = open_backend(config)
     outputs = backend.outputs("a1", None, None)

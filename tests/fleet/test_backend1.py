@@ -15,38 +15,42 @@ from tests.lines import IS_1X, reason_1x
 if not IS_1X:
     pytest.skip(reason_1x("ContextMemory over AgentScope 1.x memories"), allow_module_level=True)
 
-from agentscope.memory import AsyncSQLAlchemyMemory, RedisMemory
 from agentscope.message import Msg
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextMemory
 from agentscope_ctx.core._memory_backend import SHARED_MARKS
 from agentscope_ctx.core._turns import HINT_MARK, current_turn
-from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
+from tests.fleet.session import StateSpec
+from tests.fleet.session1 import shared_memory
 
 
-@pytest.fixture(params=["redis", "sqlite"])
-async def backends(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[tuple[Any, Any]]:
-    """Two connections to one shared session, one per worker."""
-    if request.param == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        db = server.fresh_db()
-        pair = [
-            RedisMemory(session_id="s", user_id="u", host=server.host, port=server.port, db=db)
-            for _ in range(2)
-        ]
-        yield pair[0], pair[1]
-        for memory in pair:
-            await memory.close()
-        return
-    engines = [create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}") for _ in range(2)]
-    pair = [AsyncSQLAlchemyMemory(engine, session_id="s", user_id="u") for engine in engines]
+@pytest.fixture
+async def backends(state_spec: StateSpec) -> AsyncIterator[tuple[Any, Any]]:
+    """Two connections to one shared session (`state_spec`: Redis or SQLite), one per
+    worker, as the fleet session's workers have them (`session1.shared_memory`)."""
+    sql = state_spec.kind == "sql"
+    engines = [create_async_engine(state_spec.url) if sql else None for _ in range(2)]
+    pair = [shared_memory(state_spec, "s", engine) for engine in engines]
     yield pair[0], pair[1]
     for memory, engine in zip(pair, engines, strict=True):
         await memory.close()
-        await engine.dispose()
+        if engine is not None:
+            await engine.dispose()
+
+
+async def worker_b_replies(tmp_path: Path, backend: Any, answer: str) -> tuple[Any, Any, Any]:
+    """Worker B: a new `ReActAgent` over the shared `backend`, a manager attached, replies to
+    "and now?" with `answer`; returns the manager (to close), the agent and its model."""
+    from agentscope_ctx import ContextConfig, ContextManager
+    from tests.fleet.memory_agents import FakeChatModel, make_agent
+
+    model = FakeChatModel([answer])
+    manager = ContextManager(ContextConfig(working_dir=tmp_path / "ctx"))
+    agent = make_agent(manager, model, "worker", memory=backend)
+    agent.set_console_output_enabled(False)
+    await agent(Msg("user", "and now?", "user"))
+    return manager, agent, model
 
 
 def test_the_hint_mark_is_the_one_shared() -> None:
@@ -82,31 +86,15 @@ async def test_a_tool_call_a_killed_worker_left_unanswered_leaves_the_context(
     two-worker trials): the call was in the shared memory without a result. Before, worker
     B's next prompt carried it (a provider rejects that); now it goes to dialog/ (saved, so
     it stays searchable) before B's reply starts."""
-    from agentscope.agent import ReActAgent
-    from agentscope.formatter import OpenAIChatFormatter
-
-    from agentscope_ctx import ContextConfig, ContextManager
     from agentscope_ctx.core._unanswered import unanswered
-    from tests.fakes import FakeChatModel, tool_call
+    from tests.fakes import tool_call
 
     a = ContextMemory(tmp_path, backend=backends[0])
     await a.add(Msg("user", "scan shard 7", "user"))
     call = Msg("worker", tool_call("scan", call_id="k7", n=7).content, "assistant")
     await a.add(call)  # ... and A was killed before the result
 
-    model = FakeChatModel()
-    model.enqueue("Nothing to scan.")
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You scan shards.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        memory=backends[1],
-    )
-    agent.set_console_output_enabled(False)
-    manager = ContextManager(ContextConfig(working_dir=tmp_path / "ctx"))
-    manager.attach(agent)
-    await agent(Msg("user", "and now?", "user"))
+    manager, agent, model = await worker_b_replies(tmp_path, backends[1], "Nothing to scan.")
     sent = model.calls[0]["messages"]
     assert not any(m.get("tool_calls") for m in sent), sent
     assert not unanswered(manager.memory_of(agent).messages())
@@ -123,11 +111,7 @@ async def test_an_unanswered_call_moved_to_the_dialog_keeps_the_conversations_or
     call; B moved the unanswered call to dialog/ at the start of its reply. Before, only the
     call went: the user turn, the first call and its result, still in memory, reached the
     dialog after it when compacted later (found by the two-worker trials' order check)."""
-    from agentscope.agent import ReActAgent
-    from agentscope.formatter import OpenAIChatFormatter
-
-    from agentscope_ctx import ContextConfig, ContextManager
-    from tests.fakes import FakeChatModel, tool_call
+    from tests.fakes import tool_call
 
     a = ContextMemory(tmp_path, backend=backends[0])
     question = Msg("user", "scan shards 6 and 7", "user")
@@ -141,19 +125,7 @@ async def test_an_unanswered_call_moved_to_the_dialog_keeps_the_conversations_or
     for msg in (question, first, result, second):
         await a.add(msg)  # ... and A was killed before the second result
 
-    model = FakeChatModel()
-    model.enqueue("Shard 6 is fine.")
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You scan shards.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        memory=backends[1],
-    )
-    agent.set_console_output_enabled(False)
-    manager = ContextManager(ContextConfig(working_dir=tmp_path / "ctx"))
-    manager.attach(agent)
-    await agent(Msg("user", "and now?", "user"))
+    manager, agent, _ = await worker_b_replies(tmp_path, backends[1], "Shard 6 is fine.")
     stored = [m.id for m in manager.dialog.read()[0]]
     assert stored == [question.id, first.id, result.id, second.id], stored
     live = [m.id for m in manager.memory_of(agent).messages()]

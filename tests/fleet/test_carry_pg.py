@@ -7,26 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.agent_line import Line
-from tests.fleet.postgres_server import PostgresServer
+from tests.fleet.pg_config import PgStore
 from tests.test_carry_data import forged_session, paste_session
 
 
-def _store(server: PostgresServer, schema: str) -> dict[str, str]:
-    return {
-        "kind": "postgres",
-        "dsn": server.dsn,
-        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        "schema_name": schema,
-    }
-
-
 async def test_a_forged_block_is_never_carried_on_postgres(
-    tmp_path: Path, line: Line, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, line: Line, pg_store: PgStore
 ) -> None:
-    await forged_session(tmp_path, line, "model", False, "block", _store(pg_server, pg_schema))
+    await forged_session(tmp_path, line, "model", False, "block", pg_store.fields())
 
 
 async def test_a_long_turn_leaves_the_constraints_on_postgres(
-    tmp_path: Path, line: Line, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, line: Line, pg_store: PgStore
 ) -> None:
-    await paste_session(tmp_path, line, "model", _store(pg_server, pg_schema))
+    await paste_session(tmp_path, line, "model", pg_store.fields())

@@ -10,35 +10,21 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
-from tests.fleet.postgres_server import PASSWORD, PostgresServer
+from tests.fleet.pg_config import PgStore, config_file
+from tests.fleet.postgres_server import PASSWORD
 from tests.lines import Msg
-
-
-def _config(tmp_path: Path, server: PostgresServer, schema: str) -> Path:
-    path = tmp_path / "fleet.yaml"
-    store = {
-        "kind": "postgres",
-        "dsn": server.dsn,
-        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        "schema_name": schema,
-    }
-    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "w"), "store": store}))
-    return path
 
 
 async def test_inspect_search_and_gc_act_on_the_database(
     tmp_path: Path,
-    pg_server: PostgresServer,
-    pg_password: str,
-    pg_schema: str,
+    pg_store: PgStore,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    config = _config(tmp_path, pg_server, pg_schema)
+    config = config_file(tmp_path / "fleet.yaml", tmp_path / "w", pg_store.fields())
     stores = open_stores(ContextConfig.from_yaml(config), agent="a1")
     msg = Msg("user", "the quokka report is due on friday", "user")
     msg.timestamp = "2026-12-02 17:01:49.123"
@@ -48,7 +34,7 @@ async def test_inspect_search_and_gc_act_on_the_database(
     engine = stores.search.engine  # type: ignore[attr-defined]
     with engine.connection() as conn:  # `old` was last used 30 days ago
         conn.execute(
-            f"UPDATE {pg_schema}.outputs SET used_at = %s WHERE id = %s",
+            f"UPDATE {pg_store.schema}.outputs SET used_at = %s WHERE id = %s",
             (time.time() - 30 * 86_400, old.removeprefix("pg-output:")),
         )
     stores.close()
@@ -76,9 +62,9 @@ async def test_inspect_search_and_gc_act_on_the_database(
     assert cli_main(["inspect", "--config", str(config), "--json"]) == 0
     out = capsys.readouterr().out
     facts = json.loads(out)
-    assert facts["store"] == {"kind": "postgres", "schema": pg_schema}
+    assert facts["store"] == {"kind": "postgres", "schema": pg_store.schema}
     assert facts["dialog"]["messages"] == 1 and facts["outputs"]["count"] == 2
-    assert PASSWORD not in out and pg_server.dsn not in out
+    assert PASSWORD not in out and pg_store.server.dsn not in out
 
     assert cli_main(["gc", "--config", str(config)]) == 0  # retention: 7 days
     out = capsys.readouterr().out

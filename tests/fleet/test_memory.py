@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import multiprocessing
 import tempfile
 import threading
 from datetime import date, timedelta
@@ -16,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx import ContextManager
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._search_hits import Filters
 from agentscope_ctx.memory._consolidation import consolidate
@@ -28,8 +26,8 @@ from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import MemoryFiles
 from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
-from tests.fleet.postgres_server import PostgresServer
-from tests.fleet.remember_worker import worker
+from tests.fleet.pg_config import PgStore, config_file
+from tests.fleet.remember_worker import expected_facts, remember_in_two_processes
 from tests.lines import IS_1X, Msg, text_of
 
 if IS_1X:
@@ -47,26 +45,11 @@ def said(answer: Any) -> str:
     return answer if isinstance(answer, str) else text_of(answer)
 
 
-def fleet_config(
-    working_dir: Path, server: PostgresServer, schema: str, **fields: Any
-) -> ContextConfig:
-    return ContextConfig(
-        **fields,
-        working_dir=working_dir,
-        store={
-            "kind": "postgres",
-            "dsn": server.dsn,
-            "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-            "schema_name": schema,
-        },
-    )
-
-
 async def test_what_an_agent_remembers_on_one_worker_its_namesake_reads_on_another(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
-    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
-    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    worker_a = ContextManager(pg_store.config(tmp_path / "a"))
+    worker_b = ContextManager(pg_store.config(tmp_path / "b"))
     model_a = FakeChatModel(
         [tool_call("remember", fact="The user's build tool is Bazel 7"), text("Noted.")]
     )
@@ -88,83 +71,44 @@ async def test_what_an_agent_remembers_on_one_worker_its_namesake_reads_on_anoth
 # -- no lost `remember` between workers ---------------------------------------------------------
 
 
-def _remember_on_two_workers(
-    tmp_path: Path, server: PostgresServer, schema: str, count: int
-) -> None:
-    go = tmp_path / "go"
-    context = multiprocessing.get_context("fork")  # starts at once: AgentScope is imported
-    results = context.Queue()
-    procs = [
-        context.Process(
-            target=worker,
-            args=(fleet_config(tmp_path / name, server, schema), go, name, count, results),
-        )
-        for name in ("alpha", "beta")
-    ]
-    for proc in procs:
-        proc.start()
-    assert [results.get(timeout=120) for _ in procs] == ["READY"] * 2  # they start together
-    go.touch()
-    reports = [results.get(timeout=600) for _ in procs]
-    for proc in procs:
-        proc.join(timeout=60)
-        assert proc.exitcode == 0  # a failure's traceback is in the captured stderr
-    assert reports == [{"saved": count, "other": []}] * 2
-    reader = ContextManager(fleet_config(tmp_path / "reader", server, schema))
+def _remember_on_two_workers(tmp_path: Path, pg_store: PgStore, count: int) -> None:
+    remember_in_two_processes(lambda name: pg_store.config(tmp_path / name), tmp_path / "go", count)
+    reader = ContextManager(pg_store.config(tmp_path / "reader"))
     body = reader.long_term_of("helper").store.read("MEMORY.md")
     facts = [line for line in body.splitlines() if " fact " in line]
-    expected = {f"- {name} fact {i}" for name in ("alpha", "beta") for i in range(count)}
-    assert len(facts) == 2 * count and set(facts) == expected
+    assert len(facts) == 2 * count and set(facts) == expected_facts(count)
     assert not (tmp_path / "alpha" / "memory").exists()
 
 
-def test_remember_on_two_workers_keeps_every_fact(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
-) -> None:
-    _remember_on_two_workers(tmp_path, pg_server, pg_schema, 60)
+def test_remember_on_two_workers_keeps_every_fact(tmp_path: Path, pg_store: PgStore) -> None:
+    _remember_on_two_workers(tmp_path, pg_store, 60)
 
 
 @pytest.mark.slow
-def test_remember_on_two_workers_keeps_600_facts(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
-) -> None:
-    _remember_on_two_workers(tmp_path, pg_server, pg_schema, 300)
+def test_remember_on_two_workers_keeps_600_facts(tmp_path: Path, pg_store: PgStore) -> None:
+    _remember_on_two_workers(tmp_path, pg_store, 300)
 
 
 # -- consolidation: one memory, merged once, read everywhere ------------------------------------
 
 
-def _config_file(tmp_path: Path, server: PostgresServer, schema: str) -> Path:
-    path = tmp_path / "fleet.yaml"
-    store = {
-        "kind": "postgres",
-        "dsn": server.dsn,
-        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        "schema_name": schema,
-    }
-    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "cron"), "store": store}))
-    return path
-
-
 async def test_a_fact_one_worker_consolidates_is_what_the_other_reads(
     tmp_path: Path,
-    pg_server: PostgresServer,
-    pg_password: str,
-    pg_schema: str,
+    pg_store: PgStore,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    worker_a = ContextManager(pg_store.config(tmp_path / "a"))
     note = "The deploy key is in vault path secret/deploy"
     model_a = FakeChatModel([tool_call("log_today", note=note), text("Logged.")])
     await ask(make_agent(worker_a, model_a), "note where the deploy key is")
     await worker_a.close()
-    config = _config_file(tmp_path, pg_server, pg_schema)
+    config = config_file(tmp_path / "fleet.yaml", tmp_path / "cron", pg_store.fields())
 
     cron = ["consolidate", "--config", str(config)]  # cron, on another machine
     assert await asyncio.to_thread(cli_main, cron) == 0
     out = capsys.readouterr().out
     assert "merged 1 daily note(s)" in out and "agent 'helper'" in out
-    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    worker_b = ContextManager(pg_store.config(tmp_path / "b"))
     model_b = FakeChatModel([text("In secret/deploy.")])
     await ask(make_agent(worker_b, model_b), "where is the deploy key?")
     await worker_b.close()
@@ -176,10 +120,10 @@ async def test_a_fact_one_worker_consolidates_is_what_the_other_reads(
 
 
 async def test_a_remember_on_another_worker_during_the_model_merge_is_kept(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
-    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
-    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    worker_a = ContextManager(pg_store.config(tmp_path / "a"))
+    worker_b = ContextManager(pg_store.config(tmp_path / "b"))
     memory_a, memory_b = worker_a.long_term_of("helper"), worker_b.long_term_of("helper")
     memory_a.log_today("Lesson: pip needs --break-system-packages here")
     meanwhile = "The user works in UTC+8"
@@ -208,10 +152,10 @@ async def test_a_remember_on_another_worker_during_the_model_merge_is_kept(
 
 
 async def test_one_consolidation_at_a_time_across_workers(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
-    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
-    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    worker_a = ContextManager(pg_store.config(tmp_path / "a"))
+    worker_b = ContextManager(pg_store.config(tmp_path / "b"))
     worker_a.long_term_of("helper").log_today("Fact: the CI runs on two cores")
     with worker_a.long_term_of("helper").store.consolidation_lock() as held:
         assert held
@@ -226,9 +170,9 @@ async def test_one_consolidation_at_a_time_across_workers(
 
 
 def test_the_summarizer_on_the_fleet_store_only_appends_to_todays_note(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
-    manager = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    manager = ContextManager(pg_store.config(tmp_path / "a"))
     store = manager.long_term_of("helper").store
     manager.long_term_of("helper").remember("The user prefers pytest")
     files = MemoryFiles(store, TODAY)
@@ -253,22 +197,20 @@ def test_the_summarizer_on_the_fleet_store_only_appends_to_todays_note(
     manager.backend.close()
 
 
-def test_a_version_1_database_gains_the_memory_table(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
-) -> None:
-    config = fleet_config(tmp_path / "a", pg_server, pg_schema)
+def test_a_version_1_database_gains_the_memory_table(tmp_path: Path, pg_store: PgStore) -> None:
+    config = pg_store.config(tmp_path / "a")
     stores = open_stores(config, agent="helper")
     ref = stores.outputs.save("kept across the upgrade\n")
     engine = stores.outputs.engine  # the version-1 database: no memory table, version 1
     with engine.connection() as conn:
-        conn.execute(f"DROP TABLE {pg_schema}.memory_docs")
-        conn.execute(f"UPDATE {pg_schema}.schema_version SET version = 1")
+        conn.execute(f"DROP TABLE {pg_store.schema}.memory_docs")
+        conn.execute(f"UPDATE {pg_store.schema}.schema_version SET version = 1")
     stores.close()
 
     manager = ContextManager(config)  # a worker of the new version
     answer = manager.long_term_of("helper").remember("The user prefers pytest")
     with engine.connection() as conn:
-        versions = conn.execute(f"SELECT version FROM {pg_schema}.schema_version").fetchall()
+        versions = conn.execute(f"SELECT version FROM {pg_store.schema}.schema_version").fetchall()
 
     assert said(answer) == "Saved to pg-memory:MEMORY.md."
     assert sorted(row[0] for row in versions) == [1, 2]
@@ -278,16 +220,16 @@ def test_a_version_1_database_gains_the_memory_table(
 
 
 async def test_search_history_finds_the_agents_memory_on_every_worker(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
     # memory is searched at the agent-wide scope (docs/tenants.md): the default, a session's
     # own records, shows it in the prompt but leaves it out of search_history
     agent_wide = {"recall": {"scope": "agent"}}
-    worker_a = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema, **agent_wide))
+    worker_a = ContextManager(pg_store.config(tmp_path / "a", **agent_wide))
     worker_a.long_term_of("helper").remember("The staging database is called quokka")
     worker_a.long_term_of("helper").log_today("Lesson: quokka needs sslmode=require")
     worker_a.long_term_of("stranger").remember("The stranger's quokka is private")
-    worker_b = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema, **agent_wide))
+    worker_b = ContextManager(pg_store.config(tmp_path / "b", **agent_wide))
     model = FakeChatModel([tool_call("search_history", query="quokka"), text("Found it.")])
     await ask(make_agent(worker_b, model), "what was the staging database called?")
     worker_b.search_index.rebuild()  # the index is a cache: memory comes back with the rest
@@ -307,7 +249,7 @@ async def test_search_history_finds_the_agents_memory_on_every_worker(
 
 
 async def test_the_summarizer_of_a_fleet_worker_writes_the_agents_memory(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
     today = f"{date.today().isoformat()}.md"
     model = FakeChatModel(
@@ -317,11 +259,11 @@ async def test_the_summarizer_of_a_fleet_worker_writes_the_agents_memory(
             text("Recorded one fact."),
         ]
     )
-    config = fleet_config(tmp_path / "a", pg_server, pg_schema, summarizer={"min_batch_tokens": 0})
+    config = pg_store.config(tmp_path / "a", summarizer={"min_batch_tokens": 0})
     worker = ContextManager(config, model=model, formatter=FORMATTER)
     await worker.start_summarizer([Msg("user", "I am Ana, call me that", "user")], "helper")
     await worker.close()  # waits for the background run
-    reader = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    reader = ContextManager(pg_store.config(tmp_path / "b"))
     store = reader.long_term_of("helper").store
 
     assert store.read(today).endswith("- Fact: the user is Ana\n")
@@ -343,13 +285,13 @@ FACTS = st.lists(
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(calls=FACTS)
 def test_the_fleet_memory_holds_what_the_local_one_holds(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str, calls: Any
+    tmp_path: Path, pg_store: PgStore, calls: Any
 ) -> None:
     """Whatever the calls, the database's documents are the files' bytes: the fleet memory is
     the local one on another medium (same dedup, same headers, same answers)."""
     working_dir = Path(tempfile.mkdtemp(dir=tmp_path))
     local = LongTermMemory(working_dir)
-    manager = ContextManager(fleet_config(working_dir, pg_server, pg_schema))
+    manager = ContextManager(pg_store.config(working_dir))
     fleet = manager.long_term_of(f"agent-{working_dir.name}")
     for tool, fact in calls:
         answers = [said(getattr(memory, tool)(fact)) for memory in (local, fleet)]
@@ -363,9 +305,9 @@ def test_the_fleet_memory_holds_what_the_local_one_holds(
 
 
 async def test_the_daily_job_of_a_fleet_worker_consolidates_each_agents_memory(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
-    config = fleet_config(tmp_path / "a", pg_server, pg_schema, consolidation={"enabled": True})
+    config = pg_store.config(tmp_path / "a", consolidation={"enabled": True})
     worker = ContextManager(config)
     for agent in ("helper", "other"):
         worker.long_term_of(agent).log_today(f"Fact: {agent} runs nightly")
@@ -386,18 +328,18 @@ async def test_the_daily_job_of_a_fleet_worker_consolidates_each_agents_memory(
 
 
 async def test_a_remember_waiting_for_another_workers_row_lock_leaves_the_event_loop_free(
-    tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
-    worker = ContextManager(fleet_config(tmp_path / "a", pg_server, pg_schema))
+    worker = ContextManager(pg_store.config(tmp_path / "a"))
     memory = worker.long_term_of("helper")
     memory.remember("The user prefers pytest")  # the row exists
-    other = ContextManager(fleet_config(tmp_path / "b", pg_server, pg_schema))
+    other = ContextManager(pg_store.config(tmp_path / "b"))
     locked, release = threading.Event(), threading.Event()
 
     def hold() -> None:  # another worker in the middle of its write of MEMORY.md
         with other.backend.search.engine.connection() as conn, conn.transaction():
             conn.execute(
-                f"SELECT 1 FROM {pg_schema}.memory_docs "
+                f"SELECT 1 FROM {pg_store.schema}.memory_docs "
                 "WHERE agent = 'helper' AND name = 'MEMORY.md' FOR UPDATE"
             )
             locked.set()

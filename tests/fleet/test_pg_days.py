@@ -13,9 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._truncation import Position, parse_notice
 from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
-from agentscope_ctx.stores.seams import excerpt
+from tests.fleet.excerpts import follow_excerpts
 from tests.fleet.postgres_server import PostgresServer
 from tests.lines import Msg
 
@@ -67,17 +66,7 @@ def test_a_day_reads_back_as_its_records_through_the_notices(
         at += len(record.encode("utf-8")) + 1
     assert dialog.read_range(ref, 0, 1 << 30) == day.encode("utf-8")
 
-    parts: list[str] = []
-    output = excerpt(dialog, ref, Position(), max_bytes)
-    for _ in range(10_000):
-        parsed = parse_notice(output)
-        if parsed is None:
-            parts.append(output)
-            break
-        parts.append(parsed[0])
-        assert parsed[1].file_path == ref
-        output = excerpt(dialog, ref, parsed[1].next, max_bytes)
-    assert "".join(parts) == day
+    assert follow_excerpts(dialog, ref, max_bytes) == day
     engine.close()
 
 

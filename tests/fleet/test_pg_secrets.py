@@ -16,7 +16,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +27,7 @@ from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.recall._recall import Recall
 from agentscope_ctx.stores._tool_results import ToolResultPolicy
 from agentscope_ctx.stores.factory import open_backend
+from tests.fleet.pg_config import PgStore, config_file
 from tests.fleet.postgres_server import PASSWORD, PORT, PostgresServer
 from tests.lines import Msg, text_of
 
@@ -221,8 +221,7 @@ def _shown_by_a_store_that_fails(
     recall = Recall(backend.search, RecallConfig(), "a")
     shown.append(text_of(asyncio.run(recall.search_history("hello"))))
     backend.close()
-    path = tmp_path / "fleet.yaml"
-    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "w"), "store": store}))
+    path = config_file(tmp_path / "fleet.yaml", tmp_path / "w", store)
     assert cli_main(["inspect", "--config", str(path)]) != 0
     cli = capsys.readouterr()
     shown += [cli.out, cli.err, caplog.text]
@@ -293,17 +292,13 @@ def test_a_server_refusing_the_login_shows_none_of_its_names(
 
 
 def test_a_working_store_is_named_by_its_schema_in_the_cli(
-    tmp_path: Path,
-    pg_server: PostgresServer,
-    pg_password: str,
-    pg_schema: str,
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, pg_store: PgStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    dsn = f"postgresql://postgres@{quote(str(pg_server.root), safe='')}:{PORT}/postgres"
-    store = {"kind": "postgres", "dsn": dsn, "password_env": ENV, "schema_name": pg_schema}
-    path = tmp_path / "fleet.yaml"
-    path.write_text(yaml.safe_dump({"working_dir": str(tmp_path / "w"), "store": store}))
+    dsn = f"postgresql://postgres@{quote(str(pg_store.server.root), safe='')}:{PORT}/postgres"
+    store = pg_store.fields(dsn=dsn, password_env=ENV)
+    path = config_file(tmp_path / "fleet.yaml", tmp_path / "w", store)
     assert cli_main(["inspect", "--config", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"store: the PostgreSQL store (schema {pg_schema})" in out, out
-    assert str(pg_server.root) not in out and "actx-pg" not in out and pg_password not in out
+    assert f"store: the PostgreSQL store (schema {pg_store.schema})" in out, out
+    assert str(pg_store.server.root) not in out and "actx-pg" not in out
+    assert pg_store.password not in out

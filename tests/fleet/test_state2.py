@@ -23,26 +23,9 @@ if IS_1X:
 from agentscope.message import UserMsg
 
 from agentscope_ctx.agentscope2 import ContextManager
-from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
 from tests.fleet.script import USER_TEXT, user_id
-from tests.fleet.session2 import (
-    AGENT,
-    USER,
-    Spec,
-    StateSpec,
-    create_session,
-    make_agent,
-    make_config,
-    script,
-)
-
-
-@pytest.fixture(params=["redis", "sqlite"])
-def state_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StateSpec:
-    if request.param == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        return StateSpec("redis", host=server.host, port=server.port, db=server.fresh_db())
-    return StateSpec("sql", url=f"sqlite+aiosqlite:///{tmp_path / 'app.db'}")
+from tests.fleet.session import USER, Spec, StateSpec, make_config
+from tests.fleet.session2 import AGENT, create_session, make_agent, script
 
 
 def _snapshot(manager: ContextManager, agent: Any) -> dict[str, Any]:

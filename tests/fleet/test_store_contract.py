@@ -25,9 +25,11 @@ import agentscope_ctx.core._index_pieces as pieces_module
 from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._outcome import judge
 from agentscope_ctx.core._search_hits import Filters, format_result
-from agentscope_ctx.core._truncation import Position, excerpt_with_notice, parse_notice
+from agentscope_ctx.core._truncation import Position, excerpt_with_notice
 from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
+from tests.fleet.excerpts import follow_excerpts
+from tests.fleet.pg_config import fleet_config
 from tests.lines import Msg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,15 +87,7 @@ def _config(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Contex
         return ContextConfig(working_dir=tmp_path)
     server = request.getfixturevalue("pg_server")
     request.getfixturevalue("pg_password")
-    return ContextConfig(
-        working_dir=tmp_path,
-        store={
-            "kind": "postgres",
-            "dsn": server.dsn,
-            "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-            "schema_name": request.getfixturevalue("pg_schema"),
-        },
-    )
+    return fleet_config(tmp_path, server, request.getfixturevalue("pg_schema"))
 
 
 @pytest.fixture(params=KINDS)
@@ -234,21 +228,6 @@ def test_ranged_reads_and_lines_match_the_bytes(opener: Opener, text: str, cuts:
     assert outputs.holds(ref, text[:7]) and not outputs.holds(ref, text + "x")
 
 
-def _follow(outputs: OutputSeam, ref: str, max_bytes: int) -> str:
-    """The excerpts of `ref` concatenated, following each notice's `read_file` hint."""
-    got, start = [], Position()
-    for _ in range(10_000):
-        out = excerpt(outputs, ref, start, max_bytes)
-        parsed = parse_notice(out)
-        if parsed is None:
-            got.append(out)
-            break
-        got.append(parsed[0])
-        assert parsed[1].file_path == ref
-        start = parsed[1].next
-    return "".join(got)
-
-
 @FUNCTION_FIXTURE
 @given(
     text=st.lists(st.sampled_from(["x", "y", " ", "\n", "\r\n", "中文", "😀"]), max_size=3_000).map(
@@ -263,7 +242,7 @@ def test_the_lossless_chain_holds_through_the_output_seam(opener: Opener, text: 
     if not text:
         assert excerpt(outputs, ref, Position(), 1_024) == f"({ref!r} is empty)"
         return
-    assert _follow(outputs, ref, 1_024) == text
+    assert follow_excerpts(outputs, ref, 1_024) == text
 
 
 def test_a_ranged_read_of_a_large_output_does_not_load_it(

@@ -6,6 +6,7 @@ filter. PostgreSQL runs as an ordinary role (`test_tenants.app_role`)."""
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,26 @@ def manager(tmp_path: Path, store: dict[str, Any], session: str) -> ContextManag
         working_dir=tmp_path / "shared", store=store, recall={"session": session}
     )
     return ContextManager(config)
+
+
+@pytest.fixture(params=["local", "postgres"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """The store's kind: each test runs on both."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def sessions(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> AsyncIterator[tuple[ContextManager, ContextManager]]:
+    """Alice's and Bob's sessions on one store of `kind`, closed after the test."""
+    store = _store(kind, request)
+    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
+    try:
+        yield alice, bob
+    finally:
+        await alice.close()
+        await bob.close()
 
 
 async def alice_writes(alice: ContextManager) -> tuple[str, Msg]:
@@ -80,74 +101,56 @@ async def agent_reads(session: ContextManager, ref: str) -> str:
     return "".join(item.text for item in output if isinstance(item, TextBlock))
 
 
-@pytest.mark.parametrize("kind", ["local", "postgres"])
 async def test_the_same_agent_in_another_session_cannot_read_its_saved_output(
-    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+    tmp_path: Path, kind: str, sessions: tuple[ContextManager, ContextManager]
 ) -> None:
     """Found: the ``pg-output:<id>`` refs named in another session's day (and a local
     ``tool_result/`` file) opened another user's saved output."""
-    store = _store(kind, request)
-    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
-    try:
-        ref, _ = await alice_writes(alice)
-        assert SECRET in await agent_reads(alice, ref)
-        answer = await agent_reads(bob, ref)
-        assert SECRET not in answer
-        missing = ref[: -len(ref.rsplit(":", 1)[-1])] + "0" * 32 if kind == "postgres" else ref
-        if kind == "local":
-            name = Path(ref).name
-            missing = ref.replace(name, name[:-36] + "0" * 32 + ".txt")
-        assert answer == (await agent_reads(bob, missing)).replace(missing, ref)
-    finally:
-        await alice.close()
-        await bob.close()
+    alice, bob = sessions
+    ref, _ = await alice_writes(alice)
+    assert SECRET in await agent_reads(alice, ref)
+    answer = await agent_reads(bob, ref)
+    assert SECRET not in answer
+    missing = ref[: -len(ref.rsplit(":", 1)[-1])] + "0" * 32 if kind == "postgres" else ref
+    if kind == "local":
+        name = Path(ref).name
+        missing = ref.replace(name, name[:-36] + "0" * 32 + ".txt")
+    assert answer == (await agent_reads(bob, missing)).replace(missing, ref)
 
 
-@pytest.mark.parametrize("kind", ["local", "postgres"])
 async def test_a_day_of_the_dialog_shows_only_the_sessions_own_records(
-    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+    tmp_path: Path, kind: str, sessions: tuple[ContextManager, ContextManager]
 ) -> None:
     """Found: ``read_file("pg-dialog:<today>")`` returned the whole day of the database (and a
     local day file every session's records)."""
-    store = _store(kind, request)
-    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
-    try:
-        await alice_writes(alice)
-        if kind == "postgres":
-            day, none = f"pg-dialog:{DAY}", "pg-dialog:1999-01-01"
-        else:
-            day = str((tmp_path / "shared" / "dialog" / f"{DAY}.jsonl").resolve())
-            none = day.replace(DAY, "1999-01-01")
-        assert SECRET in await agent_reads(alice, day)
-        answer = await agent_reads(bob, day)
-        assert SECRET not in answer
-        assert answer == (await agent_reads(bob, none)).replace(none, day)
-    finally:
-        await alice.close()
-        await bob.close()
+    alice, bob = sessions
+    await alice_writes(alice)
+    if kind == "postgres":
+        day, none = f"pg-dialog:{DAY}", "pg-dialog:1999-01-01"
+    else:
+        day = str((tmp_path / "shared" / "dialog" / f"{DAY}.jsonl").resolve())
+        none = day.replace(DAY, "1999-01-01")
+    assert SECRET in await agent_reads(alice, day)
+    answer = await agent_reads(bob, day)
+    assert SECRET not in answer
+    assert answer == (await agent_reads(bob, none)).replace(none, day)
 
 
-@pytest.mark.parametrize("kind", ["local", "postgres"])
 async def test_search_by_the_same_agent_name_in_another_session_finds_nothing(
-    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+    tmp_path: Path, kind: str, sessions: tuple[ContextManager, ContextManager]
 ) -> None:
     """Found: search_history was scoped by agent name only; the same agent name in another
     user's session found the first user's password."""
-    store = _store(kind, request)
-    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
-    try:
-        await alice_writes(alice)
-        alice_recall, _, _ = alice._recall_for("assistant")
-        bob_recall, _, _ = bob._recall_for("assistant")
-        assert alice_recall is not None and bob_recall is not None
-        assert SECRET in text_of(await alice_recall.search_history("password"))
-        for query in ("password", SECRET, "root password"):
-            answer = text_of(await bob_recall.search_history(query))
-            assert SECRET not in answer.replace(query, "")
-            assert "No hits" in answer
-    finally:
-        await alice.close()
-        await bob.close()
+    alice, bob = sessions
+    await alice_writes(alice)
+    alice_recall, _, _ = alice._recall_for("assistant")
+    bob_recall, _, _ = bob._recall_for("assistant")
+    assert alice_recall is not None and bob_recall is not None
+    assert SECRET in text_of(await alice_recall.search_history("password"))
+    for query in ("password", SECRET, "root password"):
+        answer = text_of(await bob_recall.search_history(query))
+        assert SECRET not in answer.replace(query, "")
+        assert "No hits" in answer
 
 
 def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_tenant(
@@ -266,7 +269,6 @@ def test_a_version_1_schema_is_migrated_in_place(
         engine.close()
 
 
-@pytest.mark.parametrize("kind", ["local", "postgres"])
 async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
     tmp_path: Path, request: pytest.FixtureRequest, kind: str
 ) -> None:

@@ -7,30 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
 from agentscope_ctx.stores.factory import open_backend, open_stores
-from tests.fleet.postgres_server import PostgresServer
+from tests.fleet.pg_config import PgStore, config_file
 from tests.test_viewer import check_page
 
 
 async def test_i32_2_view_a_fleet_session_in_chromium(
     tmp_path: Path,
-    pg_server: PostgresServer,
-    pg_password: str,
-    pg_schema: str,
+    pg_store: PgStore,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    store = {
-        "kind": "postgres",
-        "dsn": pg_server.dsn,
-        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        "schema_name": pg_schema,
-    }
+    store = pg_store.fields()
     work = tmp_path / "run"
     config = ContextConfig(**DEFAULT_CONTEXT, store=store)  # the demo's budget, on the fleet
     report = await run_demo("logs", work, config=config, out=lambda _: None)
@@ -46,10 +38,9 @@ async def test_i32_2_view_a_fleet_session_in_chromium(
     refs = [o["ref"] for r in records for o in r["outputs"] if o["ref"].startswith("pg-output:")]
     assert refs and all(o["bytes"] for r in records for o in r["outputs"] if o["ref"] in refs)
 
-    config_file = tmp_path / "fleet.yaml"
-    config_file.write_text(yaml.safe_dump({"working_dir": str(work), "store": store}))
+    path = config_file(tmp_path / "fleet.yaml", work, store)
     page = tmp_path / "fleet.html"
-    assert cli_main(["view", "--config", str(config_file), "-o", str(page)]) == 0
+    assert cli_main(["view", "--config", str(path), "-o", str(page)]) == 0
     printed = capsys.readouterr().out
     assert f"{report.steps} model calls" in printed
     shown = await check_page(page, report.steps)

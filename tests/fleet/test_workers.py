@@ -25,9 +25,8 @@ from tests.fleet.harness import (
     Store,
     postgres_store,
     run_trials,
-    session_module,
 )
-from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
+from tests.fleet.session import state_at
 
 
 def _postgres(request: pytest.FixtureRequest) -> Store:
@@ -52,15 +51,13 @@ STORES: dict[str, Callable[[pytest.FixtureRequest], Store]] = {
 
 
 def _states(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[int], Any]:
-    spec = session_module().StateSpec
-    if kind == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        return lambda trial: spec("redis", host=server.host, port=server.port, db=server.fresh_db())
-    return lambda trial: spec(
-        "sql",
-        url=f"sqlite+aiosqlite:///{tmp_path / f'trial{trial}' / 'app.db'}",
-        session_dir=str(tmp_path / f"trial{trial}" / "sessions"),
-    )
+    """A fresh shared state of `kind` for each trial."""
+    redis = request.getfixturevalue("redis_server") if kind == "redis" else None
+    return lambda trial: state_at(kind, tmp_path / f"trial{trial}", redis)
+
+
+ONE_TRIAL: dict[str, Any] = {"trials": 1, "seed": 23, "turns": 5, "steps": 4}
+"""A short session: one trial, five turns of four steps."""
 
 
 @pytest.mark.parametrize("store", ["local", pytest.param("postgres", marks=pytest.mark.slow)])
@@ -74,10 +71,7 @@ def test_two_workers_alternate_one_session_through_kills(
         tmp_path,
         [_states(kind, tmp_path, request)],
         STORES[store](request),
-        trials=1,
-        seed=23,
-        turns=5,
-        steps=4,
+        **ONE_TRIAL,
         kill_chance=0.6,
         max_kills=2,
     )
@@ -109,10 +103,7 @@ def test_the_checks_refuse_workers_that_share_no_store(
             tmp_path,
             [_states("redis", tmp_path, request)],
             PRIVATE_DIRS,
-            trials=1,
-            seed=23,
-            turns=5,
-            steps=4,
+            **ONE_TRIAL,
             kill_chance=0.0,
             max_kills=0,
         )

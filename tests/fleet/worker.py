@@ -31,15 +31,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx._line import IS_1X
-
 
 async def main() -> int:
-    if IS_1X:
-        from tests.fleet import session1 as session
-    else:
-        from tests.fleet import session2 as session  # type: ignore[no-redef]
     from agentscope_ctx import TokenCounter
+    from tests.fleet import session as shared
+
+    session = shared.line_session()
 
     await TokenCounter("cl100k_base").count_text("warm up")  # load the encoding first
     print("READY", flush=True)
@@ -56,8 +53,8 @@ async def main() -> int:
         if current is None or current[0] != raw:
             if current is not None:
                 await current[1].close()
-            spec = session.Spec.from_json(raw)
-            session.PROMPT_LOG = Path(spec.files).parent / "prompts.log"
+            spec = shared.Spec.from_json(raw)
+            shared.PROMPT_LOG = Path(spec.files).parent / "prompts.log"
             current = (raw, session.Worker(spec))
             await current[1].open()
         worker = current[1]
