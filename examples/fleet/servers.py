@@ -41,7 +41,9 @@ def pg_bindir() -> Path:
     """initdb and pg_ctl: `pg_config --bindir`, else Debian's newest /usr/lib/postgresql/N/bin."""
     found = shutil.which("pg_config")
     if found:
-        path = Path(subprocess.run([found, "--bindir"], capture_output=True, text=True).stdout.strip())
+        path = Path(
+            subprocess.run([found, "--bindir"], capture_output=True, text=True).stdout.strip()
+        )
         if (path / "initdb").exists():
             return path
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
@@ -69,7 +71,9 @@ def start(folder: Path) -> None:
         for path in (pg, pg / "pw"):
             os.chown(path, user.pw_uid, user.pw_gid)
         if subprocess.run(["runuser", "-u", "postgres", "--", "test", "-w", str(pg)]).returncode:
-            sys.exit(f"the OS user postgres cannot reach {pg}: pick a folder it can (e.g. /tmp/...)")
+            sys.exit(
+                f"the OS user postgres cannot reach {pg}: pick a folder it can (e.g. /tmp/...)"
+            )
     run_pg("initdb", "-D", str(pg / "data"), "-U", "postgres", "--pwfile", str(pg / "pw"),
            "--auth", "scram-sha-256", "-E", "UTF8", "--locale", "C.UTF-8")  # fmt: skip
     (pg / "pw").unlink()
