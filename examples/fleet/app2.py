@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+import agentscope
+
+if not agentscope.__version__.startswith("2."):
+    sys.exit(
+        f"examples/fleet/app2.py needs AgentScope 2.x; AgentScope "
+        f"{agentscope.__version__} is installed: run examples/fleet/worker1.py"
+    )
 
 from agentscope.app import create_app
 from agentscope.app.message_bus import MessageBusKeys, RedisMessageBus

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -98,19 +97,29 @@ class Fleet:
         return self.run(*command, "--config", self.env["FLEET_CONFIG"])
 
     def dialog(self) -> list[dict[str, Any]]:
-        """Every message of the dialog store, following each day's `read on` to its end."""
+        """Every record of the dialog store (each day that `inspect --json` lists, read whole
+        from the store, as `agentscope-ctx read pg-dialog:DAY` reads it in excerpts)."""
+        from agentscope_ctx import ContextConfig
+        from agentscope_ctx.stores.factory import open_backend
+
         days = json.loads(self.cli("inspect", "--json"))["dialog"]["days"]
-        rows: list[dict[str, Any]] = []
-        for day in sorted(days):
-            start = 1
-            while True:
-                out = self.cli("read", f"pg-dialog:{day}", "--start-line", str(start))
-                rows += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-                more = re.search(r"--start-line (\d+)", out.splitlines()[-1] if out else "")
-                if more is None or "read on" not in out.splitlines()[-1]:
-                    break
-                start = int(more.group(1))
-        return rows
+        before = os.environ.get("CTX_DB_PASSWORD")
+        os.environ["CTX_DB_PASSWORD"] = self.env["CTX_DB_PASSWORD"]
+        backend = open_backend(ContextConfig.from_yaml(self.env["FLEET_CONFIG"]))
+        try:
+            rows: list[dict[str, Any]] = []
+            for day in sorted(days):
+                source = backend.source(f"pg-dialog:{day}")
+                assert source is not None
+                data = source.read_range(f"pg-dialog:{day}", 0, 1 << 31).decode()
+                rows += [json.loads(line) for line in data.splitlines() if line]
+            return rows
+        finally:
+            backend.close()
+            if before is None:
+                os.environ.pop("CTX_DB_PASSWORD")
+            else:
+                os.environ["CTX_DB_PASSWORD"] = before
 
     def read_hit(self, query: str) -> tuple[str, str]:
         """`agentscope-ctx search QUERY`, then its first hit's `read on:` command: both outputs."""
