@@ -34,7 +34,6 @@ from agentscope.app.storage import RedisStorage
 from agentscope.app.workspace_manager import LocalWorkspaceManager
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool
-from starlette.middleware.base import BaseHTTPMiddleware
 
 from agentscope_ctx import ContextConfig, app_middlewares
 
@@ -89,12 +88,22 @@ app = create_app(
 factory.close_with(app)  # the PostgreSQL pool closes when the worker stops
 
 
-async def tell_worker(request: Any, call_next: Any) -> Any:
-    """Every answer names the worker process that gave it: a chat turn runs in the worker that
-    accepted its POST /chat/, so the client can kill that one mid-turn."""
-    response = await call_next(request)
-    response.headers["X-Worker-Pid"] = str(os.getpid())
-    return response
+class TellWorker:
+    """Every answer names the worker process that gave it (`X-Worker-Pid`): a chat turn runs in
+    the worker that accepted its POST /chat/, so the client can kill that one mid-turn. A plain
+    ASGI middleware: it leaves the app's event streams as they are."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def send_named(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                pid = (b"x-worker-pid", str(os.getpid()).encode())
+                message["headers"] = [*message.get("headers", []), pid]
+            await send(message)
+
+        await self.app(scope, receive, send_named if scope["type"] == "http" else send)
 
 
-app.add_middleware(BaseHTTPMiddleware, dispatch=tell_worker)
+app.add_middleware(TellWorker)
