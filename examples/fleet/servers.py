@@ -1,0 +1,153 @@
+"""Start (or stop) a private PostgreSQL and Redis for the fleet example, in a folder of yours.
+
+    python examples/fleet/servers.py start ./fleet-data    # prints what to export
+    python examples/fleet/servers.py stop ./fleet-data
+
+PostgreSQL listens on a unix socket in FOLDER/pg only (no TCP port to collide with), Redis on a
+free port of 127.0.0.1. The script does what an operator does by hand: `initdb` with a
+superuser, then, as that superuser, an ordinary role for the workers (row-level security binds
+it; a superuser would bypass it) and a database it owns. It writes FOLDER/env.sh (the variables
+the workers and the client read) and FOLDER/fleet.yaml (the workers' and the CLI's config:
+examples/fleet/fleet.yaml plus the store and the working dir). Needs PostgreSQL's server
+binaries (Debian: postgresql) and redis-server on the machine, and `pip install -e ".[fleet]"`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROLE, DATABASE = "agent", "ctx"
+# The SQL an operator runs as the superuser (psql "host=FOLDER/pg user=postgres dbname=postgres"):
+SETUP_SQL = [
+    "CREATE ROLE agent LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD {password}",
+    "CREATE DATABASE ctx OWNER agent",
+]
+
+
+def pg_bindir() -> Path:
+    """initdb and pg_ctl: `pg_config --bindir`, else Debian's newest /usr/lib/postgresql/N/bin."""
+    found = shutil.which("pg_config")
+    if found:
+        path = Path(
+            subprocess.run([found, "--bindir"], capture_output=True, text=True).stdout.strip()
+        )
+        if (path / "initdb").exists():
+            return path
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
+    if versions:
+        return Path(versions[-1])
+    sys.exit("PostgreSQL server binaries not found (Debian: apt-get install postgresql)")
+
+
+def run_pg(tool: str, *args: str) -> None:
+    """PostgreSQL refuses to run as root: then its tools run as the OS user `postgres`."""
+    command = [str(pg_bindir() / tool), *args]
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", "postgres", "--", *command]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+
+
+def start(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    pg = folder / "pg"
+    pg.mkdir()
+    superuser_pw, agent_pw = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
+    (pg / "pw").write_text(superuser_pw + "\n")
+    if os.geteuid() == 0:  # the server's files are the `postgres` user's
+        user = pwd.getpwnam("postgres")
+        for path in (pg, pg / "pw"):
+            os.chown(path, user.pw_uid, user.pw_gid)
+        if subprocess.run(["runuser", "-u", "postgres", "--", "test", "-w", str(pg)]).returncode:
+            sys.exit(
+                f"the OS user postgres cannot reach {pg}: pick a folder it can (e.g. /tmp/...)"
+            )
+    run_pg("initdb", "-D", str(pg / "data"), "-U", "postgres", "--pwfile", str(pg / "pw"),
+           "--auth", "scram-sha-256", "-E", "UTF8", "--locale", "C.UTF-8")  # fmt: skip
+    (pg / "pw").unlink()
+    run_pg("pg_ctl", "-D", str(pg / "data"), "-l", str(pg / "log"), "-w", "start",
+           "-o", f"-k {pg} -c listen_addresses=''")  # fmt: skip
+    # The role and the database, as the superuser (psycopg comes with the fleet extra)
+    import psycopg
+    from psycopg import sql
+
+    superuser = f"host={pg} port=5432 user=postgres dbname=postgres"
+    with psycopg.connect(superuser, password=superuser_pw, autocommit=True) as conn:
+        for statement in SETUP_SQL:
+            shown = statement.format(password="'…'")
+            print(f"SQL: {shown};")
+            conn.execute(sql.SQL(statement).format(password=sql.Literal(agent_pw)))
+
+    redis_port = free_port()
+    (folder / "redis").mkdir()
+    subprocess.run(
+        ["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--daemonize", "yes",
+         "--dir", str(folder / "redis"), "--pidfile", str(folder / "redis" / "pid"),
+         "--logfile", str(folder / "redis" / "log"), "--save", "", "--appendonly", "no"],
+        check=True,
+    )  # fmt: skip
+    wait_for_port(redis_port)
+
+    # The workers' config: the example's settings, this database, a working dir here
+    config = yaml.safe_load((HERE / "fleet.yaml").read_text())
+    config["working_dir"] = str(folder / "ctx")
+    config["store"] = {
+        "kind": "postgres",
+        "dsn": f"host={pg} port=5432 user={ROLE} dbname={DATABASE}",  # a unix-socket DSN
+        "password_env": "CTX_DB_PASSWORD",  # never the password itself in a config
+    }
+    (folder / "fleet.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {
+        "FLEET_CONFIG": str(folder / "fleet.yaml"),
+        "CTX_DB_PASSWORD": agent_pw,
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "FLEET_DIR": str(folder),
+    }
+    script = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+    (folder / "env.sh").write_text(script)
+    (folder / "env.sh").chmod(0o600)  # it holds the role's password
+    print(script, end="")
+    print(f"# . {folder}/env.sh   to set these; stop with: python {__file__} stop {folder}")
+
+
+def stop(folder: Path) -> None:
+    if (folder / "pg" / "data").exists():
+        run_pg("pg_ctl", "-D", str(folder / "pg" / "data"), "-m", "fast", "-w", "stop")
+    pidfile = folder / "redis" / "pid"
+    if pidfile.exists():
+        os.kill(int(pidfile.read_text()), 15)
+    print(f"stopped; the data stays in {folder} (rm -rf it to start afresh)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int) -> None:
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit(f"redis-server did not come up on 127.0.0.1:{port}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("start", "stop"):
+        sys.exit(__doc__)
+    (start if sys.argv[1] == "start" else stop)(Path(sys.argv[2]).resolve())
