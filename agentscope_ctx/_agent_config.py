@@ -167,10 +167,24 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
             key is not set (names the variable) or a provider SDK is missing.
     """
     spec = load_agent_spec(source)
+    section, models = spec.section, spec.models
+    parts: dict[str, Any] = {
+        "name": section.name,
+        "sys_prompt": section.sys_prompt,
+        "max_iters": section.max_iters,
+        "tools": spec.tool_functions(),
+        "model": models.model,
+        "compactor_model": models.compactor_model,
+    }
     if not IS_1X:
         # imported by name: the 1.x type check does not follow it (it checks 2.x code)
         v2 = importlib.import_module("agentscope_ctx.agentscope2._agent")
-        return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec))
+        return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec.config, **parts))
     from .agentscope1._agent import build_agent_1x
 
-    return build_agent_1x(spec)
+    return build_agent_1x(
+        spec.config,
+        formatter=models.formatter,
+        compactor_formatter=models.compactor_formatter,
+        **parts,
+    )

@@ -23,9 +23,22 @@ if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
     from agentscope.model import ChatModelBase
 
-    from ._runner import AgentTool
+__all__ = ["AgentTool", "Host", "Runner", "host", "install"]
 
-__all__ = ["Host", "Runner", "host", "install"]
+
+@dataclass(frozen=True)
+class AgentTool:
+    """A tool for `run_agent`: a function of keyword arguments, documented Google-style (its
+    name, docstring and signature make the schema), decorated with `tool_text`.
+
+    Attributes:
+        func: The tool function (a bound method is fine).
+        read_only: Whether it only reads (2.x: read-only tools run concurrently; the others
+            one at a time). Ignored on 1.x.
+    """
+
+    func: Callable[..., Any]
+    read_only: bool = False
 
 
 class Runner(Protocol):

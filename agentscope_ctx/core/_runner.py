@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, cast
 
 from ..telemetry import helper_span
-from ._host import host
+from ._host import AgentTool, host
 
 if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
@@ -56,21 +56,6 @@ __all__ = [
 ]
 
 P = ParamSpec("P")
-
-
-@dataclass(frozen=True)
-class AgentTool:
-    """A tool for `run_agent`: a function of keyword arguments, documented Google-style (its
-    name, docstring and signature make the schema), decorated with `tool_text`.
-
-    Attributes:
-        func: The tool function (a bound method is fine).
-        read_only: Whether it only reads (2.x: read-only tools run concurrently; the others
-            one at a time). Ignored on 1.x.
-    """
-
-    func: Callable[..., Any]
-    read_only: bool = False
 
 
 def has_model(model: ChatModelBase | None, formatter: FormatterBase | None) -> bool:
