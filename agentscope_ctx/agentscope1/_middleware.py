@@ -13,7 +13,7 @@ from agentscope.tool import ToolResponse
 
 from ..core._failures import FailureLog
 from ..core._offload import block_budget, clean_text, cut_texts, offload_text
-from ..stores._tool_results import ToolResultPolicy
+from ..core._tool_policy import ToolResultPolicy
 from ..stores.seams import OutputSeam
 
 __all__ = ["TruncationMiddleware", "block_budget", "clean_text", "offload_text"]

@@ -42,8 +42,8 @@ def _reader(
     by its path (the operator may read what they name, as with ``cat``), and the fleet store's
     refs when the config names one."""
     from ..core._config import ContextConfig
+    from ..core._tool_policy import ToolResultPolicy
     from ..recall._read_file import FileReader
-    from ..stores._tool_results import ToolResultPolicy
 
     settings = config or ContextConfig()
     if where is not None:

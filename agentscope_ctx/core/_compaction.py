@@ -54,7 +54,7 @@ from ._prefix import LastPrompt, Prefix, PromptKeeper
 from ._turns import HINT_MARK, split_point, turn_ids
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores.seams import DialogSeam
+    from ._seams import DialogSeam
 
 __all__ = ["Compaction", "CompactionOutcome", "CompactorLike"]
 

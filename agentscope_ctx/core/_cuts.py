@@ -44,8 +44,8 @@ from ._tokens import TokenCounter
 from ._truncation import Position, head, notice_paths, parse_notice, retruncate, utf8_len
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._tool_results import ToolResultPolicy
-    from ..stores.seams import OutputSeam
+    from ._seams import OutputSeam
+    from ._tool_policy import ToolResultPolicy
 
 __all__ = ["MEDIA_KINDS", "READ_FILE", "Calls", "Cut", "Cutter", "Describe", "unsaved_excerpt"]
 

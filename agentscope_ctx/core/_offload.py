@@ -16,7 +16,7 @@ from ._failures import FailureLog
 from ._truncation import excerpt_with_notice, parse_notice
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores.seams import OutputSeam
+    from ._seams import OutputSeam
 
 __all__ = ["block_budget", "clean_text", "cut_texts", "offload_text"]
 

@@ -43,8 +43,8 @@ from ._tokens import TokenCounter
 from ._turns import split_point, waiting
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._tool_results import ToolResultPolicy
-    from ..stores.seams import DialogSeam, OutputSeam
+    from ._seams import DialogSeam, OutputSeam
+    from ._tool_policy import ToolResultPolicy
 
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
 

@@ -33,7 +33,6 @@ line's adapter lends them to the core (`_host`: the core imports no AgentScope):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, cast
 
 from ..telemetry import helper_span

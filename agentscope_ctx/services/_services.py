@@ -27,6 +27,7 @@ from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._private import STORE_DIRS, private_dir
 from ..core._tenant import Tenant, agent_key, owner_tag
 from ..core._tokens import TokenCounter
+from ..core._tool_policy import ToolResultPolicy
 from ..core._truncation import notice_paths
 from ..memory._long_term import LongTermMemory
 from ..memory._schedule import ConsolidationScheduler
@@ -35,7 +36,6 @@ from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader
 from ..recall._read_scope import ReadScope
 from ..recall._recall import Recall, RecallConfig
-from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
 from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam

@@ -39,13 +39,13 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
 from ..core._entry import Msg
 from ..core._errors import ContextUsageError, PersistenceError
 from ..core._private import FILE_MODE, private_dir
+from ..core._seams import DialogReadReport
 from ._dialog_dir import DialogDir, append_file, refused_reason
 from ._dialog_record import date_prefix, decode_owned, encode_record
 
@@ -58,22 +58,6 @@ logger = logging.getLogger("agentscope_ctx")
 
 _DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")
 _LOCK_NAME = ".lock"
-
-
-@dataclass
-class DialogReadReport:
-    """What a read of the dialog store found.
-
-    Attributes:
-        files: Names of the files read (``"2026-12-02.jsonl"``), oldest day first.
-        messages: How many messages were returned.
-        bad_lines: One ``(file name, line number, reason)`` per skipped line; lines count from 1,
-            and line 0 stands for a whole file that was not read (a symbolic link, a FIFO...).
-    """
-
-    files: list[str] = field(default_factory=list)
-    messages: int = 0
-    bad_lines: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 class DialogStore:

@@ -93,3 +93,18 @@ def test_no_circle_runs_through(imports: dict[str, set[str]], package: str) -> N
     ]
     assert inside == []
 
+
+def test_the_core_names_nothing_above_it(imports: dict[str, set[str]]) -> None:
+    """Not the stores' seams either: the protocols the core takes are its own (`core._seams`,
+    `core._tool_policy`). Below the core: telemetry; `_line`'s `IS_1X` is named for mypy's
+    per-line run only, under `TYPE_CHECKING` (the core-pure contract forbids it at run time)."""
+    core = f"{ROOT}.core"
+    allowed = (f"{core}.", f"{ROOT}.telemetry", f"{ROOT}._line")
+    above = sorted(
+        (module, imported)
+        for module, targets in imports.items()
+        if module.startswith(f"{core}.")
+        for imported in targets
+        if not imported.startswith(allowed)
+    )
+    assert above == []
