@@ -30,7 +30,7 @@ ACYCLIC = [
 
 @pytest.fixture(scope="module")
 def imports() -> dict[str, set[str]]:
-    graph = grimp.build_graph(ROOT, exclude_type_checking_imports=False)
+    graph = grimp.build_graph(ROOT, exclude_type_checking_imports=False, cache_dir=None)
     return {
         module: {m for m in graph.find_modules_directly_imported_by(module) if m.startswith(ROOT)}
         for module in graph.modules
