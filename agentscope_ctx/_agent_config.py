@@ -24,10 +24,10 @@ from pydantic import Field
 
 from ._line import IS_1X
 from ._providers import Models, load_models
-from .core._config import AGENT_SECTIONS, ContextConfig
-from .core._config_base import PlainName, _Section, _under
-from .core._config_file import read_config_mapping
 from .core._errors import ConfigError, _short_repr
+from .core.config._config import AGENT_SECTIONS, ContextConfig
+from .core.config._config_base import PlainName, _Section, _under
+from .core.config._config_file import read_config_mapping
 from .tools import ShellTool, fetch_url
 
 if TYPE_CHECKING:

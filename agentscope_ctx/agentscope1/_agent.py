@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
     from agentscope.model import ChatModelBase
 
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
 
 __all__ = ["build_agent_1x"]
 

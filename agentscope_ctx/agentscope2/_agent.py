@@ -27,7 +27,7 @@ from ._tools import function_tool
 if TYPE_CHECKING:
     from agentscope.model import ChatModelBase
 
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
 
 __all__ = ["build_agent_v2"]
 

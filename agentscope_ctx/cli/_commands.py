@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..core._errors import ContextError
 
 if TYPE_CHECKING:
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
 from ._common import (
     CliError,
     UsageError,

@@ -36,7 +36,7 @@ def _tenant_options(command: argparse.ArgumentParser, agent_help: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
-    from ..core._search_hits import ROLES
+    from ..core.search._search_hits import ROLES
 
     parser = argparse.ArgumentParser(
         prog="agentscope-ctx",

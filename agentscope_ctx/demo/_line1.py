@@ -21,7 +21,7 @@ from agentscope.tool import Toolkit
 
 from .._providers import Models
 from ..agentscope1._manager import ContextManager
-from ..core._config import ContextConfig
+from ..core.config._config import ContextConfig
 from ._recording import RecordingModel
 from ._runner import DemoSetup, Notices, agent_name
 from ._scripted import PromptStats, Script

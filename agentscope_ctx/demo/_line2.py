@@ -32,7 +32,7 @@ from ..agentscope2._calls import prompt_usage
 from ..agentscope2._manager import ContextManager
 from ..agentscope2._middleware import NOTICE_EVENT
 from ..agentscope2._tools import function_tool
-from ..core._config import ContextConfig
+from ..core.config._config import ContextConfig
 from ._recording import Recorder
 from ._runner import DemoSetup, Notices, agent_name
 from ._scripted import (

@@ -1,5 +1,5 @@
 """The `tool_result/` store (the per-tool, per-path truncation policy, `ToolResultPolicy`,
-is the core's: `core._tool_policy`, re-exported here).
+is the core's: `core.ladder._tool_policy`, re-exported here).
 
 On disk: ``{working_dir}/tool_result/{agent tag}-{session tag}-{uuid4 hex}.txt`` (the tags of
 its owner, `core._tenant.owner_tag`; ``{uuid4 hex}.txt`` for no owner, as older versions
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..core._errors import OffloadError
 from ..core._private import private_dir, write_atomic
 from ..core._tenant import Tenant, owner_tag
-from ..core._tool_policy import Limits, ToolResultPolicy
+from ..core.ladder._tool_policy import Limits, ToolResultPolicy
 from ._line_index import ByteSource, LineIndexCache
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from ..core._seams import DialogSeam, OutputSeam
-from ..core._search_hits import Filters, SearchResult
-from ..core._search_text import Query
-from ..core._truncation import Position, excerpt_with_notice, utf8_len
+from ..core.search._search_hits import Filters, SearchResult
+from ..core.search._search_text import Query
+from ..core.truncation._truncation import Position, excerpt_with_notice, utf8_len
 
 __all__ = ["DialogSeam", "OutputSeam", "RangedSource", "SearchSeam", "excerpt"]
 

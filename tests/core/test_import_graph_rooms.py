@@ -96,7 +96,7 @@ def test_no_circle_runs_through(imports: dict[str, set[str]], package: str) -> N
 
 def test_the_core_names_nothing_above_it(imports: dict[str, set[str]]) -> None:
     """Not the stores' seams either: the protocols the core takes are its own (`core._seams`,
-    `core._tool_policy`). Below the core: telemetry; `_line`'s `IS_1X` is named for mypy's
+    `core.ladder._tool_policy`). Below the core: telemetry; `_line`'s `IS_1X` is named for mypy's
     per-line run only, under `TYPE_CHECKING` (the core-pure contract forbids it at run time)."""
     core = f"{ROOT}.core"
     allowed = (f"{core}.", f"{ROOT}.telemetry", f"{ROOT}._line")

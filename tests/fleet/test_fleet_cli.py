@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
 from tests.lines import Msg

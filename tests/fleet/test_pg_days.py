@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._truncation import Position, parse_notice
+from agentscope_ctx.core.truncation._truncation import Position, parse_notice
 from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
 from agentscope_ctx.stores.seams import excerpt
 from tests.fleet.postgres_server import PostgresServer

@@ -31,7 +31,7 @@ from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
 
 
 def _postgres(request: pytest.FixtureRequest) -> Store:
-    from agentscope_ctx.core._config import ContextConfig
+    from agentscope_ctx.core.config._config import ContextConfig
 
     if "store" not in ContextConfig.model_fields:
         pytest.skip("this tree has no PostgreSQL store (`store: {kind: postgres}`) yet")
