@@ -73,7 +73,9 @@ def _demo_working_dir(arg: str | None, config: ContextConfig | None) -> Path:
 
 def _cmd_config(args: argparse.Namespace) -> int:
     print(
-        Path(__file__).parent.parent.joinpath("core", "default.yaml").read_text(encoding="utf-8"),
+        Path(__file__)
+        .parent.parent.joinpath("core", "config", "default.yaml")
+        .read_text(encoding="utf-8"),
         end="",
     )
     return 0
