@@ -153,12 +153,7 @@ def plain_prompt(ask: Ask, error: str | None, language: str) -> str:
     lines += [t["messages"].format(part=part), "<messages>", ask.transcript, "</messages>"]
     if ask.more:
         lines.append(t["more"])
-    if ask.extra and ask.extra.strip():
-        lines += ["", t["extra"], ask.extra.strip()]
-    if error:
-        lines += ["", t["retry"].format(error=error)]
-    lines += ["", t["go"]]
-    return "\n".join(lines)
+    return _closed(lines, ask, error, t)
 
 
 def prefix_instruction(ask: Ask, error: str | None, language: str) -> str:
@@ -174,6 +169,11 @@ def prefix_instruction(ask: Ask, error: str | None, language: str) -> str:
     )
     if ask.transcript:
         lines += ["", t["unseen"], "<messages>", ask.transcript, "</messages>"]
+    return _closed(lines, ask, error, t)
+
+
+def _closed(lines: list[str], ask: Ask, error: str | None, t: dict[str, str]) -> str:
+    """Either request's end: the caller's extra instruction, the retry's reason, the go."""
     if ask.extra and ask.extra.strip():
         lines += ["", t["extra"], ask.extra.strip()]
     if error:

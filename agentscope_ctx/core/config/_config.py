@@ -8,13 +8,12 @@ Every model here derives from `_config_base._Section`: a bad value, however it c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
 from .._errors import ConfigError, _short_repr
-from ._config_base import UsablePath, _Section, _under
+from ._config_base import UsablePath, _Section, section_of
 from ._config_base import _config_error as _config_error  # used by _providers, _agent_config
 from ._config_file import read_config_mapping
 from ._config_sections import (
@@ -174,19 +173,7 @@ class ContextConfig(_Section):
                     f"{', '.join(AGENT_SECTIONS)} (or the ContextConfig fields alone)",
                     field=key,
                 )
-        section = data["context"]
-        if section is None:
-            section = {}
-        if not isinstance(section, Mapping):
-            raise ConfigError(
-                f"invalid config field 'context': got {_short_repr(section)}; expected a "
-                "mapping of ContextConfig fields",
-                field="context",
-            )
-        try:
-            return cls.model_validate(section)
-        except ConfigError as exc:
-            raise _under("context", exc) from None
+        return section_of(cls, data["context"], "context")
 
     @classmethod
     def default(cls) -> ContextConfig:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -186,3 +186,24 @@ def _under(section: str, error: ConfigError) -> ConfigError:
     message = str(error).replace(_short_repr(error.field), _short_repr(field), 1)
     message = message.replace("; did you mean '", f"; did you mean '{section}.", 1)
     return ConfigError(message, field=field)
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def section_of(model: type[S], data: object, where: str) -> S:
+    """The config section `where` read into `model`: `None` gives its defaults; data that is
+    not a mapping, or an invalid field, raises a `ConfigError` naming the field from the top
+    of the file (``'context.recent_n'``)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"invalid config field {where!r}: got {_short_repr(data)}; expected a mapping of "
+            f"{model.__name__} fields",
+            field=where,
+        )
+    try:
+        return model.model_validate(data)
+    except ConfigError as exc:
+        raise _under(where, exc) from None
