@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, cast
 
 from ..telemetry import helper_span
-from ._host import AgentTool, host
+from ._host import AgentRun, AgentTool, PrefixedCall, host
 
 if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
@@ -119,12 +119,7 @@ async def run_agent(
             .run_agent(
                 model,
                 formatter,
-                name=name,
-                sys_prompt=sys_prompt,
-                prompt=prompt,
-                tools=tools,
-                max_iters=max_iters,
-                call_timeout=call_timeout,
+                AgentRun(name, sys_prompt, prompt, tuple(tools), max_iters, call_timeout),
             )
         )
 
@@ -187,10 +182,7 @@ async def call_prefixed(
             .call_prefixed(
                 model,
                 formatter,
-                messages,
-                tools=tools,
-                tool_choice=free_choice(tool_choice),
-                instruction=instruction,
+                PrefixedCall(messages, tools, free_choice(tool_choice), instruction),
             )
         )
 
