@@ -129,7 +129,7 @@ class OutputSeam(Protocol):
 
     def read_saved(self, ref: str, *, chunk_bytes: int = 1 << 20) -> Iterator[bytes] | None:
         """All its bytes, streamed in chunks of at most `chunk_bytes` (to judge how a run
-        ended from the whole output: `core._outcome.judge`); `None` when there is no such
+        ended from the whole output: `core.summary._outcome.judge`); `None` when there is no such
         output; a failure while reading is raised by the iterator."""
         ...
 
