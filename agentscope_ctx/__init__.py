@@ -46,15 +46,6 @@ _core_host.install(_line_host)
 if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers and IDEs
     from ._agent_config import build_agent
     from ._providers import ModelConfig, Models, build_model, load_models
-    from .core._compactor import CompactionResult, Compactor
-    from .core._config import (
-        CompactorConfig,
-        ConsolidationConfig,
-        ContextConfig,
-        RecallConfig,
-        SummarizerConfig,
-        ToolResultConfig,
-    )
     from .core._errors import (
         CompactionError,
         ConfigError,
@@ -65,10 +56,19 @@ if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers
         PersistenceError,
         PromptTooLargeError,
     )
-    from .core._pins import PIN_MARK
     from .core._pipeline import PipelineReport
-    from .core._tokens import TokenCounter
-    from .core._truncation import TRUNCATION_NOTICE_MARKER
+    from .core.compaction._compactor import CompactionResult, Compactor
+    from .core.config._config import (
+        CompactorConfig,
+        ConsolidationConfig,
+        ContextConfig,
+        RecallConfig,
+        SummarizerConfig,
+        ToolResultConfig,
+    )
+    from .core.context._pins import PIN_MARK
+    from .core.tokens._tokens import TokenCounter
+    from .core.truncation._truncation import TRUNCATION_NOTICE_MARKER
     from .services._services import ContextUsage
     from .stores._dialog import DialogReadReport, DialogStore
     from .tools import ShellTool, fetch_url
@@ -76,7 +76,7 @@ if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers
     if _line.IS_1X:
         from .agentscope1._manager import ContextManager
         from .agentscope1._session import AtomicJSONSession
-        from .core._memory import ContextMemory
+        from .core.context._memory import ContextMemory
     else:
         from .agentscope2 import (
             ContextManager,
@@ -128,14 +128,14 @@ __all__ = [
 __version__ = "0.1.0"
 
 _SOURCES: dict[str, str] = {
-    "TRUNCATION_NOTICE_MARKER": "core._truncation",
+    "TRUNCATION_NOTICE_MARKER": "core.truncation._truncation",
     "CompactionError": "core._errors",
-    "CompactionResult": "core._compactor",
-    "Compactor": "core._compactor",
-    "CompactorConfig": "core._config",
+    "CompactionResult": "core.compaction._compactor",
+    "Compactor": "core.compaction._compactor",
+    "CompactorConfig": "core.config._config",
     "ConfigError": "core._errors",
-    "ConsolidationConfig": "core._config",
-    "ContextConfig": "core._config",
+    "ConsolidationConfig": "core.config._config",
+    "ContextConfig": "core.config._config",
     "ContextError": "core._errors",
     "ContextRuntimeError": "core._errors",
     "ContextUsage": "services._services",
@@ -146,14 +146,14 @@ _SOURCES: dict[str, str] = {
     "Models": "_providers",
     "OffloadError": "core._errors",
     "PersistenceError": "core._errors",
-    "PIN_MARK": "core._pins",
+    "PIN_MARK": "core.context._pins",
     "PipelineReport": "core._pipeline",
     "PromptTooLargeError": "core._errors",
-    "RecallConfig": "core._config",
+    "RecallConfig": "core.config._config",
     "ShellTool": "tools",
-    "SummarizerConfig": "core._config",
-    "TokenCounter": "core._tokens",
-    "ToolResultConfig": "core._config",
+    "SummarizerConfig": "core.config._config",
+    "TokenCounter": "core.tokens._tokens",
+    "ToolResultConfig": "core.config._config",
     "build_agent": "_agent_config",
     "build_model": "_providers",
     "fetch_url": "tools",
@@ -165,7 +165,7 @@ _SOURCES: dict[str, str] = {
 if _line.IS_1X:
     _SOURCES.update(
         ContextManager="agentscope1._manager",
-        ContextMemory="core._memory",
+        ContextMemory="core.context._memory",
         AtomicJSONSession="agentscope1._session",
     )
 else:

@@ -24,10 +24,10 @@ from pydantic import Field
 
 from ._line import IS_1X
 from ._providers import Models, load_models
-from .core._config import AGENT_SECTIONS, ContextConfig
-from .core._config_base import PlainName, _Section, _under
-from .core._config_file import read_config_mapping
 from .core._errors import ConfigError, _short_repr
+from .core.config._config import AGENT_SECTIONS, ContextConfig
+from .core.config._config_base import PlainName, _Section, section_of
+from .core.config._config_file import read_config_mapping
 from .tools import ShellTool, fetch_url
 
 if TYPE_CHECKING:
@@ -74,18 +74,7 @@ class AgentSection(_Section):
 
 
 def _agent_section(data: object) -> AgentSection:
-    if data is None:
-        return AgentSection()
-    if not isinstance(data, Mapping):
-        raise ConfigError(
-            f"invalid config field 'agent': got {_short_repr(data)}; expected a mapping of "
-            "AgentSection fields",
-            field="agent",
-        )
-    try:
-        section = AgentSection.model_validate(data)
-    except ConfigError as exc:
-        raise _under("agent", exc) from None
+    section = section_of(AgentSection, data, "agent")
     unknown = [tool for tool in section.tools if tool not in TOOLS]
     if unknown:
         raise ConfigError(
@@ -128,19 +117,7 @@ def load_agent_spec(source: str | Path | Mapping[str, Any]) -> AgentSpec:
             field=str(unknown[0]),
         )
     section = _agent_section(data.get("agent"))
-    context = data.get("context")
-    if context is None:
-        context = {}
-    if not isinstance(context, Mapping):
-        raise ConfigError(
-            f"invalid config field 'context': got {_short_repr(context)}; expected a mapping "
-            "of ContextConfig fields",
-            field="context",
-        )
-    try:
-        config = ContextConfig.model_validate(context)
-    except ConfigError as exc:
-        raise _under("context", exc) from None
+    config = section_of(ContextConfig, data.get("context"), "context")
     models = load_models(data)
     if models is None:
         raise ConfigError(
@@ -167,10 +144,24 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
             key is not set (names the variable) or a provider SDK is missing.
     """
     spec = load_agent_spec(source)
+    section, models = spec.section, spec.models
+    parts: dict[str, Any] = {
+        "name": section.name,
+        "sys_prompt": section.sys_prompt,
+        "max_iters": section.max_iters,
+        "tools": spec.tool_functions(),
+        "model": models.model,
+        "compactor_model": models.compactor_model,
+    }
     if not IS_1X:
         # imported by name: the 1.x type check does not follow it (it checks 2.x code)
         v2 = importlib.import_module("agentscope_ctx.agentscope2._agent")
-        return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec))
+        return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec.config, **parts))
     from .agentscope1._agent import build_agent_1x
 
-    return build_agent_1x(spec)
+    return build_agent_1x(
+        spec.config,
+        formatter=models.formatter,
+        compactor_formatter=models.compactor_formatter,
+        **parts,
+    )

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ._line import IS_1X
-from .core._config import _config_error
-from .core._config_file import read_config_mapping
 from .core._errors import ConfigError
-from .core._model_config import DEFAULT_KEY_ENV, ModelConfig
+from .core.config._config import _config_error
+from .core.config._config_file import read_config_mapping
+from .core.config._model_config import DEFAULT_KEY_ENV, ModelConfig
 
 if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase

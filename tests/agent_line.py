@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx.core._memory import ContextMemory
+from agentscope_ctx.core.context._memory import ContextMemory
 from tests.lines import IS_1X
 
 Tool = Callable[[str], str]

@@ -8,7 +8,7 @@ from typing import Any
 
 from agentscope.message import Msg
 
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.stores._dialog import DialogReadReport
 from tests.chain import follow_chain
 

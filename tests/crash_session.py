@@ -33,7 +33,7 @@ from agentscope.module import StateModule
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import AtomicJSONSession, ContextConfig, ContextManager
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from tests.fakes import FakeChatModel, text, tool_call
 
 BUDGET = 8_000

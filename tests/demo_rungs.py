@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.demo import DemoReport, run_demo
 from agentscope_ctx.demo._report import (
     COMPACTION,

@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, ContextUsageError
-from agentscope_ctx.core._memory import SUMMARY_MARK
+from agentscope_ctx.core.context._memory import SUMMARY_MARK
 from tests.fakes import FakeChatModel, text, tool_call
 
 
@@ -127,9 +127,9 @@ async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
 
 async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -> None:
     """What a summary carries by code travels with it through the backend (the summary
-    message's metadata, `core._kept`): the replica that compacts next carries on from what
+    message's metadata, `core.summary._kept`): the replica that compacts next carries on from what
     another replica's compaction carried, without reading it out of the summary's text."""
-    from agentscope_ctx.core._carry_text import CARRY_HEADER
+    from agentscope_ctx.core.summary._carry_text import CARRY_HEADER
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
     engine_a, engine_b = create_async_engine(url), create_async_engine(url)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from agentscope_ctx.core._background import BackgroundWork
 from agentscope_ctx.core._failures import FailureLog
+from agentscope_ctx.core.search._background import BackgroundWork
 
 
 def _idle(work: BackgroundWork, seconds: float = 30.0) -> None:

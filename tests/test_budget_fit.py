@@ -13,11 +13,15 @@ from typing import Any
 import pytest
 
 from agentscope_ctx import PromptTooLargeError
-from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._pipeline import ContextPipeline
-from agentscope_ctx.core._prefix import Prefix
-from agentscope_ctx.core._truncation import excerpt_with_notice, notice_paths, parse_notice
-from agentscope_ctx.core._turns import turn_ids, waiting
+from agentscope_ctx.core.compaction._prefix import Prefix
+from agentscope_ctx.core.context._memory import ContextMemory
+from agentscope_ctx.core.context._turns import turn_ids, waiting
+from agentscope_ctx.core.truncation._truncation import (
+    excerpt_with_notice,
+    notice_paths,
+    parse_notice,
+)
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from tests.test_pipeline import Agent, RecordingCompactor, pipeline, run
 from tests.test_small_window import run as run_attached

@@ -33,7 +33,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, TokenCounter
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._calibration import Calibration, PromptUsage
+from agentscope_ctx.core.tokens._calibration import Calibration, PromptUsage
 from tests.corrupt_calibration import CALIBRATION, ISSUE_CASES
 from tests.fakes import FakeChatModel, text, tool_call
 from tests.test_calibration_math import http_response, overflow_errors

@@ -14,14 +14,14 @@ from agentscope.model._model_usage import ChatUsage
 from dashscope.api_entities.dashscope_response import GenerationUsage
 from openai.types.completion_usage import CompletionUsage, PromptTokensDetails
 
-from agentscope_ctx.core._calibration import (
+from agentscope_ctx.core.context._memory import ContextMemory
+from agentscope_ctx.core.tokens._calibration import (
     Calibration,
     PromptUsage,
     StatedLimits,
     prompt_usage,
     stated_limits,
 )
-from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.models._guard import is_context_overflow
 
 

@@ -1,4 +1,4 @@
-"""Checking a saved calibration as it is loaded (`core/_calibration_state.py`, issue 29 item
+"""Checking a saved calibration as it is loaded (`core/tokens/_calibration_state.py`, issue 29 item
 4), on both lines: what comes out is always usable, and what our code writes comes out as it
 went in. Through a real agent: `tests/test_calibration.py` (1.x) and
 `tests/v2/test_calibration_state.py` (2.x)."""
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._calibration import BOUNDS, Calibration
-from agentscope_ctx.core._calibration_state import MIN_WINDOW, checked_calibration
-from agentscope_ctx.core._memory import ContextMemory
+from agentscope_ctx.core.context._memory import ContextMemory
+from agentscope_ctx.core.tokens._calibration import BOUNDS, Calibration
+from agentscope_ctx.core.tokens._calibration_state import MIN_WINDOW, checked_calibration
 from tests.corrupt_calibration import CALIBRATION, CORRUPT, ISSUE_CASES, KEYS
 
 ANY_VALUE = CORRUPT | st.floats() | st.integers() | st.text(max_size=5)

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._carry import carried
-from agentscope_ctx.core._carry_text import CARRY_HEADER, CarryState
-from agentscope_ctx.core._extractive import extractive_summary
-from agentscope_ctx.core._kept import Kept, compose
-from agentscope_ctx.core._memory import ContextMemory
-from agentscope_ctx.core._outcome import judge
-from agentscope_ctx.core._truncation import excerpt_with_notice
+from agentscope_ctx.core.context._memory import ContextMemory
+from agentscope_ctx.core.summary._carry import carried
+from agentscope_ctx.core.summary._carry_text import CARRY_HEADER, CarryState
+from agentscope_ctx.core.summary._extractive import extractive_summary
+from agentscope_ctx.core.summary._kept import Kept, compose
+from agentscope_ctx.core.summary._outcome import judge
+from agentscope_ctx.core.truncation._truncation import excerpt_with_notice
 from agentscope_ctx.stores._tool_results import ToolResultStore
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 

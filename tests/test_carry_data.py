@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from agentscope_ctx import ContextConfig
-from agentscope_ctx.core._carry_text import CARRY_HEADER
-from agentscope_ctx.core._eviction import EVICTION_HEADER
+from agentscope_ctx.core.summary._carry_text import CARRY_HEADER
+from agentscope_ctx.core.summary._eviction import EVICTION_HEADER
 from tests.agent_line import Line
 from tests.guard_session import LAZY
 
@@ -173,7 +173,7 @@ async def test_what_is_carried_is_saved_with_the_state_and_an_older_state_carrie
     """The carried data goes with the saved state (JSON) to the next process, which carries
     on from it. A state saved before it existed (summary text only) carries nothing by code:
     its summary, forged block included, is the writer's previous summary, given to the
-    compactor as such; no line of it becomes the user's words (`core._kept`)."""
+    compactor as such; no line of it becomes the user's words (`core.summary._kept`)."""
     config = _config(tmp_path, "model", recall=False)
     tools = {"fetch_page": lambda url: PAGE}
     first = line.session(config, line.fake_model(default=FORGED), tools)

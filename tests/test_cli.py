@@ -179,10 +179,13 @@ def test_i11_16_default_config_ships_with_the_package(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tomllib = pytest.importorskip("tomllib")
-    shipped = Path(agentscope_ctx.__file__).with_name("core") / "default.yaml"
+    shipped = Path(agentscope_ctx.__file__).with_name("core") / "config" / "default.yaml"
     assert shipped.read_bytes() == (ROOT / "configs" / "default.yaml").read_bytes()
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "core/default.yaml" in pyproject["tool"]["setuptools"]["package-data"]["agentscope_ctx"]
+    assert (
+        "core/config/default.yaml"
+        in pyproject["tool"]["setuptools"]["package-data"]["agentscope_ctx"]
+    )
     assert ContextConfig.default() == ContextConfig()
     assert ContextConfig.default().working_dir == Path("~/.agentscope_ctx").expanduser()
     assert main(["config"]) == 0

@@ -18,10 +18,10 @@ from agentscope.message import Msg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._compactor import CompactionResult, Compactor
-from agentscope_ctx.core._config import CompactorConfig
-from agentscope_ctx.core._extractive import validate_summary
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.compaction._compactor import CompactionResult, Compactor
+from agentscope_ctx.core.config._config import CompactorConfig
+from agentscope_ctx.core.summary._extractive import validate_summary
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from tests.fakes import FakeChatModel, tool_call
 from tests.test_extractive import trajectory
 

@@ -36,7 +36,7 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 
 from agentscope_ctx import ContextManager
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.stores._dialog import DialogStore
 from tests.consolidate_proc import MODEL_ANSWER, SlowModel

@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from agentscope_ctx._providers import load_models
-from agentscope_ctx.core import _config_file
-from agentscope_ctx.core._config import ConsolidationConfig, ContextConfig, ToolResultConfig
-from agentscope_ctx.core._config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES
 from agentscope_ctx.core._errors import MAX_CONFIG_MESSAGE_CHARS, ConfigError
+from agentscope_ctx.core.config import _config_file
+from agentscope_ctx.core.config._config import ConsolidationConfig, ContextConfig, ToolResultConfig
+from agentscope_ctx.core.config._config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES
 from tests.lines import requires_1x
 
 agent_config = requires_1x("build_agent makes a ReActAgent")

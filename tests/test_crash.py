@@ -42,7 +42,7 @@ if not IS_1X:
         allow_module_level=True,
     )
 
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.stores._dialog import DialogStore
 from tests.crash_checks import check_bad_lines, check_notices, duplicates
 from tests.crash_session import DONE_TEXT, id_log_path, read_id_log, restore

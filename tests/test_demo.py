@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, Models, ShellTool
 from agentscope_ctx.agentscope1._manager import EMERGENCY_SHRINK
-from agentscope_ctx.core._truncation import parse_notice, utf8_len
+from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
 from agentscope_ctx.demo._report import (

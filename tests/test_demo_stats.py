@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentscope_ctx.core._tokens import TokenCounter
-from agentscope_ctx.core._truncation import excerpt_with_notice, retruncate
+from agentscope_ctx.core.tokens._tokens import TokenCounter
+from agentscope_ctx.core.truncation._truncation import excerpt_with_notice, retruncate
 from agentscope_ctx.demo._stats import PromptStats
 
 RUNBOOK = "".join(f"step {i}: check the replica and the backup\n" for i in range(400))

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._extractive import (
+from agentscope_ctx.core.summary._extractive import (
     MIN_SUMMARY_CHARS,
     REQUIRED_SECTIONS,
     SECTIONS,

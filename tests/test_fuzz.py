@@ -15,9 +15,9 @@ from agentscope.tool import ToolResponse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._errors import MAX_CONFIG_MESSAGE_CHARS, ConfigError
-from agentscope_ctx.core._truncation import (
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.core.truncation._truncation import (
     TRUNCATION_NOTICE_MARKER,
     Notice,
     Position,

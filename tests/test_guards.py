@@ -124,8 +124,8 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
 ) -> None:
     """A message made pinned (metadata) and a tool result pinned later (`ContextManager.pin`,
     its call kept with it) are never masked, cut harder or compacted over ten compactions."""
-    from agentscope_ctx.core._ladder import MASKED
-    from agentscope_ctx.core._pins import PIN_MARK
+    from agentscope_ctx.core.context._pins import PIN_MARK
+    from agentscope_ctx.core.ladder._ladder import MASKED
 
     root = repo(tmp_path, monkeypatch, 10)
     config = pin_config(tmp_path, root)

@@ -23,7 +23,7 @@ from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.fakes import FakeChatModel, text, tool_call
 from tests.test_pipeline import Agent, pipeline, run, turn
 

@@ -24,8 +24,8 @@ if not IS_1X:
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.tool import Toolkit
 
-from agentscope_ctx.core._config import ConsolidationConfig
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.config._config import ConsolidationConfig
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import ConsolidationReport, consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._schedule import ConsolidationScheduler

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory
-from agentscope_ctx.core._memory import SUMMARY_MARK
+from agentscope_ctx.core.context._memory import SUMMARY_MARK
 from tests.fakes import FakeChatModel
 
 

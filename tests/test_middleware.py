@@ -16,8 +16,8 @@ from agentscope.message import ImageBlock, TextBlock, ToolUseBlock
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx.agentscope1._middleware import TruncationMiddleware
-from agentscope_ctx.core._config import ToolResultConfig
-from agentscope_ctx.core._truncation import parse_notice, utf8_len
+from agentscope_ctx.core.config._config import ToolResultConfig
+from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from tests.chain import follow_chain

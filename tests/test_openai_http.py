@@ -29,7 +29,7 @@ from agentscope.model import OpenAIChatModel
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager, Models, build_model
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.demo import run_demo
 from tests.openai_server import Reply, Server, base_url, serving
 from tests.test_readme import assert_usage_figures_agree

@@ -14,11 +14,17 @@ from pathlib import Path
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._carry import carried
-from agentscope_ctx.core._extractive import extractive_summary
-from agentscope_ctx.core._outcome import _EXIT_STATUS, ERROR_LINE, error_lines, exit_status, judge
-from agentscope_ctx.core._scan import LINE_MAX, scan
-from agentscope_ctx.core._truncation import excerpt_with_notice
+from agentscope_ctx.core.summary._carry import carried
+from agentscope_ctx.core.summary._extractive import extractive_summary
+from agentscope_ctx.core.summary._outcome import (
+    _EXIT_STATUS,
+    ERROR_LINE,
+    error_lines,
+    exit_status,
+    judge,
+)
+from agentscope_ctx.core.summary._scan import LINE_MAX, scan
+from agentscope_ctx.core.truncation._truncation import excerpt_with_notice
 from agentscope_ctx.stores._tool_results import ToolResultStore
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from tests.test_pipeline import Agent, pipeline, run, turn

@@ -25,7 +25,7 @@ from agentscope.message import ImageBlock, Msg, TextBlock, ToolResultBlock, Tool
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx.core._truncation import (
+from agentscope_ctx.core.truncation._truncation import (
     Notice,
     Position,
     advance,

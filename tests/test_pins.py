@@ -1,4 +1,4 @@
-"""Pinned messages and their units (`core/_pins.py`; line-neutral core: runs on both lines).
+"""Pinned messages and their units (`core/context/_pins.py`; line-neutral core: runs on both lines).
 
 Issue 29, item 6: pins whose messages share a tool-call id made each pipeline run cubic (1.x:
 200 messages 1.2 s, 400 -> 8.1 s, 800 -> 75 s): every pin over `pin_max_share` walked its
@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._pins import PIN_MARK, protected, units
+from agentscope_ctx.core.context._pins import PIN_MARK, protected, units
 from benchmarks.pipeline.pins import shared_calls, walked_pins
 from tests.lines import Msg, ToolResultBlock, ToolUseBlock
 from tests.test_pipeline import Agent, pipeline, run

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._errors import PersistenceError
-from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport, PromptParts, split_point
-from agentscope_ctx.core._tokens import TokenCounter
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.core.context._memory import ContextMemory
+from agentscope_ctx.core.tokens._tokens import TokenCounter
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from tests.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock

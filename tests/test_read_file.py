@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._config import ToolResultConfig
-from agentscope_ctx.core._truncation import excerpt_with_notice, parse_notice
+from agentscope_ctx.core.config._config import ToolResultConfig
+from agentscope_ctx.core.truncation._truncation import excerpt_with_notice, parse_notice
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._line_index import CHUNK
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore

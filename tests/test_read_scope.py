@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentscope_ctx.core._config import ToolResultConfig
 from agentscope_ctx.core._tenant import Tenant, owner_tag
+from agentscope_ctx.core.config._config import ToolResultConfig
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.recall._read_scope import CALLER, ReadScope
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore

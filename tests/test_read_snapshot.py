@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._config import ToolResultConfig
-from agentscope_ctx.core._cuts import Cutter
-from agentscope_ctx.core._truncation import parse_notice, utf8_len
+from agentscope_ctx.core.config._config import ToolResultConfig
+from agentscope_ctx.core.ladder._cuts import Cutter
+from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from tests.chain import check_masked_read_chain, follow_chain

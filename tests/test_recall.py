@@ -26,8 +26,8 @@ from agentscope.tool import Toolkit, ToolResponse
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.cli._read import read_command
-from agentscope_ctx.core._eviction import EVICTION_HEADER
-from agentscope_ctx.core._truncation import Position
+from agentscope_ctx.core.summary._eviction import EVICTION_HEADER
+from agentscope_ctx.core.truncation._truncation import Position
 from agentscope_ctx.recall._recall import eviction_index
 from tests.fakes import FakeChatModel, text, tool_call
 

@@ -20,7 +20,7 @@ from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.fakes import FakeChatModel, text, tool_call
 

@@ -21,15 +21,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import agentscope_ctx.core._background as background_module
+import agentscope_ctx.core.search._background as background_module
 import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_db as search_db
 import agentscope_ctx.stores._search_query as query_module
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._config import RecallConfig, ToolResultConfig
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._index_pieces import cut_piece, piece_lines
-from agentscope_ctx.core._search_text import (
+from agentscope_ctx.core.config._config import RecallConfig, ToolResultConfig
+from agentscope_ctx.core.search._index_pieces import cut_piece, piece_lines
+from agentscope_ctx.core.search._search_text import (
     MAX_QUERY_TOKENS,
     MAX_TERMS,
     Chunk,
@@ -38,7 +38,7 @@ from agentscope_ctx.core._search_text import (
     storable,
     tokens,
 )
-from agentscope_ctx.core._truncation import excerpt_with_notice
+from agentscope_ctx.core.truncation._truncation import excerpt_with_notice
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.recall._recall import Recall, format_result
 from agentscope_ctx.stores._dialog import DialogStore

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextUsageError, PromptTooLargeError
 from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
-from agentscope_ctx.core._turns import current_turn
+from agentscope_ctx.core.context._turns import current_turn
 from tests.lines import IS_1X, Msg, reason_1x
 from tests.test_pipeline import Agent, Result, pipeline, turn
 

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._eviction import EVICTION_HEADER, eviction_index
+from agentscope_ctx.core.summary._eviction import EVICTION_HEADER, eviction_index
 from agentscope_ctx.recall._recall import parse_time
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import Filters, SearchIndex

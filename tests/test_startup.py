@@ -41,11 +41,11 @@ HEAVY = (
     "agentscope_ctx._agent_config",
     "agentscope_ctx.services._services",
     "agentscope_ctx.core._pipeline",
-    "agentscope_ctx.core._compactor",
+    "agentscope_ctx.core.compaction._compactor",
     "agentscope_ctx.demo",
 )
 """What the quick paths must not load (a module or any of its submodules)."""
-CONFIG = ("pydantic", "yaml", "agentscope_ctx.core._config")
+CONFIG = ("pydantic", "yaml", "agentscope_ctx.core.config._config")
 """The config models: loaded only by a command given ``--config`` (and by `import agentscope`
 itself on 1.x, where the difference below leaves them out)."""
 
@@ -139,7 +139,7 @@ def test_i20_3_a_command_given_a_config_loads_it(
     body = "from agentscope_ctx.cli import main\ncode = main(sys.argv[2:])"
     added, code = _added(forker, body, tmp_path, "inspect", "--config", str(tmp_path / "my.yaml"))
     assert code == 0
-    assert "agentscope_ctx.core._config" in added
+    assert "agentscope_ctx.core.config._config" in added
 
 
 def test_i20_3_every_public_name_imports_lazily(forker: Forker, tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ def test_i20_3_every_public_name_imports_lazily(forker: Forker, tmp_path: Path) 
 
 def test_i20_3_a_lazy_name_is_the_object_of_its_module() -> None:
     from agentscope_ctx._providers import build_model
-    from agentscope_ctx.core._config import ContextConfig
+    from agentscope_ctx.core.config._config import ContextConfig
 
     assert agentscope_ctx.ContextConfig is ContextConfig
     assert agentscope_ctx.build_model is build_model

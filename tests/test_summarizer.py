@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ConfigError, ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx.core._truncation import excerpt_with_notice
+from agentscope_ctx.core.truncation._truncation import excerpt_with_notice
 from agentscope_ctx.memory._summarizer import SILENT, MemoryFiles, Summarizer
 from agentscope_ctx.memory._summarizer_input import bounded_transcript
 from agentscope_ctx.memory._summarizer_queue import SummarizerQueue

@@ -1,4 +1,4 @@
-"""Tests for `agentscope_ctx.core._tokens`: offline encodings, block counting, the message cache."""
+"""Tests for `agentscope_ctx.core.tokens._tokens`: offline encodings, block counting, the message cache."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import tiktoken.registry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core import _encodings, _tokens
-from agentscope_ctx.core._tokens import TokenCounter, TokenCounterBase, make_encoding
+from agentscope_ctx.core.tokens import _encodings, _tokens
+from agentscope_ctx.core.tokens._tokens import TokenCounter, TokenCounterBase, make_encoding
 from tests.lines import Msg, ToolResultBlock, ToolUseBlock, requires_1x
 
 # AgentScope 1.x's OpenAI formatter formats the core's messages (1.x `Msg`s); 2.x's formats

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._truncation import (
+from agentscope_ctx.core.truncation._truncation import (
     TRUNCATION_NOTICE_MARKER,
     Notice,
     Position,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._unanswered import unanswered
+from agentscope_ctx.core.context._unanswered import unanswered
 
 
 def _call(*ids: str) -> Msg:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.lines import IS_1X
 
 BUDGET = 20_000

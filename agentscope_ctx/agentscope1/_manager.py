@@ -20,13 +20,13 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 from agentscope.token import TokenCounterBase
 
-from ..core._config import ContextConfig
 from ..core._errors import ContextUsageError, PromptTooLargeError
-from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
-from ..core._tokens import TokenCounter
 from ..core._tool_schema import plain_optionals
-from ..core._unanswered import unanswered
+from ..core.config._config import ContextConfig
+from ..core.context._memory import ContextMemory
+from ..core.context._unanswered import unanswered
+from ..core.tokens._tokens import TokenCounter
 from ..models._guard import GuardedModel
 from ..recall._read_file import FileReader
 from ..services._services import READ_FILE, ContextUsage, Services
@@ -220,7 +220,7 @@ class ContextManager(Services):
     async def pin(self, agent: Any, msg_id: str, *, pinned: bool = True) -> None:
         """Pin (or, with `pinned=False`, unpin) message `msg_id` of the agent's memory: it is
         then never masked, cut harder or compacted (within `pin_max_share` of the budget;
-        see `agentscope_ctx.core._pins`). The same as making the message with the metadata
+        see `agentscope_ctx.core.context._pins`). The same as making the message with the metadata
         ``{"agentscope_ctx.pinned": True}``, which is also how to pin in a memory shared
         by several processes (a pin made here is this process's).
 

@@ -12,8 +12,8 @@ from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
 from ..core._failures import FailureLog
-from ..core._offload import block_budget, clean_text, cut_texts, offload_text
-from ..stores._tool_results import ToolResultPolicy
+from ..core.ladder._tool_policy import ToolResultPolicy
+from ..core.truncation._offload import block_budget, clean_text, cut_texts, offload_text
 from ..stores.seams import OutputSeam
 
 __all__ = ["TruncationMiddleware", "block_budget", "clean_text", "offload_text"]

@@ -19,7 +19,7 @@ from agentscope.model import (
     OpenAIChatModel,
 )
 
-from ..core._model_config import ModelConfig
+from ..core.config._model_config import ModelConfig
 
 __all__ = ["build_model_1x"]
 

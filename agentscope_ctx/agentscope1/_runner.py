@@ -18,7 +18,7 @@ from agentscope.model import ChatModelBase as ChatModel1  # the base of `_TimedM
 from agentscope.tool import Toolkit
 from agentscope.tool import ToolResponse as ToolText
 
-from ..core._runner import AgentTool
+from ..core._host import AgentRun, PrefixedCall
 from ..telemetry import enabled, note_response, noted_stream
 
 __all__ = ["call_prefixed", "format_prefixed", "format_prompt", "run_agent", "tool_text"]
@@ -49,21 +49,15 @@ async def format_prefixed(
 
 
 async def call_prefixed(
-    model: ChatModelBase,
-    formatter: FormatterBase | None,
-    messages: Sequence[Any],
-    *,
-    tools: list[dict[str, Any]] | None,
-    tool_choice: Any,
-    instruction: str,
+    model: ChatModelBase, formatter: FormatterBase | None, call: PrefixedCall
 ) -> str:
-    """Call `model` on the formatted `messages` and the user message `instruction`, with
-    `tools` and `tool_choice` (sent only with tools); the answer's text
+    """Call `model` on the formatted `call.messages` and the user message `call.instruction`,
+    with `call.tools` and `call.tool_choice` (sent only with tools); the answer's text
     (`agentscope_ctx.core._runner.call_prefixed`)."""
-    prompt = await format_prefixed(model, formatter, messages, instruction)
-    kwargs: dict[str, Any] = {"tools": tools} if tools else {}
-    if tools and tool_choice is not None:
-        kwargs["tool_choice"] = tool_choice
+    prompt = await format_prefixed(model, formatter, call.messages, call.instruction)
+    kwargs: dict[str, Any] = {"tools": call.tools} if call.tools else {}
+    if call.tools and call.tool_choice is not None:
+        kwargs["tool_choice"] = call.tool_choice
     result = await model(prompt, **kwargs)
     if not isinstance(result, ChatResponse):  # a 1.x stream: each chunk holds all so far
         last = None
@@ -87,35 +81,26 @@ def tool_text(func: Callable[P, str]) -> Callable[P, ToolText]:
     return tool
 
 
-async def run_agent(
-    model: ChatModelBase,
-    formatter: FormatterBase | None,
-    *,
-    name: str,
-    sys_prompt: str,
-    prompt: str,
-    tools: Sequence[AgentTool],
-    max_iters: int,
-    call_timeout: float | None,
-) -> str:
-    """A fresh `ReActAgent` (an `InMemoryMemory`, console output off) run on `prompt`; its
-    final text (`agentscope_ctx.core._runner.run_agent`)."""
+async def run_agent(model: ChatModelBase, formatter: FormatterBase | None, run: AgentRun) -> str:
+    """A fresh `ReActAgent` (an `InMemoryMemory`, console output off) run on `run.prompt`;
+    its final text (`agentscope_ctx.core._runner.run_agent`)."""
     assert formatter is not None, "AgentScope 1.x models need their formatter"
     toolkit = Toolkit()
-    for tool in tools:
+    for tool in run.tools:
         toolkit.register_tool_function(tool.func)
+    timed = run.call_timeout is not None or enabled()
     agent = ReActAgent(
-        name=name,
-        sys_prompt=sys_prompt,
-        model=model if call_timeout is None and not enabled() else _TimedModel(model, call_timeout),
+        name=run.name,
+        sys_prompt=run.sys_prompt,
+        model=_TimedModel(model, run.call_timeout) if timed else model,
         formatter=formatter,
         toolkit=toolkit,
         memory=InMemoryMemory(),
-        max_iters=max_iters,
+        max_iters=run.max_iters,
     )
     agent.set_console_output_enabled(False)
     # `reply`, not `agent(...)`: `__call__` turns a cancellation (our timeout) into a reply.
-    reply = await agent.reply(Msg1("user", prompt, "user"))
+    reply = await agent.reply(Msg1("user", run.prompt, "user"))
     return reply.get_text_content() or ""
 
 

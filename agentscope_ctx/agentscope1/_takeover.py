@@ -10,9 +10,9 @@ from typing import Any
 from agentscope.memory import InMemoryMemory, MemoryBase
 from agentscope.message import Msg
 
-from ..core._config import ContextConfig
 from ..core._errors import ContextUsageError
-from ..core._memory import ContextMemory
+from ..core.config._config import ContextConfig
+from ..core.context._memory import ContextMemory
 
 __all__ = ["say", "take_over"]
 

@@ -1,6 +1,7 @@
 """`build_agent` on AgentScope 2.x: a 2.x `Agent` from the same agent config as on 1.x.
 
-The config is read by the line-neutral `load_agent_spec`; here it becomes a 2.x `Agent`
+The config is read by the line-neutral `load_agent_spec` (the edge), which passes its parts
+in; here they become a 2.x `Agent`
 (`react_config.max_iters` = the section's `max_iters`) whose toolkit holds the section's
 tools as function tools, and the context middleware. Decisions:
 
@@ -14,7 +15,8 @@ tools as function tools, and the context middleware. Decisions:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentscope.agent import Agent, ReActConfig
 from agentscope.tool import ToolBase, Toolkit
@@ -22,22 +24,43 @@ from agentscope.tool import ToolBase, Toolkit
 from ._manager import ContextManager
 from ._tools import function_tool
 
-if TYPE_CHECKING:  # the edge reads the config and passes it in
-    from .._agent_config import AgentSpec
+if TYPE_CHECKING:
+    from agentscope.model import ChatModelBase
+
+    from ..core.config._config import ContextConfig
 
 __all__ = ["build_agent_v2"]
 
 
-def build_agent_v2(spec: AgentSpec) -> tuple[Agent, ContextManager]:
-    """The 2.x `Agent` of an agent config, with its `ContextManager` (see the module)."""
-    manager = ContextManager(spec.config, model=spec.models.compactor_model)
-    tools: list[ToolBase] = [function_tool(t, read_only=True) for t in spec.tool_functions()]
+def build_agent_v2(
+    config: ContextConfig,
+    *,
+    name: str,
+    sys_prompt: str,
+    max_iters: int,
+    tools: Sequence[Callable[..., Any]],
+    model: ChatModelBase,
+    compactor_model: ChatModelBase,
+) -> tuple[Agent, ContextManager]:
+    """The 2.x `Agent` of an agent config, with its `ContextManager` (see the module).
+
+    Args:
+        config: The config's ``context:`` section.
+        name: The agent's name.
+        sys_prompt: Its system prompt.
+        max_iters: Most reasoning-acting steps in one reply.
+        tools: The built-in tool functions the config asks for.
+        model: The agent's model.
+        compactor_model: The Compactor's and the Summarizer's model.
+    """
+    manager = ContextManager(config, model=compactor_model)
+    function_tools: list[ToolBase] = [function_tool(t, read_only=True) for t in tools]
     agent = Agent(
-        name=spec.section.name,
-        system_prompt=spec.section.sys_prompt,
-        model=spec.models.model,
-        toolkit=Toolkit(tools=tools),
+        name=name,
+        system_prompt=sys_prompt,
+        model=model,
+        toolkit=Toolkit(tools=function_tools),
         middlewares=[manager.middleware()],
-        react_config=ReActConfig(max_iters=spec.section.max_iters),
+        react_config=ReActConfig(max_iters=max_iters),
     )
     return agent, manager

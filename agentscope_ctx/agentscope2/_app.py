@@ -35,8 +35,8 @@ from agentscope.message import TextBlock
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 
-from ..core._config import ContextConfig
 from ..core._errors import ContextUsageError, PromptTooLargeError
+from ..core.config._config import ContextConfig
 from ..stores.factory import Backend, open_backend
 from ._manager import ContextManager, ContextMiddleware
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from agentscope.agent import Agent
 from agentscope.tool import ToolBase
 
-from ..core._calibration import WINDOW_MARGIN
-from ..core._config import ContextConfig
 from ..core._errors import ContextUsageError
-from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PromptParts
+from ..core.config._config import ContextConfig
+from ..core.context._memory import ContextMemory
+from ..core.tokens._calibration import WINDOW_MARGIN
 from ..recall._recall import Recall
 from ..stores.seams import OutputSeam
 from ._images import ImageCounts

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 from agentscope.message import Msg, UserMsg
 from agentscope.model import AnthropicChatModel, ChatResponse
 
-from ..core._calibration import PromptUsage
+from ..core.tokens._calibration import PromptUsage
 from ..models._guard import is_context_overflow, note_unreachable
 
 if TYPE_CHECKING:
     from agentscope.agent import Agent
 
-    from ..core._compaction import Compaction
+    from ..core.compaction._compaction import Compaction
     from ._binding import Binding
     from ._manager import ContextManager
 

@@ -21,13 +21,13 @@ from agentscope import __version__ as AGENTSCOPE_VERSION
 from agentscope.agent import Agent
 from agentscope.tool import ToolBase
 
-from ..core._config import ContextConfig
 from ..core._entry import Msg
 from ..core._errors import ContextUsageError
-from ..core._memory import ContextMemory
-from ..core._pins import PIN_MARK
 from ..core._pipeline import PipelineReport, PromptParts
-from ..core._tokens import TokenCounter
+from ..core.config._config import ContextConfig
+from ..core.context._memory import ContextMemory
+from ..core.context._pins import PIN_MARK
+from ..core.tokens._tokens import TokenCounter
 from ..services._services import ContextUsage, Services
 from ..services._traced import traced_run
 from ..stores.factory import Backend

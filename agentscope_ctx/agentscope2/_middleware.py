@@ -52,9 +52,9 @@ from agentscope.model import ChatResponse
 from agentscope.tool import ToolBase, ToolChunk, ToolResponse
 
 from ..core._errors import ContextUsageError
-from ..core._offload import cut_texts
-from ..core._search_text import key_args
-from ..core._truncation import parse_notice
+from ..core.search._search_text import key_args
+from ..core.truncation._offload import cut_texts
+from ..core.truncation._truncation import parse_notice
 from ..recall._read_scope import CALLER
 from ..services._traced import notice_figures
 from ._calls import guarded_call

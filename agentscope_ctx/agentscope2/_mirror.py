@@ -15,7 +15,7 @@ the messages of each model call (`shown`), exactly as the 1.x memory shows them.
 
 What the core keeps between replies and the state must carry across processes lives in
 `state.middle_context["agentscope_ctx"]`: the summary itself (without the guide), what it
-carries by code as data (`core._kept`: never read back out of the summary's text) and the
+carries by code as data (`core.summary._kept`: never read back out of the summary's text) and the
 calibration. A state whose summary was written by someone else (AgentScope's own
 compression, or before agentscope_ctx was added) keeps it: it becomes the summary.
 """
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.message import HintBlock, Msg, TextBlock
 
-from ..core._calibration_state import checked_calibration
-from ..core._kept import KEPT_KEY, Kept
-from ..core._memory import ContextMemory
-from ..core._turns import HINT_MARK
+from ..core.context._memory import ContextMemory
+from ..core.context._turns import HINT_MARK
+from ..core.summary._kept import KEPT_KEY, Kept
+from ..core.tokens._calibration_state import checked_calibration
 from ._entries import Entry, Origin, to_blocks, to_entries
 
 if TYPE_CHECKING:

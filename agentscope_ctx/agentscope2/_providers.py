@@ -46,7 +46,7 @@ from agentscope.model import (
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from ..core._errors import ConfigError, _short_repr
-from ..core._model_config import ModelConfig
+from ..core.config._model_config import ModelConfig
 
 __all__ = ["build_model_v2"]
 

@@ -34,7 +34,7 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase, ChatResponse, FinishedReason
 from agentscope.tool import ToolChoice, Toolkit
 
-from ..core._runner import AgentTool
+from ..core._host import AgentRun, PrefixedCall
 from ..telemetry import note_response, noted_stream
 from ._tools import function_tool
 
@@ -113,30 +113,20 @@ async def _bounded(
         await chunks.aclose()
 
 
-async def run_agent(
-    model: ChatModelBase,
-    formatter: FormatterBase | None = None,
-    *,
-    name: str,
-    sys_prompt: str,
-    prompt: str,
-    tools: Sequence[AgentTool],
-    max_iters: int,
-    call_timeout: float | None,
-) -> str:
-    """Run a fresh 2.x `Agent` on `prompt`; return its final text (see
+async def run_agent(model: ChatModelBase, formatter: FormatterBase | None, run: AgentRun) -> str:
+    """Run a fresh 2.x `Agent` on `run.prompt`; return its final text (see
     `agentscope_ctx.core._runner.run_agent`; a 2.x model owns its formatter: `formatter` is
     not used)."""
     agent = Agent(
-        name=name,
-        system_prompt=sys_prompt,
+        name=run.name,
+        system_prompt=run.sys_prompt,
         model=model,
-        toolkit=Toolkit(tools=[function_tool(t.func, read_only=t.read_only) for t in tools]),
-        middlewares=[_RunnerMiddleware(call_timeout)],
-        react_config=ReActConfig(max_iters=max_iters, interruption_raise_cancelled_error=True),
+        toolkit=Toolkit(tools=[function_tool(t.func, read_only=t.read_only) for t in run.tools]),
+        middlewares=[_RunnerMiddleware(run.call_timeout)],
+        react_config=ReActConfig(max_iters=run.max_iters, interruption_raise_cancelled_error=True),
         injection_config=InjectionConfig(inject_runtime_state=False),
     )
-    reply = await agent.reply(UserMsg(name="user", content=prompt))
+    reply = await agent.reply(UserMsg(name="user", content=run.prompt))
     return reply.get_text_content() or ""
 
 
@@ -171,20 +161,16 @@ async def format_prefixed(
 
 
 async def call_prefixed(
-    model: ChatModelBase,
-    formatter: FormatterBase | None,
-    messages: Sequence[Msg],
-    *,
-    tools: list[dict[str, Any]] | None,
-    tool_choice: ToolChoice | None,
-    instruction: str,
+    model: ChatModelBase, formatter: FormatterBase | None, call: PrefixedCall
 ) -> str:
-    """Call `model` on `messages` and the user message `instruction` (see
-    `agentscope_ctx.core._runner.call_prefixed`; `formatter` is not used); the answer's text."""
+    """Call `model` on `call.messages` (2.x messages) and the user message `call.instruction`
+    (see `agentscope_ctx.core._runner.call_prefixed`; `formatter` is not used); the answer's
+    text."""
+    tool_choice: ToolChoice | None = call.tool_choice
     result = await model(
-        messages=[*messages, UserMsg(name="user", content=instruction)],
-        tools=tools or None,
-        tool_choice=tool_choice if tools else None,
+        messages=[*call.messages, UserMsg(name="user", content=call.instruction)],
+        tools=call.tools or None,
+        tool_choice=tool_choice if call.tools else None,
     )
     if not isinstance(result, ChatResponse):  # the base class ends a stream with the whole
         last = None

@@ -32,7 +32,7 @@ from agentscope.message import (
     ToolResultBlock,
 )
 
-from ..core._truncation import parse_notice, utf8_len
+from ..core.truncation._truncation import parse_notice, utf8_len
 
 if TYPE_CHECKING:
     from agentscope.agent import Agent

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..core._errors import ContextError
 
 if TYPE_CHECKING:
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
 from ._common import (
     CliError,
     UsageError,
@@ -73,7 +73,9 @@ def _demo_working_dir(arg: str | None, config: ContextConfig | None) -> Path:
 
 def _cmd_config(args: argparse.Namespace) -> int:
     print(
-        Path(__file__).parent.parent.joinpath("core", "default.yaml").read_text(encoding="utf-8"),
+        Path(__file__)
+        .parent.parent.joinpath("core", "config", "default.yaml")
+        .read_text(encoding="utf-8"),
         end="",
     )
     return 0

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..core._tenant import Scope, Tenant
 
 if TYPE_CHECKING:
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
 
 DEFAULT_WORKING_DIR = Path("~/.agentscope_ctx")
 DEMO_DIR = Path("agentscope_ctx_demo")
@@ -94,7 +94,7 @@ def _age(seconds: float) -> str:
 def _load_config(path: str | None) -> ContextConfig | None:
     if path is None:
         return None
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
 
     return ContextConfig.from_yaml(path)
 

@@ -13,7 +13,7 @@ from ..core._errors import ContextError
 from ._common import CliError, _age, _load_config, _size, _state_dir, _tool_result_files
 
 if TYPE_CHECKING:
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
 
 __all__ = ["INSPECT_VERSION"]
 

@@ -42,7 +42,7 @@ def _dir_options(command: argparse.ArgumentParser, where: str, config_help: str)
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `agentscope-ctx`."""
-    from ..core._search_hits import ROLES
+    from ..core.search._search_hits import ROLES
 
     parser = argparse.ArgumentParser(
         prog="agentscope-ctx",

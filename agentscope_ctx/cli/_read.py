@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core._truncation import Position, parse_notice
+from ..core.truncation._truncation import Position, parse_notice
 from ._common import DEFAULT_WORKING_DIR, CliError, UsageError, _load_config
 
 if TYPE_CHECKING:
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
     from ..recall._read_file import FileReader
 
 __all__ = ["read_command"]
@@ -41,9 +41,9 @@ def _reader(
     directory, the working dir's ``tool_result/`` (saved outputs), the folder of a file named
     by its path (the operator may read what they name, as with ``cat``), and the fleet store's
     refs when the config names one."""
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
+    from ..core.ladder._tool_policy import ToolResultPolicy
     from ..recall._read_file import FileReader
-    from ..stores._tool_results import ToolResultPolicy
 
     settings = config or ContextConfig()
     if where is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core._errors import ContextError
-from ..core._truncation import Position
+from ..core.truncation._truncation import Position
 from ._common import (
     DEFAULT_WORKING_DIR,
     CliError,
@@ -24,7 +24,7 @@ from ._common import (
 from ._read import read_command
 
 if TYPE_CHECKING:
-    from ..core._search_hits import Filters, Hit, SearchResult
+    from ..core.search._search_hits import Filters, Hit, SearchResult
 
 __all__ = ["SEARCH_VERSION"]
 
@@ -47,7 +47,7 @@ def _split(words: list[str]) -> tuple[str | None, str]:
 
 
 def _filters(args: argparse.Namespace) -> Filters:
-    from ..core._search_hits import MAX_HITS, ROLES, Filters, parse_time
+    from ..core.search._search_hits import MAX_HITS, ROLES, Filters, parse_time
 
     if args.role is not None and args.role not in ROLES:
         raise UsageError(f"--role must be one of {', '.join(ROLES)}; got {args.role!r}")
@@ -115,8 +115,8 @@ def _as_json(
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from ..core._search_hits import DEFAULT_HITS, format_result
-    from ..core._search_text import parse_query
+    from ..core.search._search_hits import DEFAULT_HITS, format_result
+    from ..core.search._search_text import parse_query
     from ..stores._search import SearchIndex
 
     where, query = _split(list(args.words))

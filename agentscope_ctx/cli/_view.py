@@ -33,7 +33,7 @@ def add_view(sub: argparse._SubParsersAction[argparse.ArgumentParser], where: st
 
 def cmd_view(args: argparse.Namespace) -> int:
     """Write the page; print where."""
-    from ..core._config import ContextConfig
+    from ..core.config._config import ContextConfig
     from ..viewer import load_session, render_page
 
     config = _load_config(args.config)

@@ -23,27 +23,70 @@ if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
     from agentscope.model import ChatModelBase
 
-    from ._runner import AgentTool
+__all__ = ["AgentRun", "AgentTool", "Host", "PrefixedCall", "Runner", "host", "install"]
 
-__all__ = ["Host", "Runner", "host", "install"]
+
+@dataclass(frozen=True)
+class AgentTool:
+    """A tool for `run_agent`: a function of keyword arguments, documented Google-style (its
+    name, docstring and signature make the schema), decorated with `tool_text`.
+
+    Attributes:
+        func: The tool function (a bound method is fine).
+        read_only: Whether it only reads (2.x: read-only tools run concurrently; the others
+            one at a time). Ignored on 1.x.
+    """
+
+    func: Callable[..., Any]
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """One helper-agent run, as the line's runner gets it (`_runner.run_agent` makes it).
+
+    Attributes:
+        name: The agent's name.
+        sys_prompt: Its system prompt.
+        prompt: The user message.
+        tools: Its tools.
+        max_iters: Reasoning-acting iterations before a final text answer is asked for.
+        call_timeout: Longest wait, in seconds, for one model call; `None`: no limit.
+    """
+
+    name: str
+    sys_prompt: str
+    prompt: str
+    tools: Sequence[AgentTool] = ()
+    max_iters: int = 1
+    call_timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class PrefixedCall:
+    """The Compactor's prefix request, as the line's runner gets it (`_runner.call_prefixed`
+    makes it).
+
+    Attributes:
+        messages: The agent's last prompt, as it was sent.
+        tools: Its tools' schemas (`None`: none).
+        tool_choice: A choice that does not force a call (`_runner.free_choice`).
+        instruction: The user message after the prompt.
+    """
+
+    messages: Sequence[Any]
+    tools: list[dict[str, Any]] | None
+    tool_choice: Any
+    instruction: str
 
 
 class Runner(Protocol):
     """How the line runs a helper agent (`agentscope1._runner`, `agentscope2._runner`)."""
 
     async def run_agent(
-        self,
-        model: ChatModelBase,
-        formatter: FormatterBase | None,
-        *,
-        name: str,
-        sys_prompt: str,
-        prompt: str,
-        tools: Sequence[AgentTool],
-        max_iters: int,
-        call_timeout: float | None,
+        self, model: ChatModelBase, formatter: FormatterBase | None, run: AgentRun
     ) -> str:
-        """Run a fresh agent of the line on `prompt`; its final text (`_runner.run_agent`)."""
+        """Run a fresh agent of the line on `run.prompt`; its final text (`_runner.run_agent`)."""
         ...
 
     async def format_prompt(
@@ -63,17 +106,10 @@ class Runner(Protocol):
         ...
 
     async def call_prefixed(
-        self,
-        model: ChatModelBase,
-        formatter: FormatterBase | None,
-        messages: Sequence[Any],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: Any,
-        instruction: str,
+        self, model: ChatModelBase, formatter: FormatterBase | None, call: PrefixedCall
     ) -> str:
         """Call `model` on an agent's prompt as sent and one user message; the answer's text
-        (`_runner.call_prefixed`; `tool_choice` already freed)."""
+        (`_runner.call_prefixed`; `call.tool_choice` already freed)."""
         ...
 
 

@@ -29,22 +29,22 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ._accountant import Accountant, PromptParts
-from ._calibration import CacheStats, Calibration, PromptUsage
-from ._compaction import Compaction, CompactorLike
-from ._config import ContextConfig
-from ._cuts import Cutter, Describe
 from ._entry import Msg
 from ._failures import FailureLog
-from ._fits import ensure_fits, floor_fits
-from ._ladder import Ladder
-from ._memory import ContextMemory
-from ._tokens import TokenCounter
-from ._turns import split_point, waiting
+from .compaction._compaction import Compaction, CompactorLike
+from .config._config import ContextConfig
+from .context._memory import ContextMemory
+from .context._turns import split_point, waiting
+from .ladder._accountant import Accountant, PromptParts
+from .ladder._cuts import Cutter, Describe
+from .ladder._fits import ensure_fits, floor_fits
+from .ladder._ladder import Ladder
+from .tokens._calibration import CacheStats, Calibration, PromptUsage
+from .tokens._tokens import TokenCounter
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
-    from ..stores._tool_results import ToolResultPolicy
-    from ..stores.seams import DialogSeam, OutputSeam
+    from ._seams import DialogSeam, OutputSeam
+    from .ladder._tool_policy import ToolResultPolicy
 
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
 

@@ -33,11 +33,10 @@ line's adapter lends them to the core (`_host`: the core imports no AgentScope):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, cast
 
 from ..telemetry import helper_span
-from ._host import host
+from ._host import AgentRun, AgentTool, PrefixedCall, host
 
 if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
@@ -56,21 +55,6 @@ __all__ = [
 ]
 
 P = ParamSpec("P")
-
-
-@dataclass(frozen=True)
-class AgentTool:
-    """A tool for `run_agent`: a function of keyword arguments, documented Google-style (its
-    name, docstring and signature make the schema), decorated with `tool_text`.
-
-    Attributes:
-        func: The tool function (a bound method is fine).
-        read_only: Whether it only reads (2.x: read-only tools run concurrently; the others
-            one at a time). Ignored on 1.x.
-    """
-
-    func: Callable[..., Any]
-    read_only: bool = False
 
 
 def has_model(model: ChatModelBase | None, formatter: FormatterBase | None) -> bool:
@@ -135,12 +119,7 @@ async def run_agent(
             .run_agent(
                 model,
                 formatter,
-                name=name,
-                sys_prompt=sys_prompt,
-                prompt=prompt,
-                tools=tools,
-                max_iters=max_iters,
-                call_timeout=call_timeout,
+                AgentRun(name, sys_prompt, prompt, tuple(tools), max_iters, call_timeout),
             )
         )
 
@@ -203,10 +182,7 @@ async def call_prefixed(
             .call_prefixed(
                 model,
                 formatter,
-                messages,
-                tools=tools,
-                tool_choice=free_choice(tool_choice),
-                instruction=instruction,
+                PrefixedCall(messages, tools, free_choice(tool_choice), instruction),
             )
         )
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._providers import Models
-from ..core._config import ContextConfig
+from ..core.config._config import ContextConfig
 from ._report import DemoReport
 from ._runner import DemoSetup, model_note, run_setup
 

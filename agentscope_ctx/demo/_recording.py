@@ -10,8 +10,8 @@ from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
 
-from ..core._calibration import prompt_usage
 from ..core._unreachable import unreachable
+from ..core.tokens._calibration import prompt_usage
 from ..models._guard import is_context_overflow
 from ._scripted import (
     Move,

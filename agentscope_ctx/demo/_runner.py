@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 from .._line import IS_1X
 from .._providers import Models
-from ..core._config import ContextConfig
-from ..core._tokens import TokenCounter
+from ..core.config._config import ContextConfig
+from ..core.tokens._tokens import TokenCounter
 from ..stores._dialog import DialogStore
 from ..stores._usage_file import read_usage
 from ..viewer import write_page

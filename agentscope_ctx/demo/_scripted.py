@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core._truncation import Notice, parse_notice
+from ..core.truncation._truncation import Notice, parse_notice
 from ..models._guard import is_context_overflow
 from ._stats import PromptStats
 

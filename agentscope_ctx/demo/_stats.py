@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core._tokens import TokenCounter
-from ..core._truncation import Notice, Position, parse_notice, utf8_len
+from ..core.tokens._tokens import TokenCounter
+from ..core.truncation._truncation import Notice, Position, parse_notice, utf8_len
 
 __all__ = [
     "ContinuationRead",

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..core._truncation import parse_notice
+from ..core.truncation._truncation import parse_notice
 from ._stats import PromptStats, content_text
 
 __all__ = ["NOT_A_SUMMARY", "answer_compactor", "is_compactor_prompt", "write_summary"]

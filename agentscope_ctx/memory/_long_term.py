@@ -30,7 +30,7 @@ from typing import Any
 
 from ..core._errors import PersistenceError
 from ..core._runner import tool_text
-from ..core._tokens import TokenCounter
+from ..core.tokens._tokens import TokenCounter
 from ..stores._memory_files import LocalMemoryDocs
 from ..stores.memory_seam import MEMORY_DOC, MemorySeam
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from ..core._config import ConsolidationConfig
+from ..core.config._config import ConsolidationConfig
 from ..stores.memory_seam import MemorySeam
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from ..core._entry import Msg
 from ..core._errors import PersistenceError
 from ..core._host import host
 from ..core._runner import AgentTool, run_agent, tool_text
-from ..core._tokens import TokenCounter
+from ..core.tokens._tokens import TokenCounter
 from ..stores._memory_files import LocalMemoryDocs
 from ..stores.memory_seam import MemorySeam
 from ._long_term import append_unique_lines, off_the_loop

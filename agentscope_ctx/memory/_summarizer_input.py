@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core._entry import Msg
-from ..core._extractive import _blocks, _result_text, msg_text
-from ..core._outcome import ERROR_LINE as _ERROR
-from ..core._tokens import TokenCounter
-from ..core._truncation import TRUNCATION_NOTICE_MARKER
+from ..core.summary._extractive import _blocks, _result_text, msg_text
+from ..core.summary._outcome import ERROR_LINE as _ERROR
+from ..core.tokens._tokens import TokenCounter
+from ..core.truncation._truncation import TRUNCATION_NOTICE_MARKER
 
 __all__ = ["LEVELS", "Level", "batch_sizes", "bounded_transcript", "render_entry"]
 

@@ -22,7 +22,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..core._entry import Msg
-from ..core._tokens import TokenCounter
+from ..core.tokens._tokens import TokenCounter
 from ._summarizer_input import batch_sizes
 
 __all__ = ["SummarizerQueue"]

@@ -16,9 +16,9 @@ from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
 
-from ..core._calibration import PromptUsage, prompt_usage
 from ..core._overflow import is_context_overflow
 from ..core._unreachable import unreachable
+from ..core.tokens._calibration import PromptUsage, prompt_usage
 
 __all__ = ["GuardedModel", "is_context_overflow", "note_unreachable"]
 

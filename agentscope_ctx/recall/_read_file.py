@@ -46,10 +46,10 @@ from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
 from ..core._tenant import Tenant
-from ..core._truncation import Position, excerpt_with_notice, parse_notice
+from ..core.ladder._tool_policy import ToolResultPolicy
+from ..core.truncation._truncation import Position, excerpt_with_notice, parse_notice
 from ..stores._dialog_view import DialogDayView
 from ..stores._line_index import ByteSource, LineEndError, LineIndexCache
-from ..stores._tool_results import ToolResultPolicy
 from ..stores.seams import excerpt
 from ._opening import KINDS, PROC_FD, open_below, open_error
 from ._read_scope import CALLER, ReadScope

@@ -21,14 +21,14 @@ from typing import Any
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
-from ..core._config import RecallConfig
 from ..core._errors import ContextError
-from ..core._eviction import eviction_index
 from ..core._failures import FailureLog
-from ..core._search_hits import MAX_HITS, ROLES, Filters, format_result, parse_time
-from ..core._search_text import SEARCH_TOOL, key_args
 from ..core._tenant import Tenant
-from ..core._truncation import parse_notice
+from ..core.config._config import RecallConfig
+from ..core.search._search_hits import MAX_HITS, ROLES, Filters, format_result, parse_time
+from ..core.search._search_text import SEARCH_TOOL, key_args
+from ..core.summary._eviction import eviction_index
+from ..core.truncation._truncation import parse_notice
 from ..stores.seams import SearchSeam
 
 __all__ = [

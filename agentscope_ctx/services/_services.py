@@ -17,17 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core._compactor import Compactor
-from ..core._config import ContextConfig
 from ..core._entry import Msg
 from ..core._errors import ContextUsageError, PromptTooLargeError
 from ..core._failures import FailureLog
-from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._private import STORE_DIRS, private_dir
 from ..core._tenant import Tenant, agent_key, owner_tag
-from ..core._tokens import TokenCounter
-from ..core._truncation import notice_paths
+from ..core.compaction._compactor import Compactor
+from ..core.config._config import ContextConfig
+from ..core.context._memory import ContextMemory
+from ..core.ladder._tool_policy import ToolResultPolicy
+from ..core.tokens._tokens import TokenCounter
+from ..core.truncation._truncation import notice_paths
 from ..memory._long_term import LongTermMemory
 from ..memory._schedule import ConsolidationScheduler
 from ..memory._summarizer import Summarizer
@@ -35,7 +36,6 @@ from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader
 from ..recall._read_scope import ReadScope
 from ..recall._recall import Recall, RecallConfig
-from ..stores._tool_results import ToolResultPolicy
 from ..stores._usage_file import write_usage
 from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam

@@ -16,9 +16,9 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
-from ..core._memory import ContextMemory
 from ..core._pipeline import ContextPipeline, PipelineReport
-from ..core._truncation import notice_paths
+from ..core.context._memory import ContextMemory
+from ..core.truncation._truncation import notice_paths
 from ..stores._steps_file import SUMMARY_CHARS, StepSeam
 from ..stores.seams import OutputSeam
 

@@ -39,41 +39,49 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
 from ..core._entry import Msg
 from ..core._errors import ContextUsageError, PersistenceError
 from ..core._private import FILE_MODE, private_dir
+from ..core._seams import DialogReadReport
 from ._dialog_dir import DialogDir, append_file, refused_reason
 from ._dialog_record import date_prefix, decode_owned, encode_record
 
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["DialogReadReport", "DialogStore"]
+__all__ = ["DialogReadReport", "DialogStore", "append_notifying"]
 
 logger = logging.getLogger("agentscope_ctx")
 
+
+async def append_notifying(
+    write: Callable[[list[Msg]], int],
+    msgs: Sequence[Msg],
+    on_append: Callable[[], None] | None,
+) -> int:
+    """A dialog store's `append`: `write` (its blocking append; the number written) run off
+    the event loop, then `on_append` when anything was written. The append is durable by
+    then, so a failing listener (the search index) is logged, never raised.
+
+    Raises:
+        PersistenceError: what `write` raises (appending again is safe).
+    """
+    if not msgs:
+        return 0
+    written = await asyncio.to_thread(write, list(msgs))
+    if written and on_append is not None:
+        try:
+            await asyncio.to_thread(on_append)
+        except Exception:  # a listener (the search index) never fails a durable append
+            logger.exception("agentscope_ctx: the dialog append listener failed")
+    return written
+
+
 _DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")
 _LOCK_NAME = ".lock"
-
-
-@dataclass
-class DialogReadReport:
-    """What a read of the dialog store found.
-
-    Attributes:
-        files: Names of the files read (``"2026-12-02.jsonl"``), oldest day first.
-        messages: How many messages were returned.
-        bad_lines: One ``(file name, line number, reason)`` per skipped line; lines count from 1,
-            and line 0 stands for a whole file that was not read (a symbolic link, a FIFO...).
-    """
-
-    files: list[str] = field(default_factory=list)
-    messages: int = 0
-    bad_lines: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 class DialogStore:
@@ -132,15 +140,7 @@ class DialogStore:
                 file cannot be created or written, or is a symbolic link or not a regular file
                 (names the path and the cause).
         """
-        if not msgs:
-            return 0
-        written = await asyncio.to_thread(self._append_sync, list(msgs))
-        if written and self._on_append is not None:
-            try:
-                await asyncio.to_thread(self._on_append)
-            except Exception:  # a listener (the search index) never fails a durable append
-                logger.exception("agentscope_ctx: the dialog append listener failed")
-        return written
+        return await append_notifying(self._append_sync, msgs, self._on_append)
 
     def read(
         self, day: str | None = None, *, session: str | None = None

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from io import FileIO
 
-from ..core._truncation import Position, utf8_len
+from ..core.truncation._truncation import Position, utf8_len
 
 __all__ = ["CHUNK", "ByteSource", "LineEndError", "LineIndex", "LineIndexCache"]
 

@@ -45,11 +45,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core import _index_pieces as pieces
-from ..core._background import BackgroundWork
 from ..core._failures import FailureLog
-from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
-from ..core._search_text import Query, parse_query, storable
+from ..core.search import _index_pieces as pieces
+from ..core.search._background import BackgroundWork
+from ..core.search._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
+from ..core.search._search_text import Query, parse_query, storable
 from ._search_catch_up import CatchUp
 from ._search_db import BUSY_SECONDS, IndexBusy, IndexDatabase, Owner, set_owner, write
 from ._search_files import file_stamp

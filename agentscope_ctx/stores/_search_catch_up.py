@@ -15,11 +15,11 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..core import _index_pieces as pieces
-from ..core._background import BackgroundWork
 from ..core._failures import FailureLog
-from ..core._search_text import chunk_lines, record_parts
 from ..core._stamps import local_stamp
+from ..core.search import _index_pieces as pieces
+from ..core.search._background import BackgroundWork
+from ..core.search._search_text import chunk_lines, record_parts
 from ._search_db import IndexBusy, IndexDatabase, Owner, add_doc, drop_one, set_owner, write
 from ._search_files import (
     ALL_KINDS,

@@ -47,7 +47,7 @@ from typing import TypeVar
 
 from ..core._errors import PersistenceError
 from ..core._private import FILE_MODE, file_lock, private_dir, write_atomic
-from ..core._search_text import Chunk, index_text, storable
+from ..core.search._search_text import Chunk, index_text, storable
 
 __all__ = ["IndexBusy", "IndexDatabase", "Owner", "add_doc", "drop_one", "set_owner", "write"]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from ..core._index_pieces import cut_piece, piece_lines
-from ..core._search_text import chunk_lines
+from ..core.search._index_pieces import cut_piece, piece_lines
+from ..core.search._search_text import chunk_lines
 from ._search_db import (
     add_doc,
     drop_one,

@@ -25,12 +25,13 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..core._private import private_dir, tighten_fd
 
-__all__ = ["MAX_BYTES", "SUMMARY_CHARS", "StepFile", "StepSeam", "read_steps"]
+__all__ = ["MAX_BYTES", "SUMMARY_CHARS", "StepFile", "StepSeam", "read_steps", "step_records"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -110,12 +111,18 @@ class StepFile:
 def read_steps(path: Path) -> list[dict[str, Any]]:
     """The records of one steps file; lines that are not a record of this version are
     skipped."""
-    records: list[dict[str, Any]] = []
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
-        return records
-    for line in text.splitlines():
+        return []
+    return step_records(text.splitlines())
+
+
+def step_records(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The step records among `lines` (JSON, one a line, in either store): lines that are
+    not a record of this version are skipped."""
+    records: list[dict[str, Any]] = []
+    for line in lines:
         try:
             record = json.loads(line)
         except ValueError:

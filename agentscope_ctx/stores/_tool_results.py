@@ -1,4 +1,5 @@
-"""The `tool_result/` store and the per-tool, per-path truncation policy.
+"""The `tool_result/` store (the per-tool, per-path truncation policy, `ToolResultPolicy`,
+is the core's: `core.ladder._tool_policy`, re-exported here).
 
 On disk: ``{working_dir}/tool_result/{agent tag}-{session tag}-{uuid4 hex}.txt`` (the tags of
 its owner, `core._tenant.owner_tag`; ``{uuid4 hex}.txt`` for no owner, as older versions
@@ -11,7 +12,6 @@ the time of the files their messages point to at each cleanup, and never delete 
 
 from __future__ import annotations
 
-import fnmatch
 import io
 import logging
 import os
@@ -19,24 +19,23 @@ import re
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core._errors import OffloadError
 from ..core._private import private_dir, write_atomic
 from ..core._tenant import Tenant, owner_tag
+from ..core.ladder._tool_policy import Limits, ToolResultPolicy
 from ._line_index import ByteSource, LineIndexCache
 
 if TYPE_CHECKING:
-    from ..core._config import ToolResultConfig
+    pass
 
 __all__ = ["Limits", "ToolResultPolicy", "ToolResultStore", "name_tags", "saved_name"]
 
 logger = logging.getLogger("agentscope_ctx")
 
-_MARKDOWN_GLOBS = ("*.md", "*.markdown")
 _CLEANUP_EVERY_SECONDS = 3600.0
 
 
@@ -254,40 +253,3 @@ class ToolResultStore:
         if self._last_cleanup is not None and now - self._last_cleanup < _CLEANUP_EVERY_SECONDS:
             return []
         return self.cleanup(referenced(), now=now)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Byte limits of one tool's output: when it enters the context, and once it is old."""
-
-    recent: int
-    old: int
-
-
-class ToolResultPolicy:
-    """Which limits apply to a tool's output: Markdown sources and protected tools get the
-    larger Markdown limits (DESIGN.md §4, "Markdown protection")."""
-
-    def __init__(self, config: ToolResultConfig) -> None:
-        self.standard = Limits(config.recent_max_bytes, config.old_max_bytes)
-        self.markdown = Limits(config.markdown_recent_max_bytes, config.markdown_old_max_bytes)
-        self.globs = (*_MARKDOWN_GLOBS, *config.protected_globs)
-        self.tools = frozenset(config.protected_tools)
-
-    def is_protected_path(self, path: str) -> bool:
-        """Whether a file path gets the Markdown limits (matched on the path and its name)."""
-        name = os.path.basename(path)
-        return any(
-            fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(path, glob) for glob in self.globs
-        )
-
-    def limits(self, tool_name: str, tool_input: Mapping[str, object] | None = None) -> Limits:
-        """The limits for a call of `tool_name` with `tool_input` (any path-like string
-        argument counts: `file_path`, `path`, ...)."""
-        if tool_name in self.tools:
-            return self.markdown
-        for value in (tool_input or {}).values():
-            if isinstance(value, str) and "\n" not in value and len(value) < 4096:
-                if self.is_protected_path(value):
-                    return self.markdown
-        return self.standard

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core._config import ContextConfig
 from ..core._failures import FailureLog
 from ..core._tenant import Tenant
+from ..core.config._config import ContextConfig
 from ._steps_file import StepFile, StepSeam
 from .memory_seam import MemorySeam
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam

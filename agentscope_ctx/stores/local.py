@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..core._failures import FailureLog
-from ..core._search_hits import Filters, SearchResult
-from ..core._search_text import Query
+from ..core.search._search_hits import Filters, SearchResult
+from ..core.search._search_text import Query
 from ._dialog import DialogStore
 from ._search import SearchIndex
 from ._tool_results import ToolResultStore

@@ -1,4 +1,6 @@
-"""The three storage seams (DESIGN.md §11), as small protocols shaped on today's callers.
+"""The three storage seams (DESIGN.md §11), as small protocols shaped on today's callers:
+`DialogSeam` and `OutputSeam` are the core's (`core._seams`: the core takes them as
+parameters), re-exported here; `SearchSeam` is the stores' own.
 
 The core, the tools and the CLI reach storage only through these. Local files + SQLite
 (`agentscope_ctx.stores.local`) are the default implementation; PostgreSQL
@@ -21,54 +23,15 @@ and notice as reading the file (`_truncation.excerpt_with_notice`), for either s
 from __future__ import annotations
 
 import codecs
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from ..core._entry import Msg
-from ..core._search_hits import Filters, SearchResult
-from ..core._search_text import Query
-from ..core._truncation import Position, excerpt_with_notice, utf8_len
-from ._dialog import DialogReadReport
+from ..core._seams import DialogSeam, OutputSeam
+from ..core.search._search_hits import Filters, SearchResult
+from ..core.search._search_text import Query
+from ..core.truncation._truncation import Position, excerpt_with_notice, utf8_len
 
 __all__ = ["DialogSeam", "OutputSeam", "RangedSource", "SearchSeam", "excerpt"]
-
-
-@runtime_checkable
-class DialogSeam(Protocol):
-    """Every message that left the context, append-only (see `_dialog.DialogStore`)."""
-
-    @property
-    def dialog_dir(self) -> str | os.PathLike[str]:
-        """Where the messages go, as the agent's notices name it (locally ``dialog/``)."""
-        ...
-
-    async def append(self, msgs: Sequence[Msg]) -> int:
-        """Store `msgs` durably, in order, skipping ids already stored; the number written.
-
-        Raises:
-            PersistenceError: the store cannot be written (appending again is safe).
-        """
-        ...
-
-    def read(
-        self, day: str | None = None, *, session: str | None = None
-    ) -> tuple[list[Msg], DialogReadReport]:
-        """The stored messages in append order (one ``YYYY-MM-DD`` day, or all; one session,
-        ``""`` those without one, or all)."""
-        ...
-
-    async def aread(self, day: str | None = None) -> tuple[list[Msg], DialogReadReport]:
-        """`read`, off the event loop."""
-        ...
-
-    def days(self) -> list[str]:
-        """The days that hold messages, sorted."""
-        ...
-
-    def ids(self) -> set[str]:
-        """The ids of every stored message."""
-        ...
 
 
 class RangedSource(Protocol):
@@ -80,76 +43,6 @@ class RangedSource(Protocol):
     def line_count(self, ref: str) -> int: ...
 
     def line_start(self, ref: str, line: int) -> int: ...
-
-
-@runtime_checkable
-class OutputSeam(Protocol):
-    """Full tool outputs by ref (see `_tool_results.ToolResultStore`)."""
-
-    def save(self, data: str | bytes) -> str | os.PathLike[str]:
-        """Store `data` (text as UTF-8) whole and return its ref (`os.fspath` of it: the local
-        store's `ToolResultStore` answers the file's `Path`).
-
-        Raises:
-            OffloadError: it could not be stored (the caller keeps the output whole).
-        """
-        ...
-
-    def owns(self, ref: str) -> bool:
-        """Whether `ref` has this store's form (not whether it still exists)."""
-        ...
-
-    def holds(self, ref: str, excerpt: str) -> bool:
-        """Whether `ref` is a stored output that begins with `excerpt` (a notice is trusted
-        only then)."""
-        ...
-
-    def size(self, ref: str) -> int | None:
-        """Bytes of the output; `None` when there is no such output."""
-        ...
-
-    def read_range(self, ref: str, offset: int, size: int) -> bytes:
-        """Up to `size` bytes from byte `offset` (fewer at the end), never more.
-
-        Raises:
-            KeyError: no such output.
-        """
-        ...
-
-    def line_count(self, ref: str) -> int:
-        """Lines of the output (a last line without ``\\n`` counts; 0 when empty).
-
-        Raises:
-            KeyError: no such output.
-        """
-        ...
-
-    def line_start(self, ref: str, line: int) -> int:
-        """Byte offset where `line` (1..`line_count`) begins.
-
-        Raises:
-            KeyError: no such output.
-        """
-        ...
-
-    def read_saved(self, ref: str, *, chunk_bytes: int = 1 << 20) -> Iterator[bytes] | None:
-        """All its bytes, streamed in chunks of at most `chunk_bytes` (to judge how a run
-        ended from the whole output: `core._outcome.judge`); `None` when there is no such
-        output; a failure while reading is raised by the iterator."""
-        ...
-
-    def cleanup(
-        self, referenced: Iterable[str], *, now: float | None = None
-    ) -> Sequence[str | os.PathLike[str]]:
-        """Retention: refresh the outputs still `referenced`, delete the others older than the
-        retention period; the refs deleted."""
-        ...
-
-    def maybe_cleanup(
-        self, referenced: Callable[[], Iterable[str]]
-    ) -> Sequence[str | os.PathLike[str]]:
-        """`cleanup`, at most once an hour."""
-        ...
 
 
 @runtime_checkable

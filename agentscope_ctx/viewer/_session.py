@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core._config import ContextConfig
-from ..core._search_text import record_parts
-from ..core._truncation import Position
+from ..core.config._config import ContextConfig
+from ..core.search._search_text import record_parts
+from ..core.truncation._truncation import Position
 from ..stores.factory import Backend, open_backend
 from ..stores.seams import excerpt
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core._config import ContextConfig
+from ..core.config._config import ContextConfig
 from ._page import render_page
 from ._session import SessionView, load_session
 

@@ -34,7 +34,7 @@ from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.demo._line1 import OfflineModel
 from agentscope_ctx.demo._scripted import Prompt, Schemas
 

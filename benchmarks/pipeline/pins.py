@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._pins import PIN_MARK, is_pinned, protected
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.context._pins import PIN_MARK, is_pinned, protected
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from benchmarks.pipeline.step import ENCODING, _make_pipeline
 
 SIZES = (200, 400, 800)

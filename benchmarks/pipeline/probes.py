@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._extractive import render_msg
-from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._pipeline import ContextPipeline
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.core.context._memory import ContextMemory
+from agentscope_ctx.core.summary._extractive import render_msg
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 
@@ -84,7 +84,7 @@ class _Writer:
     async def compact(
         self, previous_summary: str, messages: Sequence[Msg], *, extra_instruction: Any = None
     ) -> _Result:
-        from agentscope_ctx.core._extractive import extractive_summary
+        from agentscope_ctx.core.summary._extractive import extractive_summary
 
         if self.kind == "extractive":
             text = extractive_summary(previous_summary, messages, read_saved=self.store.read_saved)

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx.core._config import ToolResultConfig
-from agentscope_ctx.core._cuts import Cutter
 from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core.config._config import ToolResultConfig
+from agentscope_ctx.core.ladder._cuts import Cutter
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 

@@ -29,12 +29,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx.core._compactor import Compactor
-from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._memory import ContextMemory
 from agentscope_ctx.core._pipeline import ContextPipeline, PromptParts
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.compaction._compactor import Compactor
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.core.context._memory import ContextMemory
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from benchmarks._table import human, print_table

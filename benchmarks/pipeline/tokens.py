@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._tokens import TokenCounter, _encode_len
+from agentscope_ctx.core.tokens._tokens import TokenCounter, _encode_len
 
 WORDS = (
     "the agent reads a file and then calls the tool again because the test failed with an "

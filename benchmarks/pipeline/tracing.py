@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.services._traced import traced_run
 from benchmarks.pipeline.step import ENCODING, _make_pipeline, build_history, tool_pair
 

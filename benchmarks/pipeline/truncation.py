@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope_ctx.core._offload import offload_text
-from agentscope_ctx.core._truncation import retruncate, utf8_len
+from agentscope_ctx.core.truncation._offload import offload_text
+from agentscope_ctx.core.truncation._truncation import retruncate, utf8_len
 from agentscope_ctx.stores._tool_results import ToolResultStore
 from benchmarks._table import human
 

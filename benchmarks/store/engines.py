@@ -38,7 +38,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentscope_ctx.core._search_text import chunk_lines, index_text, parse_query, tokens
+from agentscope_ctx.core.search._search_text import chunk_lines, index_text, parse_query, tokens
 from benchmarks.bench_store import _output, _pct, _queries, _text
 
 K = 5

@@ -25,7 +25,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._long_term import LongTermMemory
 
 

@@ -55,11 +55,11 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._search_hits import Filters
 from agentscope_ctx.core._tenant import Tenant
-from agentscope_ctx.core._truncation import Position
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.core.search._search_hits import Filters
+from agentscope_ctx.core.truncation._truncation import Position
 from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import excerpt
 

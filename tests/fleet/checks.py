@@ -106,7 +106,7 @@ async def check_here(
             else:
                 missing_facts += 1
                 missing.append(f"{file_name(turn, step)}: {text[:300]!r}")
-    from agentscope_ctx.core._unanswered import unanswered
+    from agentscope_ctx.core.context._unanswered import unanswered
 
     return {
         "live_unanswered": unanswered(live),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentscope_ctx.core._truncation import Position, parse_notice
+from agentscope_ctx.core.truncation._truncation import Position, parse_notice
 from agentscope_ctx.stores.seams import excerpt
 
 

@@ -107,7 +107,7 @@ class Stats:
     in_both: int = 0
     """Messages live in the final state and in the dialog store too, counted once (one id:
     one message): the current user turn and pins, written with the older part by design
-    (core/_compaction.py), and what a killed worker archived before the state that keeps
+    (core/compaction/_compaction.py), and what a killed worker archived before the state that keeps
     them was saved."""
     notices: int = 0
     facts: int = 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core.config._config import ContextConfig
 from tests.fleet.postgres_server import PostgresServer
 
 __all__ = ["PASSWORD_ENV", "PgStore", "config_file", "fleet_config", "store_fields"]

@@ -95,7 +95,7 @@ def preload() -> None:
     """Import what a worker of the installed line imports, and load the tokenizer."""
     import agentscope_ctx
     from agentscope_ctx._line import IS_1X
-    from agentscope_ctx.core._encodings import make_encoding
+    from agentscope_ctx.core.tokens._encodings import make_encoding
 
     names = ["tests.fleet.checks", "tests.fleet.session", "tests.fleet.worker"]
     names += ["sqlalchemy.ext.asyncio", "aiosqlite"]

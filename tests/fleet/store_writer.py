@@ -8,7 +8,7 @@ import asyncio
 import json
 import sys
 
-from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
 from tests.lines import Msg
 

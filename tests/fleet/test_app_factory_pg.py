@@ -17,7 +17,7 @@ if IS_1X:
 pytest.importorskip("fastapi")
 
 from agentscope_ctx import ContextConfig
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.recall._read_file import ReadFileError
 from tests.fleet.redis_server import RedisServer, redis_server  # noqa: F401
 from tests.fleet.test_tenants import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import SearchIndex
 from agentscope_ctx.stores._tool_results import ToolResultStore

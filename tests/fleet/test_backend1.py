@@ -19,8 +19,8 @@ from agentscope.message import Msg
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextMemory
-from agentscope_ctx.core._memory_backend import SHARED_MARKS
-from agentscope_ctx.core._turns import HINT_MARK, current_turn
+from agentscope_ctx.core.context._memory_backend import SHARED_MARKS
+from agentscope_ctx.core.context._turns import HINT_MARK, current_turn
 from tests.fleet.session import StateSpec
 from tests.fleet.session1 import shared_memory
 
@@ -86,7 +86,7 @@ async def test_a_tool_call_a_killed_worker_left_unanswered_leaves_the_context(
     two-worker trials): the call was in the shared memory without a result. Before, worker
     B's next prompt carried it (a provider rejects that); now it goes to dialog/ (saved, so
     it stays searchable) before B's reply starts."""
-    from agentscope_ctx.core._unanswered import unanswered
+    from agentscope_ctx.core.context._unanswered import unanswered
     from tests.fakes import tool_call
 
     a = ContextMemory(tmp_path, backend=backends[0])
@@ -106,7 +106,7 @@ async def test_a_tool_call_a_killed_worker_left_unanswered_leaves_the_context(
 async def test_an_unanswered_call_moved_to_the_dialog_keeps_the_conversations_order(
     tmp_path: Path, backends: tuple[Any, Any]
 ) -> None:
-    """The dialog store keeps the conversation's order (core/_compaction.py: what stays is
+    """The dialog store keeps the conversation's order (core/compaction/_compaction.py: what stays is
     written with the older part). Worker A got one result and was killed after its next
     call; B moved the unanswered call to dialog/ at the start of its reply. Before, only the
     call went: the user turn, the first call and its result, still in memory, reached the

@@ -15,7 +15,7 @@ from typing import Any
 from agentscope.message import TextBlock
 
 from agentscope_ctx import ContextConfig
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.agent_line import Line, Session
 from tests.chain import follow_chain
 from tests.fleet.pg_config import PgStore

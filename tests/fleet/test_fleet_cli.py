@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.pg_config import PgStore, config_file
 from tests.fleet.postgres_server import PASSWORD

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextManager
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._search_hits import Filters
+from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import MemoryFiles

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx.core._config import ContextConfig, StoreConfig
 from agentscope_ctx.core._errors import ConfigError, OffloadError, PersistenceError
 from agentscope_ctx.core._failures import FailureLog
+from agentscope_ctx.core.config._config import ContextConfig, StoreConfig
 from agentscope_ctx.stores.postgres import (
     PostgresDialogStore,
     PostgresEngine,
@@ -268,7 +268,7 @@ def test_importing_the_stores_does_not_import_psycopg() -> None:
 
 @given(text=st.text(max_size=300))
 def test_the_fast_tokens_are_the_search_texts_tokens(text: str) -> None:
-    from agentscope_ctx.core._search_text import index_text, tokens
+    from agentscope_ctx.core.search._search_text import index_text, tokens
     from agentscope_ctx.stores.postgres._search_sql import lexemes
 
     assert lexemes(text) == tokens(index_text(text))

@@ -16,9 +16,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentscope_ctx._agent_config import AgentSection
-from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._errors import ConfigError
-from agentscope_ctx.core._search_hits import Filters
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.stores.factory import open_stores
 from agentscope_ctx.stores.postgres._names import MARK, db_name, name_from_db
 from tests.fleet.postgres_server import PostgresServer

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._config import ContextConfig, RecallConfig, ToolResultConfig
 from agentscope_ctx.core._errors import ConfigError, ContextError
 from agentscope_ctx.core._failures import FailureLog
+from agentscope_ctx.core.config._config import ContextConfig, RecallConfig, ToolResultConfig
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.recall._recall import Recall
 from agentscope_ctx.stores._tool_results import ToolResultPolicy

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import agentscope_ctx.core._background as background_module
-import agentscope_ctx.core._index_pieces as pieces_module
-from agentscope_ctx.core._config import ContextConfig
-from agentscope_ctx.core._outcome import judge
-from agentscope_ctx.core._search_hits import Filters, format_result
-from agentscope_ctx.core._truncation import Position, excerpt_with_notice
+import agentscope_ctx.core.search._background as background_module
+import agentscope_ctx.core.search._index_pieces as pieces_module
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.core.search._search_hits import Filters, format_result
+from agentscope_ctx.core.summary._outcome import judge
+from agentscope_ctx.core.truncation._truncation import Position, excerpt_with_notice
 from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
 from tests.fleet.excerpts import follow_excerpts
@@ -551,7 +551,7 @@ def test_the_seam_excerpt_is_read_files_answer_on_the_local_store(
 ) -> None:
     import tempfile
 
-    from agentscope_ctx.core._config import ToolResultConfig
+    from agentscope_ctx.core.config._config import ToolResultConfig
     from agentscope_ctx.recall._read_file import FileReader
     from agentscope_ctx.stores._tool_results import ToolResultPolicy
     from agentscope_ctx.stores.local import LocalOutputStore

@@ -275,7 +275,7 @@ async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
     """The owner the index learns from a dialog record (after a rebuild, or when the save's
     notice to the index was lost) is not the output's owner: Bob's message naming Alice's
     saved output (its ref in a notice) must not make her output Bob's search hit."""
-    from agentscope_ctx.core._truncation import excerpt_with_notice
+    from agentscope_ctx.core.truncation._truncation import excerpt_with_notice
     from agentscope_ctx.stores.factory import open_stores
     from tests.lines import TextBlock, ToolResultBlock
 
@@ -310,7 +310,7 @@ async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
         result.timestamp = f"{DAY} 18:00:00.000"
         await bob.dialog.append([result])
         bob.search.catch_up(seconds=None)
-        from agentscope_ctx.core._search_hits import Filters
+        from agentscope_ctx.core.search._search_hits import Filters
 
         bobs = Filters(tenant=Tenant.of("assistant", "s-bob"))
         hits = bob.search.search(SECRET, bobs, limit=10, catch_up_seconds=None).hits

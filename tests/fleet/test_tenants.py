@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextManager
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.core._tenant import Tenant
+from agentscope_ctx.core.config._config import ContextConfig
 from tests.fleet.postgres_server import PORT, PostgresServer
 from tests.lines import Msg, text_of
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentscope_ctx.cli import main as cli_main
-from agentscope_ctx.core._config import ContextConfig
+from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
 from agentscope_ctx.stores.factory import open_backend, open_stores

@@ -30,7 +30,7 @@ from tests.fleet.session import state_at
 
 
 def _postgres(request: pytest.FixtureRequest) -> Store:
-    from agentscope_ctx.core._config import ContextConfig
+    from agentscope_ctx.core.config._config import ContextConfig
 
     if "store" not in ContextConfig.model_fields:
         pytest.skip("this tree has no PostgreSQL store (`store: {kind: postgres}`) yet")

@@ -18,7 +18,7 @@ from agentscope.tool import ToolChunk
 from agentscope_ctx import ConfigError
 from agentscope_ctx._agent_config import build_agent
 from agentscope_ctx.agentscope2 import ContextManager
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.tools import ShellTool, fetch_url
 from tests.openai_server import Reply, Server, base_url, serving
 

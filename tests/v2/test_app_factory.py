@@ -21,7 +21,7 @@ from agentscope.tool import FunctionTool
 
 from agentscope_ctx import ContextUsageError
 from agentscope_ctx.agentscope2 import AppMiddlewares
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.recall._read_file import ReadFileError
 from tests.v2.app_server import App, build_log, config, running_app, texts, tool_text
 from tests.v2.fakes import ALLOW

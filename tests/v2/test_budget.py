@@ -32,7 +32,7 @@ from agentscope_ctx import (
     PromptTooLargeError,
     TokenCounter,
 )
-from agentscope_ctx.core._turns import current_turn
+from agentscope_ctx.core.context._turns import current_turn
 from tests.budget_configs import AT_1000, configs, note_outcome
 from tests.v2.fakes import ALLOW, FakeChatModel
 

@@ -1,7 +1,7 @@
 """A 2.x agent state whose saved calibration is corrupt (issue 29, item 4): whatever the
 values in `middle_context` (infinite, NaN, zero, negative, huge, of the wrong type), a real
 2.x `Agent` resumed from it keeps the budget on every prompt and answers a later turn
-(`agentscope_ctx/core/_calibration_state.py`, loaded by `agentscope2/_mirror.py`)."""
+(`agentscope_ctx/core/tokens/_calibration_state.py`, loaded by `agentscope2/_mirror.py`)."""
 
 from __future__ import annotations
 

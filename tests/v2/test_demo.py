@@ -20,7 +20,7 @@ from agentscope.tool import Toolkit
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._providers import Models, build_model
 from agentscope_ctx.agentscope2._tools import function_tool
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._line2 import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx.demo._runner import Notices

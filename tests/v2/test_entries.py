@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx.agentscope2._entries import to_blocks, to_entries
 from agentscope_ctx.agentscope2._mirror import STATE_KEY, StateMirror
-from agentscope_ctx.core._memory import ContextMemory
+from agentscope_ctx.core.context._memory import ContextMemory
 
 _text = st.text(max_size=40)
 

@@ -18,7 +18,7 @@ from agentscope.model import ChatResponse
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.fleet.conftest import pg_password, pg_schema, pg_server  # noqa: F401 (fixtures)
 from tests.fleet.postgres_server import PostgresServer

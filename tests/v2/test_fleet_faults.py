@@ -16,7 +16,7 @@ from agentscope.message import TextBlock, ToolResultBlock, UserMsg
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.fleet.conftest import pg_password  # noqa: F401 (a fixture)
 from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable

@@ -17,7 +17,7 @@ from agentscope.message import ToolResultBlock, UserMsg
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextManager
-from agentscope_ctx.core._ladder import MASKED
+from agentscope_ctx.core.ladder._ladder import MASKED
 from tests.guard_session import (
     GRID,
     LAZY,
@@ -122,7 +122,7 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
 ) -> None:
     """A message made pinned (metadata) and a reply pinned later (`ContextManager.pin`) are
     never masked, cut harder or compacted over ten compactions under pressure."""
-    from agentscope_ctx.core._pins import PIN_MARK
+    from agentscope_ctx.core.context._pins import PIN_MARK
 
     root = repo(tmp_path, monkeypatch, 10)
     config = pin_config(tmp_path, root)

@@ -15,7 +15,7 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextUsageError
 from agentscope_ctx.agentscope2 import READ_FILE, ContextMiddleware, ReadFileTool
-from agentscope_ctx.core._truncation import parse_notice, utf8_len
+from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from tests.chain import follow_chain
 from tests.v2.fakes import ALLOW, FakeChatModel, Reply, text, tool_call
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx.agentscope2._entries import to_entries
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.chain import follow_chain
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 

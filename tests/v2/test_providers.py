@@ -29,7 +29,7 @@ from agentscope.tool import FunctionTool, Toolkit
 from agentscope_ctx import ConfigError, ContextConfig
 from agentscope_ctx._providers import build_model, load_models
 from agentscope_ctx.agentscope2 import ContextMiddleware
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.openai_server import REPORTED_PROMPT_TOKENS, Reply, Server, base_url, serving
 from tests.v2.fakes import ALLOW
 

@@ -14,7 +14,7 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.agentscope2 import READ_FILE
-from agentscope_ctx.core._truncation import parse_notice
+from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.chain import check_masked_read_chain
 from tests.lines import text_of
 from tests.test_read_snapshot import EDITED, LINES

@@ -20,12 +20,12 @@ from agentscope.tool import Toolkit
 from pydantic import BaseModel
 
 from agentscope_ctx.agentscope2._tools import function_tool
-from agentscope_ctx.core._compactor import CompactionResult, Compactor
-from agentscope_ctx.core._config import CompactorConfig
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._extractive import validate_summary
 from agentscope_ctx.core._runner import run_agent_once
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.compaction._compactor import CompactionResult, Compactor
+from agentscope_ctx.core.config._config import CompactorConfig
+from agentscope_ctx.core.summary._extractive import validate_summary
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import Summarizer

@@ -16,7 +16,7 @@ from agentscope.tool import FunctionTool, Toolkit
 from pydantic import BaseModel
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextUsageError, PromptTooLargeError
-from agentscope_ctx.core._tokens import TokenCounter
+from agentscope_ctx.core.tokens._tokens import TokenCounter
 from tests.v2.fakes import ALLOW, FakeChatModel, text, tool_call
 
 COMPACTED = re.compile(r"compacted \d+ messages: (\d+) -> (\d+) tokens")
@@ -168,8 +168,8 @@ async def test_a_hint_is_not_the_current_user_turn(tmp_path: Path) -> None:
     from agentscope.state import AgentState
 
     from agentscope_ctx.agentscope2._mirror import StateMirror
-    from agentscope_ctx.core._memory import ContextMemory
-    from agentscope_ctx.core._turns import current_turn
+    from agentscope_ctx.core.context._memory import ContextMemory
+    from agentscope_ctx.core.context._turns import current_turn
 
     user = UserMsg(name="user", content="Sum the numbers in data.csv")
     reply = AssistantMsg(name="assistant", content=[HintBlock(hint="<system-reminder>now")])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agentscope.message import TextBlock
 
-from agentscope_ctx.core._eviction import EVICTION_HEADER
+from agentscope_ctx.core.summary._eviction import EVICTION_HEADER
 from tests.v2.test_adapter import _config, _run
 
 

@@ -35,7 +35,7 @@ from agentscope_ctx.agentscope2._images import _images as _images_in
 from agentscope_ctx.agentscope2._images import cap_images
 from agentscope_ctx.agentscope2._workspace import read_paths_seen
 from agentscope_ctx.core._failures import FailureLog
-from agentscope_ctx.core._offload import cut_texts
+from agentscope_ctx.core.truncation._offload import cut_texts
 from agentscope_ctx.stores._tool_results import ToolResultStore
 from tests.v2.fakes import ALLOW, FakeChatModel, tool_call
 

@@ -31,7 +31,7 @@ from typing import Any
 from ...core._entry import Msg
 from ...core._errors import ContextUsageError, PersistenceError
 from ...core._tenant import Tenant
-from .._dialog import DialogReadReport
+from .._dialog import DialogReadReport, append_notifying
 from .._dialog_record import date_prefix, decode_record, encode_record
 from ._engine import PostgresEngine
 from ._names import db_name
@@ -95,15 +95,7 @@ class PostgresDialogStore:
             PersistenceError: a message id is not a string, or the database cannot be
                 written (appending the same messages again is safe).
         """
-        if not msgs:
-            return 0
-        written = await asyncio.to_thread(self._append_sync, list(msgs))
-        if written and self._on_append is not None:
-            try:
-                await asyncio.to_thread(self._on_append)
-            except Exception:  # a listener (the search index) never fails a durable append
-                logger.exception("agentscope_ctx: the dialog append listener failed")
-        return written
+        return await append_notifying(self._append_sync, msgs, self._on_append)
 
     def read(
         self, day: str | None = None, *, session: str | None = None

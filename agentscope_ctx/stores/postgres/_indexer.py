@@ -14,11 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ...core import _index_pieces as pieces
-from ...core._background import BackgroundWork
-from ...core._index_pieces import cut_piece, piece_lines
-from ...core._search_text import Chunk, chunk_lines, record_parts
 from ...core._stamps import local_stamp
+from ...core.search import _index_pieces as pieces
+from ...core.search._background import BackgroundWork
+from ...core.search._index_pieces import cut_piece, piece_lines
+from ...core.search._search_text import Chunk, chunk_lines, record_parts
 from ._engine import PostgresEngine
 from ._outputs import output_id
 from ._schema import CHUNK

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...core._search_text import chunk_lines
+from ...core.search._search_text import chunk_lines
 from ._indexer import Indexer
 from ._search_sql import db_text
 from ._tenant import maintenance

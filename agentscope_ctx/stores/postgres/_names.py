@@ -1,7 +1,7 @@
 """Agent names and session ids as PostgreSQL text holds them, reversibly.
 
 PostgreSQL's ``text`` takes no NUL, and UTF-8 cannot encode a lone surrogate; a name holding
-either would stop every write of its agent. A config refuses both (`core._config_base.
+either would stop every write of its agent. A config refuses both (`core.config._config_base.
 PlainName`), but an agent's name is not config: it comes from the agent at run time. So the
 store writes every agent and session column through `db_name` and filters by it, and reads
 them back through `name_from_db`:

@@ -31,13 +31,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...core import _index_pieces as pieces
-from ...core._background import BackgroundWork
 from ...core._errors import PersistenceError
 from ...core._failures import FailureLog
-from ...core._search_hits import Filters, SearchResult, build_hits
-from ...core._search_text import _TOKEN as _TOKEN
-from ...core._search_text import (
+from ...core.search import _index_pieces as pieces
+from ...core.search._background import BackgroundWork
+from ...core.search._search_hits import Filters, SearchResult, build_hits
+from ...core.search._search_text import _TOKEN as _TOKEN
+from ...core.search._search_text import (
     Query,
     parse_query,
 )

@@ -10,8 +10,8 @@ import re
 import unicodedata
 from typing import Any
 
-from ...core._search_text import _TOKEN, Query, index_text
 from ...core._tenant import Tenant
+from ...core.search._search_text import _TOKEN, Query, index_text
 from ._tenant import owner_sql
 
 __all__ = [

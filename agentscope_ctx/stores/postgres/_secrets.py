@@ -13,7 +13,7 @@ said of a failure is told by `Secrets.describe`:
 - any other exception by its type and its text, scrubbed the same way.
 
 The names are those libpq would use: the DSN's options as libpq's parser reads them
-(`core._dsn.parse_dsn`: percent-encoded, quoted, any spelling), libpq's environment
+(`core.config._dsn.parse_dsn`: percent-encoded, quoted, any spelling), libpq's environment
 (``PGHOST``, ``PGUSER``, ``PGDATABASE``, ``PGPASSWORD``, ...), the variable named by
 ``password_env``, and the OS user (libpq's default user and database). A name of three
 characters or more is replaced wherever it appears; a shorter one where it stands alone.
@@ -32,7 +32,7 @@ import re
 import threading
 import weakref
 
-from ...core._dsn import is_secret, parse_dsn
+from ...core.config._dsn import is_secret, parse_dsn
 
 __all__ = ["Secrets", "store_name"]
 

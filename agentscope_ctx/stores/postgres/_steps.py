@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 from ...core._tenant import Tenant
-from .._steps_file import STEPS_VERSION
+from .._steps_file import STEPS_VERSION, step_records
 from ._engine import PostgresEngine
 from ._names import db_name, name_from_db
 from ._tenant import transaction
@@ -76,15 +76,7 @@ class PostgresStepLog:
                 f"SELECT record FROM {table} WHERE session = %s ORDER BY id",
                 (db_name(session or "default"),),
             ).fetchall()
-        records = []
-        for (text,) in rows:
-            try:
-                record = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("v") == STEPS_VERSION:
-                records.append(record)
-        return records
+        return step_records(text for (text,) in rows)
 
     def sessions(self) -> list[str]:
         """The sessions with recorded steps."""

@@ -1,0 +1,1 @@
+"""The model rung: compaction, the Compactor and its prompts, the prefix request."""

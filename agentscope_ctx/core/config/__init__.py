@@ -1,0 +1,1 @@
+"""The configuration: ContextConfig, its sections, the YAML reader, model config, DSN."""

@@ -1,0 +1,287 @@
+"""The sections of `ContextConfig` (`_config`): `tool_result`, `compactor`, `summarizer`,
+`consolidation`, `recall` and `store`, each a validated pydantic model (`_Section`: a bad
+value raises `ConfigError` naming the field)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, field_validator, model_validator
+
+from ..search._search_text import DEFAULT_HITS, MAX_HITS
+from ._config_base import PlainName, _Section
+from ._dsn import dsn_problem
+
+__all__ = [
+    "CompactorConfig",
+    "ConsolidationConfig",
+    "RecallConfig",
+    "StoreConfig",
+    "SummarizerConfig",
+    "ToolResultConfig",
+]
+
+
+class ToolResultConfig(_Section):
+    """Two-stage truncation of tool output (DESIGN.md §4)."""
+
+    recent_n: int = Field(default=5, ge=0)
+    """How many of the newest tool-result messages keep the first-truncation excerpt; older
+    ones are cut again to `old_max_bytes`. 0 cuts every tool result hard at the next step."""
+
+    recent_max_bytes: int = Field(default=32_768, ge=1_024)
+    """UTF-8 size limit of a tool result (excerpt and notice together) when it enters the
+    context. About 8K tokens of English text."""
+
+    old_max_bytes: int = Field(default=4_096, ge=1_024)
+    """UTF-8 size limit of a tool result once it has slid out of the newest `recent_n`. Not a
+    floor under the budget: when the prompt is still over it, outputs are masked."""
+
+    mask_after: int | None = Field(default=10, ge=0)
+    """Tool results older than the newest `mask_after` tool-result messages are reduced to
+    their notice alone (masking; the notice still points at the full output) when the prompt
+    passes the trigger, and under pressure all but the newest are, before any model
+    compaction. `None` masks nothing. A value below `recent_n` counts as `recent_n`."""
+
+    recent_max_share: float | None = Field(default=0.15, gt=0, le=1)
+    """A fresh output's excerpt is also bounded by this share of `max_input_tokens` (tokens
+    per byte estimated from the output itself), so that one output cannot force a
+    compaction alone. `None`: bytes only."""
+
+    markdown_recent_max_bytes: int = Field(default=65_536, ge=1_024)
+    """`recent_max_bytes` for Markdown sources (`*.md`, `*.markdown`, `protected_globs`,
+    `protected_tools`): instructions lose their meaning when cut."""
+
+    markdown_old_max_bytes: int = Field(default=16_384, ge=1_024)
+    """`old_max_bytes` for Markdown sources."""
+
+    protected_globs: list[str] = Field(default_factory=lambda: ["SKILL.md", "AGENTS.md"])
+    """Extra glob patterns (matched against the whole path and its file name) whose files get
+    the Markdown limits, on top of `*.md` and `*.markdown`."""
+
+    protected_tools: list[str] = Field(default_factory=list)
+    """Names of tools whose every output gets the Markdown limits."""
+
+    retention_days: float = Field(default=7.0, gt=0)
+    """Days a `tool_result/{uuid}.txt` file is kept; an expired file is still kept while a
+    message in a live context points to it."""
+
+    @model_validator(mode="after")
+    def _check_limits(self) -> ToolResultConfig:
+        pairs = [
+            ("old_max_bytes", "recent_max_bytes", "<="),
+            ("markdown_recent_max_bytes", "recent_max_bytes", ">="),
+            ("markdown_old_max_bytes", "old_max_bytes", ">="),
+            ("markdown_old_max_bytes", "markdown_recent_max_bytes", "<="),
+        ]
+        for left, right, op in pairs:
+            a, b = getattr(self, left), getattr(self, right)
+            if (op == "<=" and a > b) or (op == ">=" and a < b):
+                raise ValueError(f"[{left}] got {a!r}; expected {op} {right} ({b!r})")
+        return self
+
+
+class CompactorConfig(_Section):
+    """The Compactor: writes the structured summary that replaces old messages (DESIGN.md §5)."""
+
+    enabled: bool = True
+    """Use the model to summarise. When false, or when no model is given, the deterministic
+    extractive summary is used."""
+
+    language: Literal["en", "zh"] = "en"
+    """Language of the compactor's prompt and of the summary headings."""
+
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    """A compactor call that takes longer is abandoned and the extractive summary is used."""
+
+    max_input_tokens: int | None = Field(default=None, ge=1_000)
+    """Input budget of the compactor's own model; `None` means the main `max_input_tokens`.
+    Larger histories are summarised in chunks, oldest first. The summary itself is at most a
+    quarter of the smaller of this and the main `max_input_tokens`."""
+
+    request: Literal["auto", "prefix", "plain"] = "auto"
+    """How the compaction request is built. ``prefix``: the agent's last prompt exactly as
+    it was sent (system prompt, messages, tool schemas), then one user message asking for the
+    summary, so that a provider's prompt cache serves most of it; used when the compactor's
+    model is the agent's and the request fits the compactor's input budget, else ``plain``.
+    ``plain``: the compactor's own system prompt and a transcript of the older messages.
+    ``auto``: ``prefix`` once the provider has reported cache reads for the agent's prompts
+    in this session, else ``plain`` (a provider that caches nothing would bill the whole
+    prefix request at full price). See README, "Cheap compaction calls"."""
+
+    carry_max_chars: int = Field(default=4_000, ge=400)
+    """Cap, in characters, on what every summary carries by code whoever wrote it (DESIGN.md
+    §13): the user's own words, verbatim and newest first, and the artifact trail (files
+    read, edited, written; commands and their outcome; the newest errors). It is also held to
+    a tenth of `max_input_tokens` (at about 3.5 characters a token) when that is smaller."""
+
+
+class SummarizerConfig(_Section):
+    """The Summarizer: writes long-term notes to `memory/YYYY-MM-DD.md` at compaction."""
+
+    enabled: bool = True
+    """Run the Summarizer in the background on the messages compaction evicts (needs a
+    model)."""
+
+    max_input_tokens: int = Field(default=8_000, ge=1_000)
+    """Cap on the transcript of evicted messages the Summarizer's model is given (its
+    instructions, tools and own steps come on top). Tool output is shown as its first and
+    last few lines; a batch over the cap is shown more briefly, then without its oldest
+    messages."""
+
+    min_batch_tokens: int = Field(default=2_000, ge=0)
+    """Evicted messages gather in a batch until it holds this many tokens of conversation that
+    is not tool output (or, shown at its briefest, fills half of `max_input_tokens`); then one
+    run takes the whole batch.
+    What is pending at `ContextManager.close` is summarised then. 0 runs at every
+    compaction. At most `max_input_tokens`."""
+
+    @model_validator(mode="after")
+    def _check_batch(self) -> SummarizerConfig:
+        if self.min_batch_tokens > self.max_input_tokens:
+            raise ValueError(
+                f"[min_batch_tokens] got {self.min_batch_tokens!r}; expected <= "
+                f"max_input_tokens ({self.max_input_tokens!r})"
+            )
+        return self
+
+
+class ConsolidationConfig(_Section):
+    """The daily job that merges recent daily notes into `memory/MEMORY.md`."""
+
+    enabled: bool = False
+    """Run the job in-process, owned by the manager (cron users call `agentscope-ctx
+    consolidate` instead)."""
+
+    at: str = "00:00"
+    """Time of day, `HH:MM` (24-hour)."""
+
+    timezone: str | None = None
+    """IANA time zone of `at` (`"Asia/Shanghai"`); `None` means the machine's local zone."""
+
+    days: int = Field(default=7, ge=1)
+    """How many recent daily notes each run merges."""
+
+    @field_validator("at")
+    @classmethod
+    def _check_at(cls, value: str) -> str:
+        match = re.fullmatch(r"(\d{1,2}):(\d{2})", value)
+        if not match or int(match[1]) > 23 or int(match[2]) > 59:
+            raise ValueError("expected HH:MM, e.g. '00:00' or '23:30'")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(
+                    "expected an IANA time zone like 'UTC' or 'Europe/Paris'"
+                ) from None
+        return value
+
+
+class RecallConfig(_Section):
+    """Search over what left the context: the `search_history` tool and its index."""
+
+    enabled: bool = True
+    """Register `search_history` at attach and keep the index (``working_dir/index/``) up to
+    date at each save. The index is a cache: deleting it loses nothing."""
+
+    scope: Literal["session", "agent", "shared"] = "session"
+    """What `search_history` and `read_file` show the agent (DESIGN.md §15, docs/tenants.md):
+    ``session``: its own records in its own session; ``agent``: every session of the agent
+    (same name, same `user`), and the long-term memory files; ``shared``: every record of
+    the store (one user's app on its own store). Another tenant's ref reads as one that does
+    not exist. ``own``, the former default, loads as ``agent`` (what it meant)."""
+
+    session: PlainName | None = None
+    """This context's session (e.g. the ``session_id`` you give `JSONSession`, or the 2.x app
+    server's ``session_id``), written on each record; `None`: the records carry the empty
+    session ``""`` (all such contexts of one agent are one session).
+    `agentscope-ctx search --session` filters by it. No NUL or lone surrogate."""
+
+    user: PlainName | None = None
+    """The end user this context serves (the 2.x app server's ``user_id``); the agent's owner
+    key becomes ``user/agent`` (`core._tenant.agent_key`), so the same agent name of two users
+    never shares a record or a long-term memory. `None`: the agent name alone. No NUL or lone
+    surrogate."""
+
+    max_hits: int = Field(default=DEFAULT_HITS, ge=1, le=MAX_HITS)
+    """Hits per search when the agent does not ask for a number."""
+
+    max_output_bytes: int = Field(default=4_000, ge=500)
+    """UTF-8 cap of one `search_history` answer; it is also kept within
+    `tool_result.old_max_bytes`, so that an answer is never cut and saved."""
+
+    catch_up_seconds: float = Field(default=10.0, gt=0)
+    """Longest a search spends indexing files the index has not seen yet (after a rebuild),
+    and waiting for another writer of the index; the rest is searched the next time, and the
+    answer says so."""
+
+    eviction_index_max_chars: int = Field(default=1_200, ge=200)
+    """Size cap of the eviction index (what was compacted away) shown with the summary."""
+
+    @field_validator("scope", mode="before")
+    @classmethod
+    def _former_scope(cls, value: object) -> object:
+        return "agent" if value == "own" else value
+
+
+_PG_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class StoreConfig(_Section):
+    """Where the dialog, the saved outputs and the search index live (DESIGN.md §11)."""
+
+    kind: Literal["local", "postgres"] = "local"
+    """``local``: files and SQLite under `working_dir`; ``postgres``: one PostgreSQL database
+    shared by every worker (needs the ``fleet`` extra)."""
+
+    dsn: str | None = None
+    """The PostgreSQL server, without the password: ``postgresql://user@host:5432/db`` or
+    ``host=... dbname=... user=...``. Required for ``postgres``. Read by libpq's own parser
+    (psycopg must be installed): one holding a password (``password``, ``user:pw@``, however
+    encoded) or another secret option is refused (docs/fleet-secrets.md). Never shown: errors
+    and the CLI name the store by its schema."""
+
+    password_env: str | None = None
+    """Name of the environment variable holding the password; `None`: libpq's own
+    ``PGPASSWORD`` (or ``~/.pgpass``). A password is never written in the config."""
+
+    schema_name: str = "agentscope_ctx"
+    """The PostgreSQL schema holding the tables (made on first use)."""
+
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    """How long a connection attempt may take."""
+
+    retry_seconds: float = Field(default=5.0, ge=0)
+    """After a connection attempt failed, how long the store answers "unreachable" at once
+    without trying again: an unreachable database then costs one attempt per period, not
+    one (of up to `connect_timeout_seconds`) per save or read. 0: try every time."""
+
+    @model_validator(mode="after")
+    def _check_postgres(self) -> StoreConfig:
+        # Named "[field] ...": the message never repeats the DSN (it might hold a secret).
+        # libpq's own parser reads it (`_dsn`): a secret is found however it is spelled.
+        problem = None if self.dsn is None else dsn_problem(self.dsn)
+        if problem is not None:
+            raise ValueError(problem)
+        if self.kind == "postgres" and self.dsn is None:
+            raise ValueError("[dsn] is required when kind is 'postgres'")
+        if not _PG_SCHEMA.fullmatch(self.schema_name):
+            raise ValueError(
+                f"[schema_name] got {self.schema_name[:80]!r}; expected a lower-case "
+                "identifier (letters, digits, _)"
+            )
+        if self.password_env is not None and not _ENV_NAME.fullmatch(self.password_env):
+            raise ValueError(
+                f"[password_env] got {self.password_env[:80]!r}; expected an environment "
+                "variable name"
+            )
+        return self

@@ -1,0 +1,1 @@
+"""The context held: ContextMemory, its backend and views, pins, turns, unanswered calls."""

@@ -1,0 +1,1 @@
+"""Search text: chunks, tokens, queries, hits; saved outputs indexed in pieces."""

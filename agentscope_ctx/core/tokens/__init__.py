@@ -1,0 +1,1 @@
+"""Token counting: the offline encoding, the counter, the calibration to providers."""
