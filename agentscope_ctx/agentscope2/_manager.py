@@ -263,7 +263,7 @@ class ContextManager(Services):
             finally:  # also when the prompt cannot fit (raised): what was done is kept
                 changed = report is None or bool(report.truncated or report.compacted)
                 try:
-                    binding.mirror.push(state, changed=changed)
+                    binding.mirror.push(state)
                     pushed = True
                 except Exception:
                     logger.exception("agentscope_ctx: could not write the agent's state")
@@ -291,7 +291,7 @@ class ContextManager(Services):
                 path = await offload_left(agent, before)
                 if path is not None and binding.mirror.offload_note != offload_reminder(path):
                     binding.mirror.offload_note = offload_reminder(path)
-                    binding.mirror.push(agent.state, changed=False)
+                    binding.mirror.push(agent.state)
         except Exception:
             logger.exception("agentscope_ctx: could not update the read cache or offloader")
 

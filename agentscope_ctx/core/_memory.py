@@ -78,6 +78,9 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
         """What the summary carries by code (the carried block's state, the eviction index's
         entries), as data: the next compaction starts from it (`_kept`)."""
         self.revision = 0
+        self.edited: set[str] | None = None
+        """Ids of the messages whose content `replace_content` changed, when an adapter keeps
+        them (it sets a set and empties it): the 2.x mirror writes back only those."""
         self.views: dict[str, Msg] = {}
         """What the model is shown instead of a message, by id: a cut copy of an output that
         could not be saved to disk (the message itself stays whole)."""
