@@ -16,6 +16,7 @@ from typing import Any
 
 from agentscope.message import Msg
 
+from ..core._memory import ContextMemory
 from ._entries import Entry, Origin, to_blocks, to_entries
 
 __all__ = ["Conversions", "Pairs"]
@@ -93,3 +94,26 @@ class Conversions:
         """`entries` grouped by the 2.x message they came from."""
         for msg_id, group in itertools.groupby(entries, key=lambda e: self.origin[e.id][0]):
             yield msg_id, list(group)
+
+    def shown(self, memory: ContextMemory, messages: list[Msg]) -> list[Msg]:
+        """`messages` (a model call's) with `memory`'s views applied and its hidden entries
+        left out (cheap when there are none: the usual case)."""
+        if not memory.views and not memory.hidden:
+            return messages
+        by_msg = {msg_id: group for msg_id, group in self.groups(memory.messages())}
+        out = []
+        for msg in messages:
+            group = by_msg.get(msg.id)
+            if group is None or not any(
+                e.id in memory.views or e.id in memory.hidden for e in group
+            ):
+                out.append(msg)
+                continue
+            blocks: list[Any] = []
+            for entry in group:
+                if entry.id not in memory.hidden:
+                    view = memory.shown(entry)
+                    blocks.extend(to_blocks(view.content, self.origin[entry.id][1]))
+            if blocks:
+                out.append(msg.model_copy(update={"content": blocks}))
+        return out

@@ -24,11 +24,8 @@ The state holds every message whole; what the model is shown instead of an outpu
 not be saved (a view), and the messages compacted but not yet saved (hidden), are applied to
 the messages of each model call (`shown`), exactly as the 1.x memory shows them.
 
-What the core keeps between replies and the state must carry across processes lives in
-`state.middle_context["agentscope_ctx"]`: the summary itself (without the guide), what it
-carries by code as data (`core._kept`: never read back out of the summary's text) and the
-calibration. A state whose summary was written by someone else (AgentScope's own
-compression, or before agentscope_ctx was added) keeps it: it becomes the summary.
+What the core keeps between replies and the state must carry across processes is this
+package's slot in `state.middle_context` (`_slot`).
 """
 
 from __future__ import annotations
@@ -39,22 +36,18 @@ import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentscope.message import HintBlock, Msg, TextBlock
+from agentscope.message import HintBlock, Msg
 
-from ..core._calibration_state import checked_calibration
-from ..core._kept import KEPT_KEY, Kept
 from ..core._memory import ContextMemory
 from ..core._turns import HINT_MARK
 from ._conversions import Conversions, Pairs
-from ._entries import Entry, Origin, to_blocks
+from ._entries import Entry, Origin
+from ._slot import STATE_KEY, read_slot, show_summary, write_slot
 
 if TYPE_CHECKING:
     from agentscope.state import AgentState
 
 __all__ = ["STATE_KEY", "StateMirror"]
-
-STATE_KEY = "agentscope_ctx"
-"""This package's slot in `AgentState.middle_context`."""
 
 _CONTENT = operator.attrgetter("content")
 
@@ -223,20 +216,8 @@ class StateMirror:
         self._revision = memory.revision
 
     def _load(self, state: AgentState) -> None:
-        """First pull: the summary and calibration this package left in the state."""
-        data = state.middle_context.get(STATE_KEY)
-        data = data if isinstance(data, dict) else {}
-        summary = data.get("summary")
-        if not isinstance(summary, str):
-            summary = _text(state.summary)  # someone else's summary: it stays the summary
-        self.memory.adopt([], summary)
-        self.memory.kept = Kept.from_data(data.get(KEPT_KEY))  # none in an older state
-        note = data.get("offload_note")
-        self.offload_note = note if isinstance(note, str) else ""
-        if "calibration" in data:
-            self.memory.calibration = checked_calibration(
-                data["calibration"], owner="an agent's state"
-            )
+        """First pull: the summary, calibration and note this package left in the state."""
+        self.offload_note = read_slot(state, self.memory)
         self._loaded = True
 
     def reconvert(self, msg_id: str) -> None:
@@ -266,28 +247,15 @@ class StateMirror:
             self._push_context(state)
         if memory.edited is not None:
             memory.edited.clear()
-        summary = memory.summary_message()
-        text = "" if summary is None else str(summary.content)
-        if text and self.offload_note:
-            text = f"{text}\n{self.offload_note}"
-        if _text(state.summary) != text:
-            state.summary = text
+        show_summary(state, memory, self.offload_note)
         self.save_slot(state)
 
     def save_slot(self, state: AgentState) -> None:
-        """Write this package's slot of `state.middle_context`: what the next process that
-        loads the state needs and the state does not hold otherwise (the summary without its
-        guide, the calibration, the offloader's note). Also at the end of every reply: the
-        usage of the reply's last model call comes after the last `push`."""
-        if not self._loaded:
-            return  # never pulled: the slot the state has is the one to keep
-        memory = self.memory
-        state.middle_context[STATE_KEY] = {
-            "summary": memory.compact_summary,
-            "calibration": dict(memory.calibration),
-            **({"offload_note": self.offload_note} if self.offload_note else {}),
-            **({KEPT_KEY: memory.kept.to_data()} if memory.kept is not None else {}),
-        }
+        """Write this package's slot of `state.middle_context` (`_slot.write_slot`). Also at
+        the end of every reply: the usage of the reply's last model call comes after the
+        last `push`."""
+        if self._loaded:  # (never pulled: the slot the state has is the one to keep)
+            write_slot(state, self.memory, self.offload_note)
 
     def _rewrite(self, context: list[Msg], msg_id: str) -> None:
         """Put the 2.x message `msg_id` rebuilt from the memory's entries at its place."""
@@ -328,34 +296,9 @@ class StateMirror:
 
     def shown(self, messages: list[Msg]) -> list[Msg]:
         """`messages` (a model call's) with views applied and hidden entries left out."""
-        memory = self.memory
-        if not memory.views and not memory.hidden:
-            return messages
-        by_msg = {msg_id: group for msg_id, group in self.table.groups(memory.messages())}
-        out = []
-        for msg in messages:
-            group = by_msg.get(msg.id)
-            if group is None or not any(
-                e.id in memory.views or e.id in memory.hidden for e in group
-            ):
-                out.append(msg)
-                continue
-            blocks: list[Any] = []
-            for entry in group:
-                if entry.id not in memory.hidden:
-                    view = memory.shown(entry)
-                    blocks.extend(to_blocks(view.content, self.table.origin[entry.id][1]))
-            if blocks:
-                out.append(msg.model_copy(update={"content": blocks}))
-        return out
+        return self.table.shown(self.memory, messages)
 
 
 def _marks(origin: Origin) -> list[str]:
     """A hint entry is marked as one (as 1.x marks its hints): it is not a user turn."""
     return [HINT_MARK] if any(isinstance(b, HintBlock) for b in origin[1]) else []
-
-
-def _text(summary: str | Sequence[Any]) -> str:
-    if isinstance(summary, str):
-        return summary
-    return "\n".join(b.text for b in summary if isinstance(b, TextBlock))
