@@ -114,6 +114,7 @@ class StateMirror:
         (nothing done to the memory) when a change is more than that path handles."""
         k = len(self._order)
         new: Pairs = []
+        seen: Pairs = []  # the changed messages' entries the memory has (by id)
         edits: list[tuple[str, Any]] = []
         for i in changed:
             msg = context[i]
@@ -131,7 +132,7 @@ class StateMirror:
                     return False
                 if stored.content != entry.content:
                     edits.append((entry.id, entry.content))
-                self._synced[entry.id] = entry.content
+            seen.extend(fresh[: len(replaced)])
             new.extend(fresh[len(replaced) :])
         for msg in context[k:]:
             new.extend(self.table.convert(msg)[0])
@@ -142,6 +143,8 @@ class StateMirror:
             edited.discard(entry_id)  # (the pipeline's edits are what `push` writes back)
         if edits:
             memory.revision += 1  # counted again
+        for entry, _ in seen:  # (only now: the whole path compares what was not synced)
+            self._synced[entry.id] = entry.content
         await self._append(new)
         for i in changed:
             self._order[i] = context[i]

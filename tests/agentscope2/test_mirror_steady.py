@@ -104,7 +104,12 @@ async def test_a_steady_step_does_not_grow_with_the_history(tmp_path: Path) -> N
 
 
 _OPS = st.lists(
-    st.sampled_from(["round", "hint", "text", "user", "replace", "cut"]), min_size=1, max_size=14
+    st.tuples(
+        st.sampled_from(["round", "hint", "text", "user", "replace", "shrink", "grow", "cut"]),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=16,
 )
 
 
@@ -112,14 +117,16 @@ def _fresh(state: AgentState) -> list[tuple[str, Any]]:
     return [(e.id, e.content) for m in state.context for e, _ in to_entries(m)]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(_OPS)
-@example(["text", "text", "round", "cut", "replace", "hint"])
-def test_the_cheap_path_makes_what_the_whole_path_makes(ops: list[str]) -> None:
+@example([("text", True), ("text", True), ("round", True), ("cut", True), ("replace", True)])
+@example([("round", True), ("user", True), ("round", True), ("replace", False), ("shrink", True)])
+def test_the_cheap_path_makes_what_the_whole_path_makes(ops: list[tuple[str, bool]]) -> None:
     """Any run of the agent's edits (rounds and hints appended to the live reply, a run that
-    grows, a new user turn, a message replaced by a copy as `cap_images` does) and of the
-    pipeline's cuts: after each pull the memory holds the entries a fresh conversion gives,
-    and after each push the state holds what the memory holds."""
+    grows, a new user turn and reply, a message replaced by a copy as `cap_images` does, an
+    earlier reply that lost a block or gained one) and of the pipeline's cuts, pulled after one or several
+    of them: after each pull the memory holds the entries a fresh conversion gives, and
+    after each push the state holds what the memory holds."""
 
     async def main(tmp: str) -> None:
         reply = Msg(name=NAME, role="assistant", content=[])
@@ -128,7 +135,7 @@ def test_the_cheap_path_makes_what_the_whole_path_makes(ops: list[str]) -> None:
         mirror = StateMirror(ContextMemory(tmp))
         memory = mirror.memory
         await mirror.pull(state)
-        for n, op in enumerate(ops):
+        for n, (op, pull) in enumerate(ops):
             if op == "round":
                 state.append_context(NAME, _round(n))
             elif op == "hint":
@@ -143,6 +150,14 @@ def test_the_cheap_path_makes_what_the_whole_path_makes(ops: list[str]) -> None:
                 state.context[0] = first.model_copy(
                     update={"content": [TextBlock(id=first.content[0].id, text=f"was {n}")]}
                 )
+            elif op == "shrink" and len(state.context[1].content) > 1:
+                state.context[1] = state.context[1].model_copy(
+                    update={"content": state.context[1].content[:-1]}
+                )
+            elif op == "grow" and len(state.context) > 2:  # an earlier reply, in place
+                state.context[1].content.append(HintBlock(hint=f"late {n}", source="runtime"))
+            if not pull:
+                continue
             await mirror.pull(state)
             assert [(m.id, m.content) for m in memory.messages()] == _fresh(state)
             if op == "cut":
