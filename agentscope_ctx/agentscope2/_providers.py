@@ -27,7 +27,7 @@ Decisions where 1.x and 2.x differ:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from agentscope.credential import (
     AnthropicCredential,
@@ -100,7 +100,7 @@ def _dashscope_url(url: str) -> str:
     return url
 
 
-_CLASSES: dict[str, type[ChatModelBase]] = {
+_CLASSES: dict[str, Any] = {  # (their constructors differ in what else they take)
     "openai": OpenAIChatModel,
     "dashscope": DashScopeChatModel,
     "anthropic": AnthropicChatModel,
@@ -138,13 +138,13 @@ def build_model_v2(cfg: ModelConfig, key: str | None, where: str = "model") -> C
         ConfigError: a generation argument the model does not take, or a bad value.
     """
     secret = SecretStr(key or "")
-    model_cls = _CLASSES.get(cfg.provider, OllamaChatModel)
+    model_cls: Any = _CLASSES.get(cfg.provider, OllamaChatModel)
     parameters, extra = _parameters(model_cls, cfg, where)
     body = {"extra_body": extra or None} if model_cls is OpenAIChatModel else {}
     model = model_cls(
-        credential=_credential(cfg, secret),  # type: ignore[arg-type]
+        credential=_credential(cfg, secret),
         model=cfg.model_name,
-        parameters=parameters,  # type: ignore[arg-type]
+        parameters=parameters,
         stream=cfg.stream,
         client_kwargs=dict(cfg.client_kwargs) or None,
         **body,
@@ -155,4 +155,4 @@ def build_model_v2(cfg: ModelConfig, key: str | None, where: str = "model") -> C
         model.formatter.input_types = list(card.input_types)
     if cfg.context_size is not None:
         model.context_size = cfg.context_size
-    return model
+    return cast(ChatModelBase, model)
