@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from agentscope.agent import Agent
 
     from ..core.compaction._compaction import Compaction
+    from ._agents import AgentRuns
     from ._binding import Binding
-    from ._manager import ContextManager
 
 __all__ = ["EMERGENCY_SHRINK", "guarded_call", "prompt_usage"]
 
@@ -46,7 +46,7 @@ ModelResult = ChatResponse | AsyncGenerator[ChatResponse, None]
 
 
 async def guarded_call(
-    manager: ContextManager,
+    manager: AgentRuns,
     agent: Agent,
     binding: Binding,
     kwargs: dict[str, Any],
@@ -149,7 +149,7 @@ def _observe(binding: Binding, response: ChatResponse, model: Any) -> None:
 
 
 async def _recover(
-    manager: ContextManager,
+    manager: AgentRuns,
     agent: Agent,
     binding: Binding,
     error: Exception,

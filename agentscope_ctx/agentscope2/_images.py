@@ -64,11 +64,12 @@ keeps the check O(changed messages): a 2.x agent keeps unchanged messages as the
 objects and only appends blocks to its live reply)."""
 
 
-def _in_message(msg: Msg) -> list[tuple[int, int | None]]:
+def _in_message(msg: Msg, start: int = 0) -> list[tuple[int, int | None]]:
+    """Where `msg`'s images are (from its block `start` on)."""
     found: list[tuple[int, int | None]] = []
     if isinstance(msg.content, str):
         return found
-    for b, block in enumerate(msg.content):
+    for b, block in enumerate(msg.content[start:], start):
         if _is_image(block):
             found.append((b, None))
         elif isinstance(block, ToolResultBlock) and isinstance(block.output, list):
@@ -84,7 +85,10 @@ def _count(context: Sequence[Msg], counts: ImageCounts) -> int:
     for msg in context:
         known = counts.get(msg.id)
         n_blocks = 0 if isinstance(msg.content, str) else len(msg.content)
-        if known is None or known[0] is not msg or known[1] != n_blocks:
+        if known is not None and known[0] is msg and 0 < known[1] < n_blocks:
+            # grown by appended blocks (the live reply): only those are looked at
+            known = (msg, n_blocks, known[2] + len(_in_message(msg, known[1])))
+        elif known is None or known[0] is not msg or known[1] != n_blocks:
             known = (msg, n_blocks, len(_in_message(msg)))
         seen[msg.id] = known
         total += known[2]

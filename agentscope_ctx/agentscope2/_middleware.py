@@ -64,8 +64,8 @@ from ._workspace import offload_output
 if TYPE_CHECKING:
     from agentscope.agent import Agent
 
+    from ._agents import AgentRuns
     from ._binding import Binding
-    from ._manager import ContextManager
 
 __all__ = ["NOTICE_EVENT", "MiddlewareHooks"]
 
@@ -86,7 +86,7 @@ class MiddlewareHooks(MiddlewareBase):
     """The hooks of `ContextMiddleware` (`_manager`, which also makes a manager for a
     middleware built on its own), working for `manager`."""
 
-    def __init__(self, manager: ContextManager) -> None:
+    def __init__(self, manager: AgentRuns) -> None:
         self.manager = manager
         self.config = manager.config
         self.store = manager.store

@@ -27,7 +27,7 @@ Decisions where 1.x and 2.x differ:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from agentscope.credential import (
     AnthropicCredential,
@@ -100,6 +100,27 @@ def _dashscope_url(url: str) -> str:
     return url
 
 
+_CLASSES: dict[str, Any] = {  # (their constructors differ in what else they take)
+    "openai": OpenAIChatModel,
+    "dashscope": DashScopeChatModel,
+    "anthropic": AnthropicChatModel,
+}
+"""The 2.x model class of each provider (any other: ``ollama``, `ModelConfig` allows no more)."""
+
+
+def _credential(cfg: ModelConfig, secret: SecretStr) -> Any:
+    """The provider's credential: the key and `base_url` (Ollama's: its host, no key)."""
+    if cfg.provider == "openai":
+        return OpenAICredential(api_key=secret, base_url=cfg.base_url)
+    if cfg.provider == "dashscope":
+        if cfg.base_url:
+            return DashScopeCredential(api_key=secret, base_url=_dashscope_url(cfg.base_url))
+        return DashScopeCredential(api_key=secret)
+    if cfg.provider == "anthropic":
+        return AnthropicCredential(api_key=secret, base_url=cfg.base_url)
+    return OllamaCredential(host=cfg.base_url)
+
+
 def _card(model_cls: type[ChatModelBase], name: str) -> ModelCard | None:
     """AgentScope's model card for `name`, if it ships one."""
     try:
@@ -117,54 +138,21 @@ def build_model_v2(cfg: ModelConfig, key: str | None, where: str = "model") -> C
         ConfigError: a generation argument the model does not take, or a bad value.
     """
     secret = SecretStr(key or "")
-    client = dict(cfg.client_kwargs) or None
-    model: ChatModelBase
-    if cfg.provider == "openai":
-        parameters, extra = _parameters(OpenAIChatModel, cfg, where)
-        model = OpenAIChatModel(
-            credential=OpenAICredential(api_key=secret, base_url=cfg.base_url),
-            model=cfg.model_name,
-            parameters=parameters,  # type: ignore[arg-type]
-            stream=cfg.stream,
-            client_kwargs=client,
-            extra_body=extra or None,
-        )
-    elif cfg.provider == "dashscope":
-        parameters, _ = _parameters(DashScopeChatModel, cfg, where)
-        credential = (
-            DashScopeCredential(api_key=secret, base_url=_dashscope_url(cfg.base_url))
-            if cfg.base_url
-            else DashScopeCredential(api_key=secret)
-        )
-        model = DashScopeChatModel(
-            credential=credential,
-            model=cfg.model_name,
-            parameters=parameters,  # type: ignore[arg-type]
-            stream=cfg.stream,
-            client_kwargs=client,
-        )
-    elif cfg.provider == "anthropic":
-        parameters, _ = _parameters(AnthropicChatModel, cfg, where)
-        model = AnthropicChatModel(
-            credential=AnthropicCredential(api_key=secret, base_url=cfg.base_url),
-            model=cfg.model_name,
-            parameters=parameters,  # type: ignore[arg-type]
-            stream=cfg.stream,
-            client_kwargs=client,
-        )
-    else:
-        parameters, _ = _parameters(OllamaChatModel, cfg, where)
-        model = OllamaChatModel(
-            credential=OllamaCredential(host=cfg.base_url),
-            model=cfg.model_name,
-            parameters=parameters,  # type: ignore[arg-type]
-            stream=cfg.stream,
-            client_kwargs=client,
-        )
+    model_cls: Any = _CLASSES.get(cfg.provider, OllamaChatModel)
+    parameters, extra = _parameters(model_cls, cfg, where)
+    body = {"extra_body": extra or None} if model_cls is OpenAIChatModel else {}
+    model = model_cls(
+        credential=_credential(cfg, secret),
+        model=cfg.model_name,
+        parameters=parameters,
+        stream=cfg.stream,
+        client_kwargs=dict(cfg.client_kwargs) or None,
+        **body,
+    )
     card = _card(type(model), cfg.model_name)
     if card is not None:
         model.context_size = card.context_size
         model.formatter.input_types = list(card.input_types)
     if cfg.context_size is not None:
         model.context_size = cfg.context_size
-    return model
+    return cast(ChatModelBase, model)

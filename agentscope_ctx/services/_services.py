@@ -210,9 +210,11 @@ class Services:
                 "away can no longer be pinned)"
             )
         due = pipeline.ladder.plan.due
+        marked = pipeline.accountant.ledger.pinned
         for msg in memory.messages():
             if msg.id == msg_id or str(msg.id).startswith(f"{msg_id}/"):
                 due.pop(msg.id, None)
+                (marked.add if pinned else marked.discard)(msg.id)
 
     @staticmethod
     async def prepare(pipeline: ContextPipeline) -> bool:

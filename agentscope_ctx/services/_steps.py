@@ -40,20 +40,35 @@ class StepRecorder:
         self.runs = 0
         self._seen: set[str] = set()
         self._refs: set[str] = set()
+        self._revision = -1
+        self._upto: tuple[int, object] = (0, None)
+        """The memory's revision and length at the last run, and its last message then."""
 
     def _new_outputs(self, memory: ContextMemory) -> list[dict[str, Any]]:
+        content = memory.content
+        n, last = self._upto
+        if (
+            memory.revision == self._revision
+            and len(content) >= n
+            and (n == 0 or content[n - 1][0] is last)
+        ):  # only appended since the last run: only the new messages are read
+            new, live = content[n:], self._seen
+        else:
+            new, live = content, set()
         outputs: list[dict[str, Any]] = []
-        live: set[str] = set()
-        for msg, _ in memory.content:
-            live.add(msg.id)
+        for msg, _ in new:
             if msg.id in self._seen:
+                live.add(msg.id)
                 continue
+            live.add(msg.id)
             for ref in notice_paths(msg.content):
                 if ref in self._refs:
                     continue
                 self._refs.add(ref)
                 outputs.append({"ref": os.fspath(ref), "bytes": self.store.size(ref)})
         self._seen = live
+        self._revision = memory.revision
+        self._upto = (len(content), content[-1][0] if content else None)
         return outputs
 
     async def note(

@@ -78,6 +78,11 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
         """What the summary carries by code (the carried block's state, the eviction index's
         entries), as data: the next compaction starts from it (`_kept`)."""
         self.revision = 0
+        self._ids: tuple[object, int, int, set[str]] | None = None
+        """`add`'s ids of the live messages, with the list, length and revision they are of."""
+        self.edited: set[str] | None = None
+        """Ids of the messages whose content `replace_content` changed, when an adapter keeps
+        them (it sets a set and empties it): the 2.x mirror writes back only those."""
         self.views: dict[str, Msg] = {}
         """What the model is shown instead of a message, by id: a cut copy of an output that
         could not be saved to disk (the message itself stays whole)."""
@@ -203,7 +208,7 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
             raise TypeError(f"memories must be Msg objects; got {[type(m) for m in msgs]}")
         mark_list = _marks(marks)
         await self._sync_backend()
-        known = {msg.id for msg, _ in self.content}
+        known = self._live_ids()
         if not allow_duplicates:
             msgs = [msg for msg in msgs if msg.id not in known]
         stored = []
@@ -216,9 +221,19 @@ class ContextMemory(MemoryViews, SummaryViews, MemoryBase):
             known.add(copy.id)
             stored.append(copy)
             self.content.append((copy, list(mark_list)))
+        self._ids = (self.content, len(self.content), self.revision, known)
         msgs = stored
         if self.backend is not None and msgs:
             await self.backend.add(msgs, marks=mark_list or None)
+
+    def _live_ids(self) -> set[str]:
+        """The ids of the live messages: kept from the last `add` while the list is the same
+        one with as many messages and no new revision (a step adds, it does not pass over
+        the history), else gathered again."""
+        content, ids = self.content, self._ids
+        if ids is None or ids[0] is not content or ids[1:3] != (len(content), self.revision):
+            return {msg.id for msg, _ in content}
+        return ids[3]
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         await self._sync_backend()

@@ -21,6 +21,7 @@ class MemoryViews:
     hidden: set[str]
     pending_summary: str | None
     revision: int
+    edited: set[str] | None
 
     def messages(self) -> list[Msg]:
         """The live messages (the stored objects themselves, in order)."""
@@ -46,11 +47,14 @@ class MemoryViews:
     def replace_content(self, msg_id: str, content: Any) -> None:
         """Replace the content of one stored message (a harder truncation of its output).
 
-        Not counted as a revision: the pipeline, its only caller, accounts for it itself."""
-        for msg, _ in self.content:
+        Not counted as a revision: the pipeline, its only caller, accounts for it itself.
+        Noted in `edited` when that is kept. Looked up from the newest (the usual case)."""
+        for msg, _ in reversed(self.content):
             if msg.id == msg_id:
                 msg.content = content
                 self.views.pop(msg_id, None)
+                if self.edited is not None:
+                    self.edited.add(msg_id)
                 return
         raise KeyError(msg_id)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._entry import Msg
 from ..context._memory import ContextMemory
+from ..context._pins import is_pinned
 from ..tokens._calibration import Calibration
 from ..tokens._tokens import TokenCounter
 
@@ -49,6 +50,9 @@ class Ledger:
     """The ids in `tool_msgs` of messages holding tool results."""
     calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     """Tool calls by id: (tool name, arguments)."""
+    pinned: set[str] = field(default_factory=set)
+    """The ids of the messages carrying the pin mark (kept by `sync` and the pin calls), so
+    that a run without pins does not look at every message for one."""
     recent_upto: int = 0
     """`tool_msgs[:recent_upto]` have had the first-truncation check."""
     old_upto: int = 0
@@ -112,6 +116,8 @@ class Accountant:
                         str(block.get("name", "")),
                         dict(tool_input) if isinstance(tool_input, dict) else {},
                     )
+            if is_pinned(msg):
+                t.pinned.add(msg.id)
             if kinds & {"tool_use", "tool_result"}:
                 t.tool_msgs.append(msg.id)
             if "tool_result" in kinds:

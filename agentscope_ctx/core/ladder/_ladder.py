@@ -94,6 +94,8 @@ class Ladder:
         marked cut, `memory.views`): saved and cut now, at the level already applied to
         them, oldest first. The first that still cannot be saved ends the try: while the
         store is down, a run makes one attempt more, not one per output."""
+        if not self.memory.views:
+            return 0  # (nothing kept whole: no pass over the tool messages)
         t = self.accountant.ledger
         changed = 0
         for msg_id in [i for i in t.tool_msgs if i in self.memory.views]:
@@ -282,6 +284,8 @@ class Ladder:
 
     def pinned(self) -> set[str]:
         """Ids of the messages the pins protect now (within `pin_max_share`)."""
+        if not self.accountant.ledger.pinned:
+            return set()  # (no pins: no pass over every message)
         calibration = self.accountant.calibration
         share = int(self.pin_max_share * calibration.budget / calibration.scale)
         kept, _ = protected(self.memory.messages(), self.accountant.ledger.counts, share)
