@@ -25,6 +25,9 @@ ACYCLIC = [
     f"{ROOT}.cli",
     f"{ROOT}.viewer",
     f"{ROOT}._agent_config",
+    f"{ROOT}.agentscope2",
+    f"{ROOT}.demo",
+    ROOT,  # and so nowhere in the package
 ]
 
 
