@@ -114,6 +114,14 @@ def test_a_version_2_schema_gets_the_newest_first_index(
         names = {name: sql for name, sql in indexes}
         assert "chunks_by_owner" not in names
         assert names["chunks_by_owner_id"].endswith("(agent, session, id)")
+        with stores.search.engine.connection() as conn:  # type: ignore[attr-defined]
+            methods = conn.execute(
+                "SELECT a.attname, a.attcompression FROM pg_attribute AS a "
+                "WHERE a.attrelid = %s::regclass AND a.attname IN ('body', 'terms') "
+                "ORDER BY a.attname",
+                (f"{s}.chunks",),
+            ).fetchall()
+        assert methods == [("body", "l"), ("terms", "l")]  # lz4 (this server has it)
     finally:
         stores.close()
 
