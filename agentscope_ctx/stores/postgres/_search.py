@@ -11,7 +11,9 @@ positions; a query is `parse_query`'s terms, each a phrase of the same tokens (`
 of them (``&``) else any (``|``), ``:*`` for a prefix. The tokens hold letters and digits
 only and are quoted, so nothing a user types is ever query syntax; lone surrogates and NUL
 become U+FFFD before they reach the database. Ranked by ``ts_rank`` (the score is its
-negation: lower is better, as BM25 in the local index).
+negation: lower is better, as BM25 in the local index) among the newest
+`_search_sql.CANDIDATES` matches that pass the filters: the query stops there
+(`_search_sql.ranked_sql`).
 
 The stores are the truth and the index catches up with them: dialog rows and outputs carry an
 ``indexed`` flag, taken with ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once
