@@ -3,7 +3,7 @@ as the stores chunk it (`_search_text.chunk_lines`, our tokens), indexed by each
 the index size against the history's bytes, the indexing rate, and the top-5 query time
 (p50/p95) over bench_store's queries (rare and common words, phrases, prefixes, CJK).
 
-Run ``python -m benchmarks.bench_engines --mb 100`` (``--mb``: MB of history, 10 by default).
+Run ``python -m benchmarks.store.engines --mb 100`` (``--mb``: MB of history, 10 by default).
 Candidates (each skipped when its library is missing):
 
 - ``fts5_today``: the local index's table today (the chunk text stored in FTS5, detail=full);
@@ -39,7 +39,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentscope_ctx.core.search._search_text import chunk_lines, index_text, parse_query, tokens
-from benchmarks.bench_store import _output, _pct, _queries, _text
+from benchmarks.store.stores import _output, _pct, _queries, _text
 
 K = 5
 

@@ -4,10 +4,10 @@ the PostgreSQL fleet store, on this machine.
 Run ``python -m benchmarks store`` (10,000 messages and 100 MB of saved outputs), or this
 module to choose the sizes::
 
-    python -m benchmarks.bench_store                       # 10000:100
-    python -m benchmarks.bench_store --large               # 10000:100 and 100000:1024
-    python -m benchmarks.bench_store --points 1000:10 100000:1024 --sessions 10 --big-mb 100
-    python -m benchmarks.bench_store --large --stores postgres   # one store only
+    python -m benchmarks.store.stores                       # 10000:100
+    python -m benchmarks.store.stores --large               # 10000:100 and 100000:1024
+    python -m benchmarks.store.stores --points 1000:10 100000:1024 --sessions 10 --big-mb 100
+    python -m benchmarks.store.stores --large --stores postgres   # one store only
 
 Each point is MESSAGES:OUTPUT_MB. The environment variable ``AGENTSCOPE_CTX_BENCH_STORE``
 (e.g. ``"100000:1024"``) sets the points of ``python -m benchmarks store``; ``--large`` there

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_pipeline import ENCODING, _make_pipeline, build_history, tool_pair
+from benchmarks.pipeline.step import ENCODING, _make_pipeline, build_history, tool_pair
 
 from agentscope_ctx.core.tokens._tokens import TokenCounter
 

@@ -25,6 +25,7 @@ from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import MemoryFiles
 from agentscope_ctx.stores.factory import open_stores
+from agentscope_ctx.stores.postgres._schema import SCHEMA_VERSION
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
 from tests.fleet.pg_config import PgStore, config_file
 from tests.fleet.remember_worker import expected_facts, remember_in_two_processes
@@ -213,7 +214,7 @@ def test_a_version_1_database_gains_the_memory_table(tmp_path: Path, pg_store: P
         versions = conn.execute(f"SELECT version FROM {pg_store.schema}.schema_version").fetchall()
 
     assert said(answer) == "Saved to pg-memory:MEMORY.md."
-    assert sorted(row[0] for row in versions) == [1, 2]
+    assert sorted(row[0] for row in versions) == [1, SCHEMA_VERSION]
     saved = manager.store.read_saved(str(ref))
     assert saved is not None and b"".join(saved) == b"kept across the upgrade\n"
     manager.backend.close()

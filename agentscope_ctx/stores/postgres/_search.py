@@ -11,7 +11,9 @@ positions; a query is `parse_query`'s terms, each a phrase of the same tokens (`
 of them (``&``) else any (``|``), ``:*`` for a prefix. The tokens hold letters and digits
 only and are quoted, so nothing a user types is ever query syntax; lone surrogates and NUL
 become U+FFFD before they reach the database. Ranked by ``ts_rank`` (the score is its
-negation: lower is better, as BM25 in the local index).
+negation: lower is better, as BM25 in the local index) among the newest
+`_search_sql.CANDIDATES` matches that pass the filters: the query stops there
+(`_search_sql.ranked_sql`).
 
 The stores are the truth and the index catches up with them: dialog rows and outputs carry an
 ``indexed`` flag, taken with ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once
@@ -46,13 +48,7 @@ from ._indexer import Indexer
 from ._memory_index import catch_up_memory
 from ._names import db_name, name_from_db
 from ._outputs import output_id
-from ._search_sql import (
-    LOW,
-    RANKED,
-    day_rows,
-    db_text,
-    query_text,
-)
+from ._search_sql import day_rows, db_text, query_text, ranked_sql
 from ._tenant import bind, maintenance, stored_owner
 
 __all__ = ["PostgresSearchIndex"]
@@ -64,9 +60,6 @@ T = TypeVar("T")
 NOTIFY_SECONDS = 2.0
 STALLED_STEPS = 50
 """Background steps in a row that find nothing to take (others hold it) before it stops."""
-MAX_RANKED = 5_000
-"""A query matching more chunks ranks the newest ones only (as the local index); if the
-filters then leave too few hits, it ranks them all."""
 
 
 class PostgresSearchIndex(Indexer):
@@ -170,26 +163,23 @@ class PostgresSearchIndex(Indexer):
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
         budget = self._search_budget(catch_up_seconds)
-        sql, low_sql = RANKED.format(s=self.engine.schema), LOW.format(s=self.engine.schema)
+        params = {**vars(filters), **owner, "limit": 4 * limit + 8}
+        params.pop("tenant", None)
+        sql = ranked_sql(self.engine.schema, {k for k, v in params.items() if v is not None})
 
-        def ranked(conn: Any, match: str, params: dict[str, object]) -> list[Any]:
-            bound = conn.execute(low_sql, {"match": match, "ranked": MAX_RANKED}).fetchone()
-            low = 0 if bound is None else int(bound[0]) + 1
-            rows = conn.execute(sql, {**params, "match": match, "low": low}).fetchall()
-            if low and len(rows) < limit:
-                rows = conn.execute(sql, {**params, "match": match, "low": 0}).fetchall()
-            return list(rows)
+        def ranked(conn: Any, match: str) -> list[Any]:
+            # not prepared: each search planned for its own words (a common one is found
+            # newest first, a rare one through the GIN index)
+            return list(conn.execute(sql, {**params, "match": match}, prepare=False).fetchall())
 
         def run(conn: Any) -> SearchResult:
             pending = self._catch_up(conn, deadline, budget, self.background.running())
-            params = {**vars(filters), **owner, "limit": 4 * limit + 8}
-            params.pop("tenant", None)
             with conn.transaction():
                 bind(conn, tenant)
-                rows = ranked(conn, query_text(parsed), params)
+                rows = ranked(conn, query_text(parsed))
                 every = bool(rows) or len(parsed.terms) == 1
                 if not every:
-                    rows = ranked(conn, query_text(parsed, every=False), params)
+                    rows = ranked(conn, query_text(parsed, every=False))
                 rows, records = day_rows(conn, self.engine.schema, rows, tenant)
             rows = [(*row[:8], name_from_db(row[8]), *row[9:]) for row in rows]  # c.agent
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))

@@ -1,7 +1,7 @@
 """What the PostgreSQL search sends and gets back (`_search`): the ``tsvector`` and
 ``tsquery`` literals of our own tokens (`tsvector_text`, `query_text`: letters and digits
 only, quoted, so nothing a user types is query syntax), text as the database can hold it
-(`db_text`), the ranked query (`RANKED`, `LOW`) and its dialog hits placed in their days
+(`db_text`), the ranked query (`ranked_sql`) and its dialog hits placed in their days
 (`day_rows`)."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from ...core.search._search_text import _TOKEN, Query, index_text
 from ._tenant import owner_sql
 
 __all__ = [
-    "LOW",
+    "CANDIDATES",
     "MAX_LEXEME",
-    "RANKED",
     "day_rows",
     "db_text",
     "lexemes",
     "query_text",
+    "ranked_sql",
     "tsvector_text",
 ]
 
@@ -82,33 +82,51 @@ def query_text(query: Query, *, every: bool = True) -> str:
     return (" & " if every else " | ").join(parts)
 
 
-RANKED = """
-SELECT -ts_rank(c.terms, q.query), c.body, c.start_line, c.line_offset, c.source, c.kind,
+CANDIDATES = 500
+"""Chunks a search ranks at most: the newest that match (and pass the filters). The query
+then stops early: its cost grows with the hits it takes, not with the history (a common
+word is found in the newest chunks first; a rare one through the GIN index)."""
+
+_FILTERS = {
+    "agent": "(c.agent IS NULL OR c.agent = %(agent)s)",
+    "session": "c.session = %(session)s",
+    "t_agent": "c.agent = %(t_agent)s",
+    "t_session": "c.session = %(t_session)s",
+    "role": "c.role = %(role)s",
+    "tool": "strpos(',' || c.tool || ',', ',' || %(tool)s || ',') > 0",
+    "since": "replace(c.ts, 'T', ' ') >= %(since)s",
+    "until": "replace(c.ts, 'T', ' ') <= %(until)s || '~'",
+}
+"""The condition of each filter, in the query only when it is given (a plan the server can
+fit to it: the owner columns then lead the ``(agent, session, id)`` index)."""
+
+
+def ranked_sql(schema: str, given: set[str]) -> str:
+    """The ranked query: the newest `CANDIDATES` chunks that match ``%(match)s`` and the
+    filters `given` (names of `_FILTERS`), the best ``%(limit)s`` of them by ``ts_rank``
+    (then the newest), their text and owners read for those only."""
+    where = " AND ".join(
+        ["c.terms @@ %(match)s::tsquery", *(sql for k, sql in _FILTERS.items() if k in given)]
+    )
+    return f"""
+WITH q AS (SELECT %(match)s::tsquery AS query),
+cand AS MATERIALIZED (
+    SELECT c.id, c.terms, c.ts FROM {schema}.chunks AS c WHERE {where}
+    ORDER BY c.id DESC LIMIT {int(CANDIDATES)}),
+best AS (
+    SELECT cand.id, ts_rank(cand.terms, q.query) AS rank, cand.ts FROM cand, q
+    ORDER BY rank DESC, cand.ts DESC NULLS LAST, cand.id DESC LIMIT %(limit)s)
+SELECT -best.rank, c.body, c.start_line, c.line_offset, c.source, c.kind,
     1, 0, c.agent, c.role, c.tool, c.args, c.ts
-FROM {s}.chunks AS c, (SELECT %(match)s::tsquery AS query) AS q
-WHERE c.terms @@ q.query
-    AND (%(agent)s::text IS NULL OR c.agent IS NULL OR c.agent = %(agent)s)
-    AND (%(session)s::text IS NULL OR c.session = %(session)s)
-    AND (%(t_agent)s::text IS NULL
-        OR (c.agent = %(t_agent)s AND (%(t_session)s::text IS NULL OR c.session = %(t_session)s)))
-    AND (%(role)s::text IS NULL OR c.role = %(role)s)
-    AND (%(tool)s::text IS NULL OR strpos(',' || c.tool || ',', ',' || %(tool)s || ',') > 0)
-    AND (%(since)s::text IS NULL OR replace(c.ts, 'T', ' ') >= %(since)s)
-    AND (%(until)s::text IS NULL OR replace(c.ts, 'T', ' ') <= %(until)s || '~')
-    AND c.id >= %(low)s
-ORDER BY ts_rank(c.terms, q.query) DESC, c.ts DESC NULLS LAST, c.id DESC
-LIMIT %(limit)s
-"""
-LOW = """
-SELECT id FROM {s}.chunks WHERE terms @@ %(match)s::tsquery ORDER BY id DESC
-OFFSET %(ranked)s LIMIT 1
+FROM best JOIN {schema}.chunks AS c ON c.id = best.id
+ORDER BY best.rank DESC, best.ts DESC NULLS LAST, best.id DESC
 """
 
 
 def day_rows(
     conn: Any, schema: str, rows: list[Any], tenant: Tenant | None = None
 ) -> tuple[list[tuple[Any, ...]], dict[int, str]]:
-    """`rows` of `RANKED` with each dialog hit pointing into its day
+    """`rows` of `ranked_sql` with each dialog hit pointing into its day
     (``pg-dialog:YYYY-MM-DD``, the record's line in it, and its seq where a day file has a
     byte offset), and the JSON line of each record by seq (where the hit's text starts in
     it is its ``line_offset``). Lines are counted in the day as `tenant` reads it."""
