@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx import ContextConfig, ContextManager
-from tests.lines import text_of
+from tests.support.lines import text_of
 
 
 def worker(config: ContextConfig, go_file: Path, prefix: str, count: int, results: Any) -> None:

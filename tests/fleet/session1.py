@@ -22,7 +22,6 @@ from agentscope.module import StateModule
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import AtomicJSONSession, ContextConfig, ContextManager
-from tests.fakes import FakeChatModel, text, tool_call
 from tests.fleet.script import (
     DONE_TEXT,
     SYSTEM_PROMPT,
@@ -34,6 +33,7 @@ from tests.fleet.script import (
     worker_fields,
     write_files,
 )
+from tests.support.fakes import FakeChatModel, text, tool_call
 
 USER = "fleet-user"
 PROMPT_LOG: Path | None = None

@@ -1,5 +1,5 @@
 """AgentScope 1.x: `ContextMemory` over a memory two workers share, `RedisMemory` on a real
-Redis server or `AsyncSQLAlchemyMemory` on SQLite (tests/test_backend.py has the in-process
+Redis server or `AsyncSQLAlchemyMemory` on SQLite (tests/agentscope1/test_backend.py has the in-process
 replicas; tests/fleet/test_workers.py the processes)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.lines import IS_1X, reason_1x
+from tests.support.lines import IS_1X, reason_1x
 
 if not IS_1X:
     pytest.skip(reason_1x("ContextMemory over AgentScope 1.x memories"), allow_module_level=True)
@@ -87,7 +87,7 @@ async def test_a_tool_call_a_killed_worker_left_unanswered_leaves_the_context(
 
     from agentscope_ctx import ContextConfig, ContextManager
     from agentscope_ctx.core._unanswered import unanswered
-    from tests.fakes import FakeChatModel, tool_call
+    from tests.support.fakes import FakeChatModel, tool_call
 
     a = ContextMemory(tmp_path, backend=backends[0])
     await a.add(Msg("user", "scan shard 7", "user"))
@@ -127,7 +127,7 @@ async def test_an_unanswered_call_moved_to_the_dialog_keeps_the_conversations_or
     from agentscope.formatter import OpenAIChatFormatter
 
     from agentscope_ctx import ContextConfig, ContextManager
-    from tests.fakes import FakeChatModel, tool_call
+    from tests.support.fakes import FakeChatModel, tool_call
 
     a = ContextMemory(tmp_path, backend=backends[0])
     question = Msg("user", "scan shards 6 and 7", "user")

@@ -1,4 +1,4 @@
-"""Issue 23 end to end on 1.x (the twin of `tests/v2/test_fleet.py`): a real `ReActAgent`
+"""Issue 23 end to end on 1.x (the twin of `tests/agentscope2/test_fleet.py`): a real `ReActAgent`
 whose manager is configured with ``store: {kind: postgres}`` works through a session whose
 big outputs are cut and whose older messages are compacted; a SECOND manager and agent on
 another working dir (another worker, sharing only the database) read every notice of the
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.lines import IS_1X, reason_1x
+from tests.support.lines import IS_1X, reason_1x
 
 if not IS_1X:
     pytest.skip(reason_1x("the fleet store under a 1.x ReActAgent"), allow_module_level=True)
@@ -26,10 +26,10 @@ from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core._truncation import parse_notice
-from tests.chain import follow_chain
-from tests.fakes import FakeChatModel, text, tool_call
+from tests.agentscope1.test_budget_recover import recover
 from tests.fleet.postgres_server import PostgresServer
-from tests.test_budget_recover import recover
+from tests.support.chain import follow_chain
+from tests.support.fakes import FakeChatModel, text, tool_call
 
 POINTER = re.compile(
     r"read on: read_file file_path=(?P<path>pg-\S+) start_line=(?P<line>\d+)"
@@ -159,5 +159,5 @@ async def test_a_second_1x_worker_reads_and_finds_what_the_first_saved_in_postgr
 async def test_a_1x_session_recovers_after_prompt_too_large_on_postgres(
     tmp_path: Path, pg_server: PostgresServer, pg_password: str, pg_schema: str
 ) -> None:
-    """Issue 29 item 5 on the fleet store (the session: `tests/test_budget_recover.py`)."""
+    """Issue 29 item 5 on the fleet store (the session: `tests/agentscope1/test_budget_recover.py`)."""
     await recover(config(tmp_path, pg_server, pg_schema, 3_000))

@@ -16,7 +16,7 @@ from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 
 def _config(tmp_path: Path, server: PostgresServer, schema: str) -> Path:

@@ -30,7 +30,7 @@ from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
 from tests.fleet.postgres_server import PostgresServer
 from tests.fleet.remember_worker import worker
-from tests.lines import IS_1X, Msg, text_of
+from tests.support.lines import IS_1X, Msg, text_of
 
 if IS_1X:
     from agentscope.formatter import OpenAIChatFormatter

@@ -17,7 +17,7 @@ from agentscope_ctx.core._truncation import Position, parse_notice
 from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
 from agentscope_ctx.stores.seams import excerpt
 from tests.fleet.postgres_server import PostgresServer
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 TEXTS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),

@@ -28,7 +28,7 @@ from agentscope_ctx.core._search_hits import Filters, format_result
 from agentscope_ctx.core._truncation import Position, excerpt_with_notice, parse_notice
 from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ["local", "postgres"]
