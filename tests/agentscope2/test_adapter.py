@@ -19,7 +19,7 @@ from agentscope_ctx.agentscope2 import NOTICE_EVENT, ContextMiddleware
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.core._truncation import parse_notice
 from tests.support.chain import follow_chain
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 
 BUDGET = 6_000
 

@@ -15,7 +15,7 @@ from agentscope.model import OpenAIChatModel
 from agentscope_ctx import ContextConfig
 from agentscope_ctx.agentscope2 import ContextMiddleware
 from tests.agentscope_suite import plugin, run
-from tests.support.fakes2 import FakeChatModel
+from tests.support.fakes import FakeChatModel
 
 PLAIN = """
 from agentscope.agent import Agent

@@ -24,7 +24,7 @@ from agentscope_ctx.agentscope2 import AppMiddlewares
 from agentscope_ctx.core._truncation import parse_notice
 from agentscope_ctx.recall._read_file import ReadFileError
 from tests.support.app_server import App, build_log, config, running_app, texts, tool_text
-from tests.support.fakes2 import ALLOW
+from tests.support.fakes import ALLOW
 
 
 @pytest.fixture

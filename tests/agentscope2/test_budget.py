@@ -34,7 +34,7 @@ from agentscope_ctx import (
 )
 from agentscope_ctx.core._turns import current_turn
 from tests.support.budget_configs import AT_1000, configs, note_outcome
-from tests.support.fakes2 import ALLOW, FakeChatModel
+from tests.support.fakes import ALLOW, FakeChatModel
 
 COUNTER = TokenCounter("o200k_base")
 SUMMARY = "\n".join(

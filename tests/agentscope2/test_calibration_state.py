@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from tests.support.corrupt_calibration import CALIBRATION, ISSUE_CASES
-from tests.support.fakes2 import FakeChatModel, text
+from tests.support.fakes import FakeChatModel, text
 
 BUDGET = 6_000
 COUNTER = TokenCounter()

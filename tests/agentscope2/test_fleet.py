@@ -22,7 +22,7 @@ from agentscope_ctx.core._truncation import parse_notice
 from tests.fleet.conftest import pg_password, pg_schema, pg_server  # noqa: F401 (fixtures)
 from tests.fleet.postgres_server import PostgresServer
 from tests.support.chain import follow_chain
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 
 FILES = 10
 

@@ -20,7 +20,7 @@ from agentscope_ctx.core._truncation import parse_notice
 from tests.fleet.conftest import pg_password  # noqa: F401 (a fixture)
 from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
 from tests.support.chain import follow_chain
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 
 STEPS = 6
 DOWN, UP = 2, 4

@@ -18,7 +18,7 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextManager
 from agentscope_ctx.core._ladder import MASKED
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 from tests.support.guard_session import (
     GRID,
     LAZY,

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.agentscope2._images import _images as _images_in
 from agentscope_ctx.agentscope2._images import cap_images
-from tests.support.fakes2 import FakeChatModel
+from tests.support.fakes import FakeChatModel
 
 BAD = "not base64 at all!"
 """Inline data that is no valid base64 (a provider could not read it either)."""

@@ -17,7 +17,7 @@ from agentscope_ctx import ContextConfig, ContextUsageError
 from agentscope_ctx.agentscope2 import READ_FILE, ContextMiddleware, ReadFileTool
 from agentscope_ctx.core._truncation import parse_notice, utf8_len
 from tests.support.chain import follow_chain
-from tests.support.fakes2 import ALLOW, FakeChatModel, Reply, text, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, Reply, text, tool_call
 
 HTML = (
     "<html><body>\n"

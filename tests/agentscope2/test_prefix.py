@@ -16,7 +16,7 @@ from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 from tests.support.guard_session import FAILING, LAZY
 
 MARK = "[agentscope_ctx: context compaction."

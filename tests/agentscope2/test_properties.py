@@ -26,7 +26,7 @@ from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.core._truncation import parse_notice
 from tests.support.chain import follow_chain
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 
 COUNTER = TokenCounter()
 

@@ -19,7 +19,7 @@ from agentscope.model import ChatResponse, ChatUsage
 from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 
 WINDOW = 12_000
 """The provider's window (tokens), stated as the model's `context_size`."""

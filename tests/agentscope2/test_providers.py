@@ -30,7 +30,7 @@ from agentscope_ctx import ConfigError, ContextConfig
 from agentscope_ctx._providers import build_model, load_models
 from agentscope_ctx.agentscope2 import ContextMiddleware
 from agentscope_ctx.core._truncation import parse_notice
-from tests.support.fakes2 import ALLOW
+from tests.support.fakes import ALLOW
 from tests.support.openai_server import REPORTED_PROMPT_TOKENS, Reply, Server, base_url, serving
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -17,7 +17,7 @@ from agentscope_ctx.agentscope2 import READ_FILE
 from agentscope_ctx.core._truncation import parse_notice
 from tests.recall.test_read_snapshot import EDITED, LINES
 from tests.support.chain import check_masked_read_chain
-from tests.support.fakes2 import ALLOW, FakeChatModel, text, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, text, tool_call
 from tests.support.lines import text_of
 
 

@@ -29,7 +29,7 @@ from agentscope_ctx.core._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import Summarizer
-from tests.support.fakes2 import FakeChatModel, StrictChatModel, text, tool_call
+from tests.support.fakes import FakeChatModel, StrictChatModel, text, tool_call
 
 TODAY = datetime(2026, 3, 14).date()
 NOW = datetime(2026, 3, 14, 3, 0)

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextUsageError, PromptTooLargeError
 from agentscope_ctx.core._tokens import TokenCounter
-from tests.support.fakes2 import ALLOW, FakeChatModel, text, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, text, tool_call
 
 COMPACTED = re.compile(r"compacted \d+ messages: (\d+) -> (\d+) tokens")
 

@@ -18,7 +18,7 @@ from agentscope.model import ChatResponse, ChatUsage
 from agentscope_ctx import ContextManager
 from agentscope_ctx.agentscope2 import NOTICE_EVENT
 from tests.agentscope2.test_adapter import _SUMMARY, _config, _Session, _toolkit, _write_logs
-from tests.support.fakes2 import FakeChatModel
+from tests.support.fakes import FakeChatModel
 from tests.support.otel import Traced, metric_points, traced
 from tests.support.telemetry_checks import check_pipeline_spans, recording
 

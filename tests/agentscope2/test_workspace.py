@@ -37,7 +37,7 @@ from agentscope_ctx.agentscope2._workspace import read_paths_seen
 from agentscope_ctx.core._failures import FailureLog
 from agentscope_ctx.core._offload import cut_texts
 from agentscope_ctx.stores._tool_results import ToolResultStore
-from tests.support.fakes2 import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 
 
 def _config(tmp_path: Path, **fields: object) -> ContextConfig:

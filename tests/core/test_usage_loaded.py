@@ -52,7 +52,7 @@ async def _loaded_agent(manager: ContextManager) -> Any:
     from agentscope.state import AgentState
     from agentscope.tool import Toolkit
 
-    from tests.support.fakes2 import FakeChatModel
+    from tests.support.fakes import FakeChatModel
 
     call = ToolCallBlock(id="c1", name="cat", input="{}")
     result = ToolResultBlock(id="c1", name="cat", output=[TextBlock(text=OUTPUT)])

@@ -22,7 +22,7 @@ else:
     from agentscope.message import UserMsg
     from agentscope.tool import Toolkit
 
-    from tests.support.fakes2 import FakeChatModel, text, tool_call
+    from tests.support.fakes import FakeChatModel, text, tool_call
 
 __all__ = ["FakeChatModel", "ask", "make_agent", "prompt_text", "text", "tool_call"]
 

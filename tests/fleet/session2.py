@@ -38,7 +38,7 @@ from tests.fleet.script import (
     worker_fields,
     write_files,
 )
-from tests.support.fakes2 import ALLOW, FakeChatModel, text, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, text, tool_call
 
 USER = "fleet-user"
 AGENT = "fleet-agent"

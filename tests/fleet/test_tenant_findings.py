@@ -62,7 +62,7 @@ async def agent_reads(session: ContextManager, ref: str) -> str:
     from agentscope.message import TextBlock, ToolResultBlock, UserMsg
     from agentscope.tool import Toolkit
 
-    from tests.support.fakes2 import FakeChatModel, tool_call
+    from tests.support.fakes import FakeChatModel, tool_call
 
     model = FakeChatModel([tool_call("read_file", file_path=ref), "ok"])
     agent2 = Agent(

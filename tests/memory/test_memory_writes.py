@@ -35,7 +35,7 @@ if IS_1X:
 
     FORMATTER: Any = OpenAIChatFormatter()
 else:
-    from tests.support.fakes2 import FakeChatModel, text, tool_call  # type: ignore[assignment]
+    from tests.support.fakes import FakeChatModel, text, tool_call  # type: ignore[assignment]
 
     FORMATTER = None
 

@@ -32,7 +32,7 @@ from tests.support.lines import IS_1X
 if IS_1X:
     from tests.support.fakes import FakeChatModel, text, tool_call
 else:
-    from tests.support.fakes2 import FakeChatModel, text, tool_call  # type: ignore[assignment]
+    from tests.support.fakes import FakeChatModel, text, tool_call  # type: ignore[assignment]
 
 SECRET = "sk-live-7f3a9c"
 SUMMARY = "\n".join(

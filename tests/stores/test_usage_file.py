@@ -44,9 +44,9 @@ async def _one_reply(name: str, config: ContextConfig) -> None:
             from agentscope.message import UserMsg
             from agentscope.tool import Toolkit as Toolkit2
 
-            from tests.support.fakes2 import FakeChatModel as FakeChatModel2
+            from tests.support.fakes import FakeChatModel
 
-            agent2 = Agent(name=name, system_prompt="s", model=FakeChatModel2(), toolkit=Toolkit2())
+            agent2 = Agent(name=name, system_prompt="s", model=FakeChatModel(), toolkit=Toolkit2())
             manager.attach(agent2)
             await agent2.reply(UserMsg(name="user", content="hello"))
     finally:

@@ -1,20 +1,30 @@
 """The installed AgentScope line as the `line` fixture gives it (`tests/conftest.py`): a real
 agent of that line (1.x `ReActAgent` with `ContextManager.attach`, 2.x `Agent` with the
-middleware) with a scripted fake model, tools made of plain ``str -> str`` functions, and the
-prompt its model last received, so that a behaviour both lines share is one test."""
+middleware) with a scripted fake model (`tests/support/fakes.py`), tools made of plain
+``str -> str`` functions, and what its model was sent, so that a behaviour both lines share is
+one test."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx import ContextConfig, ContextManager, PipelineReport
 from agentscope_ctx.core._memory import ContextMemory
+from tests.support.fakes import FakeChatModel, text, tool_call
 from tests.support.lines import IS_1X
 
 Tool = Callable[[str], str]
+
+
+def sent(call: dict[str, Any]) -> list[dict[str, Any]]:
+    """The prompt of one recorded model call (`FakeChatModel.calls`) as the provider gets it:
+    OpenAI chat messages (1.x: what the agent's formatter made; 2.x: the model's formatter on
+    the `Msg` list it was given)."""
+    return call["messages"] if IS_1X else call["formatted"]
 
 
 @dataclass
@@ -30,8 +40,10 @@ class Session:
     calls: list[str] = field(default_factory=list)
 
     async def turn(self, words: str, *script: Any) -> None:
-        """The user says `words`; the agent's model answers with `script` (then "ok")."""
-        self.model.enqueue(*script)
+        """The user says `words`; the agent's model answers with `script` (then "ok"; a
+        scripted model only)."""
+        if script:
+            self.model.enqueue(*script)
         if IS_1X:
             from agentscope.message import Msg
 
@@ -47,14 +59,26 @@ class Session:
         report = await self.manager.compact(self.agent)
         return report.compacted
 
+    async def run(self, **kwargs: Any) -> PipelineReport | None:
+        """Run the agent's pipeline now, as before a model call (`force=`, `keep_ratio=`)."""
+        if IS_1X:
+            return await self.manager._binding(self.agent).pipeline.run(**kwargs)  # type: ignore[attr-defined]
+        return await self.manager.run(self.manager.bind(self.agent), **kwargs)  # type: ignore[attr-defined]
+
     @property
     def memory(self) -> ContextMemory:
         return self.manager.memory_of(self.agent)
 
+    def summary(self) -> str:
+        """The compaction summary as the agent holds it (1.x: its `ContextMemory`; 2.x: its
+        state's `summary`)."""
+        if IS_1X:
+            return str(self.agent.memory.compact_summary)
+        return str(self.agent.state.summary)
+
     def prompt(self) -> str:
         """The last prompt the agent's model received, as JSON text."""
-        last = self.model.calls[-1]
-        return json.dumps(last["messages"] if IS_1X else last["formatted"], ensure_ascii=False)
+        return json.dumps(sent(self.model.calls[-1]), ensure_ascii=False)
 
     def saved(self) -> dict[str, Any]:
         """The agent's state as the line saves it (1.x `state_dict`, 2.x `AgentState`), as
@@ -69,33 +93,50 @@ class Session:
 
 @dataclass
 class Line:
-    """The installed line: its name, fake model and tool call, and `session`."""
+    """The installed line: its name, fake model, answers and `session`."""
 
     name: str
-    fake_model: Callable[..., Any]
-    tool_call: Callable[..., Any]
+    is_1x: bool = IS_1X
+    fake_model: Callable[..., Any] = FakeChatModel
+    tool_call: Callable[..., Any] = tool_call
+    text: Callable[[str], Any] = text
+    sent: Callable[[dict[str, Any]], list[dict[str, Any]]] = sent
+
+    def toolkit(self, tools: dict[str, Tool] | list[Callable[..., str]]) -> Any:
+        """A real `Toolkit` of the line holding `tools` (as `session` takes them)."""
+        return _toolkit1(tools) if IS_1X else _toolkit2(tools)
 
     def session(
         self,
         config: ContextConfig,
         helper: Any,
-        tools: dict[str, Tool],
+        tools: dict[str, Tool] | list[Callable[..., str]],
         saved: dict[str, Any] | None = None,
+        *,
+        model: Any = None,
+        formatter: Any = None,
+        sys_prompt: str = "You help.",
     ) -> Session:
-        """An agent whose tools are `tools` (each takes one string argument, `arg`), loaded
-        from `saved` (`Session.saved`) if given, as a new process would."""
-        model = self.fake_model(default="ok")
+        """An agent whose tools are `tools` (named ``str -> str`` functions of one argument,
+        `arg`; or plain functions returning text, with Google docstrings), loaded
+        from `saved` (`Session.saved`) if given, as a new process would. Its model is `model`
+        (a scripted one answering "ok" by default); `formatter` is the 1.x formatter of both
+        the agent and the manager (OpenAI's by default; 2.x models carry their own)."""
+        if model is None:
+            model = FakeChatModel(default="ok")
         if IS_1X:
             from agentscope.agent import ReActAgent
             from agentscope.formatter import OpenAIChatFormatter
 
-            manager = ContextManager(config, model=helper, formatter=OpenAIChatFormatter())
+            manager = ContextManager(
+                config, model=helper, formatter=formatter or OpenAIChatFormatter()
+            )
             agent = ReActAgent(
                 name="coder",
-                sys_prompt="You help.",
+                sys_prompt=sys_prompt,
                 model=model,
-                formatter=OpenAIChatFormatter(),
-                toolkit=_toolkit1(tools),
+                formatter=formatter or OpenAIChatFormatter(),
+                toolkit=self.toolkit(tools),
             )
             agent.set_console_output_enabled(False)
             manager.attach(agent)
@@ -108,9 +149,9 @@ class Line:
             manager = ContextManager(config, model=helper)
             agent = Agent(
                 name="coder",
-                system_prompt="You help.",
+                system_prompt=sys_prompt,
                 model=model,
-                toolkit=_toolkit2(tools),
+                toolkit=self.toolkit(tools),
                 middlewares=[manager.middleware()],
                 **({} if saved is None else {"state": AgentState.model_validate(saved)}),
             )
@@ -126,7 +167,23 @@ def _named(name: str, fn: Tool, wrap: Callable[[str], Any]) -> Callable[[str], A
     return tool
 
 
-def _toolkit1(tools: dict[str, Tool]) -> Any:
+def _functions(
+    tools: dict[str, Tool] | list[Callable[..., str]], wrap: Callable[[str], Any]
+) -> list[Callable[..., Any]]:
+    if isinstance(tools, dict):
+        return [_named(name, fn, wrap) for name, fn in tools.items()]
+
+    def wrapped(fn: Callable[..., str]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def tool(*args: Any, **kwargs: Any) -> Any:
+            return wrap(fn(*args, **kwargs))
+
+        return tool
+
+    return [wrapped(fn) for fn in tools]
+
+
+def _toolkit1(tools: dict[str, Tool] | list[Callable[..., str]]) -> Any:
     from agentscope.message import TextBlock
     from agentscope.tool import Toolkit, ToolResponse
 
@@ -134,31 +191,23 @@ def _toolkit1(tools: dict[str, Tool]) -> Any:
         return ToolResponse(content=[TextBlock(type="text", text=text)])
 
     toolkit = Toolkit()
-    for name, fn in tools.items():
-        toolkit.register_tool_function(_named(name, fn, wrap))
+    for fn in _functions(tools, wrap):
+        toolkit.register_tool_function(fn)
     return toolkit
 
 
-def _toolkit2(tools: dict[str, Tool]) -> Any:
+def _toolkit2(tools: dict[str, Tool] | list[Callable[..., str]]) -> Any:
     from agentscope.tool import FunctionTool, Toolkit
 
-    from tests.support.fakes2 import ALLOW
+    from tests.support.fakes import ALLOW
 
     return Toolkit(
         tools=[
-            FunctionTool(_named(name, fn, str), permission=ALLOW, is_read_only=False)
-            for name, fn in tools.items()
+            FunctionTool(fn, permission=ALLOW, is_read_only=False) for fn in _functions(tools, str)
         ]
     )
 
 
 def installed() -> Line:
     """The installed line."""
-    if IS_1X:
-        from tests.support.fakes import FakeChatModel, tool_call
-
-        return Line("1.x", FakeChatModel, tool_call)
-    from tests.support.fakes2 import FakeChatModel as FakeChatModel2
-    from tests.support.fakes2 import tool_call as tool_call2
-
-    return Line("2.x", FakeChatModel2, tool_call2)
+    return Line("1.x" if IS_1X else "2.x")

@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 
 from agentscope_ctx import ContextConfig, app_middlewares
 from agentscope_ctx.agentscope2 import AppMiddlewares
-from tests.support.fakes2 import ALLOW
+from tests.support.fakes import ALLOW
 from tests.support.openai_server import Reply, Server, base_url, serving
 
 SECRET = "line {n} of the build log of {who}\n"
