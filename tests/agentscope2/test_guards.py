@@ -1,9 +1,7 @@
-"""What the agent still knows after compaction, on a real 2.x `Agent` (DESIGN.md §13): with a
-lazy compactor model (the five headings and generic lines, answering the plain or the prefix
-request) and with the extractive fallback, after 1, 3 and 10 compactions at budgets from
-3,000 to 128,000 tokens the next prompt still holds the user's constraints and first task,
-every file the agent touched, and the newest error; a failed run is never reported ok; no
-compaction makes the prompt bigger."""
+"""Pinned messages through a real 2.x `Agent` (DESIGN.md §13; the 1.x agent's:
+`tests/agentscope1/test_pins_agent1.py`): a message made pinned and a reply pinned later are
+never masked, cut harder or compacted over ten compactions. What survives compaction on both
+lines: `tests/core/test_guards.py`."""
 
 from __future__ import annotations
 
@@ -14,107 +12,18 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import ToolResultBlock, UserMsg
-from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextManager
 from agentscope_ctx.core._ladder import MASKED
-from tests.support.fakes import ALLOW, FakeChatModel, tool_call
+from tests.core.test_guards import tools
+from tests.support.agent_line import installed
+from tests.support.fakes import FakeChatModel, tool_call
 from tests.support.guard_session import (
-    GRID,
     LAZY,
-    check_prompt,
-    edit,
     pin_config,
     repo,
-    shell,
     steps,
-    words,
-    write,
-    writer_config,
 )
-
-
-def _toolkit(root: Path) -> Toolkit:
-    def run_shell(command: str) -> str:
-        """Run a shell command.
-
-        Args:
-            command (str): the command line.
-        """
-        return shell(command)
-
-    def edit_file(file_path: str, old: str, new: str) -> str:
-        """Replace text in a file.
-
-        Args:
-            file_path (str): the file.
-            old (str): the text to replace.
-            new (str): its replacement.
-        """
-        return edit(root, file_path, old, new)
-
-    def write_file(file_path: str, content: str) -> str:
-        """Write a file.
-
-        Args:
-            file_path (str): the file.
-            content (str): its text.
-        """
-        return write(root, file_path, content)
-
-    return Toolkit(
-        tools=[
-            FunctionTool(fn, permission=ALLOW, is_read_only=False)
-            for fn in (run_shell, edit_file, write_file)
-        ]
-    )
-
-
-async def _session(
-    tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
-) -> tuple[str, str, list[str]]:
-    """`compactions` turns, each followed by a manual compaction (each made, none making the
-    prompt bigger); returns the last prompt the agent's model received, the summary, and the
-    files touched. `lazy-prefix`: the lazy model answers the prefix request."""
-    root = repo(tmp_path, monkeypatch, compactions)
-    config = writer_config(tmp_path, root, budget, writer)
-    helper = FakeChatModel(default=LAZY)
-    model = FakeChatModel(default="ok")
-    manager = ContextManager(config, model=helper)
-    agent = Agent(
-        name="coder",
-        system_prompt="You fix code.",
-        model=model,
-        toolkit=_toolkit(root),
-        middlewares=[manager.middleware()],
-    )
-    touched: list[str] = []
-    for turn in range(compactions):
-        model.enqueue(*steps(tool_call, turn))
-        touched += [f"src/mod{turn}.py", f"notes/n{turn}.md"]
-        async for _ in agent.reply_stream(UserMsg(name="user", content=words(turn))):
-            pass
-        report = await manager.compact(agent)
-        assert report.compacted, report.note
-        assert report.tokens_after <= report.tokens_before  # no compaction makes it bigger
-    model.enqueue("Looked.")
-    async for _ in agent.reply_stream(UserMsg(name="user", content="Where are we?")):
-        pass
-    await manager.close()
-    if writer == "lazy-prefix":  # the lazy model got the prefix request
-        asked = [json.dumps(c["formatted"], ensure_ascii=False) for c in helper.calls]
-        assert any("[agentscope_ctx: context compaction." in a for a in asked)
-    prompt = json.dumps(model.calls[-1]["formatted"], ensure_ascii=False)
-    return prompt, str(agent.state.summary), touched
-
-
-@pytest.mark.parametrize("writer", ["lazy", "lazy-prefix", "extractive"])
-@pytest.mark.parametrize(("budget", "compactions"), GRID)
-async def test_constraints_files_and_errors_survive_compactions(
-    tmp_path: Path, monkeypatch: Any, writer: str, budget: int, compactions: int
-) -> None:
-    prompt, summary, touched = await _session(tmp_path, monkeypatch, writer, budget, compactions)
-    check_prompt(prompt, summary, touched, compactions)
 
 
 async def test_pinned_messages_survive_ten_compactions_and_masking(
@@ -132,7 +41,7 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
         name="coder",
         system_prompt="You fix code.",
         model=model,
-        toolkit=_toolkit(root),
+        toolkit=installed().toolkit(tools(root)),
         middlewares=[manager.middleware()],
     )
     persona = UserMsg(name="user", content="Persona: answer in French, always.")
