@@ -16,7 +16,7 @@ server) on 2.x) raise an `ImportError` that says so on the other.
 
 Importing the package is cheap: each public name is imported on first use (`__getattr__`
 below), so `import agentscope_ctx` loads no provider, model SDK or adapter
-(`tests/test_startup.py`; `python -m benchmarks startup` measures it).
+(`tests/edge/test_startup.py`; `python -m benchmarks startup` measures it).
 """
 
 import importlib as _importlib

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import settings
 
 if TYPE_CHECKING:
-    from tests.agent_line import Line
+    from tests.support.agent_line import Line
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
 settings.register_profile("dev", print_blob=True, deadline=None)
@@ -26,9 +26,9 @@ settings.load_profile("ci" if os.environ.get("CI", "").lower() in {"1", "true", 
 @pytest.fixture
 def line() -> Line:
     """The installed AgentScope line: a real agent of it with a `ContextManager`, its fake
-    model and tool call (`tests/agent_line.py`, imported here only when a test asks: the
+    model and tool call (`tests/support/agent_line.py`, imported here only when a test asks: the
     suite's import checks see no package loaded by this file): one test for a behaviour both
     lines share."""
-    from tests.agent_line import installed
+    from tests.support.agent_line import installed
 
     return installed()

@@ -47,8 +47,8 @@ from agentscope.tool import ToolBase, Toolkit
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.agentscope2._tools import function_tool
-from benchmarks.pipeline.step import ENCODING, HISTORY_SIZES, STEPS, _prose, _tool_output
 from benchmarks.cost.models2 import ScriptedBase
+from benchmarks.pipeline.step import ENCODING, HISTORY_SIZES, STEPS, _prose, _tool_output
 
 NAME = "agent"
 

@@ -10,7 +10,7 @@ case's median wall time over the baseline's median; the target is 2x at most (is
 The CLI runs the way its console script does (``from agentscope_ctx.cli import main``).
 `inspect`, `search` and `gc` act on a small working dir made here with the package's own
 stores (one dialog day file, a saved output, a memory note). Numbers only: no limit is
-asserted here (the structural check is `tests/test_startup.py`).
+asserted here (the structural check is `tests/edge/test_startup.py`).
 """
 
 from __future__ import annotations

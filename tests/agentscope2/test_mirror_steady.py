@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.lines import IS_1X
+from tests.support.lines import IS_1X
 
 if IS_1X:
     pytest.skip("AgentScope 2.x adapter (the mirror of an AgentState)", allow_module_level=True)
@@ -36,7 +36,7 @@ from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.agentscope2._mirror import StateMirror
 from agentscope_ctx.core.context._memory import ContextMemory
-from tests.v2.fakes import FakeChatModel
+from tests.support.fakes import FakeChatModel
 
 NAME = "agent"
 

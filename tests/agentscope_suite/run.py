@@ -68,12 +68,12 @@ EXPECTED: dict[str, str] = {
     ),
     "compress_context_test.py::ContextCompressionTest::test_offload_reminder_is_not_duplicated": (
         f"{FORMAT} (the exact summary text; the reminder itself is appended once: "
-        "tests/v2/test_workspace.py)"
+        "tests/agentscope2/test_workspace.py)"
     ),
     "compress_context_test.py::ContextCompressionTest::test_max_image_num_default": (
         "by design: AgentScope without an offloader drops the oldest image ('is removed to "
         "free up context space'); we save it and name the file ('is offloaded into <path>'). "
-        "The cap itself holds (tests/v2/test_workspace.py)"
+        "The cap itself holds (tests/agentscope2/test_workspace.py)"
     ),
     "compress_context_test.py::ContextCompressionTest::test_max_image_num_without_offloader": (
         "by design: as test_max_image_num_default (the image is kept, not dropped)"
@@ -86,7 +86,7 @@ EXPECTED: dict[str, str] = {
     ),
     "workspace_local_test.py::TestLocalWorkspaceWithAgent::test_offload_context": (
         f"{USER_TURN}; with more than the current turn to compact, the compacted messages "
-        "go to the same sessions/<id>/context.jsonl (tests/v2/test_workspace.py)"
+        "go to the same sessions/<id>/context.jsonl (tests/agentscope2/test_workspace.py)"
     ),
     # -- middleware_test.py ----------------------------------------------------------------
     "middleware_test.py::TestMiddleware::test_on_compress_context_middleware": CHAIN,

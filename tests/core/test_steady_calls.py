@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.pipeline.step import ENCODING, _make_pipeline, build_history, tool_pair
-
 from agentscope_ctx.core.tokens._tokens import TokenCounter
+from benchmarks.pipeline.step import ENCODING, _make_pipeline, build_history, tool_pair
 
 
 async def _calls_per_step(root: Path, history: int) -> int:

@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.crash_checks import check_notices, duplicates
 from tests.fleet.script import fact, file_name, parse_call_id
+from tests.support.crash_checks import check_notices, duplicates
 
 
 def keys(

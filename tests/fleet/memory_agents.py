@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from agentscope_ctx import ContextManager
-from tests.lines import IS_1X
+from tests.support.lines import IS_1X
 
 if IS_1X:
     from agentscope.agent import ReActAgent
@@ -17,13 +17,13 @@ if IS_1X:
     from agentscope.message import Msg
     from agentscope.tool import Toolkit
 
-    from tests.fakes import FakeChatModel, text, tool_call
+    from tests.support.fakes import FakeChatModel, text, tool_call
 else:
     from agentscope.agent import Agent
     from agentscope.message import UserMsg
     from agentscope.tool import Toolkit
 
-    from tests.v2.fakes import FakeChatModel, text, tool_call
+    from tests.support.fakes import FakeChatModel, text, tool_call
 
 __all__ = ["FakeChatModel", "ask", "make_agent", "prompt_text", "text", "tool_call"]
 

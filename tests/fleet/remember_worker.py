@@ -17,7 +17,7 @@ from typing import Any
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.memory._long_term import LongTermMemory
-from tests.lines import text_of
+from tests.support.lines import text_of
 
 NAMES = ("alpha", "beta")
 """The two processes' names (each fact says whose it is)."""

@@ -21,10 +21,16 @@ from agentscope.module import StateModule
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import AtomicJSONSession, ContextManager
-from tests.fakes import FakeChatModel, text, tool_call
 from tests.fleet import session as shared
-from tests.fleet.script import SYSTEM_PROMPT, USER_TEXT, new_attempt, user_id, write_files
+from tests.fleet.script import (
+    SYSTEM_PROMPT,
+    USER_TEXT,
+    new_attempt,
+    user_id,
+    write_files,
+)
 from tests.fleet.session import USER, Spec, StateSpec
+from tests.support.fakes import FakeChatModel, text, tool_call
 
 DEFAULT_SESSION = "fleet"
 """The session's id when the spec names none."""

@@ -26,9 +26,15 @@ from agentscope.tool import FunctionTool, Toolkit
 from agentscope_ctx import TokenCounter
 from agentscope_ctx.agentscope2 import ContextManager
 from tests.fleet import session as shared
-from tests.fleet.script import SYSTEM_PROMPT, USER_TEXT, new_attempt, user_id, write_files
+from tests.fleet.script import (
+    SYSTEM_PROMPT,
+    USER_TEXT,
+    new_attempt,
+    user_id,
+    write_files,
+)
 from tests.fleet.session import USER, Spec, make_config
-from tests.v2.fakes import ALLOW, FakeChatModel, text, tool_call
+from tests.support.fakes import ALLOW, FakeChatModel, text, tool_call
 
 AGENT = "fleet-agent"
 PROGRESS = "fleet_harness"

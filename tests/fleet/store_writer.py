@@ -10,7 +10,7 @@ import sys
 
 from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 
 async def main(config_json: str, name: str, count: int) -> None:

@@ -1,6 +1,6 @@
 """`app_middlewares` on AgentScope 2.x's app server over the fleet's stores: sessions in
 `RedisStorage` (a private Redis), our records in PostgreSQL as an ordinary role (row-level
-security on), driven through HTTP (`tests/v2/app_server.py`)."""
+security on), driven through HTTP (`tests/support/app_server.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.lines import IS_1X
+from tests.support.lines import IS_1X
 
 if IS_1X:
     pytest.skip("AgentScope 2.x's app server (create_app)", allow_module_level=True)
@@ -24,7 +24,7 @@ from tests.fleet.test_tenants import (
     _store,
     app_role,  # noqa: F401
 )
-from tests.v2.app_server import running_app, texts, tool_text
+from tests.support.app_server import running_app, texts, tool_text
 
 
 def test_two_users_agents_named_alike_on_postgres_and_redis(

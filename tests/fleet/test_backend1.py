@@ -1,5 +1,5 @@
 """AgentScope 1.x: `ContextMemory` over a memory two workers share, `RedisMemory` on a real
-Redis server or `AsyncSQLAlchemyMemory` on SQLite (tests/test_backend.py has the in-process
+Redis server or `AsyncSQLAlchemyMemory` on SQLite (tests/agentscope1/test_backend.py has the in-process
 replicas; tests/fleet/test_workers.py the processes)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.lines import IS_1X, reason_1x
+from tests.support.lines import IS_1X, reason_1x
 
 if not IS_1X:
     pytest.skip(reason_1x("ContextMemory over AgentScope 1.x memories"), allow_module_level=True)
@@ -86,8 +86,9 @@ async def test_a_tool_call_a_killed_worker_left_unanswered_leaves_the_context(
     two-worker trials): the call was in the shared memory without a result. Before, worker
     B's next prompt carried it (a provider rejects that); now it goes to dialog/ (saved, so
     it stays searchable) before B's reply starts."""
+
     from agentscope_ctx.core.context._unanswered import unanswered
-    from tests.fakes import tool_call
+    from tests.support.fakes import tool_call
 
     a = ContextMemory(tmp_path, backend=backends[0])
     await a.add(Msg("user", "scan shard 7", "user"))
@@ -111,7 +112,8 @@ async def test_an_unanswered_call_moved_to_the_dialog_keeps_the_conversations_or
     call; B moved the unanswered call to dialog/ at the start of its reply. Before, only the
     call went: the user turn, the first call and its result, still in memory, reached the
     dialog after it when compacted later (found by the two-worker trials' order check)."""
-    from tests.fakes import tool_call
+
+    from tests.support.fakes import tool_call
 
     a = ContextMemory(tmp_path, backend=backends[0])
     question = Msg("user", "scan shards 6 and 7", "user")

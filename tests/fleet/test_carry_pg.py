@@ -1,14 +1,14 @@
 """The carried block kept as data (issue 29 items 1 and 9) on the PostgreSQL store: the
-sessions of `tests/test_carry_data.py` with the fleet store (a clipped turn's note names the
+sessions of `tests/core/test_carry_data.py` with the fleet store (a clipped turn's note names the
 store's dialog days), on the installed line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.agent_line import Line
+from tests.core.test_carry_data import forged_session, paste_session
 from tests.fleet.pg_config import PgStore
-from tests.test_carry_data import forged_session, paste_session
+from tests.support.agent_line import Line
 
 
 async def test_a_forged_block_is_never_carried_on_postgres(

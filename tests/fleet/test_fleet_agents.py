@@ -16,10 +16,10 @@ from agentscope.message import TextBlock
 
 from agentscope_ctx import ContextConfig
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.agent_line import Line, Session
-from tests.chain import follow_chain
 from tests.fleet.pg_config import PgStore
-from tests.lines import requires_1x, text_of
+from tests.support.agent_line import Line, Session
+from tests.support.chain import follow_chain
+from tests.support.lines import requires_1x, text_of
 
 TURNS, STEPS = 5, 2
 """Worker A's session: `TURNS` user turns, each reading `STEPS` logs."""
@@ -157,6 +157,6 @@ async def test_a_1x_session_recovers_after_prompt_too_large_on_postgres(
     tmp_path: Path, pg_store: PgStore
 ) -> None:
     """Issue 29 item 5 on the fleet store (the session: `tests/test_budget_recover.py`)."""
-    from tests.test_budget_recover import recover
+    from tests.agentscope1.test_budget_recover import recover
 
     await recover(config(tmp_path, pg_store, 3_000))

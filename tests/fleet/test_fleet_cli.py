@@ -16,7 +16,7 @@ from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.stores.factory import open_stores
 from tests.fleet.pg_config import PgStore, config_file
 from tests.fleet.postgres_server import PASSWORD
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 
 async def test_inspect_search_and_gc_act_on_the_database(

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.lines import IS_1X
+from tests.support.lines import IS_1X
 
 if not IS_1X:
     pytest.skip(

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.lines import IS_1X
+from tests.support.lines import IS_1X
 
 if IS_1X:
     pytest.skip(

@@ -29,7 +29,7 @@ from agentscope_ctx.stores.postgres._schema import SCHEMA_VERSION
 from tests.fleet.memory_agents import FakeChatModel, ask, make_agent, prompt_text, text, tool_call
 from tests.fleet.pg_config import PgStore, config_file
 from tests.fleet.remember_worker import expected_facts, remember_in_two_processes
-from tests.lines import IS_1X, Msg, text_of
+from tests.support.lines import IS_1X, Msg, text_of
 
 if IS_1X:
     from agentscope.formatter import OpenAIChatFormatter

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
 from tests.fleet.excerpts import follow_excerpts
 from tests.fleet.postgres_server import PostgresServer
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 TEXTS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),

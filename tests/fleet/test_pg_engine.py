@@ -27,7 +27,7 @@ from agentscope_ctx.stores.postgres import (
 )
 from agentscope_ctx.stores.postgres._schema import SCHEMA_VERSION
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = "AGENTSCOPE_CTX_TEST_PGPASSWORD"

@@ -22,7 +22,7 @@ from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.stores.factory import open_stores
 from agentscope_ctx.stores.postgres._names import MARK, db_name, name_from_db
 from tests.fleet.postgres_server import PostgresServer
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 ENV = "AGENTSCOPE_CTX_TEST_PGPASSWORD"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope_ctx import ContextConfig
-from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.core._tenant import Tenant
+from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.stores.factory import open_stores
 from agentscope_ctx.stores.postgres import _search_sql
 

@@ -29,7 +29,7 @@ from agentscope_ctx.stores._tool_results import ToolResultPolicy
 from agentscope_ctx.stores.factory import open_backend
 from tests.fleet.pg_config import PgStore, config_file
 from tests.fleet.postgres_server import PASSWORD, PORT, PostgresServer
-from tests.lines import Msg, text_of
+from tests.support.lines import Msg, text_of
 
 ENV = "AGENTSCOPE_CTX_TEST_PGPASSWORD"
 _SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.lines import IS_1X
+from tests.support.lines import IS_1X
 
 if IS_1X:
     pytest.skip(

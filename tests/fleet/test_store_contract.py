@@ -30,7 +30,7 @@ from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
 from tests.fleet.excerpts import follow_excerpts
 from tests.fleet.pg_config import fleet_config
-from tests.lines import Msg
+from tests.support.lines import Msg
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ["local", "postgres"]

@@ -15,7 +15,7 @@ import pytest
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core._tenant import Tenant
 from tests.fleet.test_tenants import APP_ENV, _store, app_role  # noqa: F401 (a fixture)
-from tests.lines import IS_1X, Msg, text_of
+from tests.support.lines import IS_1X, Msg, text_of
 
 SECRET = "hunter2-zqx"
 DAY = "2026-12-02"
@@ -68,7 +68,7 @@ async def agent_reads(session: ContextManager, ref: str) -> str:
         from agentscope.formatter import OpenAIChatFormatter
         from agentscope.tool import Toolkit
 
-        from tests.fakes import FakeChatModel
+        from tests.support.fakes import FakeChatModel
 
         agent = ReActAgent(
             name="assistant",
@@ -83,7 +83,7 @@ async def agent_reads(session: ContextManager, ref: str) -> str:
     from agentscope.message import TextBlock, ToolResultBlock, UserMsg
     from agentscope.tool import Toolkit
 
-    from tests.v2.fakes import FakeChatModel, tool_call
+    from tests.support.fakes import FakeChatModel, tool_call
 
     model = FakeChatModel([tool_call("read_file", file_path=ref), "ok"])
     agent2 = Agent(
@@ -277,7 +277,7 @@ async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
     saved output (its ref in a notice) must not make her output Bob's search hit."""
     from agentscope_ctx.core.truncation._truncation import excerpt_with_notice
     from agentscope_ctx.stores.factory import open_stores
-    from tests.lines import TextBlock, ToolResultBlock
+    from tests.support.lines import TextBlock, ToolResultBlock
 
     store = _store(kind, request)
     config = ContextConfig(working_dir=tmp_path / "shared", store=store)

@@ -27,7 +27,7 @@ from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.config._config import ContextConfig
 from tests.fleet.postgres_server import PORT, PostgresServer
-from tests.lines import Msg, text_of
+from tests.support.lines import Msg, text_of
 
 KINDS = ["local", "postgres"]
 APP_PASSWORD = "app-Pw'd\\x"

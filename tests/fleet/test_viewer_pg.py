@@ -13,8 +13,8 @@ from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
 from agentscope_ctx.stores.factory import open_backend, open_stores
+from tests.edge.test_viewer import check_page
 from tests.fleet.pg_config import PgStore, config_file
-from tests.test_viewer import check_page
 
 
 async def test_i32_2_view_a_fleet_session_in_chromium(

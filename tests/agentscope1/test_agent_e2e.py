@@ -1,0 +1,155 @@
+"""End to end: a real ReActAgent, real Toolkit, real files, a scripted model, 200+ steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.dialog_order import dialog_then_live
+from tests.support.lines import IS_1X, reason_1x
+
+if not IS_1X:
+    pytest.skip(
+        reason_1x("drives a ReActAgent through ContextManager's hooks"), allow_module_level=True
+    )
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import Toolkit, ToolResponse
+
+from agentscope_ctx import ContextConfig, ContextManager
+from agentscope_ctx.core.tokens._tokens import TokenCounter
+from agentscope_ctx.core.truncation._truncation import parse_notice
+from tests.support.chain import follow_chain
+from tests.support.fakes import FakeChatModel, text, tool_call
+
+BUDGET = 12_000
+
+
+def make_tools(tmp_path: Path) -> Toolkit:
+    toolkit = Toolkit()
+
+    def fetch_page(url: str) -> ToolResponse:
+        """Fetch a web page.
+
+        Args:
+            url (str): the address.
+        """
+        n = int(url.rsplit("/", 1)[-1])
+        body = "".join(
+            f"<p id='{n}-{i}'>paragraph {i} of page {n} 中文 😀</p>\n" for i in range(900)
+        )
+        return ToolResponse(content=[TextBlock(type="text", text=f"<html>{body}</html>")])
+
+    def run_shell(command: str) -> ToolResponse:
+        """Run a shell command.
+
+        Args:
+            command (str): the command line.
+        """
+        lines = "".join(f"{command}: line {i} INFO ok\r\n" for i in range(400))
+        return ToolResponse(content=[TextBlock(type="text", text=lines)])
+
+    toolkit.register_tool_function(fetch_page)
+    toolkit.register_tool_function(run_shell)
+    return toolkit
+
+
+def scripted_step(step: int) -> Any:
+    if step % 3 == 0:
+        return tool_call("fetch_page", call_id=f"c{step}", url=f"http://127.0.0.1/page/{step}")
+    if step % 3 == 1:
+        return tool_call("run_shell", call_id=f"c{step}", command=f"grep -n error log{step}")
+    return tool_call("read_file", call_id=f"c{step}", file_path="notes.txt", start_line=1)
+
+
+async def test_long_session_stays_within_budget_and_loses_nothing(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("".join(f"note {i}\n" for i in range(3_000)))
+    config = ContextConfig(
+        working_dir=tmp_path / "ctx",
+        max_input_tokens=BUDGET,
+        compact_trigger_ratio=0.7,
+        keep_recent_ratio=0.3,
+        tool_result={"recent_n": 3, "recent_max_bytes": 6_000, "old_max_bytes": 1_500},
+        token_counter="cl100k_base",
+    )
+    counter = TokenCounter("cl100k_base")
+    model = FakeChatModel()
+    agent = ReActAgent(
+        name="worker",
+        sys_prompt="You are a careful assistant.",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=make_tools(tmp_path),
+        max_iters=40,
+    )
+    agent.set_console_output_enabled(False)
+    manager = ContextManager(config, token_counter=counter)
+    memory = manager.attach(agent)
+    manager.attach(agent)  # twice is fine
+
+    added: list[str] = []
+    original_add = memory.add
+
+    async def spy_add(memories: Any, *args: Any, **kwargs: Any) -> None:
+        for msg in [memories] if isinstance(memories, Msg) else memories or []:
+            if msg.id not in added:
+                added.append(msg.id)
+        await original_add(memories, *args, **kwargs)
+
+    memory.add = spy_add  # type: ignore[method-assign]
+
+    step = 0
+    for turn in range(6):
+        for _ in range(36):
+            model.enqueue(scripted_step(step))
+            step += 1
+        model.enqueue(text(f"turn {turn} done"))
+        reply = await agent(Msg("user", f"task {turn}: look around", "user"))
+        assert reply.get_text_content() == f"turn {turn} done"
+    assert len(model.calls) >= 200
+
+    # the budget held at every model call, counted on the formatted prompt itself
+    for call in model.calls:
+        assert await counter.count(call["messages"], tools=call["tools"]) <= BUDGET
+
+    # nothing lost, nothing duplicated, order kept: dialog/ then memory
+    stored, report = manager.dialog.read()
+    assert report.bad_lines == []
+    assert dialog_then_live(stored, memory.messages()) == added
+    assert memory.compact_summary
+
+    # every tool_use in memory has its tool_result
+    uses = {b["id"] for m in memory.messages() for b in m.get_content_blocks("tool_use")}
+    results = {b["id"] for m in memory.messages() for b in m.get_content_blocks("tool_result")}
+    assert uses <= results
+
+    # every notice in memory points to a file that exists and chains back losslessly
+    async def read(path: str, line: int, offset: int) -> str:
+        response = await manager.reader.read_file(path, line, offset)
+        return str(response.content[0]["text"])
+
+    chained = 0
+    for msg in memory.messages():
+        for block in msg.get_content_blocks("tool_result"):
+            output = block["output"]
+            out_text = output if isinstance(output, str) else output[0]["text"]
+            parsed = parse_notice(out_text)
+            if parsed is None:
+                continue
+            assert Path(parsed[1].file_path).exists()
+            full = await follow_chain(out_text, read)
+            assert len(full) > len(parsed[0])
+            chained += 1
+    assert chained > 0
+
+    usage = await manager.context_usage(agent)
+    assert usage.total <= BUDGET and 0 < usage.ratio <= 1
+    assert json.dumps(memory.state_dict())  # serialisable

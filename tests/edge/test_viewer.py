@@ -1,0 +1,153 @@
+"""The session viewer (`agentscope-ctx view`, issue 32 item 2), in a real headless browser:
+Debian's chromium, driven by Playwright (no browser download). Skipped when either is missing
+here; under CI=true a missing one fails the test (.ci/run installs both)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from agentscope_ctx.cli import main
+from agentscope_ctx.demo import run_demo
+from agentscope_ctx.stores._steps_file import StepFile
+from agentscope_ctx.viewer._session import fold
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _browser_or_skip() -> str:
+    """The browser; missing, a skip here, a failure in CI (which must run the test)."""
+    missing = pytest.fail if os.environ.get("CI") else pytest.skip
+    if CHROMIUM is None:
+        missing("no chromium here (Debian: apt-get install chromium); CI installs it")
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        missing("playwright is not installed (pip install -e .[dev]); CI installs it")
+    assert CHROMIUM is not None
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The scripted logs demo's working dir and its number of model calls."""
+    import asyncio
+
+    path = tmp_path_factory.mktemp("viewer") / "run"
+    report = asyncio.run(run_demo("logs", path, out=lambda _: None))
+    return path, report.steps
+
+
+def test_i32_2_steps_record_one_call_per_model_call(demo_dir: tuple[Path, int]) -> None:
+    path, steps = demo_dir
+    records = StepFile(path).read("default")
+    calls = fold(records)
+    assert len(calls) == steps
+    assert all(c.after <= c.budget for c in calls)
+    # the ladder's rungs and the compaction are in the record, with what they freed
+    assert any(c.before > c.threshold and c.freed for c in calls)
+    assert sum(1 for c in calls if c.compacted and c.summary) >= 1
+    big = [o["bytes"] for c in calls for o in c.outputs if o.get("bytes")]
+    assert max(big) > 200_000  # the original size of an output saved whole
+    folder = path / "usage" / "steps" / "default"
+    for file in folder.iterdir():
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    # the demo writes its own viewer page too
+    assert (path / "view.html").read_text(encoding="utf-8").count('class="point"') == steps
+
+
+def test_i32_2_steps_file_is_bounded(tmp_path: Path) -> None:
+    steps = StepFile(tmp_path, max_bytes=2_000)
+    for run in range(100):
+        steps.append({"agent": "a", "session": "s", "run": run, "call": True, "before": run})
+    files = sorted((tmp_path / "usage" / "steps" / "s").iterdir())
+    assert [f.name for f in files] == ["a.1.jsonl", "a.jsonl"]
+    assert all(f.stat().st_size <= 2_000 for f in files)
+    runs = [r["run"] for r in steps.read("s")]
+    assert runs == sorted(runs) and runs[-1] == 99  # the newest kept, oldest first
+
+
+async def check_page(page_file: Path, steps: int) -> str:
+    """Open the page in chromium: no console error, one timeline point per model call, the
+    search box filters the dialog; click the first notice and return the excerpt it shows."""
+    executable = _browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    html = page_file.read_text(encoding="utf-8")
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in html  # nothing to fetch: it works offline
+    errors: list[str] = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = await browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto(page_file.as_uri())
+            assert await page.locator("svg#timeline circle.point").count() == steps
+            assert await page.locator("#excerpt").is_hidden()
+            notice = page.locator("a.notice").first
+            ref = await notice.get_attribute("data-ref")
+            assert ref
+            await notice.click()
+            assert await page.locator("#excerpt").is_visible()
+            shown = await page.locator("#excerpt").inner_text()
+            assert shown.startswith(ref)
+            await page.fill("#search", "Disk quota exceeded")
+            visible = await page.locator(".msg:visible").count()
+            assert 0 < visible < await page.locator(".msg").count()
+        finally:
+            await browser.close()
+    assert errors == []
+    return shown.removeprefix(ref).strip()
+
+
+async def test_i32_2_view_page_in_chromium(
+    demo_dir: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page `agentscope-ctx view` writes loads with no console error, draws one point
+    per model call, and a click on a notice shows its saved output's excerpt."""
+    path, steps = demo_dir
+    page_file = tmp_path / "view.html"
+    assert main(["view", str(path), "-o", str(page_file)]) == 0
+    assert str(page_file) in capsys.readouterr().out
+    shown = await check_page(page_file, steps)
+    first = StepFile(path).read("default")
+    refs = [o["ref"] for r in first for o in r["outputs"]]
+    head = Path(refs[0]).read_text(encoding="utf-8").splitlines()[0]
+    assert shown.startswith(head)  # the first saved output's head
+
+
+def test_i32_2_view_of_an_empty_working_dir_fails_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    (empty / "dialog").mkdir(parents=True)
+    assert main(["view", str(empty)]) == 1
+    assert "no recorded steps" in capsys.readouterr().err
+    assert not os.path.exists(empty / "view.html")
+
+
+async def test_the_page_shows_only_its_sessions_dialog(tmp_path: Path) -> None:
+    """Sessions sharing a working dir: the page of one shows its own dialog, none of the
+    other's (the steps pick the session; the dialog did not, and showed the whole store)."""
+    from agentscope_ctx import ContextConfig
+    from agentscope_ctx.stores._dialog import DialogStore
+    from agentscope_ctx.viewer._session import load_session
+    from tests.support.lines import Msg
+
+    for session, words in (("s-alice", "alice's secret plan"), ("s-bob", "bob's own notes")):
+        store = DialogStore(tmp_path, record_fields={"agent": "assistant", "session": session})
+        await store.append([Msg("user", words, "user")])
+    config = ContextConfig(working_dir=str(tmp_path))
+
+    page = str(load_session(config, "s-bob").dialog)
+    assert "bob's own notes" in page and "alice's secret plan" not in page
+    assert "alice's secret plan" in str(load_session(config, "s-alice").dialog)

@@ -1,0 +1,254 @@
+"""Test doubles shared by the suite: the scripted chat model of the installed AgentScope line.
+
+`FakeChatModel` stands for a remote LLM we cannot reach: a real `ChatModelBase` of the installed
+line that replays a scripted queue of responses and records every prompt it received.
+Everything else in the tests is real. Both lines' models share the queue (`_Scripted`); what
+differs per line is how AgentScope calls a model and what an answer is made of:
+
+- 1.x: the model is called with the formatted prompt (`list[dict]`); a tool call is a
+  `ToolUseBlock` dict; `name=` names the model.
+- 2.x: `_call_api` receives the prompt as `list[Msg]`, and a call records it as the real
+  `OpenAIChatFormatter` formats it too (`"formatted"`, the formatter a 2.x agent finds on its
+  model); a tool call is a `ToolCallBlock`; `context_size=` is the provider's window; streamed,
+  the answer comes as one delta chunk, which the base class accumulates into the final response,
+  as it does for a real streaming provider. `ALLOW` and `StrictChatModel` are 2.x only.
+
+`text(reply)` and `tool_call(name, **arguments)` make the installed line's answers; the `line`
+fixture (`tests/support/agent_line.py`) hands them to a test of a behaviour both lines share.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from copy import deepcopy
+from typing import Any
+
+from agentscope.model import ChatModelBase, ChatResponse
+
+from agentscope_ctx._line import IS_1X
+
+Reply = ChatResponse | str
+Script = ChatResponse | str | Exception | Callable[[Any], "Reply | Awaitable[Reply]"]
+"""One item of a fake model's queue: an answer, a string (a text answer), an exception (raised),
+or a callable that receives the prompt (1.x: `list[dict]`, 2.x: `list[Msg]`) and returns one of
+those, or a coroutine that does (e.g. one that never finishes: a hanging provider)."""
+
+
+class _Scripted:
+    """The scripted queue of a fake model, the same on both lines."""
+
+    queue: list[Script]
+    default: Script | None
+    calls: list[dict[str, Any]]
+    route: Callable[[list[dict[str, Any]]], Script | None] | None
+    """Answers a call before the queue when it returns an item: given the prompt as the
+    provider gets it (OpenAI chat messages, `tests.support.agent_line.sent`), e.g. a
+    compaction request told from the agent's calls on one model."""
+    usage: Any
+    """What the provider reports on each answer from the queue (`usage(...)`; `None`:
+    nothing)."""
+
+    def _script(self, responses: list[Script] | None, default: Script | None) -> None:
+        self.queue = list(responses or [])
+        self.default = default
+        self.calls = []
+        self.route = None
+        self.usage = None
+
+    def enqueue(self, *responses: Script) -> None:
+        self.queue.extend(responses)
+
+    async def _next_answer(self, prompt: Any, formatted: list[dict[str, Any]]) -> ChatResponse:
+        """The routed answer, else the next of the queue (`default` when it is empty), raised
+        if an exception."""
+        routed = self.route(formatted) if self.route is not None else None
+        item = routed if routed is not None else self.queue.pop(0) if self.queue else self.default
+        if item is None:
+            raise AssertionError("FakeChatModel: script exhausted and no default")
+        if callable(item) and not isinstance(item, ChatResponse):
+            item = item(prompt)
+            if inspect.isawaitable(item):
+                item = await item
+        if isinstance(item, Exception):
+            raise item
+        response = text(item) if isinstance(item, str) else item
+        if routed is None and self.usage is not None:
+            response.usage = self.usage
+        return response
+
+
+if IS_1X:
+    from agentscope.message import TextBlock, ToolUseBlock
+
+    def text(reply: str) -> ChatResponse:
+        """A plain text answer (ends a ReAct reply)."""
+        return ChatResponse(content=[TextBlock(type="text", text=reply)])
+
+    def tool_call(name: str, call_id: str | None = None, **arguments: Any) -> ChatResponse:
+        """An answer that calls one tool."""
+        call_id = call_id or f"call_{name}_{abs(hash(json.dumps(arguments, sort_keys=True)))}"
+        return ChatResponse(
+            content=[
+                ToolUseBlock(
+                    type="tool_use",
+                    id=call_id,
+                    name=name,
+                    input=arguments,
+                    raw_input=json.dumps(arguments),
+                )
+            ]
+        )
+
+    def usage(input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> Any:
+        """A provider's usage report, with its cache reads as OpenAI reports them."""
+        from agentscope.model._model_usage import ChatUsage
+
+        details = {
+            "prompt_tokens": input_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens},
+        }
+        return ChatUsage(
+            input_tokens=input_tokens, output_tokens=output_tokens, time=0.0, metadata=details
+        )
+
+    class FakeChatModel(_Scripted, ChatModelBase):
+        """A scripted 1.x chat model: each call pops the next `Script` item of the queue;
+        when the queue is empty, `default` answers (a text by default)."""
+
+        def __init__(
+            self,
+            responses: list[Script] | None = None,
+            *,
+            stream: bool = False,
+            default: Script | None = "Done.",
+            name: str = "fake-model",
+        ) -> None:
+            super().__init__(model_name=name, stream=stream)
+            self._script(responses, default)
+
+        async def __call__(
+            self,
+            messages: list[dict[str, Any]],
+            tools: list[dict[str, Any]] | None = None,
+            tool_choice: str | None = None,
+            structured_model: Any = None,
+            **kwargs: Any,
+        ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+            self.calls.append(
+                {"messages": messages, "tools": tools, "tool_choice": tool_choice, **kwargs}
+            )
+            response = await self._next_answer(messages, messages)
+            if not self.stream:
+                return response
+            return self._stream(response)
+
+        @staticmethod
+        async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
+            yield response
+
+else:
+    from agentscope.credential import CredentialBase
+    from agentscope.formatter import OpenAIChatFormatter
+    from agentscope.message import Msg, TextBlock, ToolCallBlock
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+    from agentscope.tool import ToolChoice
+    from pydantic import BaseModel
+
+    ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in tests")
+    """For `FunctionTool(..., permission=ALLOW)`: 2.x asks the user before a custom tool
+    runs."""
+
+    def text(reply: str) -> ChatResponse:
+        """A plain text answer (ends a reply)."""
+        return ChatResponse(content=[TextBlock(text=reply)], is_last=True)
+
+    def tool_call(name: str, call_id: str | None = None, **arguments: Any) -> ChatResponse:
+        """An answer that calls one tool."""
+        raw = json.dumps(arguments)
+        call_id = call_id or f"call_{name}_{abs(hash(raw))}"
+        return ChatResponse(content=[ToolCallBlock(id=call_id, name=name, input=raw)], is_last=True)
+
+    def usage(input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> Any:
+        """A provider's usage report, with its cache reads."""
+        from agentscope.model import ChatUsage
+
+        return ChatUsage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            time=0.0,
+            cache_input_tokens=cached_tokens,
+        )
+
+    class FakeChatModel(_Scripted, ChatModelBase):
+        """A scripted 2.x chat model: each call pops the next `Script` item of the queue;
+        when the queue is empty, `default` answers."""
+
+        class Parameters(BaseModel):
+            """No parameters."""
+
+        def __init__(
+            self,
+            responses: list[Script] | None = None,
+            *,
+            stream: bool = False,
+            default: Script | None = "Done.",
+            context_size: int = 128_000,
+        ) -> None:
+            super().__init__(
+                credential=CredentialBase(),
+                model="fake-model",
+                parameters=FakeChatModel.Parameters(),
+                stream=stream,
+                max_retries=0,
+                context_size=context_size,
+            )
+            self.formatter = OpenAIChatFormatter()
+            self._script(responses, default)
+
+        async def _call_api(
+            self,
+            model_name: str,
+            messages: list[Msg],
+            tools: list[dict[str, Any]] | None = None,
+            tool_choice: ToolChoice | None = None,
+            **kwargs: Any,
+        ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+            formatted = await self.formatter.format(messages)
+            self.calls.append(
+                {
+                    "messages": deepcopy(messages),
+                    "formatted": formatted,
+                    "tools": tools,
+                    "tool_choice": tool_choice,
+                    **kwargs,
+                }
+            )
+            response = await self._next_answer(messages, formatted)
+            if not self.stream:
+                return response
+            return self._stream(response)
+
+        @staticmethod
+        async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
+            yield ChatResponse(content=list(response.content), is_last=False, usage=response.usage)
+
+    class StrictChatModel(FakeChatModel):
+        """A provider that serves plain chat only: it rejects any call that carries tools, a
+        `tool_choice` or a `response_format`, and structured output (what AgentScope's built-in
+        context compression asks for), as some OpenAI-compatible servers do. Every call is
+        recorded, the rejected ones too."""
+
+        async def _call_api(
+            self,
+            model_name: str,
+            messages: list[Msg],
+            tools: list[dict[str, Any]] | None = None,
+            tool_choice: ToolChoice | None = None,
+            **kwargs: Any,
+        ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+            if tools or tool_choice is not None or "response_format" in kwargs:
+                self.calls.append({"rejected": True, "tools": tools, "tool_choice": tool_choice})
+                raise ValueError("400: this model does not support tools or response_format")
+            return await super()._call_api(model_name, messages, tools, tool_choice, **kwargs)

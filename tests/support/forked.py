@@ -1,0 +1,139 @@
+"""`Forker`: many short ``python -c/-m/SCRIPT ...`` runs for the price of one start-up.
+
+`import agentscope` takes seconds on 1.x, and every interpreter that imports the package pays
+it. A `Forker` starts one interpreter that imports ``agentscope`` (and the few standard modules
+it needs to serve) and nothing else (or also the modules given as `preload`); each run is a child forked from it, which begins where a
+fresh interpreter would be right after ``import agentscope``: it takes the run's working dir,
+environment, ``sys.argv``, stdout and stderr, runs the code or module as ``__main__``, and ends
+the way that interpreter would (an uncaught exception prints its traceback and exits 1; the
+flush of stdout at exit happens). One `Forker` per test process (a module-scoped fixture).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_SERVER = """
+import gc, importlib, json, os, runpy, sys
+import agentscope
+for name in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(name)
+    except ImportError:  # a module of the other AgentScope line
+        pass
+gc.freeze()  # what the children share is never collected: a child's exit copies no pages
+for line in sys.stdin:
+    case = json.loads(line)
+    pid = os.fork()
+    if pid:
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), flush=True)
+        continue
+    os.chdir(case["cwd"])
+    os.environ.update(case["env"])
+    if case["stdout"] is None:  # a pipe whose reader has gone
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+    else:
+        write_end = os.open(case["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(write_end, 1)
+    os.dup2(os.open(case["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+    os.dup2(os.open(case["stdin"] or os.devnull, os.O_RDONLY), 0)  # (this one's is ours)
+    if case["argv"][0] == "-m":
+        _, target, *args = case["argv"]
+        sys.argv = [target, *args]
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    elif case["argv"][0] == "-c":
+        _, target, *args = case["argv"]
+        sys.argv = ["-c", *args]
+        exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
+    else:  # a script: its directory first on the path, as `python script.py` puts it
+        sys.argv = list(case["argv"])
+        sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    sys.exit(0)
+"""
+"""Reads one run a line (JSON), forks, answers with the child's exit code. In the child, an
+exception or `SystemExit` leaves the loop: the child's interpreter ends as a fresh one would."""
+
+
+@dataclass
+class Done:
+    """What a run left: like `subprocess.CompletedProcess`."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Forker:
+    """One interpreter after `import agentscope`, forking a child for each run.
+
+    Args:
+        tmp: a directory of its own (its stderr, the runs' output files).
+        preload: modules imported after ``agentscope`` too (skipped where they do not exist);
+            only for runs whose own imports are not under test (the README's examples).
+    """
+
+    def __init__(self, tmp: Path, preload: Sequence[str] = ()) -> None:
+        self.tmp = tmp
+        self.runs = 0
+        self._errors = tmp / "forker.err"
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, json.dumps(list(preload))],
+            cwd=tmp,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._errors.open("w"),
+            text=True,
+        )
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        stdin: str = "",
+        closed_stdout: bool = False,
+    ) -> Done:
+        """Run ``python *argv`` (``-c CODE ...``, ``-m MODULE ...`` or ``SCRIPT ...``) in
+        `cwd`, with `env` added to the environment and `stdin` to read; stdout is a pipe whose
+        reader has gone if `closed_stdout`."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.runs += 1
+        out, err = self.tmp / f"run{self.runs}.out", self.tmp / f"run{self.runs}.err"
+        given = self.tmp / f"run{self.runs}.in"
+        given.write_text(stdin, encoding="utf-8")
+        case = {
+            "argv": argv,
+            "cwd": str(cwd),
+            "env": env or {},
+            "stdin": str(given),
+            "stdout": None if closed_stdout else str(out),
+            "stderr": str(err),
+        }
+        self.proc.stdin.write(json.dumps(case) + "\n")
+        self.proc.stdin.flush()
+        status = self.proc.stdout.readline().strip()
+        assert status, f"the forker died: {self._errors.read_text(encoding='utf-8')}"
+        stdout = "" if closed_stdout else out.read_text(encoding="utf-8")
+        return Done(int(status), stdout, err.read_text(encoding="utf-8"))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
