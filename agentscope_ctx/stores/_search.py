@@ -173,12 +173,12 @@ class SearchIndex(CatchUp):
             pending = self._catch_up(
                 db, deadline, busy=busy, output_bytes=budget, fits_only=self.background.running()
             )
-            params = {**vars(filters), **owner, "limit": 4 * limit + 8}
+            params = {**vars(filters), **owner}
             params.pop("tenant", None)
-            rows = ranked_rows(db, parsed.fts(), params, limit)
+            rows = ranked_rows(db, parsed, True, params, 4 * limit + 8)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
-                rows = ranked_rows(db, parsed.fts(every=False), params, limit)
+                rows = ranked_rows(db, parsed, False, params, 4 * limit + 8)
             hits = build_hits(rows, self.root, parsed, limit)
             return SearchResult(hits, parsed, every, pending, busy=bool(busy))
 

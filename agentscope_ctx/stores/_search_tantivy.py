@@ -1,0 +1,277 @@
+"""The text index of the local search (`_search_db`): a Tantivy index beside the SQLite
+metadata, one per index generation (``index/tantivy-{hex}/`` beside ``search-{hex}.sqlite3``).
+
+One Tantivy document per chunk: its tokens (ours, `_search_text.tokens`, joined by spaces and
+split again by a whitespace analyzer: what is matched is exactly our tokens), its text
+(stored, compressed by Tantivy's doc store in blocks: the text is not kept anywhere else in
+the index), where it starts (``start_line``, ``line_offset``), and the fields a search filters
+on, copied from its ``docs`` row when the transaction commits: ``path``, ``off`` (the doc's
+byte offset), ``kind``, ``role``, ``agent``, ``session`` (the owner columns), ``tags`` (a
+saved output's tenant tags, from its name), ``ts`` (digits of the local time) and ``doc``.
+
+Tantivy and SQLite commit separately; Tantivy first. A crash between the two leaves Tantivy
+documents that SQLite does not count as indexed: every indexing step deletes, before adding,
+what Tantivy holds of its file from where it starts (`TextBatch.delete_from`,
+`delete_path`), so indexing again never duplicates; a search joins each hit to its ``docs``
+row by id and path, so a stale document is never shown.
+
+Writes are buffered in a `TextBatch` while SQLite's write transaction is open (savepoints
+truncate it), then applied by one Tantivy writer, committed, and its merges waited for. One
+writer per index at a time (Tantivy's lock file): another process's writer is waited for
+until the caller's deadline, then `IndexBusy`.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from ..core._search_text import index_text, tokens
+
+__all__ = ["FLUSH_BYTES", "NONE", "TextBatch", "create_index", "open_index", "ts_digits"]
+
+FLUSH_BYTES = 8 << 20
+"""Chunk bytes a batch buffers before it commits and starts a new transaction."""
+HEAP_BYTES = 64_000_000
+"""The Tantivy writer's memory (one indexing thread)."""
+NONE = "\x01"
+"""The value of an owner field that is not known (NULL in ``docs``)."""
+_ANALYZER = "ctx_tokens"
+_DIGITS = re.compile(r"\d")
+_RAW = ("path", "kind", "role", "agent", "session", "tags")
+
+
+class TextIndexError(sqlite3.DatabaseError):
+    """The Tantivy index is missing or damaged (handled as a damaged database: rebuilt)."""
+
+
+def _schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    b.add_text_field("terms", tokenizer_name=_ANALYZER, index_option="position")
+    b.add_bytes_field("body", stored=True)
+    b.add_unsigned_field("rowid", stored=True, fast=True)
+    b.add_unsigned_field("start_line", stored=True)
+    b.add_unsigned_field("line_offset", stored=True)
+    b.add_unsigned_field("doc", indexed=True)
+    b.add_unsigned_field("off", stored=True, indexed=True)
+    b.add_unsigned_field("ts", indexed=True, fast=True)
+    for name in _RAW:
+        b.add_text_field(name, stored=name == "path", tokenizer_name="raw")
+    return b.build()
+
+
+def _register(index: tantivy.Index) -> tantivy.Index:
+    analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+    index.register_tokenizer(_ANALYZER, analyzer)
+    return index
+
+
+def create_index(path: Path) -> None:
+    """Create an empty Tantivy index in the new directory `path`."""
+    path.mkdir(mode=0o700)
+    tantivy.Index(_schema(), path=str(path), reuse=False)
+
+
+def open_index(path: Path) -> tantivy.Index:
+    """The Tantivy index at `path`.
+
+    Raises:
+        TextIndexError: missing or damaged.
+    """
+    if not (path / "meta.json").is_file():
+        raise TextIndexError(f"no such text index {path.name!r}")
+    try:
+        return _register(tantivy.Index.open(str(path)))
+    except ValueError as exc:
+        raise TextIndexError(f"text index {path.name!r} is corrupt: {exc}") from exc
+
+
+def ts_digits(stamp: str | None, pad: str = "0") -> int | None:
+    """A local time (``YYYY-MM-DD HH:MM:SS``, or a prefix) as the number 14 digits long that
+    the ``ts`` field holds, the missing digits `pad`; `None` when it has no digit."""
+    if not stamp:
+        return None
+    digits = "".join(_DIGITS.findall(stamp.replace("T", " ")[:19]))[:14]
+    return int(digits.ljust(14, pad)) if digits else None
+
+
+def owner_value(value: str | None) -> str:
+    """An owner column as its field holds it (`NONE` for NULL)."""
+    return NONE if value is None else "=" + value
+
+
+@dataclass
+class _Add:
+    rowid: int
+    path: str
+    off: int
+    start_line: int
+    line_offset: int
+    text: str
+
+
+@dataclass
+class TextBatch:
+    """The Tantivy side of one SQLite write transaction (see the module docstring)."""
+
+    index_dir: Path
+    ops: list[tuple[str, Any]] = field(default_factory=list)
+    pending_bytes: int = 0
+
+    def add(self, rowid: int, path: str, off: int, start_line: int, offset: int, text: str) -> None:
+        self.ops.append(("add", _Add(rowid, path, off, start_line, offset, text)))
+        self.pending_bytes += len(text)
+
+    def delete_path(self, path: str) -> None:
+        """Forget every chunk of the file `path`."""
+        self.ops.append(("delete", (path, 0)))
+
+    def delete_from(self, path: str, off: int) -> None:
+        """Forget the chunks of `path` whose doc starts at byte `off` or later."""
+        self.ops.append(("delete", (path, off)))
+
+    def refresh(self, path: str) -> None:
+        """The owner columns of `path`'s docs changed: write its committed chunks again."""
+        self.ops.append(("refresh", path))
+
+    def mark(self) -> int:
+        return len(self.ops)
+
+    def truncate(self, mark: int) -> None:
+        del self.ops[mark:]
+        self.pending_bytes = sum(len(op[1].text) for op in self.ops if op[0] == "add")
+
+    def clear(self) -> None:
+        self.ops.clear()
+        self.pending_bytes = 0
+
+    def apply(self, db: sqlite3.Connection, index: tantivy.Index, deadline: float) -> None:
+        """Write the buffered operations to `index` and commit them (inside `db`'s open
+        transaction: the ``docs`` rows give each chunk its fields)."""
+        if not self.ops:
+            return
+        deletes: list[tuple[str, int]] = []
+        adds: dict[int, _Add] = {}
+        refresh: list[str] = []
+        for kind, value in self.ops:
+            if kind == "add":
+                adds[value.rowid] = value
+            elif kind == "delete":
+                path, off = value
+                deletes.append(value)
+                for rowid in [r for r, a in adds.items() if a.path == path and a.off >= off]:
+                    del adds[rowid]
+            elif value not in refresh:
+                refresh.append(value)
+        schema = index.schema
+        kept: list[_Add] = []
+        if refresh:
+            index.reload()
+            searcher = index.searcher()
+            for path in refresh:
+                gone = [off for p, off in deletes if p == path]
+                for add in _committed(searcher, schema, path):
+                    if add.rowid not in adds and not any(add.off >= off for off in gone):
+                        kept.append(add)
+        writer = _writer(index, deadline)
+        try:
+            for path, off in deletes:
+                writer.delete_documents_by_query(_path_query(schema, path, off))
+            for path in refresh:
+                writer.delete_documents_by_term("path", path)
+            for add, row in _with_rows(db, [*kept, *adds.values()]):
+                writer.add_document(_document(add, row))
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            writer.wait_merging_threads()
+        self.clear()
+
+
+def _writer(index: tantivy.Index, deadline: float) -> tantivy.IndexWriter:
+    """Tantivy's writer, waiting for another holder until `deadline`."""
+    from ._search_db import IndexBusy
+
+    while True:
+        try:
+            return index.writer(heap_size=HEAP_BYTES, num_threads=1)
+        except ValueError as exc:
+            if "LockBusy" not in str(exc):
+                raise TextIndexError(f"text index: {exc}") from exc
+            if time.monotonic() >= deadline:
+                raise IndexBusy(f"the text index is being written by another process: {exc}")
+            time.sleep(0.02)
+
+
+def _path_query(schema: tantivy.Schema, path: str, off: int) -> tantivy.Query:
+    term = tantivy.Query.term_query(schema, "path", path)
+    if not off:
+        return term
+    since = tantivy.Query.range_query(schema, "off", tantivy.FieldType.Unsigned, off, None)
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, term), (tantivy.Occur.Must, since)])
+
+
+def _committed(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) -> Iterator[_Add]:
+    """The committed chunks of `path` (their stored fields)."""
+    query = tantivy.Query.term_query(schema, "path", path)
+    for _, address in searcher.search(query, max(searcher.num_docs, 1), count=False).hits:
+        doc = searcher.doc(address)
+        body = bytes(doc.get_first("body") or b"").decode("utf-8", "replace")
+        yield _Add(
+            int(doc.get_first("rowid") or 0), path, int(doc.get_first("off") or 0),
+            int(doc.get_first("start_line") or 0),
+            int(doc.get_first("line_offset") or 0), body,
+        )  # fmt: skip
+
+
+_ROWS = "SELECT id, path, kind, byte_offset, agent, session, role, ts FROM docs WHERE id IN"
+
+
+def _with_rows(
+    db: sqlite3.Connection, adds: Sequence[_Add]
+) -> Iterator[tuple[_Add, tuple[Any, ...]]]:
+    """Each chunk with its ``docs`` row (chunks of a doc that is gone are left out)."""
+    from ._search_db import DOC_SHIFT
+
+    for at in range(0, len(adds), 500):
+        part = adds[at : at + 500]
+        ids = sorted({a.rowid >> DOC_SHIFT for a in part})
+        marks = ",".join("?" * len(ids))
+        rows = {row[0]: row for row in db.execute(f"{_ROWS} ({marks})", ids)}
+        for add in part:
+            row = rows.get(add.rowid >> DOC_SHIFT)
+            if row is not None and row[1] == add.path:
+                yield add, row
+
+
+def _document(add: _Add, row: tuple[Any, ...]) -> tantivy.Document:
+    doc_id, path, kind, off, agent, session, role, ts = row
+    doc = tantivy.Document()
+    doc.add_text("terms", " ".join(tokens(index_text(add.text))))
+    doc.add_bytes("body", add.text.encode("utf-8", "replace"))
+    doc.add_unsigned("rowid", add.rowid)
+    doc.add_unsigned("start_line", add.start_line)
+    doc.add_unsigned("line_offset", add.line_offset)
+    doc.add_unsigned("doc", doc_id)
+    doc.add_unsigned("off", int(off))
+    for name, value in (
+        ("path", path), ("kind", kind), ("role", owner_value(role)),
+        ("agent", owner_value(agent)), ("session", owner_value(session)),
+    ):  # fmt: skip
+        doc.add_text(name, value)
+    if kind == "tool_result":  # tool_result/<agent tag>-<session tag>-...
+        doc.add_text("tags", "a:" + path[12:28])
+        doc.add_text("tags", "s:" + path[29:45])
+    stamp = ts_digits(ts)
+    if stamp is not None:
+        doc.add_unsigned("ts", stamp)
+    return doc
