@@ -23,8 +23,10 @@ until the caller's deadline, then `IndexBusy`.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +79,19 @@ def create_index(path: Path) -> None:
     """Create an empty Tantivy index in the new directory `path`."""
     path.mkdir(mode=0o700)
     tantivy.Index(_schema(), path=str(path), reuse=False)
+    tighten(path)
+
+
+def tighten(path: Path) -> None:
+    """Make the text index's directory and files private (``0700``/``0600``: Tantivy makes
+    its files with the process's umask). Best effort."""
+    for entry in [path, *(Path(e.path) for e in os.scandir(path))]:
+        try:
+            info = os.lstat(entry)
+            if info.st_mode & 0o077 and (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+                os.chmod(entry, stat.S_IMODE(info.st_mode) & ~0o077)
+        except OSError:
+            continue
 
 
 def open_index(path: Path) -> tantivy.Index:
@@ -88,6 +103,7 @@ def open_index(path: Path) -> tantivy.Index:
     if not (path / "meta.json").is_file():
         raise TextIndexError(f"no such text index {path.name!r}")
     try:
+        tighten(path)
         return _register(tantivy.Index.open(str(path)))
     except ValueError as exc:
         raise TextIndexError(f"text index {path.name!r} is corrupt: {exc}") from exc
@@ -194,6 +210,7 @@ class TextBatch:
             raise
         finally:
             writer.wait_merging_threads()
+            tighten(self.index_dir)
         self.clear()
 
 
