@@ -20,10 +20,10 @@ from typing import Any
 
 import tantivy
 
-from ..core._search_text import Query, index_text, tokens
+from ..core._search_text import Query
 from ..core._tenant import Tenant
 from ._search_db import DOC_SHIFT, IndexConnection
-from ._search_tantivy import NONE, TextIndexError, owner_value, ts_digits
+from ._search_tantivy import NONE, TextIndexError, owner_value, query_tokens, ts_digits
 
 __all__ = ["ranked_rows", "tenant_params"]
 
@@ -35,21 +35,25 @@ def _term(schema: tantivy.Schema, name: str, value: str) -> tantivy.Query:
 
 
 def _any(queries: list[tantivy.Query]) -> tantivy.Query:
-    return queries[0] if len(queries) == 1 else tantivy.Query.boolean_query(
-        [(_SHOULD, q) for q in queries]
+    return (
+        queries[0]
+        if len(queries) == 1
+        else tantivy.Query.boolean_query([(_SHOULD, q) for q in queries])
     )
 
 
 def _all(queries: list[tantivy.Query]) -> tantivy.Query:
-    return queries[0] if len(queries) == 1 else tantivy.Query.boolean_query(
-        [(_MUST, q) for q in queries]
+    return (
+        queries[0]
+        if len(queries) == 1
+        else tantivy.Query.boolean_query([(_MUST, q) for q in queries])
     )
 
 
 def _text_query(schema: tantivy.Schema, query: Query, every: bool) -> tantivy.Query | None:
     parts: list[tantivy.Query] = []
     for text, prefix in query.terms:
-        words = tokens(index_text(text))
+        words = query_tokens(text)
         if not words:
             continue
         if prefix and len(words) == 1:  # our tokens are letters and digits: no regex syntax
@@ -106,9 +110,7 @@ def _filters(
     if p.get("since") or p.get("until"):
         if (p.get("since") and low is None) or (p.get("until") and high is None):
             return None
-        out.append(
-            tantivy.Query.range_query(schema, "ts", tantivy.FieldType.Unsigned, low, high)
-        )
+        out.append(tantivy.Query.range_query(schema, "ts", tantivy.FieldType.Unsigned, low, high))
     return out
 
 

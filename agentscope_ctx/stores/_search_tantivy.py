@@ -1,8 +1,8 @@
 """The text index of the local search (`_search_db`): a Tantivy index beside the SQLite
 metadata, one per index generation (``index/tantivy-{hex}/`` beside ``search-{hex}.sqlite3``).
 
-One Tantivy document per chunk: its tokens (ours, `_search_text.tokens`, joined by spaces and
-split again by a whitespace analyzer: what is matched is exactly our tokens), its text
+One Tantivy document per chunk: its tokens (ours, `_search_text.tokens`: see `ANALYZER`), its
+text
 (stored, compressed by Tantivy's doc store in blocks: the text is not kept anywhere else in
 the index), where it starts (``start_line``, ``line_offset``), and the fields a search filters
 on, copied from its ``docs`` row when the transaction commits: ``path``, ``off`` (the doc's
@@ -35,9 +35,19 @@ from typing import Any
 
 import tantivy
 
-from ..core._search_text import index_text, tokens
+from ..core._search_text import folded
 
-__all__ = ["FLUSH_BYTES", "NONE", "TextBatch", "create_index", "open_index", "ts_digits"]
+__all__ = [
+    "ANALYZER",
+    "FLUSH_BYTES",
+    "NONE",
+    "TextBatch",
+    "chunk_terms",
+    "create_index",
+    "open_index",
+    "query_tokens",
+    "ts_digits",
+]
 
 FLUSH_BYTES = 8 << 20
 """Chunk bytes a batch buffers before it commits and starts a new transaction."""
@@ -69,9 +79,36 @@ def _schema() -> tantivy.Schema:
     return b.build()
 
 
+_CJK_CLASS = (
+    r"\x{3040}-\x{30ff}\x{3400}-\x{4dbf}\x{4e00}-\x{9fff}\x{ac00}-\x{d7af}\x{f900}-\x{faff}"
+    r"\x{ff66}-\x{ff9f}\x{20000}-\x{2fa1f}\x{1100}-\x{11ff}\x{3130}-\x{318f}"
+)  # `_search_text._CJK`, and the Hangul letters a folded syllable is made of
+ANALYZER = (
+    tantivy.TextAnalyzerBuilder(
+        tantivy.Tokenizer.regex(rf"[{_CJK_CLASS}]|[[\p{{L}}\p{{N}}]--[{_CJK_CLASS}]]+")
+    )
+    .filter(tantivy.Filter.lowercase())
+    .build()
+)
+"""How Tantivy splits a chunk's ``terms`` and a query's words (in Rust: indexing speed): each
+CJK character alone, else runs of letters and digits, lower-cased, no length limit, of the
+text `_search_text.folded` gives (diacritics removed). These are our tokens
+(`_search_text.tokens`), except that a CJK character beside a letter is a token of its own
+(found inside a mixed word) and a Hangul syllable is searched as its letters."""
+
+
+def chunk_terms(text: str) -> str:
+    """What the ``terms`` field is given for the chunk `text` (see `ANALYZER`)."""
+    return text if text.isascii() else folded(text)
+
+
+def query_tokens(text: str) -> list[str]:
+    """The tokens of a query's word or phrase as the ``terms`` field holds them."""
+    return [str(token) for token in ANALYZER.analyze(chunk_terms(text))]
+
+
 def _register(index: tantivy.Index) -> tantivy.Index:
-    analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
-    index.register_tokenizer(_ANALYZER, analyzer)
+    index.register_tokenizer(_ANALYZER, ANALYZER)
     return index
 
 
@@ -225,7 +262,9 @@ def _writer(index: tantivy.Index, deadline: float) -> tantivy.IndexWriter:
             if "LockBusy" not in str(exc):
                 raise TextIndexError(f"text index: {exc}") from exc
             if time.monotonic() >= deadline:
-                raise IndexBusy(f"the text index is being written by another process: {exc}")
+                raise IndexBusy(
+                    f"the text index is being written by another process: {exc}"
+                ) from exc
             time.sleep(0.02)
 
 
@@ -273,7 +312,7 @@ def _with_rows(
 def _document(add: _Add, row: tuple[Any, ...]) -> tantivy.Document:
     doc_id, path, kind, off, agent, session, role, ts = row
     doc = tantivy.Document()
-    doc.add_text("terms", " ".join(tokens(index_text(add.text))))
+    doc.add_text("terms", chunk_terms(add.text))
     doc.add_bytes("body", add.text.encode("utf-8", "replace"))
     doc.add_unsigned("rowid", add.rowid)
     doc.add_unsigned("start_line", add.start_line)

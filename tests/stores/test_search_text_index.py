@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import agentscope_ctx.stores._search_db as search_db
 import agentscope_ctx.stores._search_tantivy as tantivy_module
+from agentscope_ctx.core._search_text import tokens
 from agentscope_ctx.stores._search import Filters, SearchIndex
+from agentscope_ctx.stores._search_tantivy import ANALYZER, chunk_terms, query_tokens
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
 HOLDER = """
@@ -166,3 +171,18 @@ def test_a_reader_sees_the_commits_of_another_process(tmp_path: Path) -> None:
     # no catch-up of its own: what it finds, it reads from the other process's commit
     hits = index.search("serval", Filters(agent="bob"), catch_up_seconds=0).hits
     assert [h.agent for h in hits] == ["bob"]
+
+
+_WORDS = st.text(alphabet="abcXYZ019 _-.,éÉïﬁἈθῆ中文数据日本한국\u0301\n", max_size=120)
+
+
+@given(_WORDS | st.text(max_size=200))
+@example("Hello_World x-y 42abc")
+@example("ÉCOLE naïve ﬁle Ἀθῆναι ab中文数据x日本")
+def test_the_text_index_holds_our_tokens(text: str) -> None:
+    """What Tantivy indexes of a chunk is what a query for it searches; on ASCII text, and on
+    letters, digits and CJK, these are our tokens (`_search_text.tokens`)."""
+    assert ANALYZER.analyze(chunk_terms(text)) == query_tokens(text)
+    if all(c.isascii() or c in "éÉïﬁἈθῆ中文数据日本\u0301" for c in text):
+        apart = re.sub("[中文数据日本]", " \\g<0> ", text)  # a CJK character: a token
+        assert query_tokens(text) == tokens(apart)
