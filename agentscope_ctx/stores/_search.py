@@ -1,6 +1,7 @@
 """`SearchIndex`: full-text search over what left the context (DESIGN.md §10).
 
-The files are the truth; the index (SQLite FTS5, see `_search_db`) is a cache that catches up
+The files are the truth; the index (SQLite metadata, `_search_db`, and a Tantivy text index,
+`_search_tantivy`) is a cache that catches up
 with them (`_search_catch_up`): dialog files by inode and byte offset (whole lines only),
 ``tool_result/`` files by name (each written once, atomically) and how far they are indexed
 (in pieces, DESIGN.md §16), memory files by inode, size and mtime; the entries of files that
@@ -148,7 +149,8 @@ class SearchIndex(CatchUp):
     ) -> SearchResult:
         """Catch up (for at most `catch_up_seconds`, which also bounds the wait for other
         writers; saved outputs: `SEARCH_INDEX_BYTES` at most, unless `catch_up_seconds` is
-        `None`), then the best `limit` hits of `query` by BM25, newest first on ties; a hit
+        `None`), then the best `limit` hits of `query` by BM25 (Tantivy's top k, the filters
+        inside the query: `_search_query`), newest first on ties; a hit
         showing the same line as a better one is left out. When no chunk has every term, the
         chunks with any of them. When other writers hold the index longer, what is indexed
         is searched (nothing when the index could not even be opened) and `busy` is set.
