@@ -52,7 +52,7 @@ from ..core._failures import FailureLog
 from ..core._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core._search_text import Query, parse_query, storable
 from ._search_catch_up import CatchUp
-from ._search_db import BUSY_SECONDS, IndexBusy, IndexDatabase, Owner, set_owner, write
+from ._search_db import BUSY_SECONDS, IndexBusy, IndexDatabase, Owner, batch, set_owner, write
 from ._search_files import file_stamp
 from ._search_query import ranked_rows, tenant_params
 
@@ -63,8 +63,6 @@ logger = logging.getLogger("agentscope_ctx")
 INDEX_AT_SAVE_BYTES = 8 << 20
 """A saved output up to this size is indexed as it is saved; a larger one in the background,
 in pieces (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
-NOTIFY_SECONDS = 2.0
-"""Longest a save spends indexing other files than its own (after an index rebuild)."""
 MAX_PENDING = 10_000
 """Owners of saved outputs kept in memory while the index is busy (the oldest are dropped
 beyond: a dialog record carrying the output's notice names its owner again)."""
@@ -112,10 +110,10 @@ class SearchIndex(CatchUp):
             self._notify(lambda db: self._owner(db, name, owner), (name, owner, None))
 
     def dialog_appended(self) -> None:
-        """Records were appended to ``dialog/``: index them (for at most
-        `NOTIFY_SECONDS`; a search catches up with the rest)."""
-        deadline = time.monotonic() + NOTIFY_SECONDS
-        self._notify(lambda db: self._catch_up(db, deadline, kinds=("dialog",)))
+        """Records were appended to ``dialog/``: index them in the background (one text index
+        commit for all the records appended meanwhile: a commit costs some 100 ms); a search
+        catches up with what is left."""
+        self.background.kick()
 
     def drop_outputs(self, paths: Iterable[str | Path]) -> None:
         """Drop the entries of deleted ``tool_result/`` files."""
@@ -246,7 +244,8 @@ class SearchIndex(CatchUp):
         with write(db, self.db.deadline):
             set_owner(db, name, owner, ts)
         if os.path.getsize(self.root / name) <= INDEX_AT_SAVE_BYTES:
-            self._index_output(db, name, None, [None])
+            with batch(db, self.db.deadline):  # one text index commit
+                self._index_output(db, name, None, [None])
         else:
             self.background.kick()
 

@@ -53,15 +53,15 @@ def _all(queries: list[tantivy.Query]) -> tantivy.Query:
 def _text_query(schema: tantivy.Schema, query: Query, every: bool) -> tantivy.Query | None:
     parts: list[tantivy.Query] = []
     for text, prefix in query.terms:
-        words = query_tokens(text)
+        words: list[str | tuple[int, str]] = list(query_tokens(text))
         if not words:
             continue
         if prefix and len(words) == 1:  # our tokens are letters and digits: no regex syntax
-            parts.append(tantivy.Query.regex_query(schema, "terms", words[0] + ".*"))
+            parts.append(tantivy.Query.regex_query(schema, "terms", f"{words[0]}.*"))
         elif prefix:
             parts.append(tantivy.Query.phrase_prefix_query(schema, "terms", words))
         elif len(words) == 1:
-            parts.append(_term(schema, "terms", words[0]))
+            parts.append(_term(schema, "terms", str(words[0])))
         else:
             parts.append(tantivy.Query.phrase_query(schema, "terms", words))
     if not parts:
@@ -154,7 +154,7 @@ def ranked_rows(
         part = ids[at : at + 500]
         marks = ",".join("?" * len(part))
         rows.update({r[0]: r for r in db.execute(f"{_ROWS} ({marks})", part)})
-    out: list[tuple[object, ...]] = []
+    out: list[tuple[Any, ...]] = []
     for score, doc in found:
         rowid = int(doc.get_first("rowid") or 0)
         row = rows.get(rowid >> DOC_SHIFT)
@@ -163,7 +163,7 @@ def ranked_rows(
         body = bytes(doc.get_first("body") or b"").decode("utf-8", "replace")
         start, offset = doc.get_first("start_line") or 0, doc.get_first("line_offset") or 0
         out.append((-float(score), body, start, offset, *row[1:], rowid))
-    out.sort(key=lambda r: (r[0], _newest(r[-2]), -int(r[-1])))  # type: ignore[arg-type]
+    out.sort(key=lambda r: (r[0], _newest(r[-2]), -int(r[-1])))
     return [r[:-1] for r in out]
 
 
