@@ -54,7 +54,14 @@ from typing import Any, TypeVar
 from ..core._errors import PersistenceError
 from ..core._private import FILE_MODE, file_lock, private_dir, write_atomic
 from ..core._search_text import Chunk, storable
-from ._search_tantivy import FLUSH_BYTES, TextBatch, create_index, open_index
+from ._search_tantivy import (
+    DOC_SHIFT,
+    FLUSH_BYTES,
+    TextBatch,
+    WriterBusy,
+    create_index,
+    open_index,
+)
 
 __all__ = [
     "IndexBusy",
@@ -74,7 +81,6 @@ logger = logging.getLogger("agentscope_ctx")
 SCHEMA_VERSION = 2
 BUSY_SECONDS = 60.0
 """How long a caller that gives no wait of its own waits for another writer."""
-DOC_SHIFT = 24
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
 _SCHEMA = f"""
 CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,
@@ -140,6 +146,11 @@ def _commit(db: IndexConnection, deadline: float) -> None:
     """Commit the text index's batch, then SQLite's transaction."""
     try:
         db.text.apply(db, db.index, deadline)
+    except WriterBusy as exc:
+        db.text.clear()
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise IndexBusy(str(exc)) from exc
     except BaseException:
         db.text.clear()
         if db.in_transaction:

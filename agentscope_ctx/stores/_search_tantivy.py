@@ -39,9 +39,11 @@ from ..core._search_text import folded
 
 __all__ = [
     "ANALYZER",
+    "DOC_SHIFT",
     "FLUSH_BYTES",
     "NONE",
     "TextBatch",
+    "WriterBusy",
     "chunk_terms",
     "create_index",
     "open_index",
@@ -58,6 +60,14 @@ NONE = "\x01"
 _ANALYZER = "ctx_tokens"
 _DIGITS = re.compile(r"\d")
 _RAW = ("path", "kind", "role", "agent", "session", "tags")
+
+
+DOC_SHIFT = 24
+"""A chunk's rowid is its doc's id << DOC_SHIFT | its number in the doc."""
+
+
+class WriterBusy(Exception):
+    """Another process holds Tantivy's writer (`_search_db` raises `IndexBusy` for it)."""
 
 
 class TextIndexError(sqlite3.DatabaseError):
@@ -252,9 +262,11 @@ class TextBatch:
 
 
 def _writer(index: tantivy.Index, deadline: float) -> tantivy.IndexWriter:
-    """Tantivy's writer, waiting for another holder until `deadline`."""
-    from ._search_db import IndexBusy
+    """Tantivy's writer, waiting for another holder until `deadline`.
 
+    Raises:
+        WriterBusy: another holder kept it past `deadline`.
+    """
     while True:
         try:
             return index.writer(heap_size=HEAP_BYTES, num_threads=1)
@@ -262,7 +274,7 @@ def _writer(index: tantivy.Index, deadline: float) -> tantivy.IndexWriter:
             if "LockBusy" not in str(exc):
                 raise TextIndexError(f"text index: {exc}") from exc
             if time.monotonic() >= deadline:
-                raise IndexBusy(
+                raise WriterBusy(
                     f"the text index is being written by another process: {exc}"
                 ) from exc
             time.sleep(0.02)
@@ -296,8 +308,6 @@ def _with_rows(
     db: sqlite3.Connection, adds: Sequence[_Add]
 ) -> Iterator[tuple[_Add, tuple[Any, ...]]]:
     """Each chunk with its ``docs`` row (chunks of a doc that is gone are left out)."""
-    from ._search_db import DOC_SHIFT
-
     for at in range(0, len(adds), 500):
         part = adds[at : at + 500]
         ids = sorted({a.rowid >> DOC_SHIFT for a in part})
