@@ -247,6 +247,8 @@ class TextBatch:
                         kept.append(add)
         writer = _writer(index, deadline)
         try:
+            index.reload()  # this process's reader lets go of the segments merged away
+            writer.garbage_collect_files()
             for path, off in deletes:
                 writer.delete_documents_by_query(_path_query(schema, path, off))
             for path in refresh:
