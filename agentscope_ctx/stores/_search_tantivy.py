@@ -247,8 +247,6 @@ class TextBatch:
                         kept.append(add)
         writer = _writer(index, deadline)
         try:
-            index.reload()  # this process's reader lets go of the segments merged away
-            writer.garbage_collect_files()
             for path, off in deletes:
                 writer.delete_documents_by_query(_path_query(schema, path, off))
             for path in refresh:
@@ -256,14 +254,27 @@ class TextBatch:
             for add, row in _with_rows(db, [*kept, *adds.values()]):
                 writer.add_document(_document(add, row))
             writer.commit()
-            writer.garbage_collect_files()  # the segments merged away before
         except BaseException:
             writer.rollback()
             raise
         finally:
             writer.wait_merging_threads()
+            _collect(index)
             tighten(self.index_dir)
         self.clear()
+
+
+def _collect(index: tantivy.Index) -> None:
+    """Delete the files of the segments merged away (when the writer is free at once)."""
+    try:
+        writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
+    except ValueError:
+        return  # taken meanwhile: its own commit collects them
+    try:
+        index.reload()  # this process's reader lets go of them
+        writer.garbage_collect_files()
+    finally:
+        del writer
 
 
 def _writer(index: tantivy.Index, deadline: float) -> tantivy.IndexWriter:
