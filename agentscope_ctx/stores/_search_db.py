@@ -132,6 +132,8 @@ class IndexConnection(sqlite3.Connection):
     """What the open write transaction does to the text index (applied at its commit)."""
     index: Any
     """The `tantivy.Index` of this generation."""
+    root: Path
+    """The working dir (the files a chunk's text is read back from)."""
     batching: int = 0
     savepoints: int = 0
 
@@ -337,6 +339,7 @@ class IndexDatabase:
             if version != SCHEMA_VERSION:
                 raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
             db.execute("PRAGMA synchronous=NORMAL")
+            db.root = self.dir.parent
             db.index = open_index(self.dir / _text_dir(name))
             db.text = TextBatch(self.dir / _text_dir(name))
         except BaseException:
@@ -385,8 +388,14 @@ class IndexDatabase:
 # -- statements (run inside the caller's transaction) --------------------------------------
 
 
-def add_doc(db: sqlite3.Connection, values: tuple[object, ...], chunks: Iterable[Chunk]) -> None:
-    """Insert a doc (`values` in the column order of ``docs`` after ``id``) and its chunks."""
+def add_doc(
+    db: sqlite3.Connection,
+    values: tuple[object, ...],
+    chunks: Iterable[Chunk],
+    locate: Callable[[Chunk], tuple[int, int] | None] | None = None,
+) -> None:
+    """Insert a doc (`values` in the column order of ``docs`` after ``id``) and its chunks;
+    `locate` says where a chunk's text is in its file (then read back from there)."""
     assert isinstance(db, IndexConnection)
     stored = _storable(values)
     cursor = db.execute(
@@ -397,7 +406,8 @@ def add_doc(db: sqlite3.Connection, values: tuple[object, ...], chunks: Iterable
     base = int(cursor.lastrowid or 0) << DOC_SHIFT
     path, off = str(stored[0]), int(stored[3])  # type: ignore[call-overload]
     for k, c in enumerate(islice(chunks, 1 << DOC_SHIFT)):
-        db.text.add(base + k, path, off, c.start_line, c.line_offset, storable(c.text))
+        at = None if locate is None else locate(c)
+        db.text.add(base + k, path, off, c.start_line, c.line_offset, storable(c.text), at)
 
 
 def set_owner(

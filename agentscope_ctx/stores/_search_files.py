@@ -17,6 +17,7 @@ from typing import IO
 from ..core._index_pieces import cut_piece, piece_lines
 from ..core._search_text import chunk_lines
 from ._search_db import add_doc, drop_one, text_batch, write
+from ._search_tantivy import locate
 
 __all__ = [
     "ALL_KINDS",
@@ -135,7 +136,8 @@ def index_piece(
         ).fetchone() or (None, None, None, None, None)
         values = (rel, "tool_result", 1, done, *owner[:2], "tool", *owner[2:4])
         ts = owner[4] or file_stamp(stat.st_mtime)
-        add_doc(db, (*values, ts), chunk_lines(piece_lines(data), line + 1))
+        chunks = chunk_lines(piece_lines(data), line + 1)
+        add_doc(db, (*values, ts), chunks, locate(data, done, line + 1))
         done, line = done + len(data), line + data.count(b"\n")
         db.execute(
             "INSERT OR REPLACE INTO sources VALUES (?, 'tool_result', ?, ?, ?, ?)",

@@ -22,8 +22,16 @@ import tantivy
 
 from ..core._search_text import Query
 from ..core._tenant import Tenant
-from ._search_db import DOC_SHIFT, IndexConnection
-from ._search_tantivy import NONE, TextIndexError, chunk_text, owner_value, query_tokens, ts_digits
+from ._search_db import IndexConnection
+from ._search_tantivy import (
+    DOC_SHIFT,
+    NONE,
+    TextIndexError,
+    chunk_text,
+    owner_value,
+    query_tokens,
+    ts_digits,
+)
 
 __all__ = ["ranked_rows", "tenant_params"]
 
@@ -160,7 +168,7 @@ def ranked_rows(
         row = rows.get(rowid >> DOC_SHIFT)
         if row is None or row[1] != doc.get_first("path"):  # a stale chunk (see the module)
             continue
-        body = chunk_text(doc)
+        body = chunk_text(doc, db.root)
         start, offset = doc.get_first("start_line") or 0, doc.get_first("line_offset") or 0
         out.append((-float(score), body, start, offset, *row[1:], rowid))
     out.sort(key=lambda r: (r[0], _newest(r[-2]), -int(r[-1])))

@@ -29,14 +29,14 @@ import sqlite3
 import stat
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
-from ..core._search_text import folded
+from ..core._search_text import Chunk, folded
 
 __all__ = [
     "ANALYZER",
@@ -48,6 +48,7 @@ __all__ = [
     "chunk_terms",
     "chunk_text",
     "create_index",
+    "locate",
     "open_index",
     "query_tokens",
     "ts_digits",
@@ -82,6 +83,8 @@ def _schema() -> tantivy.Schema:
     b.add_bytes_field("body", stored=True)
     b.add_unsigned_field("rowid", stored=True, fast=True)
     b.add_unsigned_field("start_line", stored=True)
+    b.add_unsigned_field("fpos", stored=True)
+    b.add_unsigned_field("flen", stored=True)
     b.add_unsigned_field("line_offset", stored=True)
     b.add_unsigned_field("doc", indexed=True)
     b.add_unsigned_field("off", stored=True, indexed=True)
@@ -180,6 +183,8 @@ class _Add:
     start_line: int
     line_offset: int
     text: str
+    at: tuple[int, int] | None = None
+    """Where the text is in its file (byte offset, length), when it is read back from there."""
 
 
 @dataclass
@@ -190,8 +195,19 @@ class TextBatch:
     ops: list[tuple[str, Any]] = field(default_factory=list)
     pending_bytes: int = 0
 
-    def add(self, rowid: int, path: str, off: int, start_line: int, offset: int, text: str) -> None:
-        self.ops.append(("add", _Add(rowid, path, off, start_line, offset, text)))
+    def add(
+        self,
+        rowid: int,
+        path: str,
+        off: int,
+        start_line: int,
+        offset: int,
+        text: str,
+        at: tuple[int, int] | None = None,
+    ) -> None:
+        """Index a chunk; `at`: where its text is in the file `path` (byte offset, length; it
+        is then not stored)."""
+        self.ops.append(("add", _Add(rowid, path, off, start_line, offset, text, at)))
         self.pending_bytes += len(text)
 
     def delete_path(self, path: str) -> None:
@@ -225,6 +241,7 @@ class TextBatch:
         deletes: list[tuple[str, int]] = []
         adds: dict[int, _Add] = {}
         refresh: list[str] = []
+        root = self.index_dir.parent.parent
         for kind, value in self.ops:
             if kind == "add":
                 adds[value.rowid] = value
@@ -242,7 +259,7 @@ class TextBatch:
             searcher = index.searcher()
             for path in refresh:
                 gone = [off for p, off in deletes if p == path]
-                for add in _committed(searcher, schema, path):
+                for add in _committed(searcher, schema, path, root):
                     if add.rowid not in adds and not any(add.off >= off for off in gone):
                         kept.append(add)
         writer = _writer(index, deadline)
@@ -304,7 +321,9 @@ def _path_query(schema: tantivy.Schema, path: str, off: int) -> tantivy.Query:
     return tantivy.Query.boolean_query([(tantivy.Occur.Must, term), (tantivy.Occur.Must, since)])
 
 
-def _committed(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) -> Iterator[_Add]:
+def _committed(
+    searcher: tantivy.Searcher, schema: tantivy.Schema, path: str, root: Path
+) -> Iterator[_Add]:
     """The committed chunks of `path` (their stored fields)."""
     query = tantivy.Query.term_query(schema, "path", path)
     for _, address in searcher.search(query, max(searcher.num_docs, 1), count=False).hits:
@@ -312,17 +331,62 @@ def _committed(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) ->
         yield _Add(
             int(doc.get_first("rowid") or 0), path, int(doc.get_first("off") or 0),
             int(doc.get_first("start_line") or 0),
-            int(doc.get_first("line_offset") or 0), chunk_text(doc),
+            int(doc.get_first("line_offset") or 0), chunk_text(doc, root), _place(doc),
         )  # fmt: skip
+
+
+def _place(doc: tantivy.Document) -> tuple[int, int] | None:
+    length = doc.get_first("flen")
+    return None if length is None else (int(doc.get_first("fpos") or 0), int(length))
 
 
 _ROWS = "SELECT id, path, kind, byte_offset, agent, session, role, ts FROM docs WHERE id IN"
 
 
-def chunk_text(doc: tantivy.Document) -> str:
-    """The text of a chunk's document (kept zlib-compressed: 2-3x smaller than the doc
-    store's own compression alone)."""
-    return zlib.decompress(bytes(doc.get_first("body") or b"")).decode("utf-8", "replace")
+def chunk_text(doc: tantivy.Document, root: Path) -> str:
+    """The text of a chunk's document: read from its file (a saved output: written once) at
+    the place it names, or kept zlib-compressed in it (2-3x smaller than the doc store's own
+    compression alone). A file gone or cut short gives what is left (the next catch-up drops
+    or indexes it again)."""
+    place = _place(doc)
+    if place is None:
+        return zlib.decompress(bytes(doc.get_first("body") or b"")).decode("utf-8", "replace")
+    try:
+        with open(root / str(doc.get_first("path")), "rb") as file:
+            file.seek(place[0])
+            return file.read(place[1]).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def locate(data: bytes, start: int, first_line: int) -> Callable[[Chunk], tuple[int, int] | None]:
+    """Where each chunk of a saved output's piece (`data`, at byte `start` of the file; its
+    first line `first_line`) is in the file: (byte offset, length), or `None` when its bytes
+    do not decode to its text exactly (a ``\r\n`` or invalid UTF-8 inside: then its text is
+    stored)."""
+    starts = [0]
+    at = data.find(b"\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    lines: dict[int, str] = {}
+
+    def where(chunk: Chunk) -> tuple[int, int] | None:
+        k = chunk.start_line - first_line
+        if not 0 <= k < len(starts):
+            return None
+        a = starts[k]
+        if chunk.line_offset:
+            if k not in lines:
+                end = starts[k + 1] - 1 if k + 1 < len(starts) else len(data)
+                lines[k] = data[a:end].decode("utf-8", "replace")
+            a += len(lines[k][: chunk.line_offset].encode("utf-8"))
+        length = len(chunk.text.encode("utf-8", "replace"))
+        if data[a : a + length].decode("utf-8", "replace") != chunk.text:
+            return None
+        return start + a, length
+
+    return where
 
 
 def _with_rows(
@@ -344,7 +408,11 @@ def _document(add: _Add, row: tuple[Any, ...]) -> tantivy.Document:
     doc_id, path, kind, off, agent, session, role, ts = row
     doc = tantivy.Document()
     doc.add_text("terms", chunk_terms(add.text))
-    doc.add_bytes("body", zlib.compress(add.text.encode("utf-8", "replace"), 6))
+    if add.at is None:
+        doc.add_bytes("body", zlib.compress(add.text.encode("utf-8", "replace"), 6))
+    else:
+        doc.add_unsigned("fpos", add.at[0])
+        doc.add_unsigned("flen", add.at[1])
     doc.add_unsigned("rowid", add.rowid)
     doc.add_unsigned("start_line", add.start_line)
     doc.add_unsigned("line_offset", add.line_offset)

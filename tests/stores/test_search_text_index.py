@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 import agentscope_ctx.stores._search_db as search_db
 import agentscope_ctx.stores._search_tantivy as tantivy_module
-from agentscope_ctx.core._search_text import tokens
+from agentscope_ctx.core._index_pieces import piece_lines
+from agentscope_ctx.core._search_text import chunk_lines, tokens
 from agentscope_ctx.stores._search import Filters, SearchIndex
-from agentscope_ctx.stores._search_tantivy import ANALYZER, chunk_terms, query_tokens
+from agentscope_ctx.stores._search_tantivy import ANALYZER, chunk_terms, locate, query_tokens
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
 HOLDER = """
@@ -186,3 +187,33 @@ def test_the_text_index_holds_our_tokens(text: str) -> None:
     if all(c.isascii() or c in "éÉïﬁἈθῆ中文数据日本\u0301" for c in text):
         apart = re.sub("[中文数据日本]", " \\g<0> ", text)  # a CJK character: a token
         assert query_tokens(text) == tokens(apart)
+
+
+_LINE = st.text(alphabet="ab é中\t", max_size=40) | st.text(
+    alphabet="xy ", min_size=2000, max_size=5000
+)
+
+
+@given(st.lists(_LINE, min_size=1, max_size=40), st.booleans())
+@example(["a" * 4100], True)
+def test_a_saved_outputs_chunks_are_read_back_from_its_file(lines: list[str], end: bool) -> None:
+    """The text of a saved output's chunks is not stored: each is found in the piece, at the
+    bytes that decode to it (also the pieces of a long line)."""
+    data = ("\n".join(lines) + ("\n" if end else "")).encode()
+    where = locate(data, 1000, 7)
+    for chunk in chunk_lines(piece_lines(data), 7):
+        place = where(chunk)
+        assert place is not None
+        assert data[place[0] - 1000 : place[0] - 1000 + place[1]].decode() == chunk.text
+
+
+def test_a_chunk_with_a_crlf_or_a_bad_byte_keeps_its_text(tmp_path: Path) -> None:
+    index = SearchIndex(tmp_path)
+    save(index, "the first line\r\nthe eland here\r\n")
+    bad = ToolResultStore(tmp_path, 7, owner=("alice", "")).save("x")
+    bad.write_bytes(b"an \xff byte and the eland\n")
+    hits = index.search("eland").hits
+    assert sorted(text for h in hits for _, text in h.lines if "eland" in text) == [
+        "an \ufffd byte and the eland",
+        "the eland here",
+    ]
