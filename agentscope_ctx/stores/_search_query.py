@@ -141,7 +141,10 @@ def ranked_rows(
     assert isinstance(db, IndexConnection)
     index = db.index
     try:
-        index.reload()  # another process's commits
+        try:
+            index.reload()  # another process's commits
+        except ValueError:  # a segment merged away between its meta.json and its files
+            index.reload()
         schema = index.schema
         text = _text_query(schema, query, every)
         filters = _filters(db, schema, params)

@@ -23,6 +23,7 @@ until the caller's deadline, then `IndexBusy`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -276,12 +277,12 @@ class TextBatch:
             raise
         finally:
             writer.wait_merging_threads()
-            _collect(index)
+            _collect(index, self.index_dir)
             tighten(self.index_dir)
         self.clear()
 
 
-def _collect(index: tantivy.Index) -> None:
+def _collect(index: tantivy.Index, index_dir: Path) -> None:
     """Delete the files of the segments merged away (when the writer is free at once)."""
     try:
         writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
@@ -290,8 +291,25 @@ def _collect(index: tantivy.Index) -> None:
     try:
         index.reload()  # this process's reader lets go of them
         writer.garbage_collect_files()
+        _orphans(index_dir)
     finally:
         del writer
+
+
+def _orphans(path: Path) -> None:
+    """Delete the segment files ``meta.json`` does not name (run holding the writer: no
+    merge is writing one). Tantivy's own collection misses those of another `Index` of the
+    same directory (each keeps its own list of the files it made: several searching agents
+    in one process, several processes)."""
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        live = {str(s["segment_id"]).replace("-", "") for s in meta["segments"]}
+        for entry in os.scandir(path):
+            segment = entry.name.split(".")[0]
+            if re.fullmatch(r"[0-9a-f]{32}", segment) and segment not in live:
+                os.unlink(entry.path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # best effort: the next commit tries again
 
 
 def _writer(index: tantivy.Index, deadline: float) -> tantivy.IndexWriter:
