@@ -54,14 +54,8 @@ from typing import Any, TypeVar
 from ..core._errors import PersistenceError
 from ..core._private import FILE_MODE, file_lock, private_dir, write_atomic
 from ..core._search_text import Chunk, storable
-from ._search_tantivy import (
-    DOC_SHIFT,
-    FLUSH_BYTES,
-    TextBatch,
-    WriterBusy,
-    create_index,
-    open_index,
-)
+from ._search_tantivy import DOC_SHIFT, FLUSH_BYTES, WriterBusy, create_index, open_index
+from ._search_text_batch import TextBatch
 
 __all__ = [
     "IndexBusy",

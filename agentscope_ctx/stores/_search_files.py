@@ -17,7 +17,7 @@ from typing import IO
 from ..core._index_pieces import cut_piece, piece_lines
 from ..core._search_text import chunk_lines
 from ._search_db import add_doc, drop_one, text_batch, write
-from ._search_tantivy import locate
+from ._search_text_batch import locate
 
 __all__ = [
     "ALL_KINDS",

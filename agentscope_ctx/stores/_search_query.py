@@ -27,11 +27,11 @@ from ._search_tantivy import (
     DOC_SHIFT,
     NONE,
     TextIndexError,
-    chunk_text,
     owner_value,
     query_tokens,
     ts_digits,
 )
+from ._search_text_batch import chunk_text
 
 __all__ = ["ranked_rows", "tenant_params"]
 

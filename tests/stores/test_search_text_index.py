@@ -17,11 +17,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import agentscope_ctx.stores._search_db as search_db
-import agentscope_ctx.stores._search_tantivy as tantivy_module
+import agentscope_ctx.stores._search_text_batch as batch_module
 from agentscope_ctx.core._index_pieces import piece_lines
 from agentscope_ctx.core._search_text import chunk_lines, tokens
 from agentscope_ctx.stores._search import Filters, SearchIndex
-from agentscope_ctx.stores._search_tantivy import ANALYZER, chunk_terms, locate, query_tokens
+from agentscope_ctx.stores._search_tantivy import ANALYZER, chunk_terms, query_tokens
+from agentscope_ctx.stores._search_text_batch import locate
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
 HOLDER = """
@@ -60,13 +61,13 @@ def text_hits(index: SearchIndex, word: str) -> int:
 
 def _crash_after_text_commit(root: str) -> None:
     """Index `root` and die between Tantivy's commit and SQLite's (a forked child)."""
-    apply = tantivy_module.TextBatch.apply
+    apply = batch_module.TextBatch.apply
 
-    def apply_then_die(self: tantivy_module.TextBatch, *args: object) -> None:
+    def apply_then_die(self: batch_module.TextBatch, *args: object) -> None:
         apply(self, *args)  # type: ignore[arg-type]
         os._exit(17)
 
-    tantivy_module.TextBatch.apply = apply_then_die  # type: ignore[method-assign]
+    batch_module.TextBatch.apply = apply_then_die  # type: ignore[method-assign]
     SearchIndex(Path(root)).catch_up()
 
 
