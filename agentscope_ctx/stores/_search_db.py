@@ -49,15 +49,25 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..core._errors import PersistenceError
 from ..core._private import FILE_MODE, file_lock, private_dir, write_atomic
 from ..core._search_text import Chunk, storable
-from ._search_tantivy import DOC_SHIFT, FLUSH_BYTES, WriterBusy, create_index, open_index
+from ._search_tantivy import DOC_SHIFT, create_index, open_index
 from ._search_text_batch import TextBatch
+from ._search_txn import (
+    BUSY_SECONDS,
+    IndexBusy,
+    IndexConnection,
+    batch,
+    busy,
+    text_batch,
+    write,
+)
 
 __all__ = [
+    "BUSY_SECONDS",
     "IndexBusy",
     "IndexConnection",
     "IndexDatabase",
@@ -73,8 +83,6 @@ __all__ = [
 logger = logging.getLogger("agentscope_ctx")
 
 SCHEMA_VERSION = 2
-BUSY_SECONDS = 60.0
-"""How long a caller that gives no wait of its own waits for another writer."""
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
 _SCHEMA = f"""
 CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,
@@ -94,20 +102,6 @@ Owner = tuple[str | None, str | None, str | None, str | None]
 """What is known of a saved output: (agent, session, tool, key arguments)."""
 
 
-class IndexBusy(PersistenceError):
-    """The index is held by another writer (another process's write transaction or
-    ``.lock``, or another thread of this process) for longer than the caller may wait. The
-    files are untouched: what was not indexed is caught up later."""
-
-
-def _busy(exc: sqlite3.Error) -> bool:
-    """Whether `exc` says another connection holds a lock (wait, do not rebuild)."""
-    name = str(getattr(exc, "sqlite_errorname", ""))
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return True
-    return "locked" in str(exc).lower()
-
-
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
     """Whether `exc` says the database itself is bad (rebuild), not busy or out of disk."""
     name = str(getattr(exc, "sqlite_errorname", ""))
@@ -117,110 +111,6 @@ def _damaged(exc: sqlite3.DatabaseError) -> bool:
     return any(
         s in text for s in ("malformed", "not a database", "no such", "corrupt", "schema version")
     )
-
-
-class IndexConnection(sqlite3.Connection):
-    """A connection to the index database with the text index of its generation."""
-
-    text: TextBatch
-    """What the open write transaction does to the text index (applied at its commit)."""
-    index: Any
-    """The `tantivy.Index` of this generation."""
-    root: Path
-    """The working dir (the files a chunk's text is read back from)."""
-    batching: int = 0
-    savepoints: int = 0
-
-
-def text_batch(db: sqlite3.Connection) -> TextBatch:
-    """What `db`'s open write transaction does to the text index."""
-    assert isinstance(db, IndexConnection)
-    return db.text
-
-
-def _commit(db: IndexConnection, deadline: float) -> None:
-    """Commit the text index's batch, then SQLite's transaction."""
-    try:
-        db.text.apply(db, db.index, deadline)
-    except WriterBusy as exc:
-        db.text.clear()
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise IndexBusy(str(exc)) from exc
-    except BaseException:
-        db.text.clear()
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def _begin(db: IndexConnection, deadline: float) -> None:
-    left = max(deadline - time.monotonic(), 0.0)
-    db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
-    try:
-        db.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        if _busy(exc):
-            raise IndexBusy(f"the search index is being written by another process: {exc}") from exc
-        raise
-    db.text.clear()
-
-
-@contextmanager
-def write(db: sqlite3.Connection, deadline: float | None = None) -> Iterator[None]:
-    """A write transaction, taken at once: waits for another writer until `deadline`
-    (`time.monotonic`; `None`: up to `BUSY_SECONDS`). Inside `batch`, a savepoint of the
-    batch's transaction (which commits first when it holds `FLUSH_BYTES` of chunks).
-
-    Raises:
-        IndexBusy: another writer held the database past `deadline`.
-    """
-    assert isinstance(db, IndexConnection)
-    end = time.monotonic() + BUSY_SECONDS if deadline is None else deadline
-    if db.batching and db.in_transaction and db.text.pending_bytes >= FLUSH_BYTES:
-        _commit(db, end)
-    if db.batching and db.in_transaction:
-        name, mark = f"s{db.savepoints}", db.text.mark()
-        db.savepoints += 1
-        db.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            db.execute(f"ROLLBACK TO {name}")
-            db.execute(f"RELEASE {name}")
-            db.text.truncate(mark)
-            raise
-        db.execute(f"RELEASE {name}")
-        return
-    _begin(db, end)
-    try:
-        yield
-    except BaseException:
-        db.text.clear()
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    if not db.batching:
-        _commit(db, end)
-
-
-@contextmanager
-def batch(db: sqlite3.Connection, deadline: float | None = None) -> Iterator[None]:
-    """The `write`s inside share one transaction (committed at the end; see `write`)."""
-    assert isinstance(db, IndexConnection)
-    db.batching += 1
-    try:
-        yield
-    except BaseException:
-        db.batching -= 1
-        if not db.batching and db.in_transaction:
-            db.text.clear()
-            db.execute("ROLLBACK")
-        raise
-    db.batching -= 1
-    if not db.batching and db.in_transaction:
-        _commit(db, time.monotonic() + BUSY_SECONDS if deadline is None else deadline)
 
 
 @contextmanager
@@ -280,7 +170,7 @@ class IndexDatabase:
                     db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
                     return op(db)
                 except sqlite3.DatabaseError as exc:
-                    if _busy(exc):
+                    if busy(exc):
                         raise IndexBusy(f"search index in {str(self.dir)!r}: {exc}") from exc
                     if attempt == 2 or not _damaged(exc):
                         raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
