@@ -120,13 +120,32 @@ class TextBatch:
                 for add in _committed(searcher, schema, path, root):
                     if add.rowid not in adds and not any(add.off >= off for off in gone):
                         kept.append(add)
+        # Tantivy makes its files with the process's umask: made private at once here (the
+        # umask is the process's: another thread's file made meanwhile is private too)
+        mask = os.umask(0o077)
+        try:
+            self._write(index, deadline, deletes, refresh, [*kept, *adds.values()], db)
+        finally:
+            os.umask(mask)
+        self.clear()
+
+    def _write(
+        self,
+        index: tantivy.Index,
+        deadline: float,
+        deletes: list[tuple[str, int]],
+        refresh: list[str],
+        adds: list[_Add],
+        db: sqlite3.Connection,
+    ) -> None:
+        schema = index.schema
         writer = _writer(index, deadline)
         try:
             for path, off in deletes:
                 writer.delete_documents_by_query(_path_query(schema, path, off))
             for path in refresh:
                 writer.delete_documents_by_term("path", path)
-            for add, row in _with_rows(db, [*kept, *adds.values()]):
+            for add, row in _with_rows(db, adds):
                 writer.add_document(_document(add, row))
             writer.commit()
         except BaseException:
@@ -136,7 +155,6 @@ class TextBatch:
             writer.wait_merging_threads()
             _collect(index, self.index_dir)
             tighten(self.index_dir)
-        self.clear()
 
 
 def _collect(index: tantivy.Index, index_dir: Path) -> None:
