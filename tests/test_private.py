@@ -64,7 +64,10 @@ def loose(root: Path, *, include_root: bool = True) -> list[str]:
     paths = [root] if include_root else []
     paths += sorted(root.rglob("*"))
     for path in paths:
-        mode = path.lstat().st_mode
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:  # gone since listed (a temporary file of the text index)
+            continue
         if stat.S_ISLNK(mode):
             continue
         if stat.S_IMODE(mode) & 0o077:
