@@ -180,6 +180,8 @@ _WORDS = st.text(alphabet="abcXYZ019 _-.,éÉïﬁἈθῆ中文数据日本한�
 
 @given(_WORDS | st.text(max_size=200))
 @example("Hello_World x-y 42abc")
+@example("\U0002ee5e")  # unassigned, in a CJK range: a token of ours, a token of the analyzer
+@example("中0")  # a CJK character beside a digit
 @example("ÉCOLE naïve ﬁle Ἀθῆναι ab中文数据x日本")
 def test_the_text_index_holds_our_tokens(text: str) -> None:
     """What Tantivy indexes of a chunk is what a query for it searches; on ASCII text, and on
