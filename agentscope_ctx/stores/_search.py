@@ -1,6 +1,7 @@
 """`SearchIndex`: full-text search over what left the context (DESIGN.md §10).
 
-The files are the truth; the index (SQLite FTS5, see `_search_db`) is a cache that catches up
+The files are the truth; the index (SQLite metadata, `_search_db`, and a Tantivy text index,
+`_search_tantivy`) is a cache that catches up
 with them (`_search_catch_up`): dialog files by inode and byte offset (whole lines only),
 ``tool_result/`` files by name (each written once, atomically) and how far they are indexed
 (in pieces, DESIGN.md §16), memory files by inode, size and mtime; the entries of files that
@@ -51,7 +52,7 @@ from ..core.search._background import BackgroundWork
 from ..core.search._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core.search._search_text import Query, parse_query, storable
 from ._search_catch_up import CatchUp
-from ._search_db import BUSY_SECONDS, IndexBusy, IndexDatabase, Owner, set_owner, write
+from ._search_db import BUSY_SECONDS, IndexBusy, IndexDatabase, Owner, batch, set_owner, write
 from ._search_files import file_stamp
 from ._search_query import ranked_rows, tenant_params
 
@@ -62,8 +63,6 @@ logger = logging.getLogger("agentscope_ctx")
 INDEX_AT_SAVE_BYTES = 8 << 20
 """A saved output up to this size is indexed as it is saved; a larger one in the background,
 in pieces (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
-NOTIFY_SECONDS = 2.0
-"""Longest a save spends indexing other files than its own (after an index rebuild)."""
 MAX_PENDING = 10_000
 """Owners of saved outputs kept in memory while the index is busy (the oldest are dropped
 beyond: a dialog record carrying the output's notice names its owner again)."""
@@ -111,10 +110,10 @@ class SearchIndex(CatchUp):
             self._notify(lambda db: self._owner(db, name, owner), (name, owner, None))
 
     def dialog_appended(self) -> None:
-        """Records were appended to ``dialog/``: index them (for at most
-        `NOTIFY_SECONDS`; a search catches up with the rest)."""
-        deadline = time.monotonic() + NOTIFY_SECONDS
-        self._notify(lambda db: self._catch_up(db, deadline, kinds=("dialog",)))
+        """Records were appended to ``dialog/``: index them in the background (one text index
+        commit for all the records appended meanwhile: a commit costs some 100 ms); a search
+        catches up with what is left."""
+        self.background.kick()
 
     def drop_outputs(self, paths: Iterable[str | Path]) -> None:
         """Drop the entries of deleted ``tool_result/`` files."""
@@ -148,7 +147,8 @@ class SearchIndex(CatchUp):
     ) -> SearchResult:
         """Catch up (for at most `catch_up_seconds`, which also bounds the wait for other
         writers; saved outputs: `SEARCH_INDEX_BYTES` at most, unless `catch_up_seconds` is
-        `None`), then the best `limit` hits of `query` by BM25, newest first on ties; a hit
+        `None`), then the best `limit` hits of `query` by BM25 (Tantivy's top k, the filters
+        inside the query: `_search_query`), newest first on ties; a hit
         showing the same line as a better one is left out. When no chunk has every term, the
         chunks with any of them. When other writers hold the index longer, what is indexed
         is searched (nothing when the index could not even be opened) and `busy` is set.
@@ -173,12 +173,12 @@ class SearchIndex(CatchUp):
             pending = self._catch_up(
                 db, deadline, busy=busy, output_bytes=budget, fits_only=self.background.running()
             )
-            params = {**vars(filters), **owner, "limit": 4 * limit + 8}
+            params = {**vars(filters), **owner}
             params.pop("tenant", None)
-            rows = ranked_rows(db, parsed.fts(), params, limit)
+            rows = ranked_rows(db, parsed, True, params, 4 * limit + 8)
             every = bool(rows) or len(parsed.terms) == 1
             if not every:
-                rows = ranked_rows(db, parsed.fts(every=False), params, limit)
+                rows = ranked_rows(db, parsed, False, params, 4 * limit + 8)
             hits = build_hits(rows, self.root, parsed, limit)
             return SearchResult(hits, parsed, every, pending, busy=bool(busy))
 
@@ -244,7 +244,8 @@ class SearchIndex(CatchUp):
         with write(db, self.db.deadline):
             set_owner(db, name, owner, ts)
         if os.path.getsize(self.root / name) <= INDEX_AT_SAVE_BYTES:
-            self._index_output(db, name, None, [None])
+            with batch(db, self.db.deadline):  # one text index commit
+                self._index_output(db, name, None, [None])
         else:
             self.background.kick()
 

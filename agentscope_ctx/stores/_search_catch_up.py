@@ -20,7 +20,16 @@ from ..core._stamps import local_stamp
 from ..core.search import _index_pieces as pieces
 from ..core.search._background import BackgroundWork
 from ..core.search._search_text import chunk_lines, record_parts
-from ._search_db import IndexBusy, IndexDatabase, Owner, add_doc, drop_one, set_owner, write
+from ._search_db import (
+    IndexBusy,
+    IndexDatabase,
+    Owner,
+    add_doc,
+    batch,
+    drop_one,
+    set_owner,
+    write,
+)
 from ._search_files import (
     ALL_KINDS,
     index_dialog,
@@ -92,6 +101,19 @@ class CatchUp:
         left, whole or in part. When another writer holds the index past the
         run's wait, the rest is left and `busy` (when given) gets an entry; without `busy`,
         `IndexBusy` is raised."""
+        with batch(db, deadline):
+            return self._catch_up_batch(db, deadline, kinds, busy, output_bytes, fits_only)
+
+    def _catch_up_batch(
+        self,
+        db: sqlite3.Connection,
+        deadline: float | None,
+        kinds: Iterable[str],
+        busy: list[bool] | None,
+        output_bytes: int | None,
+        fits_only: bool,
+    ) -> int:
+        """`_catch_up` inside one batch (`_search_db.batch`: one text index commit)."""
         kinds = tuple(kinds)
         known = {
             row[0]: row[1:]

@@ -15,7 +15,10 @@ Nobody waits on the index without a bound: each `IndexDatabase.run` says how lon
 deadline), and raises `IndexBusy` past it. A save waits not at all (its notification is then
 skipped and caught up later); a search waits at most its catch-up time.
 
-Schema, ``PRAGMA user_version`` 1 (paths are relative to ``working_dir``)::
+- ``tantivy-{hex}/``: the text index of that database (`_search_tantivy`), made and replaced
+  with it.
+
+Schema, ``PRAGMA user_version`` 2 (paths are relative to ``working_dir``)::
 
     sources(path, kind, inode, size, lines, stamp)  how far each file is indexed (bytes and
         lines for a dialog file; mtime in ns as `stamp` for a memory file)
@@ -23,11 +26,13 @@ Schema, ``PRAGMA user_version`` 1 (paths are relative to ``working_dir``)::
         one per dialog record (its line and byte offset), saved output or memory file
     owners(name, agent, session, tool, args, ts)    who saved each tool_result file, filled
         at save and from the dialog; kept apart so the order of file and owner does not matter
-    chunks  FTS5 (unicode61, diacritics removed): body, start_line, line_offset;
-        rowid = doc id << 24 | chunk number, so the chunks of a doc are one rowid range
+    and in the Tantivy index, one document per chunk: rowid = doc id << 24 | chunk number
 
 Every process opens the file named by ``current`` and re-checks that name (one ``stat``) at
-each use. SQLite's WAL mode lets searches run while another process writes.
+each use. SQLite's WAL mode lets searches run while another process writes. A write
+transaction (`write`) buffers what it does to the text index (`IndexConnection.text`) and
+commits it to Tantivy just before SQLite's own commit; inside `batch`, the writes of one
+operation share a transaction (each a savepoint), committed every `FLUSH_BYTES` of chunks.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -47,16 +53,36 @@ from typing import TypeVar
 
 from ..core._errors import PersistenceError
 from ..core._private import FILE_MODE, file_lock, private_dir, write_atomic
-from ..core.search._search_text import Chunk, index_text, storable
+from ..core.search._search_text import Chunk, storable
+from ._search_tantivy import DOC_SHIFT, create_index, open_index
+from ._search_text_batch import TextBatch
+from ._search_txn import (
+    BUSY_SECONDS,
+    IndexBusy,
+    IndexConnection,
+    batch,
+    busy,
+    text_batch,
+    write,
+)
 
-__all__ = ["IndexBusy", "IndexDatabase", "Owner", "add_doc", "drop_one", "set_owner", "write"]
+__all__ = [
+    "BUSY_SECONDS",
+    "IndexBusy",
+    "IndexConnection",
+    "IndexDatabase",
+    "Owner",
+    "add_doc",
+    "batch",
+    "drop_one",
+    "set_owner",
+    "text_batch",
+    "write",
+]
 
 logger = logging.getLogger("agentscope_ctx")
 
-SCHEMA_VERSION = 1
-BUSY_SECONDS = 60.0
-"""How long a caller that gives no wait of its own waits for another writer."""
-DOC_SHIFT = 24
+SCHEMA_VERSION = 2
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
 _SCHEMA = f"""
 CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,
@@ -67,8 +93,6 @@ CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL
 CREATE INDEX docs_by_path ON docs(path);
 CREATE TABLE owners(name TEXT PRIMARY KEY, agent TEXT, session TEXT, tool TEXT, args TEXT,
     ts TEXT);
-CREATE VIRTUAL TABLE chunks USING fts5(body, start_line UNINDEXED, line_offset UNINDEXED,
-    tokenize='unicode61 remove_diacritics 2');
 PRAGMA user_version={SCHEMA_VERSION};
 """
 
@@ -76,20 +100,6 @@ T = TypeVar("T")
 _Key = tuple[int, int, int]
 Owner = tuple[str | None, str | None, str | None, str | None]
 """What is known of a saved output: (agent, session, tool, key arguments)."""
-
-
-class IndexBusy(PersistenceError):
-    """The index is held by another writer (another process's write transaction or
-    ``.lock``, or another thread of this process) for longer than the caller may wait. The
-    files are untouched: what was not indexed is caught up later."""
-
-
-def _busy(exc: sqlite3.Error) -> bool:
-    """Whether `exc` says another connection holds a lock (wait, do not rebuild)."""
-    name = str(getattr(exc, "sqlite_errorname", ""))
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return True
-    return "locked" in str(exc).lower()
 
 
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
@@ -101,31 +111,6 @@ def _damaged(exc: sqlite3.DatabaseError) -> bool:
     return any(
         s in text for s in ("malformed", "not a database", "no such", "corrupt", "schema version")
     )
-
-
-@contextmanager
-def write(db: sqlite3.Connection, deadline: float | None = None) -> Iterator[None]:
-    """A write transaction, taken at once: waits for another writer until `deadline`
-    (`time.monotonic`; `None`: up to `BUSY_SECONDS`).
-
-    Raises:
-        IndexBusy: another writer held the database past `deadline`.
-    """
-    left = BUSY_SECONDS if deadline is None else max(deadline - time.monotonic(), 0.0)
-    db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
-    try:
-        db.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        if _busy(exc):
-            raise IndexBusy(f"the search index is being written by another process: {exc}") from exc
-        raise
-    try:
-        yield
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 @contextmanager
@@ -146,6 +131,11 @@ def _flock(path: Path, deadline: float) -> Iterator[None]:
         yield
 
 
+def _text_dir(name: str) -> str:
+    """The text index's directory of the database file `name` (``search-{hex}.sqlite3``)."""
+    return "tantivy-" + name[len("search-") : -len(".sqlite3")]
+
+
 class IndexDatabase:
     """One process's connection to the index database of a working dir; thread-safe (one
     operation at a time)."""
@@ -153,13 +143,13 @@ class IndexDatabase:
     def __init__(self, index_dir: Path) -> None:
         self.dir = index_dir
         self._lock = threading.RLock()
-        self._db: sqlite3.Connection | None = None
+        self._db: IndexConnection | None = None
         self._key: _Key | None = None
         self.deadline = 0.0
         """When the current `run` stops waiting for others (`time.monotonic`): pass it to
         `write`."""
 
-    def run(self, op: Callable[[sqlite3.Connection], T], *, wait: float = BUSY_SECONDS) -> T:
+    def run(self, op: Callable[[IndexConnection], T], *, wait: float = BUSY_SECONDS) -> T:
         """Run `op` on the database; a damaged database is replaced by an empty one and `op`
         run once more (the caller's catch-up then refills it from the files). Waits for other
         writers (threads, processes) `wait` seconds in all, at most; 0: not at all.
@@ -180,7 +170,7 @@ class IndexDatabase:
                     db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
                     return op(db)
                 except sqlite3.DatabaseError as exc:
-                    if _busy(exc):
+                    if busy(exc):
                         raise IndexBusy(f"search index in {str(self.dir)!r}: {exc}") from exc
                     if attempt == 2 or not _damaged(exc):
                         raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
@@ -207,7 +197,7 @@ class IndexDatabase:
             return None
         return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> IndexConnection:
         key = self._pointer_key()
         if self._db is not None and key is not None and key == self._key:
             return self._db
@@ -226,12 +216,16 @@ class IndexDatabase:
             timeout=max(self.deadline - time.monotonic(), 0.0),
             isolation_level=None,
             check_same_thread=False,
+            factory=IndexConnection,
         )
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
                 raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
             db.execute("PRAGMA synchronous=NORMAL")
+            db.root = self.dir.parent
+            db.index = open_index(self.dir / _text_dir(name))
+            db.text = TextBatch(self.dir / _text_dir(name))
         except BaseException:
             db.close()
             raise
@@ -266,30 +260,38 @@ class IndexDatabase:
                 db.executescript(_SCHEMA)
             finally:
                 db.close()
+            create_index(self.dir / _text_dir(name))
             write_atomic(self.dir / "current", name + "\n")
             for entry in os.scandir(self.dir):  # older generations (open elsewhere: harmless)
                 if entry.name.startswith("search-") and not entry.name.startswith(name):
                     Path(entry.path).unlink(missing_ok=True)
+                elif entry.name.startswith("tantivy-") and entry.name != _text_dir(name):
+                    shutil.rmtree(entry.path, ignore_errors=True)
 
 
 # -- statements (run inside the caller's transaction) --------------------------------------
 
 
-def add_doc(db: sqlite3.Connection, values: tuple[object, ...], chunks: Iterable[Chunk]) -> None:
-    """Insert a doc (`values` in the column order of ``docs`` after ``id``) and its chunks."""
+def add_doc(
+    db: sqlite3.Connection,
+    values: tuple[object, ...],
+    chunks: Iterable[Chunk],
+    locate: Callable[[Chunk], tuple[int, int] | None] | None = None,
+) -> None:
+    """Insert a doc (`values` in the column order of ``docs`` after ``id``) and its chunks;
+    `locate` says where a chunk's text is in its file (then read back from there)."""
+    assert isinstance(db, IndexConnection)
+    stored = _storable(values)
     cursor = db.execute(
         "INSERT INTO docs(path, kind, line, byte_offset, agent, session, role, tool, args, ts) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _storable(values),
+        stored,
     )
     base = int(cursor.lastrowid or 0) << DOC_SHIFT
-    db.executemany(
-        "INSERT INTO chunks(rowid, body, start_line, line_offset) VALUES (?, ?, ?, ?)",
-        (
-            (base + k, index_text(c.text), c.start_line, c.line_offset)
-            for k, c in enumerate(islice(chunks, 1 << DOC_SHIFT))
-        ),
-    )
+    path, off = str(stored[0]), int(stored[3])  # type: ignore[call-overload]
+    for k, c in enumerate(islice(chunks, 1 << DOC_SHIFT)):
+        at = None if locate is None else locate(c)
+        db.text.add(base + k, path, off, c.start_line, c.line_offset, storable(c.text), at)
 
 
 def set_owner(
@@ -306,6 +308,14 @@ def set_owner(
         "tool = coalesce(tool, excluded.tool), args = coalesce(args, excluded.args)",
         _storable((name, *owner, ts)),
     )
+    assert isinstance(db, IndexConnection)
+    agent, session = owner[0], owner[1]
+    if (agent is not None or session is not None) and db.execute(
+        "SELECT 1 FROM docs WHERE path = ? AND ((agent IS NULL AND ? IS NOT NULL) "
+        "OR (session IS NULL AND ? IS NOT NULL)) LIMIT 1",
+        _storable((name, agent, session)),
+    ).fetchone():
+        db.text.refresh(name)  # its chunks carry the owner columns
     db.execute(
         "UPDATE docs SET agent = coalesce(agent, ?), session = coalesce(session, ?), "
         "tool = coalesce(tool, ?), args = coalesce(args, ?) WHERE path = ?",
@@ -320,10 +330,7 @@ def _storable(values: tuple[object, ...]) -> tuple[object, ...]:
 
 def drop_one(db: sqlite3.Connection, path: str) -> None:
     """Remove a file's docs, chunks, state and owner."""
-    for (doc,) in db.execute("SELECT id FROM docs WHERE path = ?", (path,)).fetchall():
-        low = doc << DOC_SHIFT
-        db.execute(
-            "DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, low + (1 << DOC_SHIFT) - 1)
-        )
+    assert isinstance(db, IndexConnection)
+    db.text.delete_path(path)
     for table, column in (("docs", "path"), ("sources", "path"), ("owners", "name")):
         db.execute(f"DELETE FROM {table} WHERE {column} = ?", (path,))

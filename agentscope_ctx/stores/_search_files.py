@@ -19,8 +19,10 @@ from ..core.search._search_text import chunk_lines
 from ._search_db import (
     add_doc,
     drop_one,
+    text_batch,
     write,
 )
+from ._search_text_batch import locate
 
 __all__ = [
     "ALL_KINDS",
@@ -103,6 +105,7 @@ def index_file(db: sqlite3.Connection, root: Path, rel: str, kind: str, wait: fl
             if state == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
                 return
             drop_one(db, rel)
+        text_batch(db).delete_path(rel)  # what a crash left in the text index
         values = (rel, kind, 1, 0, None, None, "memory", None, None, file_stamp(stat.st_mtime))
         add_doc(db, values, chunk_lines(_text_lines(file)))
         db.execute(
@@ -130,6 +133,7 @@ def index_piece(
             drop_one(db, rel)
         if state is not None and done >= stat.st_size:
             return 0, True
+        text_batch(db).delete_from(rel, done)  # what a crash left in the text index
         file.seek(done)
         data = cut_piece(iter(lambda: file.read(_PIECE_READ), b""), limit)
         owner = db.execute(
@@ -137,7 +141,8 @@ def index_piece(
         ).fetchone() or (None, None, None, None, None)
         values = (rel, "tool_result", 1, done, *owner[:2], "tool", *owner[2:4])
         ts = owner[4] or file_stamp(stat.st_mtime)
-        add_doc(db, (*values, ts), chunk_lines(piece_lines(data), line + 1))
+        chunks = chunk_lines(piece_lines(data), line + 1)
+        add_doc(db, (*values, ts), chunks, locate(data, done, line + 1))
         done, line = done + len(data), line + data.count(b"\n")
         db.execute(
             "INSERT OR REPLACE INTO sources VALUES (?, 'tool_result', ?, ?, ?, ?)",
@@ -169,6 +174,7 @@ def index_dialog(
                 offset, line = state[1], state[2]
             elif state is not None:
                 drop_one(db, rel)
+            text_batch(db).delete_from(rel, offset)  # what a crash left in the text index
             file.seek(offset)
             data = file.read(_BATCH_BYTES)
             if len(data) == _BATCH_BYTES and b"\n" not in data:  # one line longer than that

@@ -1,65 +1,190 @@
-"""The ranked query of the local search index (`_search`): BM25 over the FTS5 chunks with
-the filters, ranking only the newest `MAX_RANKED` matches unless the filters need more.
+"""The ranked query of the local search index (`_search`): BM25 top-k over the Tantivy chunks
+(`_search_tantivy`), with every filter inside the query, so that the top k are cut from what
+the caller may see, then joined to their ``docs`` rows.
 
-The tenant boundary (`core._tenant`) is the clause on ``:t_agent``/``:t_session``: a record of
-the caller's agent key (in its session, for the ``session`` scope); memory files too for the
-``agent`` scope; everything for ``shared`` (and for no tenant: the operator's view). A saved
-output must also carry the tenant's tags in its file name (``tool_result/<agent tag>-<session
-tag>-...``): whoever the index was told owns it (a dialog record naming the file, after a
-rebuild), its name says whose it is."""
+The query is built from our tokens with Tantivy's query objects (never its query parser): a
+word is a term, a quoted phrase a phrase of its tokens, ``word*`` a prefix.
+
+The tenant boundary (`core._tenant`) is a clause on the owner fields ``agent``/``session``: a
+record of the caller's agent key (in its session, for the ``session`` scope); memory files too
+for the ``agent`` scope; everything for ``shared`` (and for no tenant: the operator's view). A
+saved output must also carry the tenant's tags in its file name (``tool_result/<agent
+tag>-<session tag>-...``, the ``tags`` field): whoever the index was told owns it (a dialog
+record naming the file, after a rebuild), its name says whose it is."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from typing import Any
+
+import tantivy
 
 from ..core._tenant import Tenant
+from ..core.search._search_text import Query
+from ._search_db import IndexConnection
+from ._search_tantivy import (
+    DOC_SHIFT,
+    NONE,
+    TextIndexError,
+    owner_value,
+    query_tokens,
+    ts_digits,
+)
+from ._search_text_batch import chunk_text
 
-__all__ = ["MAX_RANKED", "ranked_rows", "tenant_params"]
+__all__ = ["ranked_rows", "tenant_params"]
 
-MAX_RANKED = 5_000
-"""A query matching more chunks ranks the most recently indexed ones (ranking costs some
-microseconds per match); if the filters then leave too few hits, it ranks them all."""
-_QUERY = """
-SELECT bm25(chunks), chunks.body, chunks.start_line, chunks.line_offset, d.path, d.kind,
-    d.line, d.byte_offset, d.agent, d.role, d.tool, d.args, d.ts
-FROM chunks JOIN docs AS d ON d.id = (chunks.rowid >> 24)
-WHERE chunks MATCH :match AND chunks.rowid >= :low
-    AND (:agent IS NULL OR d.agent IS NULL OR d.agent = :agent)
-    AND (:session IS NULL OR d.session = :session)
-    AND (:t_agent IS NULL
-        OR (d.agent = :t_agent AND (:t_session IS NULL OR coalesce(d.session, '') = :t_session))
-        OR (:t_memory AND d.kind = 'memory'))
-    AND (:t_agent IS NULL OR d.kind != 'tool_result'
-        OR (substr(d.path, 13, 16) = :t_atag
-            AND (:t_session IS NULL OR substr(d.path, 30, 16) = :t_stag)))
-    AND (:role IS NULL OR d.role = :role)
-    AND (:tool IS NULL OR instr(',' || d.tool || ',', ',' || :tool || ',') > 0)
-    AND (:since IS NULL OR replace(d.ts, 'T', ' ') >= :since)
-    AND (:until IS NULL OR replace(d.ts, 'T', ' ') <= :until || '~')
-ORDER BY bm25(chunks), d.ts DESC, chunks.rowid DESC
-LIMIT :limit
-"""
+_MUST, _SHOULD = tantivy.Occur.Must, tantivy.Occur.Should
+
+
+def _term(schema: tantivy.Schema, name: str, value: str) -> tantivy.Query:
+    return tantivy.Query.term_query(schema, name, value)
+
+
+def _any(queries: list[tantivy.Query]) -> tantivy.Query:
+    return (
+        queries[0]
+        if len(queries) == 1
+        else tantivy.Query.boolean_query([(_SHOULD, q) for q in queries])
+    )
+
+
+def _all(queries: list[tantivy.Query]) -> tantivy.Query:
+    return (
+        queries[0]
+        if len(queries) == 1
+        else tantivy.Query.boolean_query([(_MUST, q) for q in queries])
+    )
+
+
+def _text_query(schema: tantivy.Schema, query: Query, every: bool) -> tantivy.Query | None:
+    parts: list[tantivy.Query] = []
+    for text, prefix in query.terms:
+        words: list[str | tuple[int, str]] = list(query_tokens(text))
+        if not words:
+            continue
+        if prefix and len(words) == 1:  # our tokens are letters and digits: no regex syntax
+            parts.append(tantivy.Query.regex_query(schema, "terms", f"{words[0]}.*"))
+        elif prefix:
+            parts.append(tantivy.Query.phrase_prefix_query(schema, "terms", words))
+        elif len(words) == 1:
+            parts.append(_term(schema, "terms", str(words[0])))
+        else:
+            parts.append(tantivy.Query.phrase_query(schema, "terms", words))
+    if not parts:
+        return None
+    return _all(parts) if every else _any(parts)
+
+
+def _filters(
+    db: sqlite3.Connection, schema: tantivy.Schema, p: dict[str, Any]
+) -> list[tantivy.Query] | None:
+    """The filter clauses of `p` (`None`: nothing can match)."""
+    out: list[tantivy.Query] = []
+    if p.get("agent"):
+        out.append(_any([_term(schema, "agent", "=" + p["agent"]), _term(schema, "agent", NONE)]))
+    if p.get("session") is not None:
+        out.append(_term(schema, "session", owner_value(p["session"])))
+    if p.get("t_agent") is not None:
+        owned = [_term(schema, "agent", "=" + p["t_agent"])]
+        if p["t_session"] is not None:
+            sessions = [_term(schema, "session", "=" + p["t_session"])]
+            if not p["t_session"]:
+                sessions.append(_term(schema, "session", NONE))
+            owned.append(_any(sessions))
+        seen = [_all(owned)]
+        if p["t_memory"]:
+            seen.append(_term(schema, "kind", "memory"))
+        tags = [_term(schema, "kind", "tool_result"), _term(schema, "tags", "a:" + p["t_atag"])]
+        if p["t_session"] is not None:
+            tags.append(_term(schema, "tags", "s:" + p["t_stag"]))
+        kinds = [_term(schema, "kind", "dialog"), _term(schema, "kind", "memory"), _all(tags)]
+        out += [_any(seen), _any(kinds)]
+    if p.get("role"):
+        out.append(_term(schema, "role", "=" + p["role"]))
+    if p.get("tool"):
+        ids = [
+            row[0]
+            for row in db.execute(
+                "SELECT id FROM docs WHERE instr(',' || tool || ',', ',' || ? || ',') > 0",
+                (p["tool"],),
+            )
+        ]
+        if not ids:
+            return None
+        out.append(tantivy.Query.term_set_query(schema, "doc", ids))
+    low, high = ts_digits(p.get("since")), ts_digits(p.get("until"), "9")
+    if p.get("since") or p.get("until"):
+        if (p.get("since") and low is None) or (p.get("until") and high is None):
+            return None
+        out.append(tantivy.Query.range_query(schema, "ts", tantivy.FieldType.Unsigned, low, high))
+    return out
+
+
+_ROWS = (
+    "SELECT id, path, kind, line, byte_offset, agent, role, tool, args, ts FROM docs WHERE id IN"
+)
 
 
 def ranked_rows(
-    db: sqlite3.Connection, match: str, params: dict[str, object], limit: int
+    db: sqlite3.Connection, query: Query, every: bool, params: dict[str, Any], fetch: int
 ) -> list[tuple[object, ...]]:
-    """The rows of `_QUERY` for `match`; only the `MAX_RANKED` newest matches when there are
-    more (all of them if the filters leave fewer than `limit` rows)."""
-    bound = db.execute(
-        "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match, MAX_RANKED),
-    ).fetchone()
-    low = 0 if bound is None else int(bound[0]) + 1
-    rows = db.execute(_QUERY, {**params, "match": match, "low": low}).fetchall()
-    if low and len(rows) < limit:
-        rows = db.execute(_QUERY, {**params, "match": match, "low": 0}).fetchall()
-    return rows
+    """The best `fetch` chunks of `query` (all its terms, or any: `every`) under the filters
+    of `params`, best first, newest first on ties, as rows of (score, body, start_line,
+    line_offset, path, kind, line, byte_offset, agent, role, tool, args, ts); the score is
+    BM25 negated (lower is better).
+
+    Raises:
+        TextIndexError: the text index cannot be read.
+    """
+    assert isinstance(db, IndexConnection)
+    index = db.index
+    try:
+        try:
+            index.reload()  # another process's commits
+        except ValueError:  # a segment merged away between its meta.json and its files
+            index.reload()
+        schema = index.schema
+        text = _text_query(schema, query, every)
+        filters = _filters(db, schema, params)
+        if text is None or filters is None:
+            return []
+        unscored = [(_MUST, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
+        q = tantivy.Query.boolean_query([(_MUST, text), *unscored]) if filters else text
+        searcher = index.searcher()
+        found = []
+        for score, address in searcher.search(q, fetch, count=False).hits:
+            doc = searcher.doc(address)
+            found.append((score, doc))
+    except ValueError as exc:
+        raise TextIndexError(f"text index is corrupt: {exc}") from exc
+    ids = sorted({int(d.get_first("rowid") or 0) >> DOC_SHIFT for _, d in found})
+    rows = {}
+    for at in range(0, len(ids), 500):
+        part = ids[at : at + 500]
+        marks = ",".join("?" * len(part))
+        rows.update({r[0]: r for r in db.execute(f"{_ROWS} ({marks})", part)})
+    out: list[tuple[Any, ...]] = []
+    for score, doc in found:
+        rowid = int(doc.get_first("rowid") or 0)
+        row = rows.get(rowid >> DOC_SHIFT)
+        if row is None or row[1] != doc.get_first("path"):  # a stale chunk (see the module)
+            continue
+        body = chunk_text(doc, db.root)
+        start, offset = doc.get_first("start_line") or 0, doc.get_first("line_offset") or 0
+        out.append((-float(score), body, start, offset, *row[1:], rowid))
+    out.sort(key=lambda r: (r[0], _newest(r[-2]), -int(r[-1])))
+    return [r[:-1] for r in out]
+
+
+def _newest(ts: object) -> str:
+    """A sort key putting later times first."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in str(ts or "").replace("T", " "))
 
 
 def tenant_params(tenant: Tenant | None, storable: Callable[[str], str] = str) -> dict[str, object]:
-    """The ``t_*`` parameters of `_QUERY` for `tenant` (`storable`: as the index keeps text)."""
+    """The ``t_*`` parameters of the query for `tenant` (`storable`: as the index keeps text)."""
     if tenant is None or tenant.scope == "shared":
         return {
             "t_agent": None,

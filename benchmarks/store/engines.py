@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentscope_ctx.core.search._search_text import chunk_lines, index_text, parse_query, tokens
 from benchmarks.store.stores import _output, _pct, _queries, _text
@@ -222,7 +222,7 @@ class PgGin:
 
 def _postgres() -> tuple[Any, Any] | None:
     """A private PostgreSQL server and a connection to it, or None."""
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     if root not in sys.path:
         sys.path.insert(0, root)
     try:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentscope_ctx.core.search._search_text import parse_query
 from agentscope_ctx.stores.postgres._search_sql import (

@@ -131,7 +131,7 @@ def _index_bytes(root: Path) -> int:
     index = SearchIndex(root)
     index.db.run(lambda db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
     index.close()
-    return sum(p.stat().st_size for p in (root / "index").iterdir() if p.is_file())
+    return sum(p.stat().st_size for p in (root / "index").rglob("*") if p.is_file())
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -1,4 +1,4 @@
-"""Benchmark the storage seams (DESIGN.md §11): the local store (files + SQLite FTS5) against
+"""Benchmark the storage seams (DESIGN.md §11): the local store (files + a Tantivy index) against
 the PostgreSQL fleet store, on this machine.
 
 Run ``python -m benchmarks store`` (10,000 messages and 100 MB of saved outputs), or this
@@ -27,8 +27,9 @@ its own stores, as workers are, sharing the backing):
    catch-up check: p50/p95 ms; measured when a tenth of the history is stored and at the end,
    so the table shows how the cost grows with history size (on PostgreSQL after an
    ``ANALYZE`` of the index table, which autovacuum makes within a minute of a load);
-4. size: the search index (SQLite file; PostgreSQL's ``chunks`` table with its GIN index)
-   and the whole store;
+4. size: the search index (local: ``index/``, the SQLite metadata and the Tantivy text
+   index; PostgreSQL's ``chunks`` table with its GIN index) and the whole store, and their
+   ratio (``index/history``); with the p95 growth from a tenth of the history to all of it;
 5. big output: one more output of ``--big-mb`` MB (100 by default; 0: none) with a word on
    its last line, then the first search (the default catch-up):
    its time, whether it found the word and what it said was left, and how long the
@@ -53,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._tenant import Tenant
@@ -70,7 +71,7 @@ APPEND_BATCH = 10
 SESSIONS = 10
 BIG_MB = 100
 READS = 200
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _WORDS = [f"w{n:04d}" for n in range(3_000)] + (
     "request worker retry config parser timeout cache token socket deploy queue".split()
 )
@@ -262,6 +263,11 @@ def _run_point(
         "rebuild_s": round(rebuild_s, 1),
         **_sizes(kind, stores, work),
     }
+    first, last = min(searches, key=int), max(searches, key=int)
+    result["p95_growth"] = round(
+        searches[last]["p95_ms"] / max(searches[first]["p95_ms"], 1e-3), 2
+    )  # from a tenth of the history to all of it
+    result["index_ratio"] = round(result["index_bytes"] / max(result["store_bytes"], 1), 3)
     for one in opened:
         one.close()
     return result
@@ -283,8 +289,9 @@ def _print(kind: str, row: dict[str, Any]) -> None:
         f"read {row['ranged_read']['p50_ms']:>5.1f}/{row['ranged_read']['p95_ms']:<6.1f}"
         f"search@{first} {search[first]['p50_ms']:>5.1f}/{search[first]['p95_ms']:<6.1f}"
         f"search@{last} {search[last]['p50_ms']:>5.1f}/{search[last]['p95_ms']:<6.1f}"
+        f"p95 growth {row['p95_growth']:.2f}x "
         f"index {row['index_bytes'] / 2**20:>7.1f} MB store {row['store_bytes'] / 2**20:>7.1f} MB "
-        f"({row['index_bytes'] / max(row['store_bytes'], 1):.2f}x) rebuild {row['rebuild_s']} s"
+        f"(index/history {row['index_ratio']:.2f}x) rebuild {row['rebuild_s']} s"
     )
     mine = row["session_search_at"][last]
     big = row["big_output"]

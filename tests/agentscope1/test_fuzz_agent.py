@@ -146,28 +146,38 @@ def check_odd_messages(msgs: list[Msg], force: bool) -> None:
         )
         agent.set_console_output_enabled(False)
         manager = ContextManager(config, token_counter=COUNTER)
-        memory = manager.attach(agent)
-        await agent.memory.add(msgs, allow_duplicates=True)
-        await agent.memory.size()
-        await agent.memory.get_memory()
-        await agent.memory.get_memory(exclude_mark="hint")
-        await manager.context_usage(agent)
-        await fits_or_says_why(manager._run(agent))  # what the hooks do
-        if force:
-            await fits_or_says_why(manager.compact(agent))
-        await fits_or_says_why(manager.compact(agent, extra_instruction="again"))
-        await manager.context_usage(agent)
-        json.dumps(memory.state_dict(), default=repr)
-        # nothing lost: every message added is in dialog/ or still in memory
-        stored, _ = manager.dialog.read()
-        live = memory.messages()
-        kept = [_content_key(m) for m in stored] + [_content_key(m) for m in live]
-        kept += [json.dumps([m.role, m.name, m.timestamp], default=repr) for m in stored + live]
-        for msg in msgs:
-            assert _content_key(msg) in kept, msg.to_dict()
+        try:
+            await _odd_session(manager, agent, msgs, force)
+        finally:
+            await manager.close()  # its background indexing stops before `tmp` is removed
 
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(scenario(Path(tmp)))
+
+
+async def _odd_session(
+    manager: ContextManager, agent: ReActAgent, msgs: list[Msg], force: bool
+) -> None:
+    """What the manager is put through (`check_odd_messages`)."""
+    memory = manager.attach(agent)
+    await agent.memory.add(msgs, allow_duplicates=True)
+    await agent.memory.size()
+    await agent.memory.get_memory()
+    await agent.memory.get_memory(exclude_mark="hint")
+    await manager.context_usage(agent)
+    await fits_or_says_why(manager._run(agent))  # what the hooks do
+    if force:
+        await fits_or_says_why(manager.compact(agent))
+    await fits_or_says_why(manager.compact(agent, extra_instruction="again"))
+    await manager.context_usage(agent)
+    json.dumps(memory.state_dict(), default=repr)
+    # nothing lost: every message added is in dialog/ or still in memory
+    stored, _ = manager.dialog.read()
+    live = memory.messages()
+    kept = [_content_key(m) for m in stored] + [_content_key(m) for m in live]
+    kept += [json.dumps([m.role, m.name, m.timestamp], default=repr) for m in stored + live]
+    for msg in msgs:
+        assert _content_key(msg) in kept, msg.to_dict()
 
 
 async def test_non_string_text_block_compacts(tmp_path: Path) -> None:

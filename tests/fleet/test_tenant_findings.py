@@ -6,6 +6,7 @@ filter. PostgreSQL runs as an ordinary role (`test_tenants.app_role`)."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -289,7 +290,7 @@ async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
         if kind == "local":  # the index is a cache: gone, then made again from the files
             alice.search.close()
             for path in (tmp_path / "shared" / "index").iterdir():
-                path.unlink()
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
         else:  # the save's notice to the index was lost
             engine = alice.search.engine  # type: ignore[attr-defined]
             with engine.connection() as conn, conn.transaction():

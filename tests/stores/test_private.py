@@ -64,12 +64,29 @@ def loose(root: Path, *, include_root: bool = True) -> list[str]:
     paths = [root] if include_root else []
     paths += sorted(root.rglob("*"))
     for path in paths:
-        mode = path.lstat().st_mode
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:  # gone since listed (a temporary file of the text index)
+            continue
         if stat.S_ISLNK(mode):
             continue
         if stat.S_IMODE(mode) & 0o077:
             found.append(f"{path.relative_to(root.parent)} {stat.S_IMODE(mode):o}")
     return found
+
+
+def _unreachable(working_dir: Path, found: str) -> bool:
+    """Whether a loose path `found` (as `loose` names it) is a file the text index is writing
+    inside its private (``0700``) directory, which no other user can enter. Tantivy makes its
+    files with the process's umask, which the package leaves alone (it is every thread's);
+    they are made ``0600`` after each commit: the walk at the end, after `close`, checks it."""
+    path = working_dir.parent / found.rsplit(" ", 1)[0]
+    parent = path.parent
+    return (
+        parent.parent == working_dir / "index"
+        and parent.name.startswith("tantivy-")
+        and stat.S_IMODE(parent.lstat().st_mode) == 0o700
+    )
 
 
 # -- the primitives ------------------------------------------------------------------------
@@ -204,7 +221,7 @@ async def _session(working_dir: Path, live: list[str]) -> None:
         async for _ in agent.reply_stream(UserMsg(name="user", content="Deploy it.")):
             pass
         await manager.compact(agent)
-    live.extend(loose(working_dir))
+    live.extend(p for p in loose(working_dir) if not _unreachable(working_dir, p))
     live.append("wal seen" if list(working_dir.glob("index/*-wal")) else "")
     await manager.close()
 

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 import agentscope_ctx.core.search._background as background_module
 import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_db as search_db
-import agentscope_ctx.stores._search_query as query_module
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.config._config import RecallConfig, ToolResultConfig
 from agentscope_ctx.core.search._index_pieces import cut_piece, piece_lines
 from agentscope_ctx.core.search._search_text import (
@@ -188,15 +188,16 @@ async def test_memory_files_are_searched_and_reindexed_when_they_change(tmp_path
     assert index.search("toucans").hits[0].lines[-1] == (2, "- the user likes toucans now")
 
 
-async def test_a_very_common_word_ranks_the_newest_matches_unless_filters_need_more(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(query_module, "MAX_RANKED", 3)
+async def test_the_filters_are_applied_before_the_top_hits_are_cut(tmp_path: Path) -> None:
+    """A common word matching many records of others: the one record the filters leave is
+    still found (they are part of the query, not applied to its first hits)."""
     index = SearchIndex(tmp_path)
     oldest = save(index, "a heron seen by the old agent\n", agent="old")
-    paths = [save(index, f"heron number {k}\n", agent="new") for k in range(8)]
-    assert {h.path for h in index.search("heron", limit=2).hits} <= set(paths[-3:])
+    paths = [save(index, f"heron heron number {k}\n", agent="new") for k in range(40)]
+    assert {h.path for h in index.search("heron", limit=2).hits} <= set(paths)
     assert [h.path for h in index.search("heron", Filters(agent="old"), limit=2).hits] == [oldest]
+    tenant = Filters(tenant=Tenant.of("old", None, scope="agent"))
+    assert [h.path for h in index.search("heron", tenant, limit=2).hits] == [oldest]
 
 
 async def test_a_large_output_is_owned_at_save_and_indexed_at_the_next_search(
@@ -438,7 +439,13 @@ async def test_deleted_outputs_are_dropped(tmp_path: Path) -> None:
     assert index.db.run(lambda db: db.execute("SELECT count(*) FROM docs").fetchone()[0]) == 1
     other.unlink()  # and, without being told, at the next catch-up
     assert index.search("okapi").hits == []
-    assert index.db.run(lambda db: db.execute("SELECT count(*) FROM chunks").fetchone()[0]) == 0
+    assert index.db.run(text_docs) == 0  # nor any chunk in the text index
+
+
+def text_docs(db: search_db.IndexConnection) -> int:
+    """The chunks the text index holds."""
+    db.index.reload()
+    return int(db.index.searcher().num_docs)
 
 
 async def test_a_torn_dialog_line_is_indexed_once_it_is_whole(tmp_path: Path) -> None:

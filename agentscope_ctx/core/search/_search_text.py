@@ -40,6 +40,7 @@ __all__ = [
     "RecordParts",
     "chunk_lines",
     "clip",
+    "folded",
     "index_text",
     "key_args",
     "parse_query",
@@ -74,7 +75,7 @@ _CJK = (
     "\U00020000-\U0002fa1f]"
 )
 _ZWSP = "\u200b"
-_CJK_GAP = re.compile(f"(?<={_CJK})(?={_CJK})")
+_CJK_GAP = re.compile(f"({_CJK})(?={_CJK})")
 _CJK_ZWSP = re.compile(f"(?<={_CJK}){_ZWSP}(?={_CJK})")
 _TOKEN = re.compile(rf"{_CJK}|[^\W_]+")
 _QUOTED = re.compile(r'"([^"]*)"?')
@@ -89,7 +90,7 @@ def storable(text: str) -> str:
 
 def index_text(text: str) -> str:
     """`text` as indexed: a zero-width space between two CJK characters (and `storable`)."""
-    return text if text.isascii() else _CJK_GAP.sub(_ZWSP, storable(text))
+    return text if text.isascii() else _CJK_GAP.sub("\\1" + _ZWSP, storable(text))
 
 
 def shown_text(text: str) -> str:
@@ -102,7 +103,15 @@ def _fold(text: str) -> str:
     if text.isascii():
         return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    marks = {ord(c): None for c in set(decomposed) if unicodedata.combining(c)}
+    return decomposed.translate(marks) if marks else decomposed
+
+
+def folded(text: str) -> str:
+    """`text` as a search engine's tokenizer is given it: lower case, without diacritics
+    (and `storable`); split into runs of letters and digits, each CJK character apart, it
+    holds `tokens`."""
+    return _fold(text if text.isascii() else storable(text))
 
 
 def tokens(text: str) -> list[str]:

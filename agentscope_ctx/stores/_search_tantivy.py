@@ -1,0 +1,171 @@
+"""The text index of the local search (`_search_db`): a Tantivy index beside the SQLite
+metadata, one per index generation (``index/tantivy-{hex}/`` beside ``search-{hex}.sqlite3``).
+
+One Tantivy document per chunk: its tokens (ours, `_search_text.tokens`: see `ANALYZER`), its
+text
+(stored, compressed by Tantivy's doc store in blocks: the text is not kept anywhere else in
+the index), where it starts (``start_line``, ``line_offset``), and the fields a search filters
+on, copied from its ``docs`` row when the transaction commits: ``path``, ``off`` (the doc's
+byte offset), ``kind``, ``role``, ``agent``, ``session`` (the owner columns), ``tags`` (a
+saved output's tenant tags, from its name), ``ts`` (digits of the local time) and ``doc``.
+
+Tantivy and SQLite commit separately; Tantivy first. A crash between the two leaves Tantivy
+documents that SQLite does not count as indexed: every indexing step deletes, before adding,
+what Tantivy holds of its file from where it starts (`TextBatch.delete_from`,
+`delete_path`), so indexing again never duplicates; a search joins each hit to its ``docs``
+row by id and path, so a stale document is never shown.
+
+Writes are buffered in a `TextBatch` while SQLite's write transaction is open (savepoints
+truncate it), then applied by one Tantivy writer, committed, and its merges waited for. One
+writer per index at a time (Tantivy's lock file): another process's writer is waited for
+until the caller's deadline, then `IndexBusy`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import stat
+from pathlib import Path
+
+import tantivy
+
+from ..core.search._search_text import folded
+
+__all__ = [
+    "ANALYZER",
+    "DOC_SHIFT",
+    "FLUSH_BYTES",
+    "HEAP_BYTES",
+    "NONE",
+    "TextIndexError",
+    "WriterBusy",
+    "chunk_terms",
+    "create_index",
+    "open_index",
+    "owner_value",
+    "query_tokens",
+    "tighten",
+    "ts_digits",
+]
+
+FLUSH_BYTES = 8 << 20
+"""Chunk bytes a batch buffers before it commits and starts a new transaction."""
+HEAP_BYTES = 64_000_000
+"""The Tantivy writer's memory (one indexing thread)."""
+NONE = "\x01"
+"""The value of an owner field that is not known (NULL in ``docs``)."""
+_ANALYZER = "ctx_tokens"
+_DIGITS = re.compile(r"\d")
+_RAW = ("path", "kind", "role", "agent", "session", "tags")
+
+
+DOC_SHIFT = 24
+"""A chunk's rowid is its doc's id << DOC_SHIFT | its number in the doc."""
+
+
+class WriterBusy(Exception):
+    """Another process holds Tantivy's writer (`_search_db` raises `IndexBusy` for it)."""
+
+
+class TextIndexError(sqlite3.DatabaseError):
+    """The Tantivy index is missing or damaged (handled as a damaged database: rebuilt)."""
+
+
+def _schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    b.add_text_field("terms", tokenizer_name=_ANALYZER, index_option="position")
+    b.add_bytes_field("body", stored=True)
+    b.add_unsigned_field("rowid", stored=True, fast=True)
+    b.add_unsigned_field("start_line", stored=True)
+    b.add_unsigned_field("fpos", stored=True)
+    b.add_unsigned_field("flen", stored=True)
+    b.add_unsigned_field("line_offset", stored=True)
+    b.add_unsigned_field("doc", indexed=True)
+    b.add_unsigned_field("off", stored=True, indexed=True)
+    b.add_unsigned_field("ts", indexed=True, fast=True)
+    for name in _RAW:
+        b.add_text_field(name, stored=name == "path", tokenizer_name="raw")
+    return b.build()
+
+
+_CJK_CLASS = (
+    r"\x{3040}-\x{30ff}\x{3400}-\x{4dbf}\x{4e00}-\x{9fff}\x{ac00}-\x{d7af}\x{f900}-\x{faff}"
+    r"\x{ff66}-\x{ff9f}\x{20000}-\x{2fa1f}\x{1100}-\x{11ff}\x{3130}-\x{318f}"
+)  # `_search_text._CJK`, and the Hangul letters a folded syllable is made of
+ANALYZER = (
+    tantivy.TextAnalyzerBuilder(
+        tantivy.Tokenizer.regex(rf"[{_CJK_CLASS}]|[[\p{{L}}\p{{N}}]--[{_CJK_CLASS}]]+")
+    )
+    .filter(tantivy.Filter.lowercase())
+    .build()
+)
+"""How Tantivy splits a chunk's ``terms`` and a query's words (in Rust: indexing speed): each
+CJK character alone, else runs of letters and digits, lower-cased, no length limit, of the
+text `_search_text.folded` gives (diacritics removed). These are our tokens
+(`_search_text.tokens`), except that a CJK character beside a letter is a token of its own
+(found inside a mixed word) and a Hangul syllable is searched as its letters."""
+
+
+def chunk_terms(text: str) -> str:
+    """What the ``terms`` field is given for the chunk `text` (see `ANALYZER`)."""
+    return text if text.isascii() else folded(text)
+
+
+def query_tokens(text: str) -> list[str]:
+    """The tokens of a query's word or phrase as the ``terms`` field holds them."""
+    return [str(token) for token in ANALYZER.analyze(chunk_terms(text))]
+
+
+def _register(index: tantivy.Index) -> tantivy.Index:
+    index.register_tokenizer(_ANALYZER, ANALYZER)
+    return index
+
+
+def create_index(path: Path) -> None:
+    """Create an empty Tantivy index in the new directory `path`."""
+    path.mkdir(mode=0o700)
+    tantivy.Index(_schema(), path=str(path), reuse=False)
+    tighten(path)
+
+
+def tighten(path: Path) -> None:
+    """Make the text index's directory and files private (``0700``/``0600``: Tantivy makes
+    its files with the process's umask). Best effort."""
+    for entry in [path, *(Path(e.path) for e in os.scandir(path))]:
+        try:
+            info = os.lstat(entry)
+            if info.st_mode & 0o077 and (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+                os.chmod(entry, stat.S_IMODE(info.st_mode) & ~0o077)
+        except OSError:
+            continue
+
+
+def open_index(path: Path) -> tantivy.Index:
+    """The Tantivy index at `path`.
+
+    Raises:
+        TextIndexError: missing or damaged.
+    """
+    if not (path / "meta.json").is_file():
+        raise TextIndexError(f"no such text index {path.name!r}")
+    try:
+        tighten(path)
+        return _register(tantivy.Index.open(str(path)))
+    except ValueError as exc:
+        raise TextIndexError(f"text index {path.name!r} is corrupt: {exc}") from exc
+
+
+def ts_digits(stamp: str | None, pad: str = "0") -> int | None:
+    """A local time (``YYYY-MM-DD HH:MM:SS``, or a prefix) as the number 14 digits long that
+    the ``ts`` field holds, the missing digits `pad`; `None` when it has no digit."""
+    if not stamp:
+        return None
+    digits = "".join(_DIGITS.findall(stamp.replace("T", " ")[:19]))[:14]
+    return int(digits.ljust(14, pad)) if digits else None
+
+
+def owner_value(value: str | None) -> str:
+    """An owner column as its field holds it (`NONE` for NULL)."""
+    return NONE if value is None else "=" + value

@@ -1,0 +1,322 @@
+"""The writes of one SQLite write transaction to the text index (`_search_tantivy`), and a
+chunk's text read back: `TextBatch` buffers them (savepoints truncate it), then applies them
+with Tantivy's writer, commits, waits for its merges and deletes what they left; `locate`
+finds a saved output's chunks in its file, `chunk_text` reads them back."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from ..core.search._search_text import Chunk
+from ._search_tantivy import (
+    DOC_SHIFT,
+    HEAP_BYTES,
+    TextIndexError,
+    WriterBusy,
+    chunk_terms,
+    owner_value,
+    tighten,
+    ts_digits,
+)
+
+__all__ = ["TextBatch", "chunk_text", "locate"]
+
+
+@dataclass
+class _Add:
+    rowid: int
+    path: str
+    off: int
+    start_line: int
+    line_offset: int
+    text: str
+    at: tuple[int, int] | None = None
+    """Where the text is in its file (byte offset, length), when it is read back from there."""
+
+
+@dataclass
+class TextBatch:
+    """The Tantivy side of one SQLite write transaction (see the module docstring)."""
+
+    index_dir: Path
+    ops: list[tuple[str, Any]] = field(default_factory=list)
+    pending_bytes: int = 0
+
+    def add(
+        self,
+        rowid: int,
+        path: str,
+        off: int,
+        start_line: int,
+        offset: int,
+        text: str,
+        at: tuple[int, int] | None = None,
+    ) -> None:
+        """Index a chunk; `at`: where its text is in the file `path` (byte offset, length; it
+        is then not stored)."""
+        self.ops.append(("add", _Add(rowid, path, off, start_line, offset, text, at)))
+        self.pending_bytes += len(text)
+
+    def delete_path(self, path: str) -> None:
+        """Forget every chunk of the file `path`."""
+        self.ops.append(("delete", (path, 0)))
+
+    def delete_from(self, path: str, off: int) -> None:
+        """Forget the chunks of `path` whose doc starts at byte `off` or later."""
+        self.ops.append(("delete", (path, off)))
+
+    def refresh(self, path: str) -> None:
+        """The owner columns of `path`'s docs changed: write its committed chunks again."""
+        self.ops.append(("refresh", path))
+
+    def mark(self) -> int:
+        return len(self.ops)
+
+    def truncate(self, mark: int) -> None:
+        del self.ops[mark:]
+        self.pending_bytes = sum(len(op[1].text) for op in self.ops if op[0] == "add")
+
+    def clear(self) -> None:
+        self.ops.clear()
+        self.pending_bytes = 0
+
+    def apply(self, db: sqlite3.Connection, index: tantivy.Index, deadline: float) -> None:
+        """Write the buffered operations to `index` and commit them (inside `db`'s open
+        transaction: the ``docs`` rows give each chunk its fields)."""
+        if not self.ops:
+            return
+        deletes: list[tuple[str, int]] = []
+        adds: dict[int, _Add] = {}
+        refresh: list[str] = []
+        root = self.index_dir.parent.parent
+        for kind, value in self.ops:
+            if kind == "add":
+                adds[value.rowid] = value
+            elif kind == "delete":
+                path, off = value
+                deletes.append(value)
+                for rowid in [r for r, a in adds.items() if a.path == path and a.off >= off]:
+                    del adds[rowid]
+            elif value not in refresh:
+                refresh.append(value)
+        schema = index.schema
+        kept: list[_Add] = []
+        if refresh:
+            index.reload()
+            searcher = index.searcher()
+            for path in refresh:
+                gone = [off for p, off in deletes if p == path]
+                for add in _committed(searcher, schema, path, root):
+                    if add.rowid not in adds and not any(add.off >= off for off in gone):
+                        kept.append(add)
+        # Tantivy makes its files with the process's umask (the umask is not changed: it is
+        # the whole process's, every thread's); `_write` tightens them after its commit, and
+        # until then they are in the index's 0700 directory, which no other user can enter
+        self._write(index, deadline, deletes, refresh, [*kept, *adds.values()], db)
+        self.clear()
+
+    def _write(
+        self,
+        index: tantivy.Index,
+        deadline: float,
+        deletes: list[tuple[str, int]],
+        refresh: list[str],
+        adds: list[_Add],
+        db: sqlite3.Connection,
+    ) -> None:
+        schema = index.schema
+        writer = _writer(index, deadline)
+        try:
+            for path, off in deletes:
+                writer.delete_documents_by_query(_path_query(schema, path, off))
+            for path in refresh:
+                writer.delete_documents_by_term("path", path)
+            for add, row in _with_rows(db, adds):
+                writer.add_document(_document(add, row))
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            writer.wait_merging_threads()
+            _collect(index, self.index_dir)
+            tighten(self.index_dir)
+
+
+def _collect(index: tantivy.Index, index_dir: Path) -> None:
+    """Delete the files of the segments merged away (when the writer is free at once)."""
+    try:
+        writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
+    except ValueError:
+        return  # taken meanwhile: its own commit collects them
+    try:
+        index.reload()  # this process's reader lets go of them
+        writer.garbage_collect_files()
+        _orphans(index_dir)
+    finally:
+        del writer
+
+
+def _orphans(path: Path) -> None:
+    """Delete the segment files ``meta.json`` does not name (run holding the writer: no
+    merge is writing one). Tantivy's own collection misses those of another `Index` of the
+    same directory (each keeps its own list of the files it made: several searching agents
+    in one process, several processes)."""
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        live = {str(s["segment_id"]).replace("-", "") for s in meta["segments"]}
+        for entry in os.scandir(path):
+            segment = entry.name.split(".")[0]
+            if re.fullmatch(r"[0-9a-f]{32}", segment) and segment not in live:
+                os.unlink(entry.path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # best effort: the next commit tries again
+
+
+def _writer(index: tantivy.Index, deadline: float) -> tantivy.IndexWriter:
+    """Tantivy's writer, waiting for another holder until `deadline`.
+
+    Raises:
+        WriterBusy: another holder kept it past `deadline`.
+    """
+    while True:
+        try:
+            return index.writer(heap_size=HEAP_BYTES, num_threads=1)
+        except ValueError as exc:
+            if "LockBusy" not in str(exc):
+                raise TextIndexError(f"text index: {exc}") from exc
+            if time.monotonic() >= deadline:
+                raise WriterBusy(
+                    f"the text index is being written by another process: {exc}"
+                ) from exc
+            time.sleep(0.02)
+
+
+def _path_query(schema: tantivy.Schema, path: str, off: int) -> tantivy.Query:
+    term = tantivy.Query.term_query(schema, "path", path)
+    if not off:
+        return term
+    since = tantivy.Query.range_query(schema, "off", tantivy.FieldType.Unsigned, off, None)
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, term), (tantivy.Occur.Must, since)])
+
+
+def _committed(
+    searcher: tantivy.Searcher, schema: tantivy.Schema, path: str, root: Path
+) -> Iterator[_Add]:
+    """The committed chunks of `path` (their stored fields)."""
+    query = tantivy.Query.term_query(schema, "path", path)
+    for _, address in searcher.search(query, max(searcher.num_docs, 1), count=False).hits:
+        doc = searcher.doc(address)
+        yield _Add(
+            int(doc.get_first("rowid") or 0), path, int(doc.get_first("off") or 0),
+            int(doc.get_first("start_line") or 0),
+            int(doc.get_first("line_offset") or 0), chunk_text(doc, root), _place(doc),
+        )  # fmt: skip
+
+
+def _place(doc: tantivy.Document) -> tuple[int, int] | None:
+    length = doc.get_first("flen")
+    return None if length is None else (int(doc.get_first("fpos") or 0), int(length))
+
+
+_ROWS = "SELECT id, path, kind, byte_offset, agent, session, role, ts FROM docs WHERE id IN"
+
+
+def chunk_text(doc: tantivy.Document, root: Path) -> str:
+    """The text of a chunk's document: read from its file (a saved output: written once) at
+    the place it names, or kept zlib-compressed in it (2-3x smaller than the doc store's own
+    compression alone). A file gone or cut short gives what is left (the next catch-up drops
+    or indexes it again)."""
+    place = _place(doc)
+    if place is None:
+        return zlib.decompress(bytes(doc.get_first("body") or b"")).decode("utf-8", "replace")
+    try:
+        with open(root / str(doc.get_first("path")), "rb") as file:
+            file.seek(place[0])
+            return file.read(place[1]).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def locate(data: bytes, start: int, first_line: int) -> Callable[[Chunk], tuple[int, int] | None]:
+    """Where each chunk of a saved output's piece (`data`, at byte `start` of the file; its
+    first line `first_line`) is in the file: (byte offset, length), or `None` when its bytes
+    do not decode to its text exactly (a ``\r\n`` or invalid UTF-8 inside: then its text is
+    stored)."""
+    starts = [0]
+    at = data.find(b"\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    lines: dict[int, str] = {}
+
+    def where(chunk: Chunk) -> tuple[int, int] | None:
+        k = chunk.start_line - first_line
+        if not 0 <= k < len(starts):
+            return None
+        a = starts[k]
+        if chunk.line_offset:
+            if k not in lines:
+                end = starts[k + 1] - 1 if k + 1 < len(starts) else len(data)
+                lines[k] = data[a:end].decode("utf-8", "replace")
+            a += len(lines[k][: chunk.line_offset].encode("utf-8"))
+        length = len(chunk.text.encode("utf-8", "replace"))
+        if data[a : a + length].decode("utf-8", "replace") != chunk.text:
+            return None
+        return start + a, length
+
+    return where
+
+
+def _with_rows(
+    db: sqlite3.Connection, adds: Sequence[_Add]
+) -> Iterator[tuple[_Add, tuple[Any, ...]]]:
+    """Each chunk with its ``docs`` row (chunks of a doc that is gone are left out)."""
+    for at in range(0, len(adds), 500):
+        part = adds[at : at + 500]
+        ids = sorted({a.rowid >> DOC_SHIFT for a in part})
+        marks = ",".join("?" * len(ids))
+        rows = {row[0]: row for row in db.execute(f"{_ROWS} ({marks})", ids)}
+        for add in part:
+            row = rows.get(add.rowid >> DOC_SHIFT)
+            if row is not None and row[1] == add.path:
+                yield add, row
+
+
+def _document(add: _Add, row: tuple[Any, ...]) -> tantivy.Document:
+    doc_id, path, kind, off, agent, session, role, ts = row
+    doc = tantivy.Document()
+    doc.add_text("terms", chunk_terms(add.text))
+    if add.at is None:
+        doc.add_bytes("body", zlib.compress(add.text.encode("utf-8", "replace"), 6))
+    else:
+        doc.add_unsigned("fpos", add.at[0])
+        doc.add_unsigned("flen", add.at[1])
+    doc.add_unsigned("rowid", add.rowid)
+    doc.add_unsigned("start_line", add.start_line)
+    doc.add_unsigned("line_offset", add.line_offset)
+    doc.add_unsigned("doc", doc_id)
+    doc.add_unsigned("off", int(off))
+    for name, value in (
+        ("path", path), ("kind", kind), ("role", owner_value(role)),
+        ("agent", owner_value(agent)), ("session", owner_value(session)),
+    ):  # fmt: skip
+        doc.add_text(name, value)
+    if kind == "tool_result":  # tool_result/<agent tag>-<session tag>-...
+        doc.add_text("tags", "a:" + path[12:28])
+        doc.add_text("tags", "s:" + path[29:45])
+    stamp = ts_digits(ts)
+    if stamp is not None:
+        doc.add_unsigned("ts", stamp)
+    return doc

@@ -1,0 +1,222 @@
+"""The local search's text index (Tantivy, `stores/_search_tantivy`) beside its SQLite
+metadata: what a crash between their two commits leaves, a text index lost or damaged,
+another process holding Tantivy's writer, and another process's commits seen by a reader."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import agentscope_ctx.stores._search_db as search_db
+import agentscope_ctx.stores._search_text_batch as batch_module
+from agentscope_ctx.core.search._index_pieces import piece_lines
+from agentscope_ctx.core.search._search_text import chunk_lines, tokens
+from agentscope_ctx.stores._search import Filters, SearchIndex
+from agentscope_ctx.stores._search_tantivy import ANALYZER, chunk_terms, query_tokens
+from agentscope_ctx.stores._search_text_batch import locate
+from agentscope_ctx.stores._tool_results import ToolResultStore
+
+HOLDER = """
+import sys, tantivy
+index = tantivy.Index.open(sys.argv[1])
+writer = index.writer(heap_size=15_000_000, num_threads=1)
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+
+def save(index: SearchIndex, text: str, agent: str = "alice") -> Path:
+    store = ToolResultStore(
+        index.root, 7, on_saved=lambda p: index.output_saved(p, agent=agent), owner=(agent, "")
+    )
+    return store.save(text)
+
+
+def text_dir(root: Path) -> Path:
+    name = (root / "index" / "current").read_text().strip()
+    return root / "index" / ("tantivy-" + name[len("search-") : -len(".sqlite3")])
+
+
+def text_hits(index: SearchIndex, word: str) -> int:
+    """How many chunks of the text index hold `word` (duplicates included)."""
+
+    def count(db: search_db.IndexConnection) -> int:
+        import tantivy
+
+        db.index.reload()
+        query = tantivy.Query.term_query(db.index.schema, "terms", word)
+        return int(db.index.searcher().search(query, 100).count)
+
+    return index.db.run(count)
+
+
+def _crash_after_text_commit(root: str) -> None:
+    """Index `root` and die between Tantivy's commit and SQLite's (a forked child)."""
+    apply = batch_module.TextBatch.apply
+
+    def apply_then_die(self: batch_module.TextBatch, *args: object) -> None:
+        apply(self, *args)  # type: ignore[arg-type]
+        os._exit(17)
+
+    batch_module.TextBatch.apply = apply_then_die  # type: ignore[method-assign]
+    SearchIndex(Path(root)).catch_up()
+
+
+def test_a_crash_between_the_two_commits_neither_duplicates_nor_loses_a_hit(
+    tmp_path: Path,
+) -> None:
+    index = SearchIndex(tmp_path)
+    first = save(index, "".join(f"line {i} of the first log\n" for i in range(50)) + "kudu 1\n")
+    assert len(index.search("kudu").hits) == 1
+    index.close()
+    (tmp_path / "dialog").mkdir()
+    (tmp_path / "dialog" / "2026-12-02.jsonl").write_text(
+        '{"v": 1, "agent": "alice", "msg": {"role": "user", "content": "the kudu again"}}\n'
+    )
+    ToolResultStore(tmp_path, 7, owner=("alice", "")).save("a second kudu log\n")
+    for _ in range(2):  # the same crash twice: each time the same chunks are committed again
+        child = multiprocessing.get_context("fork").Process(
+            target=_crash_after_text_commit, args=(str(tmp_path),)
+        )
+        child.start()
+        child.join(60)
+        assert child.exitcode == 17
+    fresh = SearchIndex(tmp_path)
+    hits = fresh.search("kudu", limit=10).hits
+    assert sorted(h.kind for h in hits) == ["dialog", "tool_result", "tool_result"]
+    assert len({(h.path, h.start_line) for h in hits}) == 3
+    assert text_hits(fresh, "kudu") == 3  # each chunk once in the text index
+    assert first in {h.path for h in hits}
+
+
+def _damage_missing(path: Path) -> None:
+    shutil.rmtree(path)
+
+
+def _damage_meta(path: Path) -> None:
+    (path / "meta.json").write_text("{not json")
+
+
+def _damage_no_meta(path: Path) -> None:
+    (path / "meta.json").unlink()
+
+
+def _damage_segments(path: Path) -> None:
+    for file in path.iterdir():
+        if file.suffix in (".idx", ".term", ".store", ".pos", ".fast", ".fieldnorm"):
+            file.unlink()
+
+
+@pytest.mark.parametrize(
+    "damage", [_damage_missing, _damage_meta, _damage_no_meta, _damage_segments]
+)
+def test_a_missing_or_damaged_text_index_is_rebuilt_from_the_files(
+    tmp_path: Path, damage: object
+) -> None:
+    index = SearchIndex(tmp_path)
+    path = save(index, "".join(f"row {i} nothing here\n" for i in range(40)) + "the dugong\n")
+    before = [(h.path, h.start_line) for h in index.search("dugong").hits]
+    assert [p for p, _ in before] == [path]
+    index.close()
+    damage(text_dir(tmp_path))  # type: ignore[operator]
+    fresh = SearchIndex(tmp_path)
+    assert [(h.path, h.start_line) for h in fresh.search("dugong").hits] == before
+    assert [(h.path, h.start_line) for h in index.search("dugong").hits] == before
+
+
+def test_another_process_holding_the_text_writer_is_caught_up_later(tmp_path: Path) -> None:
+    index = SearchIndex(tmp_path)
+    save(index, "the first quokka\n")
+    assert len(index.search("quokka").hits) == 1
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(text_dir(tmp_path))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "READY"
+        save(index, "the second quokka\n")  # the save is not held up: caught up later
+        held = index.search("quokka", catch_up_seconds=0.3)
+        assert held.busy and [h.kind for h in held.hits] in ([], ["tool_result"])
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(30)
+    assert len(index.search("quokka").hits) == 2
+
+
+def _index_one(root: str) -> None:
+    index = SearchIndex(Path(root))
+    save(index, "the serval of another process\n", agent="bob")
+    index.search("serval")
+    index.close()
+
+
+def test_a_reader_sees_the_commits_of_another_process(tmp_path: Path) -> None:
+    index = SearchIndex(tmp_path)
+    save(index, "the first serval\n")
+    assert len(index.search("serval").hits) == 1
+    child = multiprocessing.get_context("fork").Process(target=_index_one, args=(str(tmp_path),))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    # no catch-up of its own: what it finds, it reads from the other process's commit
+    hits = index.search("serval", Filters(agent="bob"), catch_up_seconds=0).hits
+    assert [h.agent for h in hits] == ["bob"]
+
+
+_WORDS = st.text(alphabet="abcXYZ019 _-.,éÉïﬁἈθῆ中文数据日本한국\u0301\n", max_size=120)
+
+
+@given(_WORDS | st.text(max_size=200))
+@example("Hello_World x-y 42abc")
+@example("\U0002ee5e")  # unassigned, in a CJK range: a token of ours, a token of the analyzer
+@example("中0")  # a CJK character beside a digit
+@example("ÉCOLE naïve ﬁle Ἀθῆναι ab中文数据x日本")
+def test_the_text_index_holds_our_tokens(text: str) -> None:
+    """What Tantivy indexes of a chunk is what a query for it searches; on ASCII text, and on
+    letters, digits and CJK, these are our tokens (`_search_text.tokens`)."""
+    assert ANALYZER.analyze(chunk_terms(text)) == query_tokens(text)
+    if all(c.isascii() or c in "éÉïﬁἈθῆ中文数据日本\u0301" for c in text):
+        apart = re.sub("[中文数据日本]", " \\g<0> ", text)  # a CJK character: a token
+        assert query_tokens(text) == tokens(apart)
+
+
+_LINE = st.text(alphabet="ab é中\t", max_size=40) | st.text(
+    alphabet="xy ", min_size=2000, max_size=5000
+)
+
+
+@given(st.lists(_LINE, min_size=1, max_size=40), st.booleans())
+@example(["a" * 4100], True)
+def test_a_saved_outputs_chunks_are_read_back_from_its_file(lines: list[str], end: bool) -> None:
+    """The text of a saved output's chunks is not stored: each is found in the piece, at the
+    bytes that decode to it (also the pieces of a long line)."""
+    data = ("\n".join(lines) + ("\n" if end else "")).encode()
+    where = locate(data, 1000, 7)
+    for chunk in chunk_lines(piece_lines(data), 7):
+        place = where(chunk)
+        assert place is not None
+        assert data[place[0] - 1000 : place[0] - 1000 + place[1]].decode() == chunk.text
+
+
+def test_a_chunk_with_a_crlf_or_a_bad_byte_keeps_its_text(tmp_path: Path) -> None:
+    index = SearchIndex(tmp_path)
+    save(index, "the first line\r\nthe eland here\r\n")
+    bad = ToolResultStore(tmp_path, 7, owner=("alice", "")).save("x")
+    bad.write_bytes(b"an \xff byte and the eland\n")
+    hits = index.search("eland").hits
+    assert sorted(text for h in hits for _, text in h.lines if "eland" in text) == [
+        "an \ufffd byte and the eland",
+        "the eland here",
+    ]
