@@ -8,7 +8,7 @@ the same error, and its message was stored nowhere. Now the check waits for `pre
 turn that did not fit is an older message that compaction saves to the dialog store.
 
 `recover` is the session; the same session on the PostgreSQL store is in
-`tests/fleet/test_fleet_agents1.py`.
+`tests/fleet/test_fleet_agents.py`.
 """
 
 from __future__ import annotations
