@@ -19,46 +19,31 @@ if not IS_1X:
     )
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.memory import AsyncSQLAlchemyMemory, InMemoryMemory
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.message import Msg
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, ContextUsageError
 from agentscope_ctx.core.context._memory import SUMMARY_MARK
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react, text_tools
 
 
-def tools() -> Toolkit:
-    kit = Toolkit()
+def scan(n: int) -> str:
+    """Scan a shard.
 
-    def scan(n: int) -> ToolResponse:
-        """Scan a shard.
-
-        Args:
-            n (int): the shard.
-        """
-        rows = "".join(f"shard {n} row {i}: fine\n" for i in range(150))
-        return ToolResponse(content=[TextBlock(type="text", text=rows)])
-
-    kit.register_tool_function(scan)
-    return kit
+    Args:
+        n (int): the shard.
+    """
+    return "".join(f"shard {n} row {i}: fine\n" for i in range(150))
 
 
 def replica(tmp_path: Path, memory: Any) -> tuple[ReActAgent, ContextManager, FakeChatModel]:
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You scan shards.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=tools(),
-        memory=memory,
-        max_iters=30,
+    agent = react(
+        model, text_tools(scan), sys_prompt="You scan shards.", memory=memory, max_iters=30
     )
-    agent.set_console_output_enabled(False)
     config = ContextConfig(
         working_dir=tmp_path / "ctx",
         max_input_tokens=6_000,
@@ -161,10 +146,7 @@ async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -
 async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> None:
     shared = InMemoryMemory()
     await shared.add(Msg("user", "earlier question", "user"))
-    agent = ReActAgent(
-        name="w", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
-    )
-    agent.set_console_output_enabled(False)
+    agent = react(FakeChatModel(), name="w", sys_prompt="s")
     manager = ContextManager(ContextConfig(working_dir=tmp_path))
     memory = manager.attach(agent, backend=shared)
     await manager.context_usage(agent)  # reloads from the backend
@@ -172,9 +154,7 @@ async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> 
     await agent(Msg("user", "new question", "user"))
     assert await shared.size() == 3  # the question and the answer were written through
 
-    busy = ReActAgent(
-        name="x", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
-    )
+    busy = react(FakeChatModel(), name="x", sys_prompt="s")
     await busy.memory.add(Msg("user", "held locally", "user"))
     with pytest.raises(ContextUsageError, match="add them to it first"):
         ContextManager(ContextConfig(working_dir=tmp_path)).attach(busy, backend=InMemoryMemory())
