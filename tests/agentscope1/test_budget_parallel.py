@@ -21,7 +21,6 @@ from tests.support.lines import IS_1X, reason_1x
 if not IS_1X:
     pytest.skip(reason_1x("parallel tool calls of a 1.x ReActAgent"), allow_module_level=True)
 
-from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatResponse
@@ -31,6 +30,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from tests.support.fakes import FakeChatModel, text
+from tests.support.react1 import react
 
 COUNTER = TokenCounter("o200k_base")
 BUDGET = 32_000
@@ -99,16 +99,13 @@ async def run_session(
     # the defaults (the Summarizer off: it writes notes, never the prompt)
     config = ContextConfig(working_dir=tmp, max_input_tokens=BUDGET, summarizer={"enabled": False})
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
+    agent = react(
+        model,
+        make_toolkit(),
         sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=make_toolkit(),
         max_iters=len(steps) + 2,
         parallel_tool_calls=True,
     )
-    agent.set_console_output_enabled(False)
     compactor = FakeChatModel(default=summarise, name="compactor")
     manager = ContextManager(config, compactor, OpenAIChatFormatter(), token_counter=COUNTER)
     manager.attach(agent)

@@ -28,11 +28,9 @@ if not IS_1X:
     pytest.skip(reason_1x("small budgets through a 1.x ReActAgent"), allow_module_level=True)
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
-from agentscope.tool import Toolkit, ToolResponse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -46,6 +44,7 @@ from agentscope_ctx import (
 from agentscope_ctx.core.context._turns import current_turn
 from tests.support.budget_configs import AT_1000, configs, note_outcome
 from tests.support.fakes import FakeChatModel, text
+from tests.support.react1 import react, text_tools
 
 COUNTER = TokenCounter("o200k_base")
 
@@ -60,23 +59,16 @@ SESSIONS = st.lists(
 )
 
 
-def make_toolkit() -> Toolkit:
-    toolkit = Toolkit()
+def fetch(n: int, size: int, cjk: bool) -> str:
+    """Fetch a page.
 
-    def fetch(n: int, size: int, cjk: bool) -> ToolResponse:
-        """Fetch a page.
-
-        Args:
-            n (int): which page.
-            size (int): its size in bytes.
-            cjk (bool): in Chinese.
-        """
-        line = f"第{n}页的内容，包括一些中文句子。\n" if cjk else f"line of page {n}: words\n"
-        body = line * max(size // len(line.encode()), 1)
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
-
-    toolkit.register_tool_function(fetch)
-    return toolkit
+    Args:
+        n (int): which page.
+        size (int): its size in bytes.
+        cjk (bool): in Chinese.
+    """
+    line = f"第{n}页的内容，包括一些中文句子。\n" if cjk else f"line of page {n}: words\n"
+    return line * max(size // len(line.encode()), 1)
 
 
 def assert_paired(messages: list[dict[str, Any]]) -> None:
@@ -146,15 +138,12 @@ async def run_session(
         return answer
 
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
+    agent = react(
+        model,
+        text_tools(fetch),
         sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=make_toolkit(),
         max_iters=len(steps) + 2,
     )
-    agent.set_console_output_enabled(False)
     holder.append(agent)
     manager = ContextManager(config, token_counter=COUNTER)
     memory = manager.attach(agent)
