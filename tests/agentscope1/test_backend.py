@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +73,26 @@ async def turn(agent: ReActAgent, model: FakeChatModel, start: int, n: int, answ
     assert reply.get_text_content() == answer
 
 
-async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
+@asynccontextmanager
+async def two_stores(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[AsyncSQLAlchemyMemory, AsyncSQLAlchemyMemory]]:
+    """Two replicas' own SQLAlchemy memories (two engines) over one SQLite session."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
     engine_a, engine_b = create_async_engine(url), create_async_engine(url)
+    store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
+    store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
     try:
-        store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
-        store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
+        yield store_a, store_b
+    finally:
+        await store_a.close()
+        await store_b.close()
+        await engine_a.dispose()
+        await engine_b.dispose()
+
+
+async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
+    async with two_stores(tmp_path) as (store_a, store_b):
         a, manager_a, model_a = replica(tmp_path, store_a)
         b, manager_b, model_b = replica(tmp_path, store_b)
         memory_a, memory_b = manager_a.memory_of(a), manager_b.memory_of(b)
@@ -103,11 +119,6 @@ async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
         assert all(m.role == "user" for m in memory_b.messages() if m.id in set(dialog))
         questions = [m for m in manager_a.dialog.read()[0] if m.role == "user"]
         assert questions  # a's first request was compacted into dialog/, not dropped
-    finally:
-        await store_a.close()
-        await store_b.close()
-        await engine_a.dispose()
-        await engine_b.dispose()
 
 
 async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -> None:
@@ -116,11 +127,7 @@ async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -
     another replica's compaction carried, without reading it out of the summary's text."""
     from agentscope_ctx.core.summary._carry_text import CARRY_HEADER
 
-    url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
-    engine_a, engine_b = create_async_engine(url), create_async_engine(url)
-    try:
-        store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
-        store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
+    async with two_stores(tmp_path) as (store_a, store_b):
         a, manager_a, model_a = replica(tmp_path, store_a)
         b, manager_b, model_b = replica(tmp_path, store_b)
         memory_a, memory_b = manager_a.memory_of(a), manager_b.memory_of(b)
@@ -136,11 +143,6 @@ async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -
         assert '"scan shards 0..5"' in block and '"scan shards 6..11"' in block
         await memory_a.refresh()
         assert memory_a.kept == memory_b.kept
-    finally:
-        await store_a.close()
-        await store_b.close()
-        await engine_a.dispose()
-        await engine_b.dispose()
 
 
 async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from agentscope.message import Msg
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from tests.support.fakes import FakeChatModel
-from tests.support.react1 import dump_log, dump_turns, react, record_adds, text_tools
+from tests.support.react1 import dump_config, dump_log, dump_turns, react, record_adds, text_tools
 
 COUNTER = TokenCounter("cl100k_base")
 BUDGET = 12_000
@@ -37,23 +37,8 @@ def make_agent(model: FakeChatModel) -> ReActAgent:
 
 
 def config(working_dir: Path, **overrides: Any) -> ContextConfig:
-    fields: dict[str, Any] = {
-        "working_dir": working_dir,
-        "max_input_tokens": BUDGET,
-        "compact_trigger_ratio": 0.7,
-        "keep_recent_ratio": 0.3,
-        # Faults of the compaction path: no masking, so that these sessions compact.
-        "tool_result": {
-            "recent_n": 3,
-            "recent_max_bytes": 6_000,
-            "old_max_bytes": 1_500,
-            "mask_after": None,
-        },
-        "token_counter": "cl100k_base",
-        "summarizer": {"enabled": False},
-    }
-    fields.update(overrides)
-    return ContextConfig(**fields)
+    # Faults of the compaction path: no masking, so that these sessions compact.
+    return dump_config(working_dir, BUDGET, **overrides)
 
 
 async def run_session(agent: ReActAgent, model: FakeChatModel, turns: int, steps: int) -> None:

@@ -26,9 +26,9 @@ if not IS_1X:
 
 from agentscope.message import Msg
 
-from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
+from agentscope_ctx import ContextManager, TokenCounter
 from tests.support.fakes import FakeChatModel
-from tests.support.react1 import dump_log, dump_turns, react, record_adds, text_tools
+from tests.support.react1 import dump_config, dump_log, dump_turns, react, record_adds, text_tools
 
 COUNTER = TokenCounter("cl100k_base")
 BUDGET = 8_000
@@ -48,24 +48,9 @@ def make_agent(model: FakeChatModel, sys_prompt: str = "You are a careful assist
 
 def attach(agent: Any, working_dir: Path, **overrides: Any) -> tuple[ContextManager, list[str]]:
     """Attach a manager (no model: extractive summaries); returns it and the ids added."""
-    fields: dict[str, Any] = {
-        "working_dir": working_dir,
-        "max_input_tokens": BUDGET,
-        "compact_trigger_ratio": 0.7,
-        "keep_recent_ratio": 0.3,
-        # the odd message must not stop compaction and its saves: no masking, so that the
-        # session compacts
-        "tool_result": {
-            "recent_n": 3,
-            "recent_max_bytes": 6_000,
-            "old_max_bytes": 1_500,
-            "mask_after": None,
-        },
-        "token_counter": "cl100k_base",
-        "summarizer": {"enabled": False},
-        **overrides,
-    }
-    manager = ContextManager(ContextConfig(**fields), token_counter=COUNTER)
+    # the odd message must not stop compaction and its saves: the session compacts
+    config = dump_config(working_dir, BUDGET, **overrides)
+    manager = ContextManager(config, token_counter=COUNTER)
     added = record_adds(manager.attach(agent))
     return manager, added
 

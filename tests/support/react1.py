@@ -89,3 +89,27 @@ def record_adds(memory: Any) -> list[str]:
 
     memory.add = spy
     return added
+
+
+def dump_config(working_dir: Any, budget: int, **overrides: Any) -> Any:
+    """The `ContextConfig` of a `dump_turns` session that compacts: `budget` tokens,
+    extractive summaries, and no masking (masking alone would free enough); `overrides`
+    replace fields."""
+    from agentscope_ctx import ContextConfig
+
+    fields: dict[str, Any] = {
+        "working_dir": working_dir,
+        "max_input_tokens": budget,
+        "compact_trigger_ratio": 0.7,
+        "keep_recent_ratio": 0.3,
+        "tool_result": {
+            "recent_n": 3,
+            "recent_max_bytes": 6_000,
+            "old_max_bytes": 1_500,
+            "mask_after": None,
+        },
+        "token_counter": "cl100k_base",
+        "summarizer": {"enabled": False},
+    }
+    fields.update(overrides)
+    return ContextConfig(**fields)
