@@ -13,7 +13,6 @@ system prompt and its one tool (the package's own tools come on top, 786 tokens 
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import tempfile
 from dataclasses import dataclass
@@ -28,10 +27,10 @@ if not IS_1X:
     pytest.skip(reason_1x("small budgets through a 1.x ReActAgent"), allow_module_level=True)
 
 from agentscope.agent import ReActAgent
-from agentscope.message import Msg, TextBlock, ToolUseBlock
+from agentscope.message import Msg, TextBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentscope_ctx import (
@@ -44,7 +43,7 @@ from agentscope_ctx import (
 from agentscope_ctx.core.context._turns import current_turn
 from tests.support.budget_configs import AT_1000, configs, note_outcome
 from tests.support.fakes import FakeChatModel, text
-from tests.support.react1 import react, text_tools
+from tests.support.react1 import react, session_examples, text_tools, tool_uses
 
 COUNTER = TokenCounter("o200k_base")
 
@@ -121,19 +120,10 @@ async def run_session(
             )
             if not calls:
                 return ChatResponse(content=[TextBlock(type="text", text="done")], usage=usage)
-            blocks = []
-            for j, (size, cjk) in enumerate(calls):
-                arguments = {"n": k * 10 + j, "size": size, "cjk": cjk}
-                blocks.append(
-                    ToolUseBlock(
-                        type="tool_use",
-                        id=f"c{k}_{j}",
-                        name="fetch",
-                        input=arguments,
-                        raw_input=json.dumps(arguments),
-                    )
-                )
-            return ChatResponse(content=blocks, usage=usage)
+            arguments = [
+                {"n": k * 10 + j, "size": size, "cjk": cjk} for j, (size, cjk) in enumerate(calls)
+            ]
+            return ChatResponse(content=tool_uses("fetch", k, arguments), usage=usage)
 
         return answer
 
@@ -248,17 +238,16 @@ STEPS_1132 = [
 ]
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(
-    fields=configs(),
-    steps=SESSIONS,
-    factor=st.sampled_from([1.0, 1.4]),
-    user_words=st.sampled_from([1, 60, 400]),
-)
+SMALL_SESSIONS = {
+    "fields": configs(),
+    "steps": SESSIONS,
+    "factor": st.sampled_from([1.0, 1.4]),
+    "user_words": st.sampled_from([1, 60, 400]),
+}
+
+
+@session_examples(4)
+@given(**SMALL_SESSIONS)
 # (the issue's three sessions: test_the_issues_small_budgets_hold)
 # found by the property: the newest step at its least over the budget (sent over it)
 @example(fields={**ISSUE, "max_input_tokens": 2_000}, steps=SHAPE, factor=1.4, user_words=60)
@@ -273,17 +262,8 @@ def test_small_budgets_hold(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(
-    fields=configs(),
-    steps=SESSIONS,
-    factor=st.sampled_from([1.0, 1.4]),
-    user_words=st.sampled_from([1, 60, 400]),
-)
+@session_examples(150)
+@given(**SMALL_SESSIONS)
 def test_small_budgets_hold_many(
     fields: dict[str, Any], steps: list[list[Step]], factor: float, user_words: int
 ) -> None:

@@ -113,3 +113,34 @@ def dump_config(working_dir: Any, budget: int, **overrides: Any) -> Any:
     }
     fields.update(overrides)
     return ContextConfig(**fields)
+
+
+def tool_uses(name: str, k: int, arguments: list[dict[str, Any]]) -> list[Any]:
+    """The tool-use blocks of step `k` of a scripted model: one call of tool `name` per
+    entry of `arguments`, with the ids ``c<k>_<j>``."""
+    import json
+
+    from agentscope.message import ToolUseBlock
+
+    return [
+        ToolUseBlock(
+            type="tool_use",
+            id=f"c{k}_{j}",
+            name=name,
+            input=args,
+            raw_input=json.dumps(args),
+        )
+        for j, args in enumerate(arguments)
+    ]
+
+
+def session_examples(n: int) -> Any:
+    """Hypothesis settings for `n` whole agent sessions: no deadline, and the health checks
+    that big generated sessions trip (slow, large data) off."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
