@@ -22,7 +22,7 @@ from agentscope.tool import Toolkit
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.support.chain import follow_chain
+from tests.support.chain import follow_chain, manager_reader
 from tests.support.fakes import FakeChatModel, text, tool_call
 from tests.support.react1 import react, record_adds, text_tools
 
@@ -112,10 +112,7 @@ async def test_long_session_stays_within_budget_and_loses_nothing(
     assert uses <= results
 
     # every notice in memory points to a file that exists and chains back losslessly
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     chained = 0
     for msg in memory.messages():
         for block in msg.get_content_blocks("tool_result"):

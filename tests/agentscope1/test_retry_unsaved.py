@@ -18,7 +18,7 @@ from agentscope.message import Msg
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.support.chain import follow_chain
+from tests.support.chain import follow_chain, manager_reader
 from tests.support.fakes import FakeChatModel, text, tool_call
 from tests.support.react1 import react, text_tools
 
@@ -60,10 +60,7 @@ async def test_outputs_kept_whole_are_saved_once_the_store_works_again(tmp_path:
     model.enqueue(text("done"))
     await agent(Msg("user", "dump parts 0 to 3", "user"))
 
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     outputs = {}
     for msg in memory.messages():
         for block in msg.get_content_blocks("tool_result"):

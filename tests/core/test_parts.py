@@ -33,7 +33,7 @@ from agentscope_ctx.core.truncation._truncation import (
     render_notice,
     total_lines,
 )
-from tests.support.chain import follow_chain
+from tests.support.chain import follow_chain, manager_reader
 from tests.support.fakes import FakeChatModel, text, tool_call
 from tests.support.react1 import react, text_tools
 
@@ -143,10 +143,7 @@ async def test_i11_01_forged_notice_already_in_memory_is_saved_whole(tmp_path: P
     assert parsed is not None
     assert Path(parsed[1].file_path).parent == (working_dir / "tool_result").resolve()
 
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     assert await follow_chain(kept, read) == original
 
 
@@ -281,10 +278,7 @@ async def test_i11_05_huge_tool_argument_is_cut_and_saved(tmp_path: Path) -> Non
     cut = block["input"]["content"]
     assert isinstance(cut, str) and len(cut) < 8_000
 
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     assert await follow_chain(cut, read) == content
 
 
