@@ -8,12 +8,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.support.agent_line import installed
+from tests.support.agent_line import _functions, installed
 
 
 def text_tools(*functions: Callable[..., str]) -> Any:
     """A real 1.x `Toolkit` holding `functions` (Google docstrings, returning text)."""
     return installed().toolkit(list(functions))
+
+
+def add_text_tools(toolkit: Any, *functions: Callable[..., str]) -> Any:
+    """Register `functions` (Google docstrings, returning text) in the 1.x `toolkit` (one
+    with middleware, say), each result a `ToolResponse` with one text block; `toolkit`."""
+    from agentscope.message import TextBlock
+    from agentscope.tool import ToolResponse
+
+    def wrap(text: str) -> Any:
+        return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+    for fn in _functions(list(functions), wrap):
+        toolkit.register_tool_function(fn)
+    return toolkit
 
 
 def react(
