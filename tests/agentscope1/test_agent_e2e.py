@@ -16,24 +16,21 @@ if not IS_1X:
         reason_1x("drives a ReActAgent through ContextManager's hooks"), allow_module_level=True
     )
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.message import Msg
+from agentscope.tool import Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.support.chain import follow_chain
+from tests.support.chain import follow_chain, manager_reader
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react, record_adds, text_tools
 
 BUDGET = 12_000
 
 
 def make_tools(tmp_path: Path) -> Toolkit:
-    toolkit = Toolkit()
-
-    def fetch_page(url: str) -> ToolResponse:
+    def fetch_page(url: str) -> str:
         """Fetch a web page.
 
         Args:
@@ -43,20 +40,18 @@ def make_tools(tmp_path: Path) -> Toolkit:
         body = "".join(
             f"<p id='{n}-{i}'>paragraph {i} of page {n} 中文 😀</p>\n" for i in range(900)
         )
-        return ToolResponse(content=[TextBlock(type="text", text=f"<html>{body}</html>")])
+        return f"<html>{body}</html>"
 
-    def run_shell(command: str) -> ToolResponse:
+    def run_shell(command: str) -> str:
         """Run a shell command.
 
         Args:
             command (str): the command line.
         """
         lines = "".join(f"{command}: line {i} INFO ok\r\n" for i in range(400))
-        return ToolResponse(content=[TextBlock(type="text", text=lines)])
+        return lines
 
-    toolkit.register_tool_function(fetch_page)
-    toolkit.register_tool_function(run_shell)
-    return toolkit
+    return text_tools(fetch_page, run_shell)
 
 
 def scripted_step(step: int) -> Any:
@@ -82,29 +77,14 @@ async def test_long_session_stays_within_budget_and_loses_nothing(
     )
     counter = TokenCounter("cl100k_base")
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=make_tools(tmp_path),
-        max_iters=40,
+    agent = react(
+        model, make_tools(tmp_path), sys_prompt="You are a careful assistant.", max_iters=40
     )
-    agent.set_console_output_enabled(False)
     manager = ContextManager(config, token_counter=counter)
     memory = manager.attach(agent)
     manager.attach(agent)  # twice is fine
 
-    added: list[str] = []
-    original_add = memory.add
-
-    async def spy_add(memories: Any, *args: Any, **kwargs: Any) -> None:
-        for msg in [memories] if isinstance(memories, Msg) else memories or []:
-            if msg.id not in added:
-                added.append(msg.id)
-        await original_add(memories, *args, **kwargs)
-
-    memory.add = spy_add  # type: ignore[method-assign]
+    added = record_adds(memory)
 
     step = 0
     for turn in range(6):
@@ -132,10 +112,7 @@ async def test_long_session_stays_within_budget_and_loses_nothing(
     assert uses <= results
 
     # every notice in memory points to a file that exists and chains back losslessly
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     chained = 0
     for msg in memory.messages():
         for block in msg.get_content_blocks("tool_result"):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,46 +21,31 @@ if not IS_1X:
     )
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.memory import AsyncSQLAlchemyMemory, InMemoryMemory
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.message import Msg
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, ContextUsageError
 from agentscope_ctx.core.context._memory import SUMMARY_MARK
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react, text_tools
 
 
-def tools() -> Toolkit:
-    kit = Toolkit()
+def scan(n: int) -> str:
+    """Scan a shard.
 
-    def scan(n: int) -> ToolResponse:
-        """Scan a shard.
-
-        Args:
-            n (int): the shard.
-        """
-        rows = "".join(f"shard {n} row {i}: fine\n" for i in range(150))
-        return ToolResponse(content=[TextBlock(type="text", text=rows)])
-
-    kit.register_tool_function(scan)
-    return kit
+    Args:
+        n (int): the shard.
+    """
+    return "".join(f"shard {n} row {i}: fine\n" for i in range(150))
 
 
 def replica(tmp_path: Path, memory: Any) -> tuple[ReActAgent, ContextManager, FakeChatModel]:
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You scan shards.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=tools(),
-        memory=memory,
-        max_iters=30,
+    agent = react(
+        model, text_tools(scan), sys_prompt="You scan shards.", memory=memory, max_iters=30
     )
-    agent.set_console_output_enabled(False)
     config = ContextConfig(
         working_dir=tmp_path / "ctx",
         max_input_tokens=6_000,
@@ -86,12 +73,26 @@ async def turn(agent: ReActAgent, model: FakeChatModel, start: int, n: int, answ
     assert reply.get_text_content() == answer
 
 
-async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
+@asynccontextmanager
+async def two_stores(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[AsyncSQLAlchemyMemory, AsyncSQLAlchemyMemory]]:
+    """Two replicas' own SQLAlchemy memories (two engines) over one SQLite session."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
     engine_a, engine_b = create_async_engine(url), create_async_engine(url)
+    store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
+    store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
     try:
-        store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
-        store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
+        yield store_a, store_b
+    finally:
+        await store_a.close()
+        await store_b.close()
+        await engine_a.dispose()
+        await engine_b.dispose()
+
+
+async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
+    async with two_stores(tmp_path) as (store_a, store_b):
         a, manager_a, model_a = replica(tmp_path, store_a)
         b, manager_b, model_b = replica(tmp_path, store_b)
         memory_a, memory_b = manager_a.memory_of(a), manager_b.memory_of(b)
@@ -118,11 +119,6 @@ async def test_two_replicas_share_one_sqlite_session(tmp_path: Path) -> None:
         assert all(m.role == "user" for m in memory_b.messages() if m.id in set(dialog))
         questions = [m for m in manager_a.dialog.read()[0] if m.role == "user"]
         assert questions  # a's first request was compacted into dialog/, not dropped
-    finally:
-        await store_a.close()
-        await store_b.close()
-        await engine_a.dispose()
-        await engine_b.dispose()
 
 
 async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -> None:
@@ -131,11 +127,7 @@ async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -
     another replica's compaction carried, without reading it out of the summary's text."""
     from agentscope_ctx.core.summary._carry_text import CARRY_HEADER
 
-    url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
-    engine_a, engine_b = create_async_engine(url), create_async_engine(url)
-    try:
-        store_a = AsyncSQLAlchemyMemory(engine_a, session_id="s1", user_id="u1")
-        store_b = AsyncSQLAlchemyMemory(engine_b, session_id="s1", user_id="u1")
+    async with two_stores(tmp_path) as (store_a, store_b):
         a, manager_a, model_a = replica(tmp_path, store_a)
         b, manager_b, model_b = replica(tmp_path, store_b)
         memory_a, memory_b = manager_a.memory_of(a), manager_b.memory_of(b)
@@ -151,20 +143,12 @@ async def test_replicas_share_what_the_summary_carries_as_data(tmp_path: Path) -
         assert '"scan shards 0..5"' in block and '"scan shards 6..11"' in block
         await memory_a.refresh()
         assert memory_a.kept == memory_b.kept
-    finally:
-        await store_a.close()
-        await store_b.close()
-        await engine_a.dispose()
-        await engine_b.dispose()
 
 
 async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> None:
     shared = InMemoryMemory()
     await shared.add(Msg("user", "earlier question", "user"))
-    agent = ReActAgent(
-        name="w", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
-    )
-    agent.set_console_output_enabled(False)
+    agent = react(FakeChatModel(), name="w", sys_prompt="s")
     manager = ContextManager(ContextConfig(working_dir=tmp_path))
     memory = manager.attach(agent, backend=shared)
     await manager.context_usage(agent)  # reloads from the backend
@@ -172,9 +156,7 @@ async def test_explicit_backend_and_refusal_of_held_messages(tmp_path: Path) -> 
     await agent(Msg("user", "new question", "user"))
     assert await shared.size() == 3  # the question and the answer were written through
 
-    busy = ReActAgent(
-        name="x", sys_prompt="s", model=FakeChatModel(), formatter=OpenAIChatFormatter()
-    )
+    busy = react(FakeChatModel(), name="x", sys_prompt="s")
     await busy.memory.add(Msg("user", "held locally", "user"))
     with pytest.raises(ContextUsageError, match="add them to it first"):
         ContextManager(ContextConfig(working_dir=tmp_path)).attach(busy, backend=InMemoryMemory())

@@ -9,7 +9,6 @@ call's post-acting step) is drawn by Hypothesis and replayed deterministically.
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,16 @@ from tests.support.lines import IS_1X, reason_1x
 if not IS_1X:
     pytest.skip(reason_1x("parallel tool calls of a 1.x ReActAgent"), allow_module_level=True)
 
-from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock, ToolUseBlock
+from agentscope.message import Msg, TextBlock
 from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from tests.support.fakes import FakeChatModel, text
+from tests.support.react1 import react, session_examples, tool_uses
 
 COUNTER = TokenCounter("o200k_base")
 BUDGET = 32_000
@@ -70,19 +69,10 @@ def make_toolkit() -> Toolkit:
 
 
 def step(k: int, calls: list[Call]) -> ChatResponse:
-    blocks = []
-    for j, (size, yields) in enumerate(calls):
-        arguments = {"n": k * 10 + j, "size": size, "yields": yields}
-        blocks.append(
-            ToolUseBlock(
-                type="tool_use",
-                id=f"c{k}_{j}",
-                name="fetch",
-                input=arguments,
-                raw_input=json.dumps(arguments),
-            )
-        )
-    return ChatResponse(content=blocks)
+    arguments = [
+        {"n": k * 10 + j, "size": size, "yields": yields} for j, (size, yields) in enumerate(calls)
+    ]
+    return ChatResponse(content=tool_uses("fetch", k, arguments))
 
 
 async def run_session(
@@ -99,16 +89,13 @@ async def run_session(
     # the defaults (the Summarizer off: it writes notes, never the prompt)
     config = ContextConfig(working_dir=tmp, max_input_tokens=BUDGET, summarizer={"enabled": False})
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
+    agent = react(
+        model,
+        make_toolkit(),
         sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=make_toolkit(),
         max_iters=len(steps) + 2,
         parallel_tool_calls=True,
     )
-    agent.set_console_output_enabled(False)
     compactor = FakeChatModel(default=summarise, name="compactor")
     manager = ContextManager(config, compactor, OpenAIChatFormatter(), token_counter=COUNTER)
     manager.attach(agent)
@@ -199,11 +186,7 @@ PINNED: list[list[Call]] = [
 
 # The default run: the pinned session and one drawn (each drawn session of 12-24 steps takes
 # seconds); more drawn sessions under `-m slow`, beside the long ones.
-@settings(
-    max_examples=1,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@session_examples(1)
 @given(steps=SESSIONS, compactor_yields=st.integers(0, 60))
 @example(steps=PINNED, compactor_yields=30)
 def test_parallel_tool_calls_hold_the_budget(
@@ -213,11 +196,7 @@ def test_parallel_tool_calls_hold_the_budget(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@session_examples(10)
 @given(steps=SESSIONS, compactor_yields=st.integers(0, 60))
 def test_parallel_tool_calls_hold_the_budget_more(
     steps: list[list[Call]], compactor_yields: int
@@ -226,11 +205,7 @@ def test_parallel_tool_calls_hold_the_budget_more(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@session_examples(40)
 @given(
     steps=st.lists(st.lists(_call, min_size=2, max_size=8), min_size=60, max_size=160),
     compactor_yields=st.integers(0, 60),

@@ -24,13 +24,11 @@ if not IS_1X:
         reason_1x("a ReActAgent's turns after PromptTooLargeError"), allow_module_level=True
     )
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager, PromptTooLargeError
 from tests.support.fakes import FakeChatModel
+from tests.support.react1 import react
 
 
 def big_turn() -> Msg:
@@ -46,14 +44,7 @@ async def recover(config: ContextConfig) -> None:
     """A session whose second turn cannot fit: it raises, unanswered; each of the next turns
     is answered, and every user message is in memory or in the dialog store."""
     model = FakeChatModel(["hello", *[f"answer {i}" for i in range(3)]])
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=Toolkit(),
-    )
-    agent.set_console_output_enabled(False)
+    agent = react(model, sys_prompt="You are a careful assistant.")
     manager = ContextManager(config)
     memory = manager.attach(agent)
     try:

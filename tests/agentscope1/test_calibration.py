@@ -22,11 +22,9 @@ if not IS_1X:
 import anthropic
 import openai
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
-from agentscope.tool import Toolkit, ToolResponse
 from dashscope.api_entities.dashscope_response import GenerationUsage
 from hypothesis import example, given, settings
 from openai.types.completion_usage import CompletionUsage
@@ -37,6 +35,7 @@ from agentscope_ctx.core.tokens._calibration import Calibration, PromptUsage
 from tests.core.test_calibration_math import http_response, overflow_errors
 from tests.support.corrupt_calibration import CALIBRATION, ISSUE_CASES
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react, text_tools
 
 BUDGET = 10_000
 COUNTER = TokenCounter("cl100k_base")
@@ -67,20 +66,13 @@ class ReportingModel(FakeChatModel):
         return self._stream(response) if streaming else response
 
 
-def toolkit() -> Toolkit:
-    kit = Toolkit()
+def dump(n: int) -> str:
+    """Dump a chunk of data.
 
-    def dump(n: int) -> ToolResponse:
-        """Dump a chunk of data.
-
-        Args:
-            n (int): which chunk.
-        """
-        body = "".join(f"record {n}-{i}: value {i * 7} status ok\n" for i in range(120))
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
-
-    kit.register_tool_function(dump)
-    return kit
+    Args:
+        n (int): which chunk.
+    """
+    return "".join(f"record {n}-{i}: value {i * 7} status ok\n" for i in range(120))
 
 
 def make_agent(
@@ -94,15 +86,7 @@ def make_agent(
         token_counter="cl100k_base",
         tool_result={"recent_n": 50, "recent_max_bytes": 8_000, "old_max_bytes": 4_000},
     )
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You dump data.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit(),
-        max_iters=100,
-    )
-    agent.set_console_output_enabled(False)
+    agent = react(model, text_tools(dump), sys_prompt="You dump data.", max_iters=100)
     manager = ContextManager(config, token_counter=COUNTER)
     manager.attach(agent)
     return agent, manager

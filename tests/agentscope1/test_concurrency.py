@@ -160,27 +160,34 @@ async def test_agents_as_tasks_with_one_shared_manager(tmp_path: Path) -> None:
     await _run_tasks(tmp_path / "wd", 4, shared=True)
 
 
+def spawn(module: str, arguments: list[str], log: Path) -> subprocess.Popen[str]:
+    """`python -m module arguments` on this worktree's package; its stdout piped, its stderr
+    into `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *arguments],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=log.open("w"),
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
 @pytest.mark.slow  # subprocesses: several processes on one working_dir (in-process twins: test_agents_as_tasks_*; cross-process locking: test_dialog.py::test_two_processes_append_concurrently)
 def test_processes_share_one_working_dir(tmp_path: Path) -> None:
     working_dir = tmp_path / "wd"
     n_procs, n_agents, turns = 3, 2, 4
     procs = [
-        subprocess.Popen(
+        spawn(
+            "tests.support.crash_session",
             [
-                sys.executable,
-                "-m",
-                "tests.support.crash_session",
                 str(working_dir),
                 f"--turns={turns}",
                 "--steps=8",
                 f"--agents={n_agents}",
                 f"--prefix=p{k}",
             ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=(tmp_path / f"p{k}.log").open("w"),
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            tmp_path / f"p{k}.log",
         )
         for k in range(n_procs)
     ]
@@ -229,20 +236,10 @@ def _write_notes(working_dir: Path) -> None:
 def _run_procs(working_dir: Path, tmp_path: Path, n: int, extra: list[str]) -> list[dict[str, Any]]:
     go = tmp_path / "go"
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.support.consolidate_proc",
-                str(working_dir),
-                str(go),
-                *extra,
-            ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=(tmp_path / f"c{k}.log").open("w"),
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+        spawn(
+            "tests.support.consolidate_proc",
+            [str(working_dir), str(go), *extra],
+            tmp_path / f"c{k}.log",
         )
         for k in range(n)
     ]

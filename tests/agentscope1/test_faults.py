@@ -20,88 +20,29 @@ if not IS_1X:
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.message import Msg
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.fakes import FakeChatModel
+from tests.support.react1 import dump_config, dump_log, dump_turns, react, record_adds, text_tools
 
 COUNTER = TokenCounter("cl100k_base")
 BUDGET = 12_000
 
 
-def big_tools() -> Toolkit:
-    toolkit = Toolkit()
-
-    def dump_log(log: str) -> ToolResponse:
-        """Print a log file.
-
-        Args:
-            log (str): the log.
-        """
-        body = "".join(f"{log}: line {i} ERROR something failed here\n" for i in range(600))
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
-
-    toolkit.register_tool_function(dump_log)
-    return toolkit
-
-
 def make_agent(model: FakeChatModel) -> ReActAgent:
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=big_tools(),
-        max_iters=30,
+    return react(
+        model, text_tools(dump_log), sys_prompt="You are a careful assistant.", max_iters=30
     )
-    agent.set_console_output_enabled(False)
-    return agent
 
 
 def config(working_dir: Path, **overrides: Any) -> ContextConfig:
-    fields: dict[str, Any] = {
-        "working_dir": working_dir,
-        "max_input_tokens": BUDGET,
-        "compact_trigger_ratio": 0.7,
-        "keep_recent_ratio": 0.3,
-        # Faults of the compaction path: no masking, so that these sessions compact.
-        "tool_result": {
-            "recent_n": 3,
-            "recent_max_bytes": 6_000,
-            "old_max_bytes": 1_500,
-            "mask_after": None,
-        },
-        "token_counter": "cl100k_base",
-        "summarizer": {"enabled": False},
-    }
-    fields.update(overrides)
-    return ContextConfig(**fields)
-
-
-def record_adds(memory: Any) -> list[str]:
-    added: list[str] = []
-    original = memory.add
-
-    async def spy(memories: Any, *args: Any, **kwargs: Any) -> None:
-        for msg in [memories] if isinstance(memories, Msg) else memories or []:
-            if msg.id not in added:
-                added.append(msg.id)
-        await original(memories, *args, **kwargs)
-
-    memory.add = spy
-    return added
+    # Faults of the compaction path: no masking, so that these sessions compact.
+    return dump_config(working_dir, BUDGET, **overrides)
 
 
 async def run_session(agent: ReActAgent, model: FakeChatModel, turns: int, steps: int) -> None:
-    n = 0
-    for turn in range(turns):
-        for _ in range(steps):
-            model.enqueue(tool_call("dump_log", call_id=f"c{n}", log=f"log{n}"))
-            n += 1
-        model.enqueue(text(f"turn {turn} done"))
-        reply = await agent(Msg("user", f"task {turn}", "user"))
-        assert reply.get_text_content() == f"turn {turn} done"
+    await dump_turns(agent, model, turns, steps)
 
 
 # -- a working_dir where writing fails --------------------------------------------------

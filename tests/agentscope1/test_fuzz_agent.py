@@ -22,15 +22,20 @@ if not IS_1X:
     )
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
-from agentscope.tool import Toolkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_ctx import ContextConfig, ContextManager, PromptTooLargeError, TokenCounter
+from agentscope_ctx import (
+    ContextConfig,
+    ContextManager,
+    ContextMemory,
+    PromptTooLargeError,
+    TokenCounter,
+)
 from tests.core.test_fuzz import FUZZ, _json, _surrogate_text
 from tests.support.fakes import FakeChatModel
+from tests.support.react1 import react
 
 COUNTER = TokenCounter("cl100k_base")
 
@@ -137,14 +142,7 @@ def check_odd_messages(msgs: list[Msg], force: bool) -> None:
             tool_result={"recent_n": 1, "recent_max_bytes": 1_024, "old_max_bytes": 1_024},
             token_counter="cl100k_base",
         )
-        agent = ReActAgent(
-            name="fuzz",
-            sys_prompt="sys",
-            model=FakeChatModel(),
-            formatter=OpenAIChatFormatter(),
-            toolkit=Toolkit(),
-        )
-        agent.set_console_output_enabled(False)
+        agent = react(FakeChatModel(), name="fuzz", sys_prompt="sys")
         manager = ContextManager(config, token_counter=COUNTER)
         try:
             await _odd_session(manager, agent, msgs, force)
@@ -180,15 +178,18 @@ async def _odd_session(
         assert _content_key(msg) in kept, msg.to_dict()
 
 
-async def test_non_string_text_block_compacts(tmp_path: Path) -> None:
-    """A text block whose text is not a string (None, an int) is compacted like any other."""
-    agent = ReActAgent(
-        name="odd", sys_prompt="sys", model=FakeChatModel(), formatter=OpenAIChatFormatter()
-    )
+def odd_agent(tmp_path: Path) -> tuple[ReActAgent, ContextManager, ContextMemory]:
+    """A bare agent with a manager counting with cl100k_base, and its memory."""
+    agent = react(FakeChatModel(), name="odd", sys_prompt="sys")
     manager = ContextManager(
         ContextConfig(working_dir=tmp_path, token_counter="cl100k_base"), token_counter=COUNTER
     )
-    memory = manager.attach(agent)
+    return agent, manager, manager.attach(agent)
+
+
+async def test_non_string_text_block_compacts(tmp_path: Path) -> None:
+    """A text block whose text is not a string (None, an int) is compacted like any other."""
+    agent, manager, memory = odd_agent(tmp_path)
     msgs = [Msg("user", [{"type": "text", "text": None}], "user"), Msg("user", "hi", "user")]
     msgs.append(Msg("assistant", [{"type": "text", "text": 42}], "assistant"))  # type: ignore[typeddict-item]
     msgs.append(Msg("user", "latest", "user"))
@@ -199,13 +200,7 @@ async def test_non_string_text_block_compacts(tmp_path: Path) -> None:
 
 
 async def test_two_messages_without_id_are_both_kept(tmp_path: Path) -> None:
-    agent = ReActAgent(
-        name="odd", sys_prompt="sys", model=FakeChatModel(), formatter=OpenAIChatFormatter()
-    )
-    manager = ContextManager(
-        ContextConfig(working_dir=tmp_path, token_counter="cl100k_base"), token_counter=COUNTER
-    )
-    memory = manager.attach(agent)
+    agent, manager, memory = odd_agent(tmp_path)
     first, second = Msg("user", "first", "user"), Msg("assistant", "second", "assistant")
     first.id = second.id = ""
     await memory.add([first, second, Msg("user", "latest", "user")], allow_duplicates=True)

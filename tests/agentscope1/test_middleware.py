@@ -21,6 +21,7 @@ from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from tests.support.chain import follow_chain
+from tests.support.react1 import add_text_tools
 
 HTML = (
     "<html><body>\n"
@@ -54,15 +55,15 @@ async def test_200kb_html_is_cut_saved_and_chained_back(tmp_path: Path) -> None:
     assert utf8_len(HTML) > 200_000
     toolkit, store, reader = setup(tmp_path)
 
-    def browse(url: str) -> ToolResponse:
+    def browse(url: str) -> str:
         """Open a page.
 
         Args:
             url (str): the page.
         """
-        return ToolResponse(content=[TextBlock(type="text", text=HTML)])
+        return HTML
 
-    toolkit.register_tool_function(browse)
+    add_text_tools(toolkit, browse)
     chunks = await call(toolkit, "browse", url="http://127.0.0.1:8000/")
     stored = chunks[-1].content[0]["text"]
     assert utf8_len(stored) <= 32_768
@@ -84,15 +85,15 @@ async def test_200kb_html_is_cut_saved_and_chained_back(tmp_path: Path) -> None:
 async def test_small_output_untouched_and_no_file(tmp_path: Path) -> None:
     toolkit, store, _ = setup(tmp_path)
 
-    def echo(word: str) -> ToolResponse:
+    def echo(word: str) -> str:
         """Echo.
 
         Args:
             word (str): a word.
         """
-        return ToolResponse(content=[TextBlock(type="text", text=word)])
+        return word
 
-    toolkit.register_tool_function(echo)
+    add_text_tools(toolkit, echo)
     chunks = await call(toolkit, "echo", word="hello")
     assert chunks[-1].content[0]["text"] == "hello"
     assert not store.dir.exists()
@@ -160,15 +161,15 @@ async def test_markdown_policy_per_path_and_per_tool(tmp_path: Path) -> None:
     toolkit, _, _ = setup(tmp_path, recent_max_bytes=4_096, markdown_recent_max_bytes=16_384)
     body = "# Skill\n" + "- step\n" * 5_000
 
-    def view(path: str) -> ToolResponse:
+    def view(path: str) -> str:
         """View a file.
 
         Args:
             path (str): file path.
         """
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
+        return body
 
-    toolkit.register_tool_function(view)
+    add_text_tools(toolkit, view)
     md = (await call(toolkit, "view", path="skills/deploy/SKILL.md"))[-1].content[0]["text"]
     txt = (await call(toolkit, "view", path="notes.txt"))[-1].content[0]["text"]
     assert 4_096 < utf8_len(md) <= 16_384 and utf8_len(txt) <= 4_096
@@ -181,11 +182,11 @@ async def test_offload_failure_keeps_output_whole(tmp_path: Path) -> None:
     (tmp_path / "tool_result").write_text("a file where the directory should be")
     toolkit, _, _ = setup(tmp_path)
 
-    def big() -> ToolResponse:
+    def big() -> str:
         """Big output."""
-        return ToolResponse(content=[TextBlock(type="text", text="q\n" * 40_000)])
+        return "q\n" * 40_000
 
-    toolkit.register_tool_function(big)
+    add_text_tools(toolkit, big)
     assert (await call(toolkit, "big"))[-1].content[0]["text"] == "q\n" * 40_000
 
 

@@ -24,13 +24,11 @@ if not IS_1X:
         reason_1x("drives a ReActAgent through ContextManager's hooks"), allow_module_level=True
     )
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.message import Msg
 
-from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-from tests.support.fakes import FakeChatModel, text, tool_call
+from agentscope_ctx import ContextManager, TokenCounter
+from tests.support.fakes import FakeChatModel
+from tests.support.react1 import dump_config, dump_log, dump_turns, react, record_adds, text_tools
 
 COUNTER = TokenCounter("cl100k_base")
 BUDGET = 8_000
@@ -44,75 +42,22 @@ class Client:
         return "Client(web)"
 
 
-def dump_log(log: str) -> ToolResponse:
-    """Print a log file.
-
-    Args:
-        log (str): the log.
-    """
-    body = "".join(f"{log}: line {i} ERROR something failed here\n" for i in range(600))
-    return ToolResponse(content=[TextBlock(type="text", text=body)])
-
-
 def make_agent(model: FakeChatModel, sys_prompt: str = "You are a careful assistant.") -> Any:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(dump_log)
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt=sys_prompt,
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        max_iters=30,
-    )
-    agent.set_console_output_enabled(False)
-    return agent
+    return react(model, text_tools(dump_log), sys_prompt=sys_prompt, max_iters=30)
 
 
 def attach(agent: Any, working_dir: Path, **overrides: Any) -> tuple[ContextManager, list[str]]:
     """Attach a manager (no model: extractive summaries); returns it and the ids added."""
-    fields: dict[str, Any] = {
-        "working_dir": working_dir,
-        "max_input_tokens": BUDGET,
-        "compact_trigger_ratio": 0.7,
-        "keep_recent_ratio": 0.3,
-        # the odd message must not stop compaction and its saves: no masking, so that the
-        # session compacts
-        "tool_result": {
-            "recent_n": 3,
-            "recent_max_bytes": 6_000,
-            "old_max_bytes": 1_500,
-            "mask_after": None,
-        },
-        "token_counter": "cl100k_base",
-        "summarizer": {"enabled": False},
-        **overrides,
-    }
-    manager = ContextManager(ContextConfig(**fields), token_counter=COUNTER)
-    memory = manager.attach(agent)
-    added: list[str] = []
-    original = memory.add
-
-    async def spy(memories: Any, *args: Any, **kwargs: Any) -> None:
-        for msg in [memories] if isinstance(memories, Msg) else memories or []:
-            if msg.id not in added:
-                added.append(msg.id)
-        await original(memories, *args, **kwargs)
-
-    memory.add = spy
+    # the odd message must not stop compaction and its saves: the session compacts
+    config = dump_config(working_dir, BUDGET, **overrides)
+    manager = ContextManager(config, token_counter=COUNTER)
+    added = record_adds(manager.attach(agent))
     return manager, added
 
 
 async def session(agent: Any, model: FakeChatModel, first: Msg, turns: int = 4) -> None:
     """`turns` user turns of 10 big tool calls each; `first` opens the session."""
-    n = 0
-    for turn in range(turns):
-        for _ in range(10):
-            model.enqueue(tool_call("dump_log", call_id=f"c{n}", log=f"log{n}"))
-            n += 1
-        model.enqueue(text(f"turn {turn} done"))
-        reply = await agent(first if turn == 0 else Msg("user", f"task {turn}", "user"))
-        assert reply.get_text_content() == f"turn {turn} done"
+    await dump_turns(agent, model, turns, 10, first)
 
 
 async def worst_prompt(model: FakeChatModel) -> int:

@@ -22,17 +22,16 @@ if not IS_1X:
         reason_1x("AgentScope 1.x's OpenAIChatModel on a ReActAgent"), allow_module_level=True
     )
 
-from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
+from agentscope.message import Msg
 from agentscope.model import OpenAIChatModel
-from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_ctx import ContextConfig, ContextManager, Models, build_model
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.demo import run_demo
 from tests.edge.test_readme import assert_usage_figures_agree
 from tests.support.openai_server import Reply, Server, base_url, serving
+from tests.support.react1 import react, text_tools
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -58,14 +57,14 @@ def _model(server: Server, stream: bool) -> OpenAIChatModel:
     return model
 
 
-def build_report(service: str) -> ToolResponse:
+def build_report(service: str) -> str:
     """Build the status report of a service.
 
     Args:
         service (str): the service's name.
     """
     lines = "".join(f"{service} check {i:04d}: ok, latency {i % 97} ms\n" for i in range(1_500))
-    return ToolResponse(content=[TextBlock(type="text", text=lines)])
+    return lines
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -77,17 +76,13 @@ async def test_i11_15_openai_sdk_streams_through_a_real_agent(
         Reply(tool="build_report", arguments={"service": "checkout-api"}),
         Reply(text="All 1500 checks of checkout-api passed; the slowest took 96 ms."),
     ]
-    toolkit = Toolkit()
-    toolkit.register_tool_function(build_report)
-    agent = ReActAgent(
+    agent = react(
+        model,
+        text_tools(build_report),
         name="ops",
         sys_prompt="You check services with build_report.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
         max_iters=4,
     )
-    agent.set_console_output_enabled(False)
     config = ContextConfig(
         working_dir=tmp_path / "ctx",
         max_input_tokens=20_000,
@@ -118,7 +113,7 @@ async def test_i11_15_openai_sdk_streams_through_a_real_agent(
     parsed = parse_notice(shown)
     assert parsed is not None
     saved = Path(parsed[1].file_path).read_text(encoding="utf-8")
-    assert saved == build_report("checkout-api").content[0]["text"]
+    assert saved == build_report("checkout-api")
     assert len(shown.encode()) <= 4_096
     # the provider's usage (the last SSE chunk, or the JSON body) calibrated the budget
     assert usage.calibrated_total > usage.total

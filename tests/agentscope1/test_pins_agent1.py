@@ -18,7 +18,6 @@ if not IS_1X:
         reason_1x("drives a ReActAgent through ContextManager's hooks"), allow_module_level=True
     )
 
-from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 
@@ -27,6 +26,7 @@ from tests.core.test_guards import tools
 from tests.support.agent_line import installed
 from tests.support.fakes import FakeChatModel, tool_call
 from tests.support.guard_session import LAZY, pin_config, repo, steps
+from tests.support.react1 import react
 
 
 async def test_pinned_messages_survive_ten_compactions_and_masking(
@@ -40,14 +40,7 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
     root = repo(tmp_path, monkeypatch, 10)
     config = pin_config(tmp_path, root)
     model = FakeChatModel(default="ok")
-    agent = ReActAgent(
-        name="coder",
-        sys_prompt="You fix code.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=installed().toolkit(tools(root)),
-    )
-    agent.set_console_output_enabled(False)
+    agent = react(model, installed().toolkit(tools(root)), name="coder", sys_prompt="You fix code.")
     manager = ContextManager(
         config, model=FakeChatModel(default=LAZY), formatter=OpenAIChatFormatter()
     )

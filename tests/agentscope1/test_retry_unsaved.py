@@ -14,15 +14,13 @@ from tests.support.lines import IS_1X, reason_1x
 if not IS_1X:
     pytest.skip(reason_1x("a ReActAgent through ContextManager"), allow_module_level=True)
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.message import Msg
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.support.chain import follow_chain
+from tests.support.chain import follow_chain, manager_reader
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react, text_tools
 
 BACK = 3
 """The disk works again before the output of call `BACK`."""
@@ -37,9 +35,8 @@ async def test_outputs_kept_whole_are_saved_once_the_store_works_again(tmp_path:
     working_dir.mkdir()
     blocker = working_dir / "tool_result"
     blocker.write_text("a file where the store's directory should be\n")
-    toolkit = Toolkit()
 
-    def dump(n: int) -> ToolResponse:
+    def dump(n: int) -> str:
         """Dump part n.
 
         Args:
@@ -47,18 +44,10 @@ async def test_outputs_kept_whole_are_saved_once_the_store_works_again(tmp_path:
         """
         if n == BACK:
             blocker.unlink()
-        return ToolResponse(content=[TextBlock(type="text", text=body(n))])
+        return body(n)
 
-    toolkit.register_tool_function(dump)
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="a",
-        sys_prompt="You dump parts.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        max_iters=8,
-    )
+    agent = react(model, text_tools(dump), name="a", sys_prompt="You dump parts.", max_iters=8)
     config = ContextConfig(
         working_dir=working_dir,
         max_input_tokens=30_000,
@@ -71,10 +60,7 @@ async def test_outputs_kept_whole_are_saved_once_the_store_works_again(tmp_path:
     model.enqueue(text("done"))
     await agent(Msg("user", "dump parts 0 to 3", "user"))
 
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     outputs = {}
     for msg in memory.messages():
         for block in msg.get_content_blocks("tool_result"):

@@ -40,30 +40,27 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
     """`relief`: masking frees enough (no compaction), or masking is off and the session
     compacts."""
     import agentscope
-    from agentscope.agent import ReActAgent
     from agentscope.formatter import OpenAIChatFormatter
     from agentscope.message import Msg, TextBlock
     from agentscope.model import ChatResponse
     from agentscope.model._model_usage import ChatUsage
-    from agentscope.tool import Toolkit, ToolResponse
 
     from agentscope_ctx import ContextConfig, ContextManager
     from tests.support.fakes import FakeChatModel, tool_call
+    from tests.support.react1 import react, text_tools
 
     agentscope._config.trace_enabled = True  # what `agentscope.init(tracing_url=...)` turns on
     runs = recording(monkeypatch)
 
-    def cat(path: str) -> ToolResponse:
+    def cat(path: str) -> str:
         """Print a log.
 
         Args:
             path (str): the log's name.
         """
         lines = "".join(f"{path} 10:{i % 60:02d} job={i} status=ok 用户\n" for i in range(400))
-        return ToolResponse(content=[TextBlock(type="text", text=lines)])
+        return lines
 
-    toolkit = Toolkit()
-    toolkit.register_tool_function(cat)
     model = FakeChatModel(
         [tool_call("cat", call_id=f"c{i}", path=f"log{i}.txt") for i in range(12)],
         default="All logs read.",
@@ -82,15 +79,7 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
         summarizer={"enabled": False},
     )
     manager = ContextManager(config, model=helper, formatter=OpenAIChatFormatter())
-    agent = ReActAgent(
-        name="analyst",
-        sys_prompt="You read logs.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        max_iters=20,
-    )
-    agent.set_console_output_enabled(False)
+    agent = react(model, text_tools(cat), name="analyst", sys_prompt="You read logs.", max_iters=20)
     manager.attach(agent)
     await agent(Msg("user", "Read every log.", "user"))
     await manager.close()

@@ -13,7 +13,6 @@ system prompt and its one tool (the package's own tools come on top, 786 tokens 
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import tempfile
 from dataclasses import dataclass
@@ -28,12 +27,10 @@ if not IS_1X:
     pytest.skip(reason_1x("small budgets through a 1.x ReActAgent"), allow_module_level=True)
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock, ToolUseBlock
+from agentscope.message import Msg, TextBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
-from agentscope.tool import Toolkit, ToolResponse
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentscope_ctx import (
@@ -46,6 +43,7 @@ from agentscope_ctx import (
 from agentscope_ctx.core.context._turns import current_turn
 from tests.support.budget_configs import AT_1000, configs, note_outcome
 from tests.support.fakes import FakeChatModel, text
+from tests.support.react1 import react, session_examples, text_tools, tool_uses
 
 COUNTER = TokenCounter("o200k_base")
 
@@ -60,23 +58,16 @@ SESSIONS = st.lists(
 )
 
 
-def make_toolkit() -> Toolkit:
-    toolkit = Toolkit()
+def fetch(n: int, size: int, cjk: bool) -> str:
+    """Fetch a page.
 
-    def fetch(n: int, size: int, cjk: bool) -> ToolResponse:
-        """Fetch a page.
-
-        Args:
-            n (int): which page.
-            size (int): its size in bytes.
-            cjk (bool): in Chinese.
-        """
-        line = f"第{n}页的内容，包括一些中文句子。\n" if cjk else f"line of page {n}: words\n"
-        body = line * max(size // len(line.encode()), 1)
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
-
-    toolkit.register_tool_function(fetch)
-    return toolkit
+    Args:
+        n (int): which page.
+        size (int): its size in bytes.
+        cjk (bool): in Chinese.
+    """
+    line = f"第{n}页的内容，包括一些中文句子。\n" if cjk else f"line of page {n}: words\n"
+    return line * max(size // len(line.encode()), 1)
 
 
 def assert_paired(messages: list[dict[str, Any]]) -> None:
@@ -129,32 +120,20 @@ async def run_session(
             )
             if not calls:
                 return ChatResponse(content=[TextBlock(type="text", text="done")], usage=usage)
-            blocks = []
-            for j, (size, cjk) in enumerate(calls):
-                arguments = {"n": k * 10 + j, "size": size, "cjk": cjk}
-                blocks.append(
-                    ToolUseBlock(
-                        type="tool_use",
-                        id=f"c{k}_{j}",
-                        name="fetch",
-                        input=arguments,
-                        raw_input=json.dumps(arguments),
-                    )
-                )
-            return ChatResponse(content=blocks, usage=usage)
+            arguments = [
+                {"n": k * 10 + j, "size": size, "cjk": cjk} for j, (size, cjk) in enumerate(calls)
+            ]
+            return ChatResponse(content=tool_uses("fetch", k, arguments), usage=usage)
 
         return answer
 
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
+    agent = react(
+        model,
+        text_tools(fetch),
         sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=make_toolkit(),
         max_iters=len(steps) + 2,
     )
-    agent.set_console_output_enabled(False)
     holder.append(agent)
     manager = ContextManager(config, token_counter=COUNTER)
     memory = manager.attach(agent)
@@ -259,17 +238,16 @@ STEPS_1132 = [
 ]
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(
-    fields=configs(),
-    steps=SESSIONS,
-    factor=st.sampled_from([1.0, 1.4]),
-    user_words=st.sampled_from([1, 60, 400]),
-)
+SMALL_SESSIONS = {
+    "fields": configs(),
+    "steps": SESSIONS,
+    "factor": st.sampled_from([1.0, 1.4]),
+    "user_words": st.sampled_from([1, 60, 400]),
+}
+
+
+@session_examples(4)
+@given(**SMALL_SESSIONS)
 # (the issue's three sessions: test_the_issues_small_budgets_hold)
 # found by the property: the newest step at its least over the budget (sent over it)
 @example(fields={**ISSUE, "max_input_tokens": 2_000}, steps=SHAPE, factor=1.4, user_words=60)
@@ -284,17 +262,8 @@ def test_small_budgets_hold(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(
-    fields=configs(),
-    steps=SESSIONS,
-    factor=st.sampled_from([1.0, 1.4]),
-    user_words=st.sampled_from([1, 60, 400]),
-)
+@session_examples(150)
+@given(**SMALL_SESSIONS)
 def test_small_budgets_hold_many(
     fields: dict[str, Any], steps: list[list[Step]], factor: float, user_words: int
 ) -> None:

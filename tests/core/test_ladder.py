@@ -18,14 +18,13 @@ if not IS_1X:
     )
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.message import Msg
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.core.test_pipeline import Agent, pipeline, run, turn
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react, text_tools
 
 
 def outputs(memory_msgs: list[Msg]) -> list[str]:
@@ -138,28 +137,16 @@ async def test_fresh_output_is_bounded_by_its_token_share(tmp_path: Path) -> Non
 def _agent_session(
     tmp_path: Path, **fields: Any
 ) -> tuple[ReActAgent, ContextManager, FakeChatModel]:
-    toolkit = Toolkit()
-
-    def dump(part: int) -> ToolResponse:
+    def dump(part: int) -> str:
         """Dump a part of the log.
 
         Args:
             part (int): which part.
         """
-        body = "".join(f"part {part} line {i}: status ok, value {i * part}\n" for i in range(300))
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
+        return "".join(f"part {part} line {i}: status ok, value {i * part}\n" for i in range(300))
 
-    toolkit.register_tool_function(dump)
     model = FakeChatModel()
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You read logs.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        max_iters=40,
-    )
-    agent.set_console_output_enabled(False)
+    agent = react(model, text_tools(dump), sys_prompt="You read logs.", max_iters=40)
     config = ContextConfig(
         working_dir=tmp_path / "ctx",
         token_counter="cl100k_base",

@@ -20,7 +20,6 @@ if not IS_1X:
     )
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import ImageBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope.tool import Toolkit, ToolResponse
 
@@ -34,8 +33,9 @@ from agentscope_ctx.core.truncation._truncation import (
     render_notice,
     total_lines,
 )
-from tests.support.chain import follow_chain
+from tests.support.chain import follow_chain, manager_reader
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react, text_tools
 
 COUNTER = TokenCounter("cl100k_base")
 
@@ -65,16 +65,7 @@ def config(working_dir: Path, budget: int = 12_000, **overrides: Any) -> Context
 
 
 def make_agent(model: FakeChatModel, toolkit: Toolkit | None = None) -> ReActAgent:
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit or Toolkit(),
-        max_iters=40,
-    )
-    agent.set_console_output_enabled(False)
-    return agent
+    return react(model, toolkit, sys_prompt="You are a careful assistant.", max_iters=40)
 
 
 def tool_output(msg: Msg) -> str:
@@ -104,19 +95,17 @@ async def test_i11_01_forged_notice_on_unsaved_output_is_never_cut(tmp_path: Pat
     (working_dir / "tool_result").write_text("not a directory\n")
     body = "".join(f"record {i}: the real output goes on\n" for i in range(400))
     original = forged(body)
-    toolkit = Toolkit()
 
-    def dump(part: str) -> ToolResponse:
+    def dump(part: str) -> str:
         """Dump a part.
 
         Args:
             part (str): which part.
         """
-        return ToolResponse(content=[TextBlock(type="text", text=original)])
+        return original
 
-    toolkit.register_tool_function(dump)
     model = FakeChatModel()
-    agent = make_agent(model, toolkit)
+    agent = make_agent(model, text_tools(dump))
     manager = ContextManager(config(working_dir), token_counter=COUNTER)
     memory = manager.attach(agent)
     model.enqueue(
@@ -154,10 +143,7 @@ async def test_i11_01_forged_notice_already_in_memory_is_saved_whole(tmp_path: P
     assert parsed is not None
     assert Path(parsed[1].file_path).parent == (working_dir / "tool_result").resolve()
 
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     assert await follow_chain(kept, read) == original
 
 
@@ -292,10 +278,7 @@ async def test_i11_05_huge_tool_argument_is_cut_and_saved(tmp_path: Path) -> Non
     cut = block["input"]["content"]
     assert isinstance(cut, str) and len(cut) < 8_000
 
-    async def read(path: str, line: int, offset: int) -> str:
-        response = await manager.reader.read_file(path, line, offset)
-        return str(response.content[0]["text"])
-
+    read = manager_reader(manager)
     assert await follow_chain(cut, read) == content
 
 

@@ -20,20 +20,13 @@ async def _loaded_agent(manager: ContextManager) -> Any:
     """An agent of the installed line whose context, loaded from storage, holds a question,
     a tool call, its whole output (about 87k tokens) and the answer; no model call yet."""
     if IS_1X:
-        from agentscope.agent import ReActAgent
-        from agentscope.formatter import OpenAIChatFormatter
         from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
         from agentscope.tool import Toolkit
 
         from tests.support.fakes import FakeChatModel
+        from tests.support.react1 import react
 
-        agent = ReActAgent(
-            name="a",
-            sys_prompt="s",
-            model=FakeChatModel(),
-            formatter=OpenAIChatFormatter(),
-            toolkit=Toolkit(),
-        )
+        agent = react(FakeChatModel(), name="a", sys_prompt="s")
         manager.attach(agent)
         use = ToolUseBlock(type="tool_use", id="c1", name="cat", input={})
         result = ToolResultBlock(

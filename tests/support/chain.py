@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from agentscope_ctx.core.truncation._truncation import parse_notice
 
@@ -58,3 +59,14 @@ async def check_masked_read_chain(
     assert snapshot.read_bytes() == shown.encode("utf-8")
     assert await follow_chain(masked, read) == shown
     return snapshot
+
+
+def manager_reader(manager: Any) -> Reader:
+    """A `Reader` through a `ContextManager`'s own `read_file` tool (`manager.reader`), as
+    the agent reads."""
+
+    async def read(path: str, line: int, offset: int) -> str:
+        response = await manager.reader.read_file(path, line, offset)
+        return str(response.content[0]["text"])
+
+    return read
