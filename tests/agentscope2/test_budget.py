@@ -95,9 +95,8 @@ class Session:
         return ChatResponse(content=blocks, is_last=True, usage=usage)
 
 
-async def run_session(
-    tmp: Path, config: ContextConfig, session: Session, prompts: list[str]
-) -> list[int]:
+def _worker(config: ContextConfig, session: Session) -> tuple[ContextManager, Agent]:
+    """The worker of a session: `fetch` its tool, up to 400 iterations, managed by `config`."""
     manager = ContextManager(config, model=FakeChatModel(default=SUMMARY))
     agent = Agent(
         name="worker",
@@ -107,6 +106,13 @@ async def run_session(
         middlewares=[manager.middleware()],
     )
     agent.context_config = agent.context_config.model_copy(update={"max_iters": 400})
+    return manager, agent
+
+
+async def run_session(
+    tmp: Path, config: ContextConfig, session: Session, prompts: list[str]
+) -> list[int]:
+    manager, agent = _worker(config, session)
     try:
         for prompt in prompts:
             await agent.reply(UserMsg(name="user", content=prompt))
@@ -233,15 +239,7 @@ async def _run_checked(
 ) -> tuple[PromptTooLargeError | None, int, int]:
     """`run_session`, and on `PromptTooLargeError` the error, the tokens of the system prompt
     and tool schemas the agent sends (counted here) and of its current user turn."""
-    manager = ContextManager(config, model=FakeChatModel(default=SUMMARY))
-    agent = Agent(
-        name="worker",
-        system_prompt="You are a careful assistant.",
-        model=session.model,
-        toolkit=Toolkit(tools=[FunctionTool(fetch, permission=ALLOW)]),
-        middlewares=[manager.middleware()],
-    )
-    agent.context_config = agent.context_config.model_copy(update={"max_iters": 400})
+    manager, agent = _worker(config, session)
     try:
         for prompt in prompts:
             await agent.reply(UserMsg(name="user", content=prompt))
