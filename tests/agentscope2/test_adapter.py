@@ -88,21 +88,36 @@ class _Session:
         )
 
 
-async def _run(
-    tmp_path: Path, config: ContextConfig, files: int = 12, *, stream: bool = False
-) -> dict[str, Any]:
+def _analyst(
+    tmp_path: Path,
+    config: ContextConfig,
+    helper: FakeChatModel,
+    files: int = 12,
+    *,
+    stream: bool = False,
+    middlewares: tuple[Any, ...] = (),
+) -> tuple[list[Path], _Session, ContextManager, Agent]:
+    """An analyst that reads `files` logs written under ``tmp_path/logs``, one per step, its
+    context manager (`helper` its compactor's model) last of `middlewares`."""
     root = tmp_path / "logs"
     paths = _write_logs(root, files)
     session = _Session(paths, root, stream=stream)
-    helper = FakeChatModel(default=_SUMMARY)
     manager = ContextManager(config, model=helper)
     agent = Agent(
         name="analyst",
         system_prompt="You read logs.",
         model=session.model,
         toolkit=_toolkit(root),
-        middlewares=[manager.middleware()],
+        middlewares=[*middlewares, manager.middleware()],
     )
+    return paths, session, manager, agent
+
+
+async def _run(
+    tmp_path: Path, config: ContextConfig, files: int = 12, *, stream: bool = False
+) -> dict[str, Any]:
+    helper = FakeChatModel(default=_SUMMARY)
+    paths, session, manager, agent = _analyst(tmp_path, config, helper, files, stream=stream)
     events = []
     async for event in agent.reply_stream(UserMsg(name="user", content="Read every log.")):
         events.append(event)
