@@ -26,7 +26,7 @@ from agentscope_ctx.demo._line2 import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
 from tests.support.demo_rungs import check_default_demo
-from tests.support.openai_server import Reply, Server, base_url, serving
+from tests.support.openai_server import Reply, Server, model_fields, serving
 
 
 @pytest.fixture
@@ -167,16 +167,7 @@ async def test_i14_4_demo_on_a_real_2x_openai_model(
         Reply(tool="run_shell", arguments={"command": "grep -c quota logs/app/worker-03.log"}),
         Reply(text="The disk of the ledger volume is full."),
     ]
-    model, _ = build_model(
-        {
-            "provider": "openai",
-            "model_name": "local-test-model",
-            "base_url": base_url(server),
-            "api_key_env": None,
-            "stream": stream,
-            "client_kwargs": {"max_retries": 0, "timeout": 20},
-        }
-    )
+    model, _ = build_model(model_fields(server, stream))
     lines: list[str] = []
     report = await run_demo(
         "logs",
