@@ -19,7 +19,7 @@ from agentscope_ctx.agentscope2 import NOTICE_EVENT, ContextMiddleware
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.support.chain import follow_chain
-from tests.support.fakes import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, NOTED_SUMMARY, FakeChatModel, tool_call
 
 BUDGET = 6_000
 
@@ -116,7 +116,7 @@ def _analyst(
 async def _run(
     tmp_path: Path, config: ContextConfig, files: int = 12, *, stream: bool = False
 ) -> dict[str, Any]:
-    helper = FakeChatModel(default=_SUMMARY)
+    helper = FakeChatModel(default=NOTED_SUMMARY)
     paths, session, manager, agent = _analyst(tmp_path, config, helper, files, stream=stream)
     events = []
     async for event in agent.reply_stream(UserMsg(name="user", content="Read every log.")):
@@ -130,19 +130,6 @@ async def _run(
         "paths": paths,
         "helper": helper,
     }
-
-
-_SUMMARY = "\n".join(
-    f"## {title}\n- noted"
-    for title in (
-        "Goal",
-        "Constraints and preferences",
-        "Progress",
-        "Key decisions",
-        "Next steps",
-        "Critical context",
-    )
-)
 
 
 def _outputs(agent: Agent) -> list[str]:
@@ -328,7 +315,7 @@ async def test_a_saved_state_reloads_into_a_new_process(tmp_path: Path) -> None:
 
     state = AgentState.model_validate_json(saved)
     model = FakeChatModel(default="Still fine.")
-    manager = ContextManager(config, model=FakeChatModel(default=_SUMMARY))
+    manager = ContextManager(config, model=FakeChatModel(default=NOTED_SUMMARY))
     agent = Agent(
         name="analyst",
         system_prompt="You read logs.",
@@ -357,7 +344,7 @@ async def test_manual_compress_context_goes_through_our_pipeline(tmp_path: Path)
     from agentscope.message import HintBlock
 
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
-    helper = FakeChatModel(default=_SUMMARY)
+    helper = FakeChatModel(default=NOTED_SUMMARY)
     manager = ContextManager(config, model=helper)
     agent = Agent(
         name="a",

@@ -15,8 +15,8 @@ from agentscope.middleware import TracingMiddleware
 from agentscope.model import ChatResponse, ChatUsage
 
 from agentscope_ctx.agentscope2 import NOTICE_EVENT
-from tests.agentscope2.test_adapter import _SUMMARY, _analyst, _config
-from tests.support.fakes import FakeChatModel
+from tests.agentscope2.test_adapter import _analyst, _config
+from tests.support.fakes import NOTED_SUMMARY, FakeChatModel
 from tests.support.otel import Traced, metric_points, traced
 from tests.support.telemetry_checks import check_pipeline_spans, recording
 
@@ -31,7 +31,9 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
     runs = recording(monkeypatch)
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
     helper = FakeChatModel(
-        default=ChatResponse(content=[TextBlock(text=_SUMMARY)], is_last=True, usage=HELPER_USAGE)
+        default=ChatResponse(
+            content=[TextBlock(text=NOTED_SUMMARY)], is_last=True, usage=HELPER_USAGE
+        )
     )
     _, session, manager, agent = _analyst(
         tmp_path, config, helper, middlewares=(TracingMiddleware(),)
@@ -90,7 +92,7 @@ async def test_no_span_and_no_figures_lost_when_tracing_is_off(tmp_path: Path) -
 
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
-    helper = FakeChatModel(default=_SUMMARY)
+    helper = FakeChatModel(default=NOTED_SUMMARY)
     _, _, manager, agent = _analyst(tmp_path, config, helper, middlewares=(TracingMiddleware(),))
     events = [e async for e in agent.reply_stream(UserMsg(name="user", content="Read every log."))]
     await manager.close()

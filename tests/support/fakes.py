@@ -271,3 +271,17 @@ class StallingStream(FakeChatModel):
         else:
             yield ChatResponse(content=list(response.content), is_last=False)
         await asyncio.Event().wait()
+
+
+NOTED_SUMMARY = "\n".join(
+    f"## {title}\n- noted"
+    for title in (
+        "Goal",
+        "Constraints and preferences",
+        "Progress",
+        "Key decisions",
+        "Next steps",
+        "Critical context",
+    )
+)
+"""A compactor model's summary: each section a heading with one item."""
