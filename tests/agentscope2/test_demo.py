@@ -21,7 +21,7 @@ from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._providers import Models, build_model
 from agentscope_ctx.agentscope2._tools import function_tool
 from agentscope_ctx.core.tokens._tokens import TokenCounter
-from agentscope_ctx.demo import DEMOS, run_demo
+from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._line2 import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
@@ -33,28 +33,6 @@ from tests.support.openai_server import Reply, Server, model_fields, serving
 def server() -> Iterator[Server]:
     with serving() as srv:
         yield srv
-
-
-@pytest.mark.parametrize("name", sorted(DEMOS))
-async def test_i14_3_demo_runs_on_a_2x_agent_with_real_tools(name: str, tmp_path: Path) -> None:
-    lines: list[str] = []
-    report = await run_demo(name, tmp_path / name, out=lines.append)
-    output = "\n".join(lines)
-    assert "SCRIPTED" in lines[0]
-    steps = [line for line in lines if line.startswith("  step ")]
-    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
-    # the tools really ran: their outputs were cut, saved whole, and read on with read_file
-    assert report.first_truncations >= 1 and report.continuation_reads >= 1
-    saved = sorted((tmp_path / name / "tool_result").iterdir())
-    assert saved and report.bytes_offloaded == sum(p.stat().st_size for p in saved)
-    # the prompt was relieved, by the ladder's cheap rungs (no model call) or by a
-    # compaction, which saves to dialog/; every prompt within the budget
-    assert len(report.relief_steps) + report.compactions >= 1
-    assert (report.dialog_messages > 0) == (report.compactions > 0)
-    assert 0 < report.peak == max(report.prompt_tokens) <= report.budget
-    assert report.chart is not None and report.chart.read_text().startswith("<svg")
-    assert "=== report" in output and "continuation reads" in output
-    assert report.answer and "Done." not in report.answer
 
 
 async def test_i20_4_default_demo_shows_every_rung_on_2x(
