@@ -25,7 +25,6 @@ from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._line2 import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
-from tests.support.demo_rungs import check_default_demo
 from tests.support.openai_server import Reply, Server, model_fields, serving
 
 
@@ -33,16 +32,6 @@ from tests.support.openai_server import Reply, Server, model_fields, serving
 def server() -> Iterator[Server]:
     with serving() as srv:
         yield srv
-
-
-async def test_i20_4_default_demo_shows_every_rung_on_2x(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Issue 20, item 4 (2.x): see `check_default_demo`."""
-    report, shown = await check_default_demo(tmp_path, capsys)
-    # the scripted 2.x model reports its prompt's size as a provider does: our count
-    last = report.prompt_tokens[-1]
-    assert f"last prompt sent {last:,} tokens by the provider's count" in shown
 
 
 async def test_i14_3_logs_demo_finds_the_buried_error_on_2x(tmp_path: Path) -> None:

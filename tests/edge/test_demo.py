@@ -42,15 +42,7 @@ from agentscope_ctx.demo._report import (
     Rung,
 )
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
-from tests.support.demo_rungs import check_default_demo
 from tests.support.fakes import FakeChatModel, text, tool_call
-
-
-async def test_i20_4_default_demo_shows_every_rung(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Issue 20, item 4 (1.x): see `check_default_demo`."""
-    await check_default_demo(tmp_path, capsys)
 
 
 async def test_logs_demo_finds_the_buried_error(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentscope_ctx.demo import DEMOS, run_demo
+from tests.support.agent_line import Line
+from tests.support.demo_rungs import check_default_demo
 
 
 @pytest.mark.parametrize("name", sorted(DEMOS))
@@ -37,3 +39,15 @@ async def test_demo_cuts_reads_on_relieves_and_stays_within_budget(
     assert "=== report" in output and "continuation reads" in output
     assert "compactions" in output and "ladder reliefs" in output
     assert report.answer and "Done." not in report.answer
+
+
+async def test_i20_4_default_demo_shows_every_rung(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: Line
+) -> None:
+    """Issue 20, item 4: see `check_default_demo`."""
+    report, shown = await check_default_demo(tmp_path, capsys)
+    if line.is_1x:  # the 1.x demo's model reports no usage
+        return
+    # the scripted 2.x model reports its prompt's size as a provider does: our count
+    last = report.prompt_tokens[-1]
+    assert f"last prompt sent {last:,} tokens by the provider's count" in shown
