@@ -19,7 +19,7 @@ from agentscope_ctx.agentscope2 import NOTICE_EVENT, ContextMiddleware
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.support.chain import follow_chain
-from tests.support.fakes import ALLOW, FakeChatModel, tool_call
+from tests.support.fakes import ALLOW, NOTED_SUMMARY, FakeChatModel, tool_call
 
 BUDGET = 6_000
 
@@ -88,21 +88,36 @@ class _Session:
         )
 
 
-async def _run(
-    tmp_path: Path, config: ContextConfig, files: int = 12, *, stream: bool = False
-) -> dict[str, Any]:
+def _analyst(
+    tmp_path: Path,
+    config: ContextConfig,
+    helper: FakeChatModel,
+    files: int = 12,
+    *,
+    stream: bool = False,
+    middlewares: tuple[Any, ...] = (),
+) -> tuple[list[Path], _Session, ContextManager, Agent]:
+    """An analyst that reads `files` logs written under ``tmp_path/logs``, one per step, its
+    context manager (`helper` its compactor's model) last of `middlewares`."""
     root = tmp_path / "logs"
     paths = _write_logs(root, files)
     session = _Session(paths, root, stream=stream)
-    helper = FakeChatModel(default=_SUMMARY)
     manager = ContextManager(config, model=helper)
     agent = Agent(
         name="analyst",
         system_prompt="You read logs.",
         model=session.model,
         toolkit=_toolkit(root),
-        middlewares=[manager.middleware()],
+        middlewares=[*middlewares, manager.middleware()],
     )
+    return paths, session, manager, agent
+
+
+async def _run(
+    tmp_path: Path, config: ContextConfig, files: int = 12, *, stream: bool = False
+) -> dict[str, Any]:
+    helper = FakeChatModel(default=NOTED_SUMMARY)
+    paths, session, manager, agent = _analyst(tmp_path, config, helper, files, stream=stream)
     events = []
     async for event in agent.reply_stream(UserMsg(name="user", content="Read every log.")):
         events.append(event)
@@ -115,19 +130,6 @@ async def _run(
         "paths": paths,
         "helper": helper,
     }
-
-
-_SUMMARY = "\n".join(
-    f"## {title}\n- noted"
-    for title in (
-        "Goal",
-        "Constraints and preferences",
-        "Progress",
-        "Key decisions",
-        "Next steps",
-        "Critical context",
-    )
-)
 
 
 def _outputs(agent: Agent) -> list[str]:
@@ -313,7 +315,7 @@ async def test_a_saved_state_reloads_into_a_new_process(tmp_path: Path) -> None:
 
     state = AgentState.model_validate_json(saved)
     model = FakeChatModel(default="Still fine.")
-    manager = ContextManager(config, model=FakeChatModel(default=_SUMMARY))
+    manager = ContextManager(config, model=FakeChatModel(default=NOTED_SUMMARY))
     agent = Agent(
         name="analyst",
         system_prompt="You read logs.",
@@ -342,7 +344,7 @@ async def test_manual_compress_context_goes_through_our_pipeline(tmp_path: Path)
     from agentscope.message import HintBlock
 
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
-    helper = FakeChatModel(default=_SUMMARY)
+    helper = FakeChatModel(default=NOTED_SUMMARY)
     manager = ContextManager(config, model=helper)
     agent = Agent(
         name="a",

@@ -20,7 +20,7 @@ from agentscope_ctx._agent_config import build_agent
 from agentscope_ctx.agentscope2 import ContextManager
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.tools import ShellTool, fetch_url
-from tests.support.openai_server import Reply, Server, base_url, serving
+from tests.support.openai_server import Reply, Server, model_fields, serving
 
 AGENT_YAML = Path(__file__).resolve().parents[2] / "configs" / "agent.yaml"
 
@@ -111,14 +111,7 @@ async def test_i14_2_built_agent_runs_its_shell_and_reads_on(
     agent, manager = build_agent(
         {
             "agent": {"name": "sre", "tools": ["shell"], "tool_root": str(logs), "max_iters": 5},
-            "model": {
-                "provider": "openai",
-                "model_name": "local-test-model",
-                "base_url": base_url(server),
-                "api_key_env": None,
-                "stream": stream,
-                "client_kwargs": {"max_retries": 0, "timeout": 20},
-            },
+            "model": model_fields(server, stream),
             "context": {
                 "working_dir": str(tmp_path / "ctx"),
                 "read_roots": [str(tmp_path)],

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agentscope.agent._config import SummarySchema
@@ -24,15 +22,7 @@ from benchmarks.cost.models2 import Provider
 from benchmarks.cost.session import Scenario, Step
 from benchmarks.pipeline import steady2 as bench_steady2
 from benchmarks.pipeline import step as bench_pipeline
-
-
-def _positive(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and value > 0
-        and (math.isfinite(value))
-    )
+from tests.support.figures import positive
 
 
 def test_steady2_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,7 +31,7 @@ def test_steady2_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     small, large = result["steady"]["10"], result["steady"]["40"]
     for row in (small, large):
         for key in ("messages", "tokens", "warm_run_ms", "step_mean_us", "step_median_us"):
-            assert _positive(row[key]), (key, row[key])
+            assert positive(row[key]), (key, row[key])
     assert 10 <= small["messages"] < large["messages"]  # core entries, as on 1.x
     assert small["tokens"] < large["tokens"]
     assert "steady state on AgentScope 2.x" in capsys.readouterr().out
@@ -58,7 +48,7 @@ def test_state_history_never_splits_a_tool_call() -> None:
 
 def test_pipeline_bench_runs_on_2x() -> None:
     result = bench_pipeline.run(history_sizes=(10,), compact_sizes=(20,), steps=2)
-    assert _positive(result["steady"]["10"]["step_mean_us"])
+    assert positive(result["steady"]["10"]["step_mean_us"])
     assert result["compaction"]["20"]["tokens_after"] < result["compaction"]["20"]["tokens_before"]
 
 

@@ -95,9 +95,8 @@ class Session:
         return ChatResponse(content=blocks, is_last=True, usage=usage)
 
 
-async def run_session(
-    tmp: Path, config: ContextConfig, session: Session, prompts: list[str]
-) -> list[int]:
+def _worker(config: ContextConfig, session: Session) -> tuple[ContextManager, Agent]:
+    """The worker of a session: `fetch` its tool, up to 400 iterations, managed by `config`."""
     manager = ContextManager(config, model=FakeChatModel(default=SUMMARY))
     agent = Agent(
         name="worker",
@@ -107,6 +106,13 @@ async def run_session(
         middlewares=[manager.middleware()],
     )
     agent.context_config = agent.context_config.model_copy(update={"max_iters": 400})
+    return manager, agent
+
+
+async def run_session(
+    tmp: Path, config: ContextConfig, session: Session, prompts: list[str]
+) -> list[int]:
+    manager, agent = _worker(config, session)
     try:
         for prompt in prompts:
             await agent.reply(UserMsg(name="user", content=prompt))
@@ -118,7 +124,13 @@ async def run_session(
 # -- item 5: parallel tool calls at 32k --------------------------------------------------
 
 _call = st.tuples(st.sampled_from([1_500, 9_000, 30_000, 60_000]), st.integers(0, 40))
+_calls = st.lists(st.lists(_call, max_size=3), min_size=3, max_size=10)
 PARALLEL = [[(60_000, 40), (60_000, 0), (30_000, 20), (9_000, 5), (60_000, 30)]] * 16
+_SLOW_RUNS: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
+"""Hypothesis settings for runs of a whole agent session (slow, large data)."""
 
 
 def check_parallel(steps: list[list[Call]]) -> None:
@@ -132,11 +144,7 @@ def check_parallel(steps: list[list[Call]]) -> None:
     assert max(sent) <= 32_000, sent
 
 
-@settings(
-    max_examples=2,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(max_examples=2, **_SLOW_RUNS)
 @given(steps=st.lists(st.lists(_call, min_size=2, max_size=8), min_size=10, max_size=20))
 @example(steps=PARALLEL)
 def test_v2_parallel_tool_calls_hold_the_budget(steps: list[list[Call]]) -> None:
@@ -168,15 +176,11 @@ def check_small(budget: int, factor: float, steps: list[list[Call]], words: int)
     assert max(sent[1:]) <= budget, sent
 
 
-@settings(
-    max_examples=2,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(max_examples=2, **_SLOW_RUNS)
 @given(
     budget=st.integers(2_500, 6_000),
     factor=st.sampled_from([1.0, 1.4]),
-    steps=st.lists(st.lists(_call, max_size=3), min_size=3, max_size=10),
+    steps=_calls,
     words=st.sampled_from([1, 60, 300]),
 )
 @example(budget=3_000, factor=1.0, steps=SMALL, words=60)
@@ -233,15 +237,7 @@ async def _run_checked(
 ) -> tuple[PromptTooLargeError | None, int, int]:
     """`run_session`, and on `PromptTooLargeError` the error, the tokens of the system prompt
     and tool schemas the agent sends (counted here) and of its current user turn."""
-    manager = ContextManager(config, model=FakeChatModel(default=SUMMARY))
-    agent = Agent(
-        name="worker",
-        system_prompt="You are a careful assistant.",
-        model=session.model,
-        toolkit=Toolkit(tools=[FunctionTool(fetch, permission=ALLOW)]),
-        middlewares=[manager.middleware()],
-    )
-    agent.context_config = agent.context_config.model_copy(update={"max_iters": 400})
+    manager, agent = _worker(config, session)
     try:
         for prompt in prompts:
             await agent.reply(UserMsg(name="user", content=prompt))
@@ -257,20 +253,17 @@ async def _run_checked(
     return None, 0, 0
 
 
-_calls = st.lists(st.lists(_call, max_size=3), min_size=3, max_size=10)
-
-
-@settings(
-    max_examples=3,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(
+_every_config = given(
     fields=configs(),
     steps=_calls,
     factor=st.sampled_from([1.0, 1.4]),
     words=st.sampled_from([1, 60, 300]),
 )
+"""A config the schema accepts, a session's tool calls, a provider's scale, a turn's size."""
+
+
+@settings(max_examples=3, **_SLOW_RUNS)
+@_every_config
 # found by the property: three outputs of one step, masked, over a 1,000-token budget
 @example(fields=AT_1000, steps=[[], [(1_500, 0)] * 3, []], factor=1.0, words=60)
 def test_v2_every_accepted_config_holds_its_budget(
@@ -280,17 +273,8 @@ def test_v2_every_accepted_config_holds_its_budget(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(
-    fields=configs(),
-    steps=_calls,
-    factor=st.sampled_from([1.0, 1.4]),
-    words=st.sampled_from([1, 60, 300]),
-)
+@settings(max_examples=100, **_SLOW_RUNS)
+@_every_config
 def test_v2_every_accepted_config_holds_its_budget_many(
     fields: dict[str, Any], steps: list[list[Call]], factor: float, words: int
 ) -> None:

@@ -21,50 +21,17 @@ from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._providers import Models, build_model
 from agentscope_ctx.agentscope2._tools import function_tool
 from agentscope_ctx.core.tokens._tokens import TokenCounter
-from agentscope_ctx.demo import DEMOS, run_demo
+from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._line2 import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
-from tests.support.demo_rungs import check_default_demo
-from tests.support.openai_server import Reply, Server, base_url, serving
+from tests.support.openai_server import Reply, Server, model_fields, serving
 
 
 @pytest.fixture
 def server() -> Iterator[Server]:
     with serving() as srv:
         yield srv
-
-
-@pytest.mark.parametrize("name", sorted(DEMOS))
-async def test_i14_3_demo_runs_on_a_2x_agent_with_real_tools(name: str, tmp_path: Path) -> None:
-    lines: list[str] = []
-    report = await run_demo(name, tmp_path / name, out=lines.append)
-    output = "\n".join(lines)
-    assert "SCRIPTED" in lines[0]
-    steps = [line for line in lines if line.startswith("  step ")]
-    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
-    # the tools really ran: their outputs were cut, saved whole, and read on with read_file
-    assert report.first_truncations >= 1 and report.continuation_reads >= 1
-    saved = sorted((tmp_path / name / "tool_result").iterdir())
-    assert saved and report.bytes_offloaded == sum(p.stat().st_size for p in saved)
-    # the prompt was relieved, by the ladder's cheap rungs (no model call) or by a
-    # compaction, which saves to dialog/; every prompt within the budget
-    assert len(report.relief_steps) + report.compactions >= 1
-    assert (report.dialog_messages > 0) == (report.compactions > 0)
-    assert 0 < report.peak == max(report.prompt_tokens) <= report.budget
-    assert report.chart is not None and report.chart.read_text().startswith("<svg")
-    assert "=== report" in output and "continuation reads" in output
-    assert report.answer and "Done." not in report.answer
-
-
-async def test_i20_4_default_demo_shows_every_rung_on_2x(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Issue 20, item 4 (2.x): see `check_default_demo`."""
-    report, shown = await check_default_demo(tmp_path, capsys)
-    # the scripted 2.x model reports its prompt's size as a provider does: our count
-    last = report.prompt_tokens[-1]
-    assert f"last prompt sent {last:,} tokens by the provider's count" in shown
 
 
 async def test_i14_3_logs_demo_finds_the_buried_error_on_2x(tmp_path: Path) -> None:
@@ -167,16 +134,7 @@ async def test_i14_4_demo_on_a_real_2x_openai_model(
         Reply(tool="run_shell", arguments={"command": "grep -c quota logs/app/worker-03.log"}),
         Reply(text="The disk of the ledger volume is full."),
     ]
-    model, _ = build_model(
-        {
-            "provider": "openai",
-            "model_name": "local-test-model",
-            "base_url": base_url(server),
-            "api_key_env": None,
-            "stream": stream,
-            "client_kwargs": {"max_retries": 0, "timeout": 20},
-        }
-    )
+    model, _ = build_model(model_fields(server, stream))
     lines: list[str] = []
     report = await run_demo(
         "logs",

@@ -7,7 +7,7 @@ once, not at every step; once the server is back, the outputs left whole are sav
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,27 +17,15 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.fleet.conftest import pg_password  # noqa: F401 (a fixture)
-from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
+from tests.fleet.conftest import pg_password, pg_private_server  # noqa: F401 (fixtures)
+from tests.fleet.pg_config import PASSWORD_ENV
+from tests.fleet.postgres_server import PASSWORD, PostgresServer
 from tests.support.chain import follow_chain
 from tests.support.fakes import ALLOW, FakeChatModel, tool_call
 
 STEPS = 6
 DOWN, UP = 2, 4
 """The server stops before the output of step `DOWN` and starts again before `UP`'s."""
-
-
-@pytest.fixture
-def private_server() -> Iterator[PostgresServer]:
-    """A server of this test's own (it is stopped and started again mid-test)."""
-    why = why_unavailable()
-    if why is not None:
-        pytest.skip(why)
-    server = PostgresServer.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _log(n: int) -> str:
@@ -58,14 +46,18 @@ def _outputs(agent: Agent) -> dict[str, str]:
     return out
 
 
-async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries(
+def _reader(
     tmp_path: Path,
-    private_server: PostgresServer,
-    pg_password: str,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    server = private_server
-    while_down: dict[str, str] = {}
+    server: PostgresServer,
+    down: int,
+    up: int,
+    max_input_tokens: int,
+    tool_result: dict[str, object],
+    answers: list[object],
+) -> tuple[ContextManager, FakeChatModel, Agent]:
+    """A log reader whose `cat` stops `server` before log `down` and starts it again before
+    log `up`; its context manager on the server's store, retrying at every step (the
+    breaker: test_pg_breaker); its model scripted with `answers`."""
 
     def cat(n: int) -> str:
         """Print log n.
@@ -73,45 +65,64 @@ async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries
         Args:
             n (int): which log.
         """
-        if n == DOWN:
+        if n == down:
             server.halt()
-        if n == UP:
+        if n == up:
             server.resume()
         return _log(n)
 
     config = ContextConfig.model_validate(
         {
             "working_dir": str(tmp_path / "w"),
-            "max_input_tokens": 30_000,
-            "tool_result": {"recent_max_bytes": 2_000, "old_max_bytes": 1_200},
+            "max_input_tokens": max_input_tokens,
+            "tool_result": tool_result,
             "summarizer": {"enabled": False},
             "store": {
                 "kind": "postgres",
                 "dsn": server.dsn,
-                "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
+                "password_env": PASSWORD_ENV,
                 "connect_timeout_seconds": 2,
-                "retry_seconds": 0,  # try at every step (the breaker: test_pg_breaker)
+                "retry_seconds": 0,
             },
         }
     )
     manager = ContextManager(config)
-    steps = [tool_call("cat", f"c{n}", n=n) for n in range(STEPS)]
-
-    def look(n: int):
-        def answer(messages: list) -> object:
-            if DOWN <= n < UP:  # the outputs made while the server is down, as the model saw them
-                while_down.update({k: v for k, v in _outputs(agent).items() if k != f"c{n}"})
-            return steps[n]
-
-        return answer
-
-    model = FakeChatModel([look(n) for n in range(STEPS)], default="All read.")
+    model = FakeChatModel(answers, default="All read.")
     agent = Agent(
         name="reader",
         system_prompt="You read logs.",
         model=model,
         toolkit=Toolkit(tools=[FunctionTool(cat, permission=ALLOW, is_read_only=True)]),
         middlewares=[manager.middleware()],
+    )
+    return manager, model, agent
+
+
+async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries(
+    tmp_path: Path,
+    pg_private_server: PostgresServer,  # noqa: F811
+    pg_password: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    while_down: dict[str, str] = {}
+    steps = [tool_call("cat", f"c{n}", n=n) for n in range(STEPS)]
+
+    def look(n: int) -> Callable[[list[object]], object]:
+        def answer(messages: list[object]) -> object:
+            if DOWN <= n < UP:  # the outputs made while the server is down, as the model saw them
+                while_down.update({k: v for k, v in _outputs(agent).items() if k != f"c{n}"})
+            return steps[n]
+
+        return answer
+
+    manager, _, agent = _reader(
+        tmp_path,
+        pg_private_server,
+        DOWN,
+        UP,
+        30_000,
+        {"recent_max_bytes": 2_000, "old_max_bytes": 1_200},
+        [look(n) for n in range(STEPS)],
     )
     with caplog.at_level(logging.DEBUG, logger="agentscope_ctx"):
         await agent.reply(UserMsg(name="user", content="Read logs 0 to 5."))
@@ -144,58 +155,27 @@ async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries
 
 async def test_a_compaction_while_the_database_is_away_removes_nothing_until_it_is_stored(
     tmp_path: Path,
-    private_server: PostgresServer,
+    pg_private_server: PostgresServer,  # noqa: F811
     pg_password: str,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Compactions due while the server is stopped keep the older messages (not shown, not
     removed); once it is back, a later compaction stores them, then removes them: every
     message the model was sent is in the agent's state or in the database, none lost."""
-    server = private_server
-    steps, down, up = 10, 1, 7
-
-    def cat(n: int) -> str:
-        """Print log n.
-
-        Args:
-            n (int): which log.
-        """
-        if n == down:
-            server.halt()
-        if n == up:
-            server.resume()
-        return _log(n)
-
-    config = ContextConfig.model_validate(
+    steps = 10
+    manager, model, agent = _reader(
+        tmp_path,
+        pg_private_server,
+        1,
+        7,
+        5_000,
         {
-            "working_dir": str(tmp_path / "w"),
-            "max_input_tokens": 5_000,
-            "tool_result": {
-                "recent_max_bytes": 2_000,
-                "old_max_bytes": 1_200,
-                "mask_after": None,
-                "recent_max_share": None,
-            },
-            "summarizer": {"enabled": False},
-            "store": {
-                "kind": "postgres",
-                "dsn": server.dsn,
-                "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-                "connect_timeout_seconds": 2,
-                "retry_seconds": 0,  # try at every step (the breaker: test_pg_breaker)
-            },
-        }
-    )
-    manager = ContextManager(config)
-    model = FakeChatModel(
-        [tool_call("cat", f"c{n}", n=n) for n in range(steps)], default="All read."
-    )
-    agent = Agent(
-        name="reader",
-        system_prompt="You read logs.",
-        model=model,
-        toolkit=Toolkit(tools=[FunctionTool(cat, permission=ALLOW, is_read_only=True)]),
-        middlewares=[manager.middleware()],
+            "recent_max_bytes": 2_000,
+            "old_max_bytes": 1_200,
+            "mask_after": None,
+            "recent_max_share": None,
+        },
+        [tool_call("cat", f"c{n}", n=n) for n in range(steps)],
     )
     with caplog.at_level(logging.ERROR, logger="agentscope_ctx"):
         await agent.reply(UserMsg(name="user", content="Read logs 0 to 9."))

@@ -31,7 +31,13 @@ from agentscope_ctx._providers import build_model, load_models
 from agentscope_ctx.agentscope2 import ContextMiddleware
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.support.fakes import ALLOW
-from tests.support.openai_server import REPORTED_PROMPT_TOKENS, Reply, Server, base_url, serving
+from tests.support.openai_server import (
+    REPORTED_PROMPT_TOKENS,
+    Reply,
+    Server,
+    model_fields,
+    serving,
+)
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "ANTHROPIC_API_KEY")
@@ -182,16 +188,7 @@ def test_i14_4_ollama_builds_offline() -> None:
 
 
 def _model(server: Server, stream: bool) -> OpenAIChatModel:
-    model, formatter = build_model(
-        {
-            "provider": "openai",
-            "model_name": "local-test-model",
-            "base_url": base_url(server),
-            "api_key_env": None,
-            "stream": stream,
-            "client_kwargs": {"max_retries": 0, "timeout": 20},
-        }
-    )
+    model, formatter = build_model(model_fields(server, stream))
     assert isinstance(model, OpenAIChatModel) and formatter is model.formatter
     return model
 

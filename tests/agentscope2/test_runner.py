@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-from collections.abc import AsyncGenerator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,6 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import UserMsg
-from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 from pydantic import BaseModel
 
@@ -29,7 +26,14 @@ from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import Summarizer
-from tests.support.fakes import FakeChatModel, StrictChatModel, text, tool_call
+from tests.support.fakes import (
+    FakeChatModel,
+    StallingStream,
+    StrictChatModel,
+    hang,
+    text,
+    tool_call,
+)
 
 TODAY = datetime(2026, 3, 14).date()
 NOW = datetime(2026, 3, 14, 3, 0)
@@ -85,21 +89,6 @@ def sent(call: dict[str, Any], role: str) -> str:
             elif content:
                 texts += [block["text"] for block in content if block.get("type") == "text"]
     return "\n".join(texts)
-
-
-async def hang(messages: list[Any]) -> str:
-    """A provider that never answers."""
-    await asyncio.Event().wait()
-    raise AssertionError("unreachable")
-
-
-class StallingStream(FakeChatModel):
-    """Streams the first chunk of its answer, then nothing ever again."""
-
-    @staticmethod
-    async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
-        yield ChatResponse(content=list(response.content), is_last=False)
-        await asyncio.Event().wait()
 
 
 @pytest.fixture(scope="module")
@@ -293,26 +282,6 @@ async def test_summarizer_cannot_write_outside_memory(tmp_path: Path, path: str)
     assert not (tmp_path / "outside.md").exists() and not (memory_dir / ".lock").exists()
     assert not Path("/tmp/agentscope_ctx_outside.md").exists()
     assert list(memory_dir.iterdir()) == []
-
-
-@pytest.mark.parametrize(
-    "model",
-    [
-        FakeChatModel(default=hang),
-        FakeChatModel(default=hang, stream=True),
-        StallingStream(default=tool_call("read_memory_file", file_path="x.md"), stream=True),
-    ],
-    ids=["call", "stream-start", "mid-stream"],
-)
-async def test_a_hanging_summarizer_call_ends_the_run(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, model: FakeChatModel
-) -> None:
-    with caplog.at_level(logging.WARNING, logger="agentscope_ctx"):
-        run = summarizer(model, tmp_path, timeout_seconds=0.05).run(trajectory(), today=TODAY)
-        answer = await asyncio.wait_for(run, 10)
-    assert answer == ""
-    assert "a model call took over 0.05 s" in caplog.text
-    assert len(model.calls) == 1
 
 
 async def test_notes_written_before_a_hang_are_kept(tmp_path: Path) -> None:

@@ -9,16 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agentscope.agent import Agent
 from agentscope.event import CustomEvent
 from agentscope.message import TextBlock, UserMsg
 from agentscope.middleware import TracingMiddleware
 from agentscope.model import ChatResponse, ChatUsage
 
-from agentscope_ctx import ContextManager
 from agentscope_ctx.agentscope2 import NOTICE_EVENT
-from tests.agentscope2.test_adapter import _SUMMARY, _config, _Session, _toolkit, _write_logs
-from tests.support.fakes import FakeChatModel
+from tests.agentscope2.test_adapter import _analyst, _config
+from tests.support.fakes import NOTED_SUMMARY, FakeChatModel
 from tests.support.otel import Traced, metric_points, traced
 from tests.support.telemetry_checks import check_pipeline_spans, recording
 
@@ -32,18 +30,13 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
 ) -> None:
     runs = recording(monkeypatch)
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
-    root = tmp_path / "logs"
-    session = _Session(_write_logs(root, 12), root)
     helper = FakeChatModel(
-        default=ChatResponse(content=[TextBlock(text=_SUMMARY)], is_last=True, usage=HELPER_USAGE)
+        default=ChatResponse(
+            content=[TextBlock(text=NOTED_SUMMARY)], is_last=True, usage=HELPER_USAGE
+        )
     )
-    manager = ContextManager(config, model=helper)
-    agent = Agent(
-        name="analyst",
-        system_prompt="You read logs.",
-        model=session.model,
-        toolkit=_toolkit(root),
-        middlewares=[TracingMiddleware(), manager.middleware()],
+    _, session, manager, agent = _analyst(
+        tmp_path, config, helper, middlewares=(TracingMiddleware(),)
     )
     events = [e async for e in agent.reply_stream(UserMsg(name="user", content="Read every log."))]
     await manager.close()
@@ -99,16 +92,8 @@ async def test_no_span_and_no_figures_lost_when_tracing_is_off(tmp_path: Path) -
 
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
-    root = tmp_path / "logs"
-    session = _Session(_write_logs(root, 12), root)
-    manager = ContextManager(config, model=FakeChatModel(default=_SUMMARY))
-    agent = Agent(
-        name="analyst",
-        system_prompt="You read logs.",
-        model=session.model,
-        toolkit=_toolkit(root),
-        middlewares=[TracingMiddleware(), manager.middleware()],
-    )
+    helper = FakeChatModel(default=NOTED_SUMMARY)
+    _, _, manager, agent = _analyst(tmp_path, config, helper, middlewares=(TracingMiddleware(),))
     events = [e async for e in agent.reply_stream(UserMsg(name="user", content="Read every log."))]
     await manager.close()
     notices = [e.value for e in events if isinstance(e, CustomEvent) and e.name == NOTICE_EVENT]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,15 +28,7 @@ from benchmarks.pipeline import pins as bench_pins
 from benchmarks.pipeline import step as bench_pipeline
 from benchmarks.pipeline import tokens as bench_tokens
 from benchmarks.pipeline import truncation as bench_truncation
-
-
-def _positive(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and value > 0
-        and (math.isfinite(value))
-    )
+from tests.support.figures import positive
 
 
 def test_truncation_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,7 +40,7 @@ def test_truncation_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
             "peak_extra_bytes", "memory_ratio", "excerpt_bytes", "retruncate_us",
             "retruncated_bytes",
         ):  # fmt: skip
-            assert _positive(row[key]), (key, row[key])
+            assert positive(row[key]), (key, row[key])
         assert row["excerpt_bytes"] <= bench_truncation.RECENT_MAX_BYTES
         assert row["retruncated_bytes"] <= bench_truncation.OLD_MAX_BYTES
         assert isinstance(row["meets_time_target"], bool)
@@ -79,7 +70,7 @@ def test_pipeline_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
             "ratio_vs_smallest",
             "median_ratio_vs_smallest",
         ):
-            assert _positive(row[key]), (key, row[key])
+            assert positive(row[key]), (key, row[key])
     assert result["meets_step_target"] is None  # no 50/800 rows at this size
     row = result["compaction"]["20"]
     for key in (
@@ -91,7 +82,7 @@ def test_pipeline_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         "dialog_bytes",
         "summary_chars",
     ):
-        assert _positive(row[key]), (key, row[key])
+        assert positive(row[key]), (key, row[key])
     assert row["summary_source"] == "extractive"
     assert row["tokens_after"] < row["tokens_before"]
     out = capsys.readouterr().out
@@ -103,8 +94,8 @@ def test_pins_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     result = bench_pins.main(sizes=(20, 40), unpinned=20)
     assert set(result["sizes"]) == {"20", "40"}
     for row in result["sizes"].values():
-        assert all(_positive(row[key]) for key in ("before_s", "after_s", "pipeline_s")), row
-    assert _positive(result["unpinned"]["pipeline_s"])
+        assert all(positive(row[key]) for key in ("before_s", "after_s", "pipeline_s")), row
+    assert positive(result["unpinned"]["pipeline_s"])
     assert "growth" in capsys.readouterr().out
     json.dumps(result)
 
@@ -126,7 +117,7 @@ def test_tokens_bench_helpers() -> None:
     history = bench_tokens.build_history(12)
     assert len(history) == 12
     tokens = asyncio.run(TokenCounter("cl100k_base").count_msgs(history))
-    assert _positive(tokens)
+    assert positive(tokens)
 
 
 def test_main_writes_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,7 +169,7 @@ def test_baseline_bench_tiny(
         assert row["steps"] == 7  # 6 tool calls and the final answer
         for key in ("prompt_min", "prompt_median", "prompt_mean", "prompt_max", "peak_prompt",
                     "total_tokens_sent", "tool_output_bytes"):  # fmt: skip
-            assert _positive(row[key]), (key, row[key])
+            assert positive(row[key]), (key, row[key])
         assert row["prompt_min"] <= row["prompt_median"] <= row["prompt_max"] <= row["peak_prompt"]
         assert 0 <= row["reachable_bytes"] <= row["tool_output_bytes"]
     assert ours["calls_over_budget"] == 0

@@ -245,18 +245,6 @@ def test_i20_demo_config_working_dir_holds_the_run(
 # -- issue 20: usage errors show the command's usage, a closed pipe ends quietly -------------
 
 
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    """A working dir holding one expired saved output (so a gc that ran would delete it)."""
-    path = tmp_path / "wd"
-    (path / "tool_result").mkdir(parents=True)
-    old = path / "tool_result" / "old.txt"
-    old.write_text("deploy token\n")
-    os.utime(old, (time.time() - 30 * 86_400,) * 2)
-    (tmp_path / "a_file").write_text("deploy token\n")
-    return path
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

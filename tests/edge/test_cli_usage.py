@@ -4,8 +4,6 @@ says what is wrong, and does nothing (issue 31: a WORKING_DIR that is no directo
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import pytest
@@ -68,13 +66,9 @@ CASES = [
 
 
 @pytest.fixture
-def places(tmp_path: Path) -> dict[str, str]:
-    wd = tmp_path / "wd"
-    (wd / "tool_result").mkdir(parents=True)
+def places(tmp_path: Path, state_dir: Path) -> dict[str, str]:
+    wd = state_dir
     old = wd / "tool_result" / "old.txt"
-    old.write_text("deploy token\n")
-    os.utime(old, (time.time() - 30 * 86_400,) * 2)
-    (tmp_path / "a_file").write_text("deploy token\n")
     (tmp_path / "typo.yaml").write_text("max_input_token: 9000\n")
     return {
         "wd": str(wd),

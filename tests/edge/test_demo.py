@@ -42,36 +42,7 @@ from agentscope_ctx.demo._report import (
     Rung,
 )
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
-from tests.support.demo_rungs import check_default_demo
 from tests.support.fakes import FakeChatModel, text, tool_call
-
-
-@pytest.mark.parametrize("name", sorted(DEMOS))
-async def test_demo_compacts_continues_and_stays_within_budget(name: str, tmp_path: Path) -> None:
-    lines: list[str] = []
-    report = await run_demo(name, tmp_path / name, out=lines.append)
-    output = "\n".join(lines)
-    assert "SCRIPTED" in lines[0]
-    # The prompt passed the trigger and was brought back: by the cheap rungs of the ladder
-    # (no model call) or by a compaction, which saves to dialog/.
-    assert len(report.relief_steps) + report.compactions >= 1
-    assert (report.dialog_messages > 0) == (report.compactions > 0)
-    assert report.continuation_reads >= 1
-    assert report.second_truncations >= 1
-    assert report.first_truncations >= 1
-    assert 0 < report.peak <= report.budget
-    assert report.bytes_offloaded > 0
-    assert report.chart is not None and report.chart.read_text().startswith("<svg")
-    assert "=== report" in output and "compactions" in output
-    assert "ladder reliefs" in output
-    assert report.answer
-
-
-async def test_i20_4_default_demo_shows_every_rung(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Issue 20, item 4 (1.x): see `check_default_demo`."""
-    await check_default_demo(tmp_path, capsys)
 
 
 async def test_logs_demo_finds_the_buried_error(tmp_path: Path) -> None:

@@ -30,8 +30,8 @@ from agentscope_ctx.memory._consolidation import ConsolidationReport, consolidat
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._schedule import ConsolidationScheduler
 from tests.core.test_compactor import prompt_of
-from tests.memory.test_summarizer import hang, reply_text
-from tests.support.fakes import FakeChatModel
+from tests.memory.test_summarizer import reply_text
+from tests.support.fakes import FakeChatModel, hang
 
 NOW = datetime(2026, 3, 14, 0, 0, 5)
 

@@ -7,7 +7,6 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import AsyncGenerator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ if not IS_1X:
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
-from agentscope.model import ChatResponse
 from agentscope.tool import ToolResponse
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,7 +32,7 @@ from agentscope_ctx.memory._summarizer_input import bounded_transcript
 from agentscope_ctx.memory._summarizer_queue import SummarizerQueue
 from tests.core.test_compactor import prompt_of
 from tests.core.test_extractive import call, result, trajectory
-from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.fakes import FakeChatModel, hang, text, tool_call
 
 TODAY = date(2026, 3, 14)
 NOTES = "- Preference: the user wants tests run with pytest -x\n- Lesson: parse_header failed on CR"
@@ -167,44 +165,6 @@ def test_absolute_path_inside_is_accepted(tmp_path: Path) -> None:
 
 
 # -- time limits (issue 11, item 12) ---------------------------------------------------------
-
-
-async def hang(messages: list[dict[str, Any]]) -> str:
-    """A provider that never answers."""
-    await asyncio.Event().wait()
-    raise AssertionError("unreachable")
-
-
-class StallingStream(FakeChatModel):
-    """Streams the first chunk of its answer, then nothing ever again."""
-
-    @staticmethod
-    async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
-        yield response
-        await asyncio.Event().wait()
-
-
-@pytest.mark.parametrize(
-    "model",
-    [
-        FakeChatModel(default=hang),
-        FakeChatModel(default=hang, stream=True),
-        StallingStream(default=tool_call("read_memory_file", file_path="x.md"), stream=True),
-    ],
-    ids=["call", "stream-start", "mid-stream"],
-)
-async def test_i11_12_a_hanging_model_call_ends_the_run(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, model: FakeChatModel
-) -> None:
-    summarizer = Summarizer(
-        model=model, formatter=OpenAIChatFormatter(), memory_dir=tmp_path, timeout_seconds=0.05
-    )
-    with caplog.at_level(logging.WARNING, logger="agentscope_ctx"):
-        # (the outer limit only turns a hang of the test into a failure)
-        answer = await asyncio.wait_for(summarizer.run(trajectory(), today=TODAY), 10)
-    assert answer == ""
-    assert "a model call took over 0.05 s" in caplog.text
-    assert len(model.calls) == 1
 
 
 async def test_i11_12_close_returns_while_a_summarizer_waits_on_a_hanging_model(

@@ -27,25 +27,10 @@ from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core._private import file_lock, private_dir, write_atomic
 from agentscope_ctx.core._runner import tool_text
 from agentscope_ctx.memory._consolidation import consolidate
+from tests.support.fakes import NOTED_SUMMARY, FakeChatModel, text, tool_call
 from tests.support.lines import IS_1X
 
-if IS_1X:
-    from tests.support.fakes import FakeChatModel, text, tool_call
-else:
-    from tests.support.fakes import FakeChatModel, text, tool_call  # type: ignore[assignment]
-
 SECRET = "sk-live-7f3a9c"
-SUMMARY = "\n".join(
-    f"## {title}\n- noted"
-    for title in (
-        "Goal",
-        "Constraints and preferences",
-        "Progress",
-        "Key decisions",
-        "Next steps",
-        "Critical context",
-    )
-)
 
 
 @pytest.fixture(autouse=True)
@@ -140,7 +125,7 @@ def _helper_answer(messages: Any) -> Any:
     """The Compactor's summary, or the Summarizer's steps: append a note, then say so."""
     seen = json.dumps(messages, default=str, ensure_ascii=False)
     if "long-term memory of an AI agent" not in seen:
-        return SUMMARY
+        return NOTED_SUMMARY
     if "Appended" in seen or "Nothing appended" in seen:
         return text("Recorded one fact.")
     note = f"{date.today().isoformat()}.md"

@@ -19,6 +19,7 @@ fixture (`tests/support/agent_line.py`) hands them to a test of a behaviour both
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -252,3 +253,35 @@ else:
                 self.calls.append({"rejected": True, "tools": tools, "tool_choice": tool_choice})
                 raise ValueError("400: this model does not support tools or response_format")
             return await super()._call_api(model_name, messages, tools, tool_choice, **kwargs)
+
+
+async def hang(messages: Any) -> str:
+    """A provider that never answers (a script item, e.g. ``FakeChatModel(default=hang)``)."""
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
+
+
+class StallingStream(FakeChatModel):
+    """Streams the first chunk of its answer, then nothing ever again."""
+
+    @staticmethod
+    async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
+        if IS_1X:
+            yield response
+        else:
+            yield ChatResponse(content=list(response.content), is_last=False)
+        await asyncio.Event().wait()
+
+
+NOTED_SUMMARY = "\n".join(
+    f"## {title}\n- noted"
+    for title in (
+        "Goal",
+        "Constraints and preferences",
+        "Progress",
+        "Key decisions",
+        "Next steps",
+        "Critical context",
+    )
+)
+"""A compactor model's summary: each section a heading with one item."""

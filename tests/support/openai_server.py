@@ -172,3 +172,15 @@ def serving() -> Iterator[Server]:
 def base_url(server: Server) -> str:
     """The server's OpenAI base URL (``.../v1``)."""
     return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def model_fields(server: Server, stream: bool) -> dict[str, Any]:
+    """The ``model:`` fields of an OpenAI chat model on `server` (no API key, no retries)."""
+    return {
+        "provider": "openai",
+        "model_name": "local-test-model",
+        "base_url": base_url(server),
+        "api_key_env": None,
+        "stream": stream,
+        "client_kwargs": {"max_retries": 0, "timeout": 20},
+    }
