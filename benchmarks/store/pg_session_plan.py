@@ -1,15 +1,17 @@
-"""The PostgreSQL search's plan per owner filter (issue 30): a store of `--chunks` index
-chunks over 10 sessions of 2 agents, written in runs of one owner as saved outputs are (common
-and rare words, a phrase, CJK, a word common in other sessions only), then each query shape under each owner filter (the
-agent's tenant, session only, agent only, none) timed, p50 / p95 over the shapes and
-repeats, and the plan of the slowest printed with ``--explain``.
+"""The PostgreSQL search's time per owner filter (issue 30): a store of `--chunks` messages
+(one index chunk each, all of one day) of 2 agents over 10 sessions, appended 10 at a time
+per owner (common and rare words, a phrase, CJK, a word common in other sessions only);
+then each query shape under each owner filter (the agent's tenant, session only, agent
+only, none) timed: the ranked query and its hits placed in their day (`day_rows`), p50 /
+p95 over the shapes and repeats, and the plan of the slowest with ``--explain``.
 
-    python -m benchmarks.store.pg_session_plan --chunks 200000
+    python -m benchmarks.store.pg_session_plan --chunks 100000
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import time
@@ -18,14 +20,19 @@ from typing import Any
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.search._search_text import parse_query
 from agentscope_ctx.stores.postgres._schema import ensure
-from agentscope_ctx.stores.postgres._search_sql import query_text, ranked_sql, tsvector_text
+from agentscope_ctx.stores.postgres._search_sql import (
+    day_rows,
+    query_text,
+    ranked_sql,
+    tsvector_text,
+)
 from agentscope_ctx.stores.postgres._tenant import bind
 
 SCHEMA = "plan_bench"
 SESSIONS = [f"s{n}" for n in range(10)]
 AGENTS = ["alpha", "beta"]
-RUN = 500
-"""Chunks in a row of one owner (a saved output is indexed as a run of its chunks)."""
+RUN = 10
+"""Messages in a row of one owner (the store benchmark appends 10 at a time per session)."""
 QUERIES = {
     "common": "error",
     "two common": "error timeout",
@@ -59,6 +66,7 @@ def build(conn: Any, chunks: int, seed: int = 7) -> None:
     conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
     ensure(conn, SCHEMA)
     conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+    dialog = []  # one message per chunk, all of one day (seq n + 1)
     with conn.cursor().copy(
         f"COPY {SCHEMA}.chunks (kind, source, start_line, line_offset, body, terms, agent, "
         "session, role, ts) FROM STDIN"
@@ -72,18 +80,37 @@ def build(conn: Any, chunks: int, seed: int = 7) -> None:
                 words[rng.randrange(120)] = "连接数据库失败"
             if rng.random() < 0.02:
                 words[rng.randrange(120)] = "connection"
-            run = n // RUN  # a saved output: a run of one owner's chunks
+            run = n // RUN  # an append: a run of one owner's messages
             agent, session = AGENTS[run % 2], SESSIONS[(run * 7) % 10]
             if session < "s4" and rng.random() < 0.1:  # common in sessions s0-s3 only
                 words[rng.randrange(120)] = "skewword"
             body = " ".join(words)
             copy.write_row(
                 (
-                    "dialog", f"pg-dialog:{n}", 1, 0, body, tsvector_text(body),
-                    agent, session, "tool", f"2026-01-01T00:00:{n % 60:02d}",
+                    "dialog",
+                    f"pg-dialog:{n + 1}",
+                    1,
+                    0,
+                    body,
+                    tsvector_text(body),
+                    agent,
+                    session,
+                    "tool",
+                    f"2026-01-01T00:00:{n % 60:02d}",
                 )
             )
+            dialog.append((f"m{n}", agent, session, "2026-01-01", _record(body), True))
+    with conn.cursor().copy(
+        f"COPY {SCHEMA}.dialog (msg_id, agent, session, day, record, indexed) FROM STDIN"
+    ) as copy:
+        for row in dialog:
+            copy.write_row(row)
     conn.execute(f"ANALYZE {SCHEMA}.chunks")
+    conn.execute(f"ANALYZE {SCHEMA}.dialog")
+
+
+def _record(body: str) -> str:
+    return json.dumps({"id": "m", "name": "user", "role": "user", "content": body})
 
 
 def _params(kind: str) -> tuple[dict[str, Any], Tenant | None]:
@@ -110,13 +137,16 @@ def run(conn: Any, repeats: int, explain: bool) -> dict[str, tuple[float, float]
                 with conn.transaction():
                     bind(conn, tenant)
                     began = time.perf_counter()
-                    conn.execute(sql, {**params, "match": match}, prepare=False).fetchall()
+                    rows = conn.execute(sql, {**params, "match": match}, prepare=False).fetchall()
+                    day_rows(conn, SCHEMA, rows, tenant)
                     times.append(((time.perf_counter() - began) * 1000, qname))
         ms = sorted(t for t, _ in times)
         p50, p95 = statistics.median(ms), ms[int(0.95 * (len(ms) - 1))]
         out[label] = (p50, p95)
         worst = max(times)
-        print(f"{label:26} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  worst {worst[0]:8.1f} ({worst[1]})")
+        print(
+            f"{label:26} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  worst {worst[0]:8.1f} ({worst[1]})"
+        )
         if explain:
             match = query_text(parse_query(QUERIES[worst[1]]))
             with conn.transaction():
