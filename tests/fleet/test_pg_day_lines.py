@@ -11,11 +11,13 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
 from agentscope_ctx.stores.postgres._search_sql import day_rows
-from agentscope_ctx.stores.postgres._tenant import bind
+from agentscope_ctx.stores.postgres._tenant import bind, owner_sql
 from tests.support.lines import Msg
 
 DAY_ROWS = 400
@@ -96,4 +98,71 @@ def test_the_hits_lines_are_counted_in_one_pass_over_the_day(
         assert sorted(records) == sorted(seqs) and all("needleword" in r for r in records.values())
         assert read <= 2 * (DAY_ROWS + 1) + len(seqs), read
     finally:
+        engine.close()
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    owners=st.lists(
+        st.tuples(st.sampled_from(["a1", "a2"]), st.sampled_from(["s1", "s2"]), st.booleans()),
+        min_size=1,
+        max_size=30,
+    ),
+    scope=st.sampled_from(["session", "agent", "shared", None]),
+    picks=st.sets(st.integers(min_value=0, max_value=29), min_size=1, max_size=10),
+)
+def test_a_hit_s_line_is_its_rank_in_the_day_as_the_tenant_reads_it(
+    pg_server: Any,
+    pg_password: str,
+    owners: list[tuple[str, str, bool]],
+    scope: str | None,
+    picks: set[int],
+) -> None:
+    """Any owners over two days, any tenant scope, any hits it sees: each hit's line is the
+    number of the day's rows up to it that the tenant sees (a plain count per hit)."""
+    engine = PostgresEngine(
+        pg_server.dsn,
+        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        schema=f"l_{uuid.uuid4().hex[:12]}",
+    )
+    s = engine.schema
+    tenant = None if scope is None else Tenant.of("a1", "s1", scope=scope)  # type: ignore[arg-type]
+    try:
+        for n, (agent, session, later) in enumerate(owners):
+            msg = Msg("user", f"message {n}", "user")
+            day = "2026-12-03" if later else "2026-12-02"
+            msg.id, msg.timestamp = f"m{n}", f"{day} 10:00:{n % 60:02d}.000"
+            store = PostgresDialogStore(engine, record_fields={"agent": agent, "session": session})
+            asyncio.run(store.append([msg]))
+        with engine.connection() as conn, conn.transaction():
+            bind(conn, tenant)
+            own, params = owner_sql(tenant, "e")  # the tenant's rows (the server's
+            # superuser is not held by row-level security: the search's own filter is)
+            found = conn.execute(
+                f"SELECT seq FROM {s}.dialog AS e WHERE {own} ORDER BY seq", params
+            )
+            seen = [seq for (seq,) in found]
+            seqs = [seen[k] for k in sorted(picks) if k < len(seen)]
+            expected = {
+                seq: conn.execute(
+                    f"SELECT count(*) FROM {s}.dialog AS e, {s}.dialog AS d WHERE d.seq = %s "
+                    f"AND e.day = d.day AND e.seq <= d.seq AND {own}",
+                    (seq, *params),
+                ).fetchone()[0]
+                for seq in seqs
+            }
+            rows = [
+                (-1.0, "", 1, 0, f"pg-dialog:{seq}", "dialog", 1, 0, "a1", "user", None, None, None)
+                for seq in seqs
+            ]
+            placed, records = day_rows(conn, s, rows, tenant)
+        assert {row[7]: row[6] for row in placed if row[7]} == expected
+        assert sorted(records) == sorted(seqs)
+    finally:
+        with engine.connection() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
         engine.close()
