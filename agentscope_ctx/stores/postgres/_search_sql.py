@@ -123,6 +123,19 @@ ORDER BY best.rank DESC, best.ts DESC NULLS LAST, best.id DESC
 """
 
 
+_LINES_SQL = """
+WITH h AS MATERIALIZED (SELECT d.seq, d.day, d.record FROM {s}.dialog AS d WHERE d.seq = ANY(%s)),
+top AS (SELECT h.day, max(h.seq) AS seq FROM h GROUP BY h.day)
+SELECT h.seq, h.day, n.line, h.record FROM h JOIN (
+    SELECT e.seq, row_number() OVER (PARTITION BY e.day ORDER BY e.seq) AS line
+    FROM {s}.dialog AS e JOIN top ON e.day = top.day AND e.seq <= top.seq WHERE {own}
+) AS n ON n.seq = h.seq
+"""
+"""Each hit's record and its line in its day as the tenant reads it: the day's rows up to
+its newest hit numbered in one pass (the hits' lines were counted one hit at a time: a
+scan of the day per hit, seconds for an operator's search over a day of 100k messages)."""
+
+
 def day_rows(
     conn: Any, schema: str, rows: list[Any], tenant: Tenant | None = None
 ) -> tuple[list[tuple[Any, ...]], dict[int, str]]:
@@ -134,12 +147,7 @@ def day_rows(
     if not seqs:
         return [tuple(row) for row in rows], {}
     own, params = owner_sql(tenant, "e")
-    found = conn.execute(
-        f"SELECT d.seq, d.day, (SELECT count(*) FROM {schema}.dialog AS e "
-        f"WHERE e.day = d.day AND e.seq <= d.seq AND {own}), d.record "
-        f"FROM {schema}.dialog AS d WHERE d.seq = ANY(%s)",
-        (*params, seqs),
-    ).fetchall()
+    found = conn.execute(_LINES_SQL.format(s=schema, own=own), (seqs, *params)).fetchall()
     where = {int(seq): (f"pg-dialog:{day.isoformat()}", int(n)) for seq, day, n, _ in found}
     out = []
     for row in rows:
