@@ -16,6 +16,11 @@ off and on, against the plain run; last, as it sets the global tracer provider).
 `compaction_cost` (the compactor's prefix request against the plain one, at providers'
 cache prices) on both; `baseline` (1.x's
 `CompressionConfig`) is 1.x only, `steady2` (the 2.x adapter's step) 2.x only.
+
+The options after a benchmark's name go to it, as to its module run alone:
+``python -m benchmarks store --large --stores local`` is
+``python -m benchmarks.store.stores --large --stores local``, within a full run's report
+(`options` in the module reads them; a benchmark without one takes none).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,20 +73,27 @@ _PLAN: list[tuple[str, str | None, str | None, str]] = [
 ]
 
 
-def _runner(module: str) -> Callable[[], dict[str, Any]]:
-    def run() -> dict[str, Any]:
-        result: dict[str, Any] = importlib.import_module(f"benchmarks.{module}").main()
+MODULES: dict[str, str] = {
+    name: f"benchmarks.{one if IS_1X else two}"
+    for name, one, two, _ in _PLAN
+    if (one if IS_1X else two) is not None
+}
+"""The module of each benchmark of the installed line."""
+
+
+def _runner(module: str) -> Callable[..., dict[str, Any]]:
+    def run(**options: Any) -> dict[str, Any]:
+        result: dict[str, Any] = importlib.import_module(module).main(**options)
         return result
 
     return run
 
 
-BENCHES: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-    (name, _runner(one if IS_1X else two))
-    for name, one, two, _ in _PLAN
-    if (one if IS_1X else two) is not None
+BENCHES: list[tuple[str, Callable[..., dict[str, Any]]]] = [
+    (name, _runner(module)) for name, module in MODULES.items()
 ]
-"""The benchmarks of the installed line (imported when they run)."""
+"""The benchmarks of the installed line (imported when they run); each takes its `main`'s
+keyword arguments."""
 
 SKIPPED: dict[str, str] = {
     name: f"AgentScope {'2' if IS_1X else '1'}.x only: {why}"
@@ -115,22 +127,53 @@ def machine() -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Run the benchmarks named in `argv` (all by default), print and save the results."""
-    argv = [arg for arg in argv or [] if not arg.startswith("--")]  # flags: read by a bench
-    names = argv if argv else [name for name, _ in BENCHES]
-    unknown = set(names) - {name for name, _ in BENCHES} - set(SKIPPED)
+def _options(name: str, words: list[str]) -> dict[str, Any]:
+    """Benchmark `name`'s keyword arguments from the `words` after its name (none: its
+    defaults)."""
+    if not words or name in SKIPPED:  # the other line's: it does not run
+        return {}
+    read = getattr(importlib.import_module(MODULES[name]), "options", None)
+    if read is None:
+        raise SystemExit(f"benchmark {name!r} takes no options; got {words}")
+    options: dict[str, Any] = read(words)
+    return options
+
+
+def plan(argv: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The benchmarks `argv` names, each with its keyword arguments: the options after a name
+    up to the next name are that benchmark's (``store --large --stores local``)."""
+    known = {name for name, _ in BENCHES} | set(SKIPPED)
+    words: dict[str, list[str]] = {}
+    unknown: list[str] = []
+    current: list[str] | None = None
+    for word in argv:
+        if word in known:
+            current = words.setdefault(word, [])
+        elif current is not None:
+            current.append(word)  # an option, or an option's value (``--stores local``)
+        elif word.startswith("-"):
+            raise SystemExit(f"{word!r}: options go after the name of the benchmark they are for")
+        else:
+            unknown.append(word)
     if unknown:
         raise SystemExit(
-            f"unknown benchmark(s): {sorted(unknown)}; known: {[name for name, _ in BENCHES]}"
+            f"unknown benchmark(s): {sorted(set(unknown))}; known: {[name for name, _ in BENCHES]}"
         )
+    return {name: _options(name, after) for name, after in words.items()}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmarks named in `argv` (all by default; the options after a name are that
+    benchmark's), print and save the results."""
+    chosen = plan(argv or [])
+    names = list(chosen) if chosen else [name for name, _ in BENCHES]
     info = machine()
     print("agentscope-ctx benchmarks")
     for key, value in info.items():
         print(f"  {key:<15} {value}")
     results: dict[str, Any] = {"machine": info, "benchmarks": {}, "seconds": {}, "skipped": {}}
     for name, why in SKIPPED.items():
-        if not argv or name in names:
+        if not chosen or name in names:
             print(f"  skipped {name}: {why}")
             results["skipped"][name] = why
     started = time.perf_counter()
@@ -140,7 +183,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print()
         print(f"=== {name} " + "=" * (70 - len(name)))
         start = time.perf_counter()
-        results["benchmarks"][name] = bench()
+        results["benchmarks"][name] = bench(**chosen.get(name, {}))
         results["seconds"][name] = round(time.perf_counter() - start, 2)
         print(f"({name}: {results['seconds'][name]:.1f} s)")
     results["seconds"]["total"] = round(time.perf_counter() - started, 2)

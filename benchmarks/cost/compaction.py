@@ -360,10 +360,16 @@ def _pricing(text: str) -> Pricing:
         ) from None
 
 
-if __name__ == "__main__":
+def options(argv: Sequence[str]) -> dict[str, Any]:
+    """`main`'s keyword arguments from the command line's options (this module's, and those
+    after ``compaction_cost`` in ``python -m benchmarks compaction_cost ...``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--price", type=_pricing, action="append", help="name=read,write,min")
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), action="append")
-    args = parser.parse_args(sys.argv[1:])
+    args = parser.parse_args(argv)
     picked = [SCENARIOS[name]() for name in args.scenario] if args.scenario else None
-    main(picked, args.price or PRICES)
+    return {"scenarios": picked, "prices": args.price or PRICES}
+
+
+if __name__ == "__main__":
+    main(**options(sys.argv[1:]))

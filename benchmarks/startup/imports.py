@@ -120,9 +120,15 @@ def main(runs: int = 7, only: Sequence[str] | None = None, *, warm: bool = True)
     return {"agentscope": AGENTSCOPE_VERSION, "runs": runs, "target": TARGET, "cases": rows}
 
 
-if __name__ == "__main__":
+def options(argv: Sequence[str]) -> dict[str, Any]:
+    """`main`'s keyword arguments from the command line's options (this module's, and those
+    after ``startup`` in ``python -m benchmarks startup ...``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per case (default 7)")
     parser.add_argument("only", nargs="*", help="cases to run (default: all)")
-    opts = parser.parse_args()
-    main(opts.runs, opts.only or None)
+    opts = parser.parse_args(argv)
+    return {"runs": opts.runs, "only": opts.only or None}
+
+
+if __name__ == "__main__":
+    main(**options(sys.argv[1:]))

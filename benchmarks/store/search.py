@@ -425,15 +425,20 @@ def main(
     return result
 
 
-if __name__ == "__main__":
+def options(argv: Sequence[str]) -> dict[str, Any]:
+    """`main`'s keyword arguments from the command line's options (this module's, and those
+    after ``search`` in ``python -m benchmarks search ...``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", nargs="+", help="MESSAGES:OUTPUT_MB ...")
     parser.add_argument(
         "--queries-only", action="store_true", help="only long queries and a busy index"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.queries_only:
-        main(points=[], save_sizes=())
-    else:
-        main(parse_points(" ".join(args.points)) if args.points else None)
+        return {"points": [], "save_sizes": ()}
+    return {"points": parse_points(" ".join(args.points)) if args.points else None}
+
+
+if __name__ == "__main__":
+    main(**options(sys.argv[1:]))
     sys.exit(0)

@@ -312,18 +312,14 @@ def _print(kind: str, row: dict[str, Any]) -> None:
 def main(
     points: Sequence[tuple[int, int]] | None = None,
     *,
-    large: bool | None = None,
-    rebuild: bool | None = None,
+    large: bool = False,
+    rebuild: bool = True,
     sessions: int = SESSIONS,
     big_mb: int = BIG_MB,
     stores: Sequence[str] = ("local", "postgres"),
 ) -> dict[str, Any]:
     """Run every point on `stores` (both by default); print the table and return the
     numbers."""
-    if large is None:
-        large = "--large" in sys.argv
-    if rebuild is None:
-        rebuild = "--no-rebuild" not in sys.argv
     if points is None:
         env = os.environ.get(ENV)
         points = (
@@ -375,7 +371,9 @@ def main(
     return results
 
 
-if __name__ == "__main__":
+def options(argv: Sequence[str]) -> dict[str, Any]:
+    """`main`'s keyword arguments from the command line's options (this module's, and those
+    after ``store`` in ``python -m benchmarks store ...``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", nargs="*", metavar="MESSAGES:OUTPUT_MB")
     parser.add_argument("--large", action="store_true", help="10000:100 and 100000:1024")
@@ -385,13 +383,17 @@ if __name__ == "__main__":
     parser.add_argument(
         "--stores", nargs="+", choices=("local", "postgres"), default=("local", "postgres")
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     chosen = [tuple(map(int, p.split(":"))) for p in args.points] if args.points else None
-    main(
-        chosen,  # type: ignore[arg-type]
-        large=args.large,
-        rebuild=not args.no_rebuild,
-        sessions=args.sessions,
-        big_mb=args.big_mb,
-        stores=args.stores,
-    )
+    return {
+        "points": chosen,
+        "large": args.large,
+        "rebuild": not args.no_rebuild,
+        "sessions": args.sessions,
+        "big_mb": args.big_mb,
+        "stores": args.stores,
+    }
+
+
+if __name__ == "__main__":
+    main(**options(sys.argv[1:]))
