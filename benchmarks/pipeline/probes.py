@@ -39,21 +39,12 @@ from agentscope_ctx.core.summary._extractive import render_msg
 from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
+from tests.support.guard_session import LAZY  # the lazy compactor: five headings, nothing kept
 
 CHECKPOINTS = (1, 3, 10)
 WRITERS = ("extractive", "lazy", "good")
 KINDS = ("fact", "trail", "continuation", "decision")
 BUDGET = 16_000
-LAZY = "\n".join(
-    f"## {title}\n- {line}"
-    for title, line in (
-        ("Goal", "complete the task"),
-        ("Constraints", "follow the instructions"),
-        ("Progress", "work is ongoing"),
-        ("Key Decisions", "none"),
-        ("Next Steps", "continue"),
-    )
-)
 
 
 @dataclass
