@@ -1,9 +1,20 @@
-"""What the benchmarks' reports share: a table printed under its header, and byte sizes
-made readable."""
+"""What the benchmarks' reports share: a run whose numbers a report prints, a table printed
+under its header, and byte sizes made readable."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+
+def run_and_report(
+    run: Coroutine[Any, Any, dict[str, Any]], report: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Run a benchmark's coroutine `run`, print its numbers with `report`, return them."""
+    result = asyncio.run(run)
+    report(result)
+    return result
 
 
 def human(n: float) -> str:

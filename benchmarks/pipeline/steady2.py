@@ -20,7 +20,6 @@ added, not the history or the reply's length.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import shutil
@@ -47,6 +46,7 @@ from agentscope.tool import ToolBase, Toolkit
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.agentscope2._tools import function_tool
+from benchmarks._table import print_table, run_and_report
 from benchmarks.cost.models2 import ScriptedBase
 from benchmarks.pipeline.step import ENCODING, HISTORY_SIZES, STEPS, _prose, _tool_output
 
@@ -211,23 +211,22 @@ def report(result: dict[str, Any]) -> None:
         f" {'median us':>9} {'mean vs 1st':>11} {'median vs 1st':>13} {'cpu us':>7}"
         f" {'cpu vs 1st':>10} {'cuts/step':>9}"
     )
-    print(header)
-    print("-" * len(header))
-    for row in result["steady"].values():
-        print(
+    print_table(
+        header,
+        (
             f"{row['messages']:>8} {row['tokens']:>10,} {row['warm_run_ms']:11.1f}"
             f" {row['steps']:>5} {row['step_mean_us']:9.0f} {row['step_median_us']:9.0f}"
             f" {row['ratio_vs_smallest']:10.2f}x {row['median_ratio_vs_smallest']:12.2f}x"
             f" {row['step_cpu_median_us']:7.0f} {row['cpu_ratio_vs_smallest']:9.2f}x"
             f" {row['truncated_per_step']:9.2f}"
-        )
+            for row in result["steady"].values()
+        ),
+    )
 
 
 def main(history_sizes: Sequence[int] = HISTORY_SIZES, steps: int = STEPS) -> dict[str, Any]:
     """Run the benchmark, print a report and return the numbers."""
-    result = asyncio.run(_run(history_sizes, steps))
-    report(result)
-    return result
+    return run_and_report(_run(history_sizes, steps), report)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ it only ``plain`` and ``off`` are measured.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import shutil
 import statistics
@@ -33,6 +32,7 @@ from typing import Any
 from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
 from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.services._traced import traced_run
+from benchmarks._table import print_table, run_and_report
 from benchmarks.pipeline.step import ENCODING, _make_pipeline, build_history, tool_pair
 
 HISTORY_SIZES = (200, 800)
@@ -134,6 +134,14 @@ async def _run(history_sizes: Sequence[int], steps: int) -> dict[str, Any]:
     }
 
 
+def _row(n: str, row: dict[str, Any]) -> str:
+    on = f"{row['plain_again']:9.0f} {row['on']:8.0f}" if "on" in row else f"{'-':>18}"
+    on_ratio = f"{row['on_vs_plain']:7.3f}x" if "on" in row else f"{'-':>8}"
+    return (
+        f"{n:>8} {row['plain']:9.0f} {row['off']:8.0f} {on} {row['off_vs_plain']:8.3f}x {on_ratio}"
+    )
+
+
 def report(result: dict[str, Any]) -> None:
     """Print the table for `result`."""
     print(
@@ -144,15 +152,7 @@ def report(result: dict[str, Any]) -> None:
         f"{'messages':>8} {'plain us':>9} {'off us':>8} {'plain us':>9} {'on us':>8}"
         f" {'off/plain':>9} {'on/plain':>8}"
     )
-    print(header)
-    print("-" * len(header))
-    for n, row in result["rows"].items():
-        on = f"{row['plain_again']:9.0f} {row['on']:8.0f}" if "on" in row else f"{'-':>18}"
-        on_ratio = f"{row['on_vs_plain']:7.3f}x" if "on" in row else f"{'-':>8}"
-        print(
-            f"{n:>8} {row['plain']:9.0f} {row['off']:8.0f} {on} {row['off_vs_plain']:8.3f}x"
-            f" {on_ratio}"
-        )
+    print_table(header, (_row(n, row) for n, row in result["rows"].items()))
     print(
         f"target: tracing off within {result['target_off_ratio']:.2f}x of plain -> "
         f"{'yes' if result['meets_target'] else 'NO'}; spans exported (on): "
@@ -162,9 +162,7 @@ def report(result: dict[str, Any]) -> None:
 
 def main(history_sizes: Sequence[int] = HISTORY_SIZES, steps: int = STEPS) -> dict[str, Any]:
     """Run the benchmark, print a report and return the numbers."""
-    result = asyncio.run(_run(history_sizes, steps))
-    report(result)
-    return result
+    return run_and_report(_run(history_sizes, steps), report)
 
 
 if __name__ == "__main__":
