@@ -26,10 +26,10 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 from agentscope.model import OpenAIChatModel
 
-from agentscope_ctx import ContextConfig, ContextManager, Models, build_model
+from agentscope_ctx import ContextConfig, ContextManager, build_model
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from agentscope_ctx.demo import run_demo
 from tests.edge.test_readme import assert_usage_figures_agree
+from tests.support.demo_rungs import run_on_models
 from tests.support.openai_server import Reply, Server, base_url, serving
 from tests.support.react1 import react, text_tools
 
@@ -174,13 +174,7 @@ async def test_i11_17_demo_on_a_streaming_openai_model_numbers_the_rejected_step
         Reply(tool="run_shell", arguments={"command": "grep -c quota logs/app/worker-03.log"}),
         Reply(text="The disk of the ledger volume is full."),
     ]
-    formatter = OpenAIChatFormatter()
-    lines: list[str] = []
-    report = await run_demo(
-        "logs", tmp_path, models=Models(model, formatter, model, formatter), out=lines.append
-    )
-    steps = [line for line in lines if line.startswith("  step ")]
-    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
+    report, steps = await run_on_models(tmp_path, model, model)
     assert "REJECTED by the provider: prompt too long: Error code: 400" in steps[1]
     assert "retry after an emergency compaction" in steps[2]
     assert re.search(r"prompt +[\d,]+ tok \(provider [\d,]+\) \| run_shell", steps[0])

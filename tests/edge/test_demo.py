@@ -31,6 +31,7 @@ from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
 from agentscope_ctx.demo._report import DemoReport, Rung, RungKind
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
+from tests.support.demo_rungs import run_on_models
 from tests.support.fakes import FakeChatModel, text, tool_call
 
 
@@ -153,14 +154,8 @@ async def test_i11_17_real_model_report_numbers_rejected_steps_and_provider_coun
         ],
         default="ok",
     )
-    formatter = OpenAIChatFormatter()
     compactor = FakeChatModel(default="not a summary")  # the extractive summary takes over
-    lines: list[str] = []
-    report = await run_demo(
-        "logs", tmp_path, models=Models(fake, formatter, compactor, formatter), out=lines.append
-    )
-    steps = [line for line in lines if line.startswith("  step ")]
-    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
+    report, steps = await run_on_models(tmp_path, fake, compactor)
     assert "REJECTED by the provider: prompt too long" in steps[1]
     assert "maximum context length is 8192" in steps[1]
     assert "(provider 4,321)" in steps[2] and "retry after an emergency compaction" in steps[2]

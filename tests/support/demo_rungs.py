@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+from agentscope.formatter import OpenAIChatFormatter
 
+from agentscope_ctx import Models
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.demo import DemoReport, run_demo
@@ -99,6 +102,19 @@ def assert_every_rung(report: DemoReport, root: Path) -> None:
         if rung.tokens_before is not None and rung.tokens_after is not None:
             saved = f"-{rung.tokens_before - rung.tokens_after:,} tokens"
             assert any(t.startswith(rung.when()) and saved in t for t in texts), rung
+
+
+async def run_on_models(tmp_path: Path, model: Any, compactor: Any) -> tuple[DemoReport, list[str]]:
+    """The default demo on `model` with `compactor` as the compactor's model (OpenAI's
+    formatter for both): its report and its step lines, numbered from 1 to the last step."""
+    formatter = OpenAIChatFormatter()
+    lines: list[str] = []
+    report = await run_demo(
+        "logs", tmp_path, models=Models(model, formatter, compactor, formatter), out=lines.append
+    )
+    steps = [line for line in lines if line.startswith("  step ")]
+    assert [int(line.split()[1]) for line in steps] == list(range(1, report.steps + 1))
+    return report, steps
 
 
 async def check_default_demo(
