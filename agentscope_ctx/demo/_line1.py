@@ -16,12 +16,12 @@ from typing import Any
 from agentscope.agent import ReActAgent
 from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ToolUseBlock
-from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 
 from ..agentscope1._manager import ContextManager
 from ._notices import Notices
-from ._recording import RecordingModel
+from ._recording import Call, CallModel, RecordingModel
 from ._runner import DemoRun, agent_name
 from ._scripted import Prompt, PromptStats, Schemas, Script
 from ._summary import answer_compactor
@@ -29,22 +29,15 @@ from ._summary import answer_compactor
 __all__ = ["OfflineModel", "ScriptedCompactorModel", "ScriptedModel", "start_session"]
 
 
-class OfflineModel(ChatModelBase):
+class OfflineModel(CallModel):
     """A 1.x chat model answered here (no provider, no streaming): `answer` gets what a
     provider would (the formatted messages, the tool schemas, the structured model)."""
 
     def __init__(self, model_name: str) -> None:
         super().__init__(model_name=model_name, stream=False)
 
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse:
-        return await self.answer(messages, tools, structured_model)
+    async def respond(self, call: Call) -> ChatResponse:
+        return await self.answer(call.messages, call.tools, call.structured_model)
 
     async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
         """The response to one call."""

@@ -1,11 +1,15 @@
 """`RecordingModel`: runs a demo on a real model, measuring what the scripted one measures,
 plus what only a provider tells: its own count of each prompt (usage) and the prompts it
 refuses. A refused prompt keeps its step number and is shown as such; when it was refused as
-too long, the agent's `GuardedModel` compacts and retries, and the retry is marked."""
+too long, the agent's `GuardedModel` compacts and retries, and the retry is marked.
+
+`CallModel` states once how AgentScope 1.x calls a chat model, for the demo's 1.x models
+(this one, and the offline ones of `_line1`) and the tests' scripted 1.x model."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
@@ -23,7 +27,39 @@ from ._scripted import (
     rejection_reason,
 )
 
-__all__ = ["Recorder", "RecordingModel"]
+__all__ = ["Call", "CallModel", "Recorder", "RecordingModel"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a 1.x chat model, as the agent made it."""
+
+    messages: list[dict[str, Any]]
+    """The formatted prompt."""
+    tools: list[dict[str, Any]] | None
+    """The tool schemas."""
+    tool_choice: str | None
+    structured_model: Any
+    kwargs: dict[str, Any]
+    """Any other keyword arguments."""
+
+
+class CallModel(ChatModelBase):
+    """A 1.x chat model whose call is one `respond(call)`: the agent's arguments as a `Call`."""
+
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        return await self.respond(Call(messages, tools, tool_choice, structured_model, kwargs))
+
+    async def respond(self, call: Call) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """The answer to `call` (a response, or a stream of them)."""
+        raise NotImplementedError
 
 
 class Recorder:
@@ -101,7 +137,7 @@ class Recorder:
                 self.on_step(describe(step, tokens, move, provider=provider, retry=retry))
 
 
-class RecordingModel(Recorder, ChatModelBase):
+class RecordingModel(Recorder, CallModel):
     """Wraps a real chat model: counts each prompt, notes continuation reads, the provider's
     reported prompt tokens and the prompts it rejects.
 
@@ -124,24 +160,17 @@ class RecordingModel(Recorder, ChatModelBase):
         self.on_step = on_step
         self._overflowed = False
 
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+    async def respond(self, call: Call) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream
         return await self._record(
-            messages,
-            tools,
+            call.messages,
+            call.tools,
             lambda: self.inner(
-                messages,
-                tools=tools,
-                tool_choice=tool_choice,
-                structured_model=structured_model,
-                **kwargs,
+                call.messages,
+                tools=call.tools,
+                tool_choice=call.tool_choice,
+                structured_model=call.structured_model,
+                **call.kwargs,
             ),
         )
 

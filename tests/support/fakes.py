@@ -83,6 +83,8 @@ class _Scripted:
 if IS_1X:
     from agentscope.message import TextBlock, ToolUseBlock
 
+    from agentscope_ctx.demo._recording import Call, CallModel
+
     def text(reply: str) -> ChatResponse:
         """A plain text answer (ends a ReAct reply)."""
         return ChatResponse(content=[TextBlock(type="text", text=reply)])
@@ -114,9 +116,10 @@ if IS_1X:
             input_tokens=input_tokens, output_tokens=output_tokens, time=0.0, metadata=details
         )
 
-    class FakeChatModel(_Scripted, ChatModelBase):
+    class FakeChatModel(_Scripted, CallModel):
         """A scripted 1.x chat model: each call pops the next `Script` item of the queue;
-        when the queue is empty, `default` answers (a text by default)."""
+        when the queue is empty, `default` answers (a text by default). Called as the demo's
+        1.x models are (`CallModel`)."""
 
         def __init__(
             self,
@@ -129,18 +132,16 @@ if IS_1X:
             super().__init__(model_name=name, stream=stream)
             self._script(responses, default)
 
-        async def __call__(
-            self,
-            messages: list[dict[str, Any]],
-            tools: list[dict[str, Any]] | None = None,
-            tool_choice: str | None = None,
-            structured_model: Any = None,
-            **kwargs: Any,
-        ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        async def respond(self, call: Call) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
             self.calls.append(
-                {"messages": messages, "tools": tools, "tool_choice": tool_choice, **kwargs}
+                {
+                    "messages": call.messages,
+                    "tools": call.tools,
+                    "tool_choice": call.tool_choice,
+                    **call.kwargs,
+                }
             )
-            response = await self._next_answer(messages, messages)
+            response = await self._next_answer(call.messages, call.messages)
             if not self.stream:
                 return response
             return self._stream(response)
