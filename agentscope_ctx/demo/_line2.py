@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agentscope.agent import Agent, ReActConfig
@@ -39,6 +40,8 @@ from ._summary import answer_compactor
 
 __all__ = [
     "NOTICE_EVENT",
+    "CallChatModel",
+    "ChatCall",
     "OfflineChatModel",
     "RecordingChatModel",
     "ScriptedChatModel",
@@ -50,24 +53,22 @@ _CONTEXT_SIZE = 128_000
 """The scripted model's context window: a common provider's (the demo's budget is ours)."""
 
 
-class OfflineChatModel(ChatModelBase):
-    """A 2.x chat model answered here (no provider): no credential, no parameters, no
-    streaming; each call's messages are formatted with the real `OpenAIChatFormatter` and
-    `answer` gets them as a provider would, with the tool schemas."""
+@dataclass(frozen=True)
+class ChatCall:
+    """One call of a 2.x chat model's `_call_api`, as the base class made it."""
 
-    class Parameters(BaseModel):
-        """An offline model takes no parameters."""
+    model_name: str
+    messages: list[Msg]
+    tools: list[dict[str, Any]] | None
+    """The tool schemas."""
+    tool_choice: ToolChoice | None
+    kwargs: dict[str, Any]
+    """Any other keyword arguments."""
 
-    def __init__(self, model: str, context_size: int = _CONTEXT_SIZE) -> None:
-        super().__init__(
-            credential=CredentialBase(),
-            model=model,
-            parameters=OfflineChatModel.Parameters(),
-            stream=False,
-            max_retries=0,
-            context_size=context_size,
-        )
-        self.formatter = OpenAIChatFormatter()
+
+class CallChatModel(ChatModelBase):
+    """A 2.x chat model whose `_call_api` is one `respond(call)`: its arguments as a
+    `ChatCall` (stated once for the demo's 2.x models and the tests' scripted one)."""
 
     async def _call_api(
         self,
@@ -76,8 +77,38 @@ class OfflineChatModel(ChatModelBase):
         tools: list[dict[str, Any]] | None = None,
         tool_choice: ToolChoice | None = None,
         **kwargs: Any,
-    ) -> ChatResponse:
-        return await self.answer(await self.formatter.format(messages), tools)
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        return await self.respond(ChatCall(model_name, messages, tools, tool_choice, kwargs))
+
+    async def respond(self, call: ChatCall) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        """The answer to `call` (a response, or a stream of them when `stream` is on)."""
+        raise NotImplementedError
+
+
+class OfflineChatModel(CallChatModel):
+    """A 2.x chat model answered here (no provider): no credential, no parameters, no
+    streaming (but for a subclass that answers with a stream: `stream=True`); each call's
+    messages are formatted with the real `OpenAIChatFormatter` and `answer` gets them as a
+    provider would, with the tool schemas."""
+
+    class Parameters(BaseModel):
+        """An offline model takes no parameters."""
+
+    def __init__(
+        self, model: str, context_size: int = _CONTEXT_SIZE, *, stream: bool = False
+    ) -> None:
+        super().__init__(
+            credential=CredentialBase(),
+            model=model,
+            parameters=OfflineChatModel.Parameters(),
+            stream=stream,
+            max_retries=0,
+            context_size=context_size,
+        )
+        self.formatter = OpenAIChatFormatter()
+
+    async def respond(self, call: ChatCall) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        return await self.answer(await self.formatter.format(call.messages), call.tools)
 
     async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
         """The response to one call."""
@@ -135,7 +166,7 @@ def provider_prompt(model: ChatModelBase, usage: ChatUsage | None) -> tuple[int,
     return None if reported is None else (reported.tokens, reported.cached or 0)
 
 
-class RecordingChatModel(Recorder, ChatModelBase):
+class RecordingChatModel(Recorder, CallChatModel):
     """Wraps a real 2.x chat model (its formatter, credential and context window): counts
     each prompt, notes continuation reads, the provider's reported prompt tokens and the
     prompts it rejects (the 2.x twin of `demo._recording.RecordingModel`)."""
@@ -161,20 +192,15 @@ class RecordingChatModel(Recorder, ChatModelBase):
         self.on_step = on_step
         self._overflowed = False
 
-    async def _call_api(
-        self,
-        model_name: str,
-        messages: list[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+    async def respond(self, call: ChatCall) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream
-        formatted = await self.formatter.format(messages)
+        formatted = await self.formatter.format(call.messages)
         return await self._record(
             formatted,
-            tools,
-            lambda: self.inner(messages, tools=tools, tool_choice=tool_choice, **kwargs),
+            call.tools,
+            lambda: self.inner(
+                call.messages, tools=call.tools, tool_choice=call.tool_choice, **call.kwargs
+            ),
         )
 
     def _note(self, response: ChatResponse, step: int, tokens: int) -> None:

@@ -3,7 +3,9 @@
 `FakeChatModel` stands for a remote LLM we cannot reach: a real `ChatModelBase` of the installed
 line that replays a scripted queue of responses and records every prompt it received.
 Everything else in the tests is real. Both lines' models share the queue (`_Scripted`); what
-differs per line is how AgentScope calls a model and what an answer is made of:
+differs per line is how AgentScope calls a model (stated once in the package, for the demo's
+models and these: 1.x `demo._recording.CallModel`, 2.x `demo._line2.CallChatModel`, each
+handing a call to `respond`) and what an answer is made of:
 
 - 1.x: the model is called with the formatted prompt (`list[dict]`); a tool call is a
   `ToolUseBlock` dict; `name=` names the model.
@@ -26,7 +28,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from copy import deepcopy
 from typing import Any
 
-from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.model import ChatResponse
 
 from agentscope_ctx._line import IS_1X
 
@@ -151,12 +153,10 @@ if IS_1X:
             yield response
 
 else:
-    from agentscope.credential import CredentialBase
-    from agentscope.formatter import OpenAIChatFormatter
-    from agentscope.message import Msg, TextBlock, ToolCallBlock
+    from agentscope.message import TextBlock, ToolCallBlock
     from agentscope.permission import PermissionBehavior, PermissionDecision
-    from agentscope.tool import ToolChoice
-    from pydantic import BaseModel
+
+    from agentscope_ctx.demo._line2 import ChatCall, OfflineChatModel
 
     ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in tests")
     """For `FunctionTool(..., permission=ALLOW)`: 2.x asks the user before a custom tool
@@ -183,12 +183,10 @@ else:
             cache_input_tokens=cached_tokens,
         )
 
-    class FakeChatModel(_Scripted, ChatModelBase):
+    class FakeChatModel(_Scripted, OfflineChatModel):
         """A scripted 2.x chat model: each call pops the next `Script` item of the queue;
-        when the queue is empty, `default` answers."""
-
-        class Parameters(BaseModel):
-            """No parameters."""
+        when the queue is empty, `default` answers. The demo's offline 2.x model (no
+        credential, no parameters, the real `OpenAIChatFormatter`), with a queue."""
 
         def __init__(
             self,
@@ -198,36 +196,23 @@ else:
             default: Script | None = "Done.",
             context_size: int = 128_000,
         ) -> None:
-            super().__init__(
-                credential=CredentialBase(),
-                model="fake-model",
-                parameters=FakeChatModel.Parameters(),
-                stream=stream,
-                max_retries=0,
-                context_size=context_size,
-            )
-            self.formatter = OpenAIChatFormatter()
+            super().__init__("fake-model", context_size, stream=stream)
             self._script(responses, default)
 
-        async def _call_api(
-            self,
-            model_name: str,
-            messages: list[Msg],
-            tools: list[dict[str, Any]] | None = None,
-            tool_choice: ToolChoice | None = None,
-            **kwargs: Any,
+        async def respond(
+            self, call: ChatCall
         ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-            formatted = await self.formatter.format(messages)
+            formatted = await self.formatter.format(call.messages)
             self.calls.append(
                 {
-                    "messages": deepcopy(messages),
+                    "messages": deepcopy(call.messages),
                     "formatted": formatted,
-                    "tools": tools,
-                    "tool_choice": tool_choice,
-                    **kwargs,
+                    "tools": call.tools,
+                    "tool_choice": call.tool_choice,
+                    **call.kwargs,
                 }
             )
-            response = await self._next_answer(messages, formatted)
+            response = await self._next_answer(call.messages, formatted)
             if not self.stream:
                 return response
             return self._stream(response)
@@ -242,18 +227,15 @@ else:
         context compression asks for), as some OpenAI-compatible servers do. Every call is
         recorded, the rejected ones too."""
 
-        async def _call_api(
-            self,
-            model_name: str,
-            messages: list[Msg],
-            tools: list[dict[str, Any]] | None = None,
-            tool_choice: ToolChoice | None = None,
-            **kwargs: Any,
+        async def respond(
+            self, call: ChatCall
         ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-            if tools or tool_choice is not None or "response_format" in kwargs:
-                self.calls.append({"rejected": True, "tools": tools, "tool_choice": tool_choice})
+            if call.tools or call.tool_choice is not None or "response_format" in call.kwargs:
+                self.calls.append(
+                    {"rejected": True, "tools": call.tools, "tool_choice": call.tool_choice}
+                )
                 raise ValueError("400: this model does not support tools or response_format")
-            return await super()._call_api(model_name, messages, tools, tool_choice, **kwargs)
+            return await super().respond(call)
 
 
 async def hang(messages: Any) -> str:
