@@ -22,7 +22,7 @@ from typing import Any
 from agentscope.agent import Agent, ReActConfig
 from agentscope.credential import CredentialBase
 from agentscope.event import CustomEvent
-from agentscope.formatter import OpenAIChatFormatter
+from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
 from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
 from agentscope.tool import ToolBase, ToolChoice, Toolkit
@@ -171,26 +171,22 @@ class RecordingChatModel(Recorder, CallChatModel):
     each prompt, notes continuation reads, the provider's reported prompt tokens and the
     prompts it rejects (the 2.x twin of `demo._recording.RecordingModel`)."""
 
-    def __init__(
-        self,
-        inner: ChatModelBase,
-        *,
-        stats: PromptStats,
-        on_step: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__(
-            credential=inner.credential,
-            model=inner.model,
-            parameters=inner.parameters,
-            stream=inner.stream,
-            max_retries=0,  # the inner model retries as it is configured to
-            context_size=inner.context_size,
-        )
-        self.formatter = inner.formatter  # type: ignore[attr-defined]  # every provider's
-        self.inner = inner
-        self.stats = stats
-        self.on_step = on_step
-        self._overflowed = False
+    @staticmethod
+    def _base_arguments(inner: ChatModelBase) -> dict[str, Any]:
+        return {
+            "credential": inner.credential,
+            "model": inner.model,
+            "parameters": inner.parameters,
+            "stream": inner.stream,
+            "max_retries": 0,  # the inner model retries as it is configured to
+            "context_size": inner.context_size,
+        }
+
+    @property
+    def formatter(self) -> FormatterBase:
+        """The wrapped model's (every provider's has one; the agent finds it here)."""
+        formatter: FormatterBase = self.inner.formatter  # type: ignore[attr-defined]
+        return formatter
 
     async def respond(self, call: ChatCall) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream

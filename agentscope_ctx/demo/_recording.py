@@ -66,9 +66,25 @@ class Recorder:
     """What both lines' recording models do around the inner model's call: number the step,
     mark a retry after an overflow, relay a stream, note a rejection, describe the moves."""
 
-    stats: PromptStats
-    on_step: Callable[[str], None] | None
-    _overflowed: bool
+    def __init__(
+        self,
+        inner: ChatModelBase,
+        *,
+        stats: PromptStats,
+        on_step: Callable[[str], None] | None = None,
+    ) -> None:
+        """Wrap `inner` (see `RecordingModel`); the chat model base is made with
+        `_base_arguments(inner)`."""
+        super().__init__(**self._base_arguments(inner))
+        self.inner = inner
+        self.stats = stats
+        self.on_step = on_step
+        self._overflowed = False
+
+    @staticmethod
+    def _base_arguments(inner: ChatModelBase) -> dict[str, Any]:
+        """The line's chat model base's arguments, taken from the wrapped model."""
+        raise NotImplementedError
 
     async def _record(
         self,
@@ -147,18 +163,9 @@ class RecordingModel(Recorder, CallModel):
         on_step: called with a one-line description of each answer (or rejection).
     """
 
-    def __init__(
-        self,
-        inner: ChatModelBase,
-        *,
-        stats: PromptStats,
-        on_step: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__(model_name=inner.model_name, stream=inner.stream)
-        self.inner = inner
-        self.stats = stats
-        self.on_step = on_step
-        self._overflowed = False
+    @staticmethod
+    def _base_arguments(inner: ChatModelBase) -> dict[str, Any]:
+        return {"model_name": inner.model_name, "stream": inner.stream}
 
     async def respond(self, call: Call) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream
