@@ -182,15 +182,18 @@ def open_stores(
     """
     fields = {"agent": agent or "", "session": session or ""}
     if config.store.kind == "local":
+        from ._tool_results import ToolResultStore
         from .local import LocalDialogStore, LocalOutputStore, LocalSearchIndex
 
         working_dir = Path(config.working_dir).resolve()
         local = LocalSearchIndex(working_dir, failures=failures)
         files = LocalOutputStore(
-            working_dir,
-            config.tool_result.retention_days,
-            on_saved=lambda path: local.output_saved(str(path), agent=agent, session=session),
-            owner=(agent or "", session or ""),
+            ToolResultStore(
+                working_dir,
+                config.tool_result.retention_days,
+                on_saved=lambda path: local.output_saved(str(path), agent=agent, session=session),
+                owner=(agent or "", session or ""),
+            )
         )
         dialog = LocalDialogStore(
             working_dir, record_fields=fields, on_append=local.dialog_appended
