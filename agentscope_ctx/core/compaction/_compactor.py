@@ -1,6 +1,6 @@
 """`Compactor`: writes the sectioned summary that replaces the older part of the context.
 
-The summary is written by an AgentScope agent (`_runner.run_agent_once`: tool-less, one
+The summary is written by an AgentScope agent (`_runner.run_agent`: tool-less, one
 iteration, fresh memory per call; a `ReActAgent` on 1.x, an `Agent` on 2.x) on the configured
 model, from the previous summary and a compact transcript of the older messages. It answers in
 plain text: no structured output, no tools, no `response_format`, so providers that reject
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .._entry import Msg
 from .._overflow import is_context_overflow
-from .._runner import call_prefixed, format_prefixed, format_prompt, has_model, run_agent_once
+from .._runner import call_prefixed, format_prefixed, format_prompt, has_model, run_agent
 from ..config._config import CompactorConfig
 from ..summary._extractive import extractive_summary, render_msg, validate_summary
 from ..summary._outcome import ReadSaved
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
     from agentscope.model import ChatModelBase
 
-__all__ = ["CompactionResult", "Compactor", "run_agent_once"]
+__all__ = ["CompactionResult", "Compactor", "run_agent"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -235,7 +235,7 @@ class Compactor:
                 instruction=prefix_instruction(ask, error, self.config.language),
             )
         else:
-            call = run_agent_once(
+            call = run_agent(
                 self._model,
                 self._formatter,
                 name="compactor",
