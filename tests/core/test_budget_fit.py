@@ -333,10 +333,10 @@ async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: 
     agent = Agent()
     ask = Msg("user", "read the nine files", "user")
     await memory.add(ask)
-    pipe.compaction.expect_prompt()  # the agent's reasoning call, as the adapter reports it
+    pipe.compaction.prompts.expect()  # the agent's reasoning call, as the adapter reports it
     sent = [{"role": "system", "content": "You are a test agent."}, {"role": "user"}]
-    pipe.compaction.keep_prompt(sent, None, None, object())
-    kept = pipe.compaction.last_prompt
+    pipe.compaction.prompts.keep(sent, None, None, object())
+    kept = pipe.compaction.prompts.last
     assert kept is not None and kept.shown == {ask.id}
     msgs = parallel_unit(9, 200)
     await memory.add(msgs)
@@ -347,5 +347,5 @@ async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: 
     assert prefix is not None and prefix.prompt is kept
     assert [m.id for m in prefix.unseen] == [m.id for m in msgs]
     assert prefix.anchor is None
-    assert pipe.compaction.last_prompt is None
+    assert pipe.compaction.prompts.last is None
     assert [m.id for m in memory.messages()] == [ask.id]

@@ -22,11 +22,11 @@ Three rules (DESIGN.md §13):
   block and the eviction index), after it when the new summary is; nothing is removed, and
   the notice says so.
 
-The adapter leaves the agent's last prompt in `last_prompt` (unless `compactor.request:
-plain`; kept by `_prefix.PromptKeeper`); with ``prefix``, or ``auto`` once the provider
-reported cache reads, and while it still matches the memory (the same summary, none of its
-messages gone or hidden), the compactor is given it (`Prefix`), so that its request can start
-with that prompt.
+The adapter leaves the agent's last prompt in `prompts` (a `_prefix.PromptKeeper`, through
+its `expect` and `keep`; kept as `prompts.last` unless `compactor.request: plain`); with
+``prefix``, or ``auto`` once the provider reported cache reads, and while it still matches
+the memory (the same summary, none of its messages gone or hidden), the compactor is given it
+(`Prefix`), so that its request can start with that prompt.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._entry import Msg
 from .._errors import PersistenceError
@@ -51,7 +51,7 @@ from ..summary._extractive import _result_text
 from ..summary._kept import compose
 from ..summary._outcome import ReadSaved, judge_ahead
 from ..tokens._calibration import CacheStats
-from ._prefix import LastPrompt, Prefix, PromptKeeper
+from ._prefix import Prefix, PromptKeeper
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
     from .._seams import DialogSeam
@@ -128,27 +128,8 @@ class Compaction:
         self.cache = cache
         self._stalled_at: int | None = None
         self.prompts = PromptKeeper(config, self.memory, cache)
-        """The agent's last prompt, for the compactor's prefix request."""
-
-    @property
-    def last_prompt(self) -> LastPrompt | None:
-        """The agent's last prompt, as the adapter saw its model called (`None`: not kept)."""
-        return self.prompts.last
-
-    def expect_prompt(self) -> None:
-        """The agent's next model call sends the memory as it is now (`PromptKeeper.expect`)."""
-        self.prompts.expect()
-
-    def keep_prompt(
-        self,
-        messages: Sequence[Any] | None,
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: Any = None,
-        model: object = None,
-    ) -> None:
-        """The agent's model was called with `messages` as sent (`None`: the call failed);
-        see `PromptKeeper.keep`."""
-        self.prompts.keep(messages, tools, tool_choice, model)
+        """The agent's last prompt, for the compactor's prefix request: the adapter says
+        when the agent's model is called next (`expect`) and with what (`keep`)."""
 
     def stalled(self, tokens: int) -> bool:
         """Loop guard: after a compaction that did not help, wait for real growth (5% of
