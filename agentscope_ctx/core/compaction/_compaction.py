@@ -220,15 +220,11 @@ class Compaction:
             freed += await self.accountant.summary_tokens()  # as shown: the fit cut it
         else:
             freed += await self._summary_tokens(self.memory.summary_text())
-        smallest = await self._summary_tokens(with_index(with_carry("-", carry), index))
-        if everything and least is not None:
-            smallest = min(smallest, least)
-        if smallest >= freed:
-            return await self._not_made(
-                tokens_before,
-                f"{_older(older)} and the summary take {freed} tokens, a summary at least "
-                f"{smallest}",
-            )
+        cap = least if everything else None
+        least_summary = with_index(with_carry("-", carry), index)
+        grown = await self._no_grow(tokens_before, least_summary, cap, freed, older, made=False)
+        if grown is not None:
+            return grown
         await self.notify(
             f"[agentscope_ctx] compacting {len(older)} messages "
             f"({tokens_before} tokens, threshold {threshold})...",
@@ -240,15 +236,9 @@ class Compaction:
         )
         del prefix, more
         summary, kept = compose(result.summary, carry, carry_state, index, entries)
-        new = await self._summary_tokens(summary)
-        if everything and least is not None:
-            new = min(new, least)
-        if new >= freed:
-            return await self._not_made(
-                tokens_before,
-                f"the new summary takes {new} tokens, {_older(older)} and the summary it "
-                f"would replace {freed}",
-            )
+        grown = await self._no_grow(tokens_before, summary, cap, freed, older, made=True)
+        if grown is not None:
+            return grown
         try:
             await self.dialog.append(leaving)  # write-ahead: durable before removal
         except PersistenceError as exc:
@@ -284,6 +274,32 @@ class Compaction:
     async def _summary_tokens(self, summary: str) -> int:
         msg = self.memory.summary_message_for(summary)
         return 0 if msg is None else await self.accountant.counter.count_msg(msg)
+
+    async def _no_grow(
+        self,
+        tokens_before: int,
+        summary: str,
+        least: int | None,
+        freed: int,
+        older: Sequence[Msg],
+        *,
+        made: bool,
+    ) -> CompactionOutcome | None:
+        """The no-grow rule, before the model call (`summary`: the least one) and after it
+        (`made`: the new one): `None` when the summary message, as shown (at most `least`,
+        what the fit leaves of it), takes fewer tokens than `freed`; else it is not made."""
+        tokens = await self._summary_tokens(summary)
+        if least is not None:
+            tokens = min(tokens, least)
+        if tokens < freed:
+            return None
+        why = (
+            f"the new summary takes {tokens} tokens, {_older(older)} and the summary it "
+            f"would replace {freed}"
+            if made
+            else f"{_older(older)} and the summary take {freed} tokens, a summary at least {tokens}"
+        )
+        return await self._not_made(tokens_before, why)
 
     async def _not_made(self, tokens_before: int, why: str) -> CompactionOutcome:
         """Skip a compaction that would not shrink the prompt; say so, and wait for growth
