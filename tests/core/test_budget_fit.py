@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -303,18 +302,10 @@ class PrefixRecorder(RecordingCompactor):
         super().__init__()
         self.prefixes: list[Prefix | None] = []
 
-    async def compact(
-        self,
-        previous_summary: str,
-        messages: Sequence[Msg],
-        *,
-        extra_instruction: str | None = None,
-        prefix: Prefix | None = None,
-    ) -> Any:
+    async def compact(self, *args: Any, prefix: Prefix | None = None, **options: Any) -> Any:
+        """`CompactorLike.compact` (the pipeline's call), its `prefix` recorded."""
         self.prefixes.append(prefix)
-        return await super().compact(
-            previous_summary, messages, extra_instruction=extra_instruction
-        )
+        return await super().compact(*args, **options)
 
 
 async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: Path) -> None:
