@@ -203,12 +203,8 @@ class Compactor:
             replaced += await self._counter.count_text(summary)
             ask = Ask(summary, "\n\n".join(texts), extra, part, end < len(messages), replaced)
             try:
-                answer, error = await self._attempt(ask)
-                if error is not None:
-                    retried = f"chunk {chunks}: first answer rejected: {error}"
-                    logger.info("Compactor %s; retrying once.", retried)
-                    answer, error = await self._attempt(ask, error=error)
-                    error = error and f"answer rejected twice: {error}"
+                answer, error, again = await self._answer(ask, f"chunk {chunks}: ")
+                retried = again or retried
             except _ModelFailure as exc:
                 error = str(exc)
             if error is not None:
@@ -216,6 +212,22 @@ class Compactor:
                 return await self._fallback(summary, messages[start:], reason, chunks)
             summary, start = answer, end
         return CompactionResult(summary, "model_retry" if retried else "model", retried, chunks)
+
+    async def _answer(self, ask: Ask, label: str = "") -> tuple[str, str | None, str | None]:
+        """The model's answer to `ask`, asked once more when it is rejected: the answer, what
+        is still wrong with it, and why it was asked again (`None`: taken at once; `label`,
+        e.g. ``"chunk 2: "``, starts it).
+
+        Raises:
+            _ModelFailure: a call raised or timed out (not worth a retry).
+        """
+        answer, error = await self._attempt(ask)
+        if error is None:
+            return answer, None, None
+        retried = f"{label}first answer rejected: {error}"
+        logger.info("Compactor %s; retrying once.", retried)
+        answer, error = await self._attempt(ask, error=error)
+        return answer, error and f"answer rejected twice: {error}", retried
 
     async def _attempt(self, ask: Ask, *, error: str | None = None) -> tuple[str, str | None]:
         """One model call; returns the cleaned answer and what is wrong with it, if anything.
@@ -295,13 +307,7 @@ class Compactor:
             return None
         del request
         try:
-            answer, error = await self._attempt(ask)
-            retried = None
-            if error is not None:
-                retried = f"first answer rejected: {error}"
-                logger.info("Compactor %s; retrying once.", retried)
-                answer, error = await self._attempt(ask, error=error)
-                error = error and f"answer rejected twice: {error}"
+            answer, error, retried = await self._answer(ask)
         except _ModelFailure as exc:
             if exc.__cause__ is not None and is_context_overflow(exc.__cause__):
                 logger.info(
