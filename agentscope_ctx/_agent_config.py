@@ -28,6 +28,7 @@ from .core._errors import ConfigError, _short_repr
 from .core.config._config import AGENT_SECTIONS, ContextConfig
 from .core.config._config_base import PlainName, _Section, section_of
 from .core.config._config_file import read_config_mapping
+from .services._agent_parts import AgentParts
 from .tools import ShellTool, fetch_url
 
 if TYPE_CHECKING:
@@ -145,23 +146,20 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
     """
     spec = load_agent_spec(source)
     section, models = spec.section, spec.models
-    parts: dict[str, Any] = {
-        "name": section.name,
-        "sys_prompt": section.sys_prompt,
-        "max_iters": section.max_iters,
-        "tools": spec.tool_functions(),
-        "model": models.model,
-        "compactor_model": models.compactor_model,
-    }
+    parts = AgentParts(
+        name=section.name,
+        sys_prompt=section.sys_prompt,
+        max_iters=section.max_iters,
+        tools=spec.tool_functions(),
+        model=models.model,
+        compactor_model=models.compactor_model,
+        formatter=models.formatter,
+        compactor_formatter=models.compactor_formatter,
+    )
     if not IS_1X:
         # imported by name: the 1.x type check does not follow it (it checks 2.x code)
         v2 = importlib.import_module("agentscope_ctx.agentscope2._agent")
-        return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec.config, **parts))
+        return cast("tuple[ReActAgent, ContextManager]", v2.build_agent_v2(spec.config, parts))
     from .agentscope1._agent import build_agent_1x
 
-    return build_agent_1x(
-        spec.config,
-        formatter=models.formatter,
-        compactor_formatter=models.compactor_formatter,
-        **parts,
-    )
+    return build_agent_1x(spec.config, parts)

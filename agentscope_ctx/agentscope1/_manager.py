@@ -133,7 +133,7 @@ class ContextManager(Services):
             agent.model,
             on_usage=pipeline.observe_usage,
             recover=lambda error: self._emergency_compaction(agent, error),
-            on_prompt=lambda messages, kwargs: pipeline.compaction.keep_prompt(
+            on_prompt=lambda messages, kwargs: pipeline.compaction.prompts.keep(
                 messages, kwargs.get("tools"), kwargs.get("tool_choice"), agent.model
             ),
         )
@@ -340,7 +340,7 @@ class ContextManager(Services):
         await self._run(agent)
         binding: _Binding | None = self._bindings.get(agent.id)
         if binding is not None and agent.memory is binding.memory:
-            binding.pipeline.compaction.expect_prompt()  # the reasoning call sends it next
+            binding.pipeline.compaction.prompts.expect()  # the reasoning call sends it next
 
     async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         await self._run(agent, "tool_result")

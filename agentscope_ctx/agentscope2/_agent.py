@@ -15,8 +15,7 @@ tools as function tools, and the context middleware. Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentscope.agent import Agent, ReActConfig
 from agentscope.tool import ToolBase, Toolkit
@@ -25,42 +24,24 @@ from ._manager import ContextManager
 from ._tools import function_tool
 
 if TYPE_CHECKING:
-    from agentscope.model import ChatModelBase
-
     from ..core.config._config import ContextConfig
+    from ..services._agent_parts import AgentParts
 
 __all__ = ["build_agent_v2"]
 
 
-def build_agent_v2(
-    config: ContextConfig,
-    *,
-    name: str,
-    sys_prompt: str,
-    max_iters: int,
-    tools: Sequence[Callable[..., Any]],
-    model: ChatModelBase,
-    compactor_model: ChatModelBase,
-) -> tuple[Agent, ContextManager]:
-    """The 2.x `Agent` of an agent config, with its `ContextManager` (see the module).
-
-    Args:
-        config: The config's ``context:`` section.
-        name: The agent's name.
-        sys_prompt: Its system prompt.
-        max_iters: Most reasoning-acting steps in one reply.
-        tools: The built-in tool functions the config asks for.
-        model: The agent's model.
-        compactor_model: The Compactor's and the Summarizer's model.
-    """
-    manager = ContextManager(config, model=compactor_model)
-    function_tools: list[ToolBase] = [function_tool(t, read_only=True) for t in tools]
+def build_agent_v2(config: ContextConfig, parts: AgentParts) -> tuple[Agent, ContextManager]:
+    """The 2.x `Agent` of an agent config (`config`: its ``context:`` section; `parts`: the
+    rest; the formatters are not used: a 2.x model owns its own), with its `ContextManager`
+    (see the module)."""
+    manager = ContextManager(config, model=parts.compactor_model)
+    function_tools: list[ToolBase] = [function_tool(t, read_only=True) for t in parts.tools]
     agent = Agent(
-        name=name,
-        system_prompt=sys_prompt,
-        model=model,
+        name=parts.name,
+        system_prompt=parts.sys_prompt,
+        model=parts.model,
         toolkit=Toolkit(tools=function_tools),
         middlewares=[manager.middleware()],
-        react_config=ReActConfig(max_iters=max_iters),
+        react_config=ReActConfig(max_iters=parts.max_iters),
     )
     return agent, manager

@@ -59,7 +59,7 @@ async def guarded_call(
     try:
         result = await _started(await next_handler(messages=messages))
     except Exception as error:
-        compaction.keep_prompt(None)
+        compaction.prompts.keep(None)
         if not is_context_overflow(error):
             note_unreachable(error)
             raise
@@ -76,7 +76,7 @@ async def guarded_call(
 
 
 def _keep(compaction: Compaction, messages: list[Msg], kwargs: dict[str, Any], model: Any) -> None:
-    """Keep the prompt for the compactor's prefix request (`Compaction.keep_prompt`): each
+    """Keep the prompt for the compactor's prefix request (`PromptKeeper.keep`): each
     message with its list of blocks as sent (the agent may add blocks to a message later;
     a shallow copy of the list, not of the blocks)."""
     try:
@@ -86,7 +86,7 @@ def _keep(compaction: Compaction, messages: list[Msg], kwargs: dict[str, Any], m
             else msg
             for msg in messages
         ]
-        compaction.keep_prompt(sent, kwargs.get("tools"), kwargs.get("tool_choice"), model)
+        compaction.prompts.keep(sent, kwargs.get("tools"), kwargs.get("tool_choice"), model)
     except Exception:  # keeping the prompt is a nicety: never fail the call
         logger.exception("agentscope_ctx: could not keep the prompt")
 

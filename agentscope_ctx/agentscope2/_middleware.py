@@ -131,7 +131,7 @@ class MiddlewareHooks(MiddlewareBase):
         binding = self.manager.bind(agent)
         await self.manager.refresh_parts(agent, binding)
         report = await self.manager.run(binding)
-        binding.pipeline.compaction.expect_prompt()  # the model call sends the state next
+        binding.pipeline.compaction.prompts.expect()  # the model call sends the state next
         figures = notice_figures(report)
         for text in binding.take_notices():
             yield CustomEvent(name=NOTICE_EVENT, value={"text": text, **figures})

@@ -135,11 +135,8 @@ async def format_prompt(
 ) -> list[dict[str, Any]]:
     """A system prompt and a user message as `model.formatter` sends them (`formatter` is not
     used: a 2.x model owns its own)."""
-    own: FormatterBase | None = getattr(model, "formatter", None)
-    if own is None:
-        raise TypeError(f"{type(model).__name__} has no formatter (a 2.x model owns one)")
     messages = [SystemMsg(name="system", content=sys_prompt), UserMsg(name="user", content=prompt)]
-    return await own.format(messages)
+    return await _formatter(model).format(messages)
 
 
 def _formatter(model: ChatModelBase) -> FormatterBase:

@@ -10,7 +10,7 @@ line's adapter lends them to the core (`_host`: the core imports no AgentScope):
   (`agentscope_ctx.agentscope2._runner`): no runtime-state injection, built-in context
   compression off (the caller sizes its own prompt), every tool allowed without asking the
   user.
-- `run_agent_once` is the tool-less, one-iteration case (the Compactor, consolidation).
+  Its defaults (no tools, one iteration) are the Compactor's and consolidation's case.
 - No structured output and no `response_format`, on either line: a helper agent answers in
   plain text, and its caller validates that text (the Compactor: `validate_summary`, one
   retry, the extractive fallback). A tool-less run sends no `tools` and no `tool_choice`, so
@@ -50,7 +50,6 @@ __all__ = [
     "free_choice",
     "has_model",
     "run_agent",
-    "run_agent_once",
     "tool_text",
 ]
 
@@ -61,26 +60,6 @@ def has_model(model: ChatModelBase | None, formatter: FormatterBase | None) -> b
     """Whether a helper agent can run: a model, and on 1.x its formatter (a 2.x model owns
     its formatter, so `formatter` may be `None` there)."""
     return model is not None and (formatter is not None or not host().needs_formatter)
-
-
-async def run_agent_once(
-    model: ChatModelBase,
-    formatter: FormatterBase | None,
-    *,
-    name: str,
-    sys_prompt: str,
-    prompt: str,
-) -> str:
-    """Ask a tool-less, one-iteration agent with a fresh memory; return its text.
-
-    Args:
-        model: The chat model of the installed line.
-        formatter: The formatter of `model` (1.x; ignored on 2.x).
-        name: The agent's name.
-        sys_prompt: Its system prompt.
-        prompt: The user message.
-    """
-    return await run_agent(model, formatter, name=name, sys_prompt=sys_prompt, prompt=prompt)
 
 
 async def run_agent(

@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..core._runner import has_model, run_agent_once
+from ..core._runner import has_model, run_agent
 from ..stores._memory_files import local_memory
 from ..stores.memory_seam import MEMORY_DOC, STATE_DOC, MemorySeam
 
@@ -305,7 +305,7 @@ async def _model_merge(
         return None, f"notes too long for the model ({len(prompt)} characters)"
     try:
         answer = await asyncio.wait_for(
-            run_agent_once(
+            run_agent(
                 model, formatter, name="consolidator", sys_prompt=_MERGE_PROMPT, prompt=prompt
             ),
             timeout=timeout,

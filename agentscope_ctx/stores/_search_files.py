@@ -114,6 +114,21 @@ def index_file(db: sqlite3.Connection, root: Path, rel: str, kind: str, wait: fl
         )
 
 
+def _indexed(
+    db: sqlite3.Connection, rel: str, stat: os.stat_result, *, appended: bool
+) -> tuple[int, int] | None:
+    """How far `rel` is indexed (bytes, lines), by its ``sources`` row (`None`: it has none).
+    A file replaced since (another inode) or, with `appended` (a file that only grows),
+    shrunk is indexed again from the start: its entries are dropped, and it is at (0, 0)."""
+    state = db.execute("SELECT inode, size, lines FROM sources WHERE path = ?", (rel,)).fetchone()
+    if state is None:
+        return None
+    if state[0] == stat.st_ino and (not appended or state[1] <= stat.st_size):
+        return int(state[1]), int(state[2])
+    drop_one(db, rel)
+    return 0, 0
+
+
 def index_piece(
     db: sqlite3.Connection, root: Path, rel: str, wait: float, limit: int
 ) -> tuple[int, bool]:
@@ -123,15 +138,9 @@ def index_piece(
     the output is now indexed whole."""
     with write(db, wait), open(root / rel, "rb") as file:
         stat = os.fstat(file.fileno())
-        state = db.execute(
-            "SELECT inode, size, lines FROM sources WHERE path = ?", (rel,)
-        ).fetchone()
-        done = line = 0
-        if state is not None and state[0] == stat.st_ino:
-            done, line = int(state[1]), int(state[2])
-        elif state is not None:  # replaced (outputs are written once): index it again
-            drop_one(db, rel)
-        if state is not None and done >= stat.st_size:
+        indexed = _indexed(db, rel, stat, appended=False)  # outputs are written once
+        done, line = indexed or (0, 0)
+        if indexed is not None and done >= stat.st_size:
             return 0, True
         text_batch(db).delete_from(rel, done)  # what a crash left in the text index
         file.seek(done)
@@ -166,14 +175,7 @@ def index_dialog(
     while more and (deadline is None or time.monotonic() <= deadline):
         with write(db, wait), open(root / rel, "rb") as file:
             stat = os.fstat(file.fileno())
-            state = db.execute(
-                "SELECT inode, size, lines FROM sources WHERE path = ?", (rel,)
-            ).fetchone()
-            offset = line = 0
-            if state is not None and state[0] == stat.st_ino and state[1] <= stat.st_size:
-                offset, line = state[1], state[2]
-            elif state is not None:
-                drop_one(db, rel)
+            offset, line = _indexed(db, rel, stat, appended=True) or (0, 0)
             text_batch(db).delete_from(rel, offset)  # what a crash left in the text index
             file.seek(offset)
             data = file.read(_BATCH_BYTES)

@@ -28,6 +28,7 @@ from ..core._private import private_dir, write_atomic
 from ..core._tenant import Tenant, owner_tag
 from ..core.ladder._tool_policy import Limits, ToolResultPolicy
 from ._line_index import ByteSource, LineIndexCache
+from .seams import tell_saved
 
 if TYPE_CHECKING:
     pass
@@ -89,11 +90,7 @@ class ToolResultStore:
             write_atomic(path, text)
         except OSError as exc:
             raise OffloadError(f"cannot write tool output to {str(path)!r}: {exc}") from exc
-        if self.on_saved is not None:
-            try:
-                self.on_saved(path)
-            except Exception:  # a listener (the search index) never fails a save
-                logger.exception("agentscope_ctx: the tool output listener failed")
+        tell_saved(self.on_saved, path)
         return path
 
     def owns(self, path: str | Path) -> bool:

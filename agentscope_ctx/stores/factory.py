@@ -180,22 +180,10 @@ def open_stores(
     Nothing is connected or created until first use; for ``postgres``, psycopg is imported
     then.
     """
-    fields = {"agent": agent or "", "session": session or ""}
-    if config.store.kind == "local":
-        from .local import LocalDialogStore, LocalOutputStore, LocalSearchIndex
+    from ._tool_results import ToolResultStore
+    from .local import LocalOutputStore
 
-        working_dir = Path(config.working_dir).resolve()
-        local = LocalSearchIndex(working_dir, failures=failures)
-        files = LocalOutputStore(
-            working_dir,
-            config.tool_result.retention_days,
-            on_saved=lambda path: local.output_saved(str(path), agent=agent, session=session),
-            owner=(agent or "", session or ""),
-        )
-        dialog = LocalDialogStore(
-            working_dir, record_fields=fields, on_append=local.dialog_appended
-        )
-        return Stores(dialog, files, local, local.close)
+    fields = {"agent": agent or "", "session": session or ""}
     backend = open_backend(config, failures=failures)
     search = backend.search
 
@@ -203,4 +191,6 @@ def open_stores(
         search.output_saved(os.fspath(ref), agent=agent, session=session)
 
     outputs = backend.outputs(agent, session, saved)
+    if isinstance(outputs, ToolResultStore):  # the local store: its refs as `str`
+        outputs = LocalOutputStore(outputs)
     return Stores(backend.dialog(fields, search.dialog_appended), outputs, search, backend.close)

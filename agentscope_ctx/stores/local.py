@@ -12,9 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from ..core._failures import FailureLog
-from ..core.search._search_hits import Filters, SearchResult
-from ..core.search._search_text import Query
 from ._dialog import DialogStore
 from ._search import SearchIndex
 from ._tool_results import ToolResultStore
@@ -24,20 +21,17 @@ __all__ = ["LocalDialogStore", "LocalOutputStore", "LocalSearchIndex"]
 LocalDialogStore = DialogStore
 """`_dialog.DialogStore` is the local dialog seam as it is."""
 
+LocalSearchIndex = SearchIndex
+"""`_search.SearchIndex` is the local search seam as it is (refs: the output files' paths,
+`str` or `Path`), plus `rebuild`."""
+
 
 class LocalOutputStore:
-    """`ToolResultStore` as an `OutputSeam` whose refs are `str` (the absolute paths of its
-    files; `ToolResultStore` itself answers `Path`s)."""
+    """`files` (a `ToolResultStore`) as an `OutputSeam` whose refs are `str` (the absolute
+    paths of its files; `ToolResultStore` itself answers `Path`s)."""
 
-    def __init__(
-        self,
-        working_dir: Path,
-        retention_days: float,
-        *,
-        on_saved: Callable[[Path], None] | None = None,
-        owner: tuple[str, str] | None = None,
-    ) -> None:
-        self.files = ToolResultStore(working_dir, retention_days, on_saved=on_saved, owner=owner)
+    def __init__(self, files: ToolResultStore) -> None:
+        self.files = files
 
     @property
     def dir(self) -> Path:
@@ -73,43 +67,3 @@ class LocalOutputStore:
 
     def maybe_cleanup(self, referenced: Callable[[], Iterable[str]]) -> list[str]:
         return [str(path) for path in self.files.maybe_cleanup(referenced)]
-
-
-class LocalSearchIndex:
-    """`SearchIndex` as a `SearchSeam` (refs are the output files' paths), plus `rebuild`."""
-
-    sources = SearchIndex.sources
-
-    def __init__(self, working_dir: Path, *, failures: FailureLog | None = None) -> None:
-        self.index = SearchIndex(working_dir, failures=failures)
-
-    def output_saved(self, ref: str, *, agent: str | None, session: str | None = None) -> None:
-        self.index.output_saved(Path(ref), agent=agent, session=session)
-
-    def describe_output(self, ref: str, *, tool: str, args: str | None) -> None:
-        self.index.describe_output(ref, tool=tool, args=args)
-
-    def dialog_appended(self) -> None:
-        self.index.dialog_appended()
-
-    def drop_outputs(self, refs: Iterable[str]) -> None:
-        self.index.drop_outputs(refs)
-
-    def catch_up(self, *, seconds: float | None = None) -> int:
-        return self.index.catch_up(seconds=seconds)
-
-    def search(
-        self,
-        query: str | Query,
-        filters: Filters | None = None,
-        *,
-        limit: int = 5,
-        catch_up_seconds: float | None = 10.0,
-    ) -> SearchResult:
-        return self.index.search(query, filters, limit=limit, catch_up_seconds=catch_up_seconds)
-
-    def rebuild(self) -> None:
-        self.index.rebuild()
-
-    def close(self) -> None:
-        self.index.close()

@@ -17,21 +17,27 @@ The core, the tools and the CLI reach storage only through these. Local files + 
   like `_search.SearchIndex`; its notifications never raise.
 
 `excerpt` is `read_file`'s continuation read done through `OutputSeam` alone: the same cut
-and notice as reading the file (`_truncation.excerpt_with_notice`), for either store.
+and notice as reading the file (`_truncation.excerpt_with_notice`), for either store;
+`tell_saved` is how either store tells its listener of a save.
 """
 
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+import logging
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from ..core._seams import DialogSeam, OutputSeam
 from ..core.search._search_hits import Filters, SearchResult
 from ..core.search._search_text import Query
 from ..core.truncation._truncation import Position, excerpt_with_notice, utf8_len
 
-__all__ = ["DialogSeam", "OutputSeam", "RangedSource", "SearchSeam", "excerpt"]
+__all__ = ["DialogSeam", "OutputSeam", "RangedSource", "SearchSeam", "excerpt", "tell_saved"]
+
+logger = logging.getLogger("agentscope_ctx")
+
+Ref = TypeVar("Ref")
 
 
 class RangedSource(Protocol):
@@ -90,6 +96,17 @@ class SearchSeam(Protocol):
     def close(self) -> None:
         """Release connections (reopened when needed)."""
         ...
+
+
+def tell_saved(on_saved: Callable[[Ref], None] | None, ref: Ref) -> None:
+    """Call an output store's listener `on_saved(ref)` (if any) after a save; what it raises
+    is logged, never passed on: a listener (the search index) never fails a save."""
+    if on_saved is None:
+        return
+    try:
+        on_saved(ref)
+    except Exception:
+        logger.exception("agentscope_ctx: the tool output listener failed")
 
 
 def excerpt(outputs: RangedSource, ref: str, start: Position, max_bytes: int) -> str:

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from agentscope_ctx.agentscope2._tools import function_tool
 from agentscope_ctx.core._entry import Msg
-from agentscope_ctx.core._runner import run_agent_once
+from agentscope_ctx.core._runner import run_agent
 from agentscope_ctx.core.compaction._compactor import CompactionResult, Compactor
 from agentscope_ctx.core.config._config import CompactorConfig
 from agentscope_ctx.core.summary._extractive import validate_summary
@@ -227,9 +227,10 @@ async def test_no_model_is_extractive_without_a_formatter_too(counter: TokenCoun
     assert result.source == "extractive" and result.reason == "no model configured"
 
 
-async def test_run_agent_once_returns_the_text() -> None:
+async def test_run_agent_with_its_defaults_returns_the_text() -> None:
+    """No tools, one iteration: the Compactor's and consolidation's call."""
     model = FakeChatModel(["pong"])
-    answer = await run_agent_once(model, None, name="probe", sys_prompt="Answer.", prompt="ping")
+    answer = await run_agent(model, None, name="probe", sys_prompt="Answer.", prompt="ping")
     assert answer == "pong"
     assert "ping" in sent(model.calls[0], "user") and sent(model.calls[0], "system") == "Answer."
 

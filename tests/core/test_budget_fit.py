@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -303,18 +302,10 @@ class PrefixRecorder(RecordingCompactor):
         super().__init__()
         self.prefixes: list[Prefix | None] = []
 
-    async def compact(
-        self,
-        previous_summary: str,
-        messages: Sequence[Msg],
-        *,
-        extra_instruction: str | None = None,
-        prefix: Prefix | None = None,
-    ) -> Any:
+    async def compact(self, *args: Any, prefix: Prefix | None = None, **options: Any) -> Any:
+        """`CompactorLike.compact` (the pipeline's call), its `prefix` recorded."""
         self.prefixes.append(prefix)
-        return await super().compact(
-            previous_summary, messages, extra_instruction=extra_instruction
-        )
+        return await super().compact(*args, **options)
 
 
 async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: Path) -> None:
@@ -333,10 +324,10 @@ async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: 
     agent = Agent()
     ask = Msg("user", "read the nine files", "user")
     await memory.add(ask)
-    pipe.compaction.expect_prompt()  # the agent's reasoning call, as the adapter reports it
+    pipe.compaction.prompts.expect()  # the agent's reasoning call, as the adapter reports it
     sent = [{"role": "system", "content": "You are a test agent."}, {"role": "user"}]
-    pipe.compaction.keep_prompt(sent, None, None, object())
-    kept = pipe.compaction.last_prompt
+    pipe.compaction.prompts.keep(sent, None, None, object())
+    kept = pipe.compaction.prompts.last
     assert kept is not None and kept.shown == {ask.id}
     msgs = parallel_unit(9, 200)
     await memory.add(msgs)
@@ -347,5 +338,5 @@ async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: 
     assert prefix is not None and prefix.prompt is kept
     assert [m.id for m in prefix.unseen] == [m.id for m in msgs]
     assert prefix.anchor is None
-    assert pipe.compaction.last_prompt is None
+    assert pipe.compaction.prompts.last is None
     assert [m.id for m in memory.messages()] == [ask.id]

@@ -398,7 +398,7 @@ def test_beside_the_background_indexing_a_search_takes_only_outputs_it_can_finis
     stores = opener()
     stores.outputs.save(_big_output(4_000))  # 168 KB: the background's
     stores.outputs.save("the small okapi output\n" * 100)  # 2.3 KB: over 1,000, left too
-    index: Any = stores.search.index if opener.kind == "local" else stores.search  # type: ignore[attr-defined]
+    index: Any = stores.search
     budget = pieces_module.SEARCH_INDEX_BYTES
 
     def catch_up(fits_only: bool) -> int:
@@ -553,11 +553,11 @@ def test_the_seam_excerpt_is_read_files_answer_on_the_local_store(
 
     from agentscope_ctx.core.config._config import ToolResultConfig
     from agentscope_ctx.recall._read_file import FileReader
-    from agentscope_ctx.stores._tool_results import ToolResultPolicy
+    from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
     from agentscope_ctx.stores.local import LocalOutputStore
 
     with tempfile.TemporaryDirectory() as tmp:
-        outputs = LocalOutputStore(Path(tmp), 7)
+        outputs = LocalOutputStore(ToolResultStore(Path(tmp), 7))
         ref = outputs.save(text)
         policy = ToolResultPolicy(ToolResultConfig(recent_max_bytes=1_024, old_max_bytes=1_024))
         reader = FileReader([Path(tmp)], policy, store_dir=outputs.dir)

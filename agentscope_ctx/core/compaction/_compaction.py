@@ -22,11 +22,11 @@ Three rules (DESIGN.md §13):
   block and the eviction index), after it when the new summary is; nothing is removed, and
   the notice says so.
 
-The adapter leaves the agent's last prompt in `last_prompt` (unless `compactor.request:
-plain`; kept by `_prefix.PromptKeeper`); with ``prefix``, or ``auto`` once the provider
-reported cache reads, and while it still matches the memory (the same summary, none of its
-messages gone or hidden), the compactor is given it (`Prefix`), so that its request can start
-with that prompt.
+The adapter leaves the agent's last prompt in `prompts` (a `_prefix.PromptKeeper`, through
+its `expect` and `keep`; kept as `prompts.last` unless `compactor.request: plain`); with
+``prefix``, or ``auto`` once the provider reported cache reads, and while it still matches
+the memory (the same summary, none of its messages gone or hidden), the compactor is given it
+(`Prefix`), so that its request can start with that prompt.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._entry import Msg
 from .._errors import PersistenceError
@@ -51,7 +51,7 @@ from ..summary._extractive import _result_text
 from ..summary._kept import compose
 from ..summary._outcome import ReadSaved, judge_ahead
 from ..tokens._calibration import CacheStats
-from ._prefix import LastPrompt, Prefix, PromptKeeper
+from ._prefix import Prefix, PromptKeeper
 
 if TYPE_CHECKING:  # annotations only: the caller passes the store in
     from .._seams import DialogSeam
@@ -128,27 +128,8 @@ class Compaction:
         self.cache = cache
         self._stalled_at: int | None = None
         self.prompts = PromptKeeper(config, self.memory, cache)
-        """The agent's last prompt, for the compactor's prefix request."""
-
-    @property
-    def last_prompt(self) -> LastPrompt | None:
-        """The agent's last prompt, as the adapter saw its model called (`None`: not kept)."""
-        return self.prompts.last
-
-    def expect_prompt(self) -> None:
-        """The agent's next model call sends the memory as it is now (`PromptKeeper.expect`)."""
-        self.prompts.expect()
-
-    def keep_prompt(
-        self,
-        messages: Sequence[Any] | None,
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: Any = None,
-        model: object = None,
-    ) -> None:
-        """The agent's model was called with `messages` as sent (`None`: the call failed);
-        see `PromptKeeper.keep`."""
-        self.prompts.keep(messages, tools, tool_choice, model)
+        """The agent's last prompt, for the compactor's prefix request: the adapter says
+        when the agent's model is called next (`expect`) and with what (`keep`)."""
 
     def stalled(self, tokens: int) -> bool:
         """Loop guard: after a compaction that did not help, wait for real growth (5% of
@@ -239,15 +220,11 @@ class Compaction:
             freed += await self.accountant.summary_tokens()  # as shown: the fit cut it
         else:
             freed += await self._summary_tokens(self.memory.summary_text())
-        smallest = await self._summary_tokens(with_index(with_carry("-", carry), index))
-        if everything and least is not None:
-            smallest = min(smallest, least)
-        if smallest >= freed:
-            return await self._not_made(
-                tokens_before,
-                f"{_older(older)} and the summary take {freed} tokens, a summary at least "
-                f"{smallest}",
-            )
+        cap = least if everything else None
+        least_summary = with_index(with_carry("-", carry), index)
+        grown = await self._no_grow(tokens_before, least_summary, cap, freed, older, made=False)
+        if grown is not None:
+            return grown
         await self.notify(
             f"[agentscope_ctx] compacting {len(older)} messages "
             f"({tokens_before} tokens, threshold {threshold})...",
@@ -259,15 +236,9 @@ class Compaction:
         )
         del prefix, more
         summary, kept = compose(result.summary, carry, carry_state, index, entries)
-        new = await self._summary_tokens(summary)
-        if everything and least is not None:
-            new = min(new, least)
-        if new >= freed:
-            return await self._not_made(
-                tokens_before,
-                f"the new summary takes {new} tokens, {_older(older)} and the summary it "
-                f"would replace {freed}",
-            )
+        grown = await self._no_grow(tokens_before, summary, cap, freed, older, made=True)
+        if grown is not None:
+            return grown
         try:
             await self.dialog.append(leaving)  # write-ahead: durable before removal
         except PersistenceError as exc:
@@ -303,6 +274,32 @@ class Compaction:
     async def _summary_tokens(self, summary: str) -> int:
         msg = self.memory.summary_message_for(summary)
         return 0 if msg is None else await self.accountant.counter.count_msg(msg)
+
+    async def _no_grow(
+        self,
+        tokens_before: int,
+        summary: str,
+        least: int | None,
+        freed: int,
+        older: Sequence[Msg],
+        *,
+        made: bool,
+    ) -> CompactionOutcome | None:
+        """The no-grow rule, before the model call (`summary`: the least one) and after it
+        (`made`: the new one): `None` when the summary message, as shown (at most `least`,
+        what the fit leaves of it), takes fewer tokens than `freed`; else it is not made."""
+        tokens = await self._summary_tokens(summary)
+        if least is not None:
+            tokens = min(tokens, least)
+        if tokens < freed:
+            return None
+        why = (
+            f"the new summary takes {tokens} tokens, {_older(older)} and the summary it "
+            f"would replace {freed}"
+            if made
+            else f"{_older(older)} and the summary take {freed} tokens, a summary at least {tokens}"
+        )
+        return await self._not_made(tokens_before, why)
 
     async def _not_made(self, tokens_before: int, why: str) -> CompactionOutcome:
         """Skip a compaction that would not shrink the prompt; say so, and wait for growth

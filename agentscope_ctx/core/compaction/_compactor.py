@@ -1,6 +1,6 @@
 """`Compactor`: writes the sectioned summary that replaces the older part of the context.
 
-The summary is written by an AgentScope agent (`_runner.run_agent_once`: tool-less, one
+The summary is written by an AgentScope agent (`_runner.run_agent`: tool-less, one
 iteration, fresh memory per call; a `ReActAgent` on 1.x, an `Agent` on 2.x) on the configured
 model, from the previous summary and a compact transcript of the older messages. It answers in
 plain text: no structured output, no tools, no `response_format`, so providers that reject
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .._entry import Msg
 from .._overflow import is_context_overflow
-from .._runner import call_prefixed, format_prefixed, format_prompt, has_model, run_agent_once
+from .._runner import call_prefixed, format_prefixed, format_prompt, has_model, run_agent
 from ..config._config import CompactorConfig
 from ..summary._extractive import extractive_summary, render_msg, validate_summary
 from ..summary._outcome import ReadSaved
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from agentscope.formatter import FormatterBase
     from agentscope.model import ChatModelBase
 
-__all__ = ["CompactionResult", "Compactor", "run_agent_once"]
+__all__ = ["CompactionResult", "Compactor", "run_agent"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -203,12 +203,8 @@ class Compactor:
             replaced += await self._counter.count_text(summary)
             ask = Ask(summary, "\n\n".join(texts), extra, part, end < len(messages), replaced)
             try:
-                answer, error = await self._attempt(ask)
-                if error is not None:
-                    retried = f"chunk {chunks}: first answer rejected: {error}"
-                    logger.info("Compactor %s; retrying once.", retried)
-                    answer, error = await self._attempt(ask, error=error)
-                    error = error and f"answer rejected twice: {error}"
+                answer, error, again = await self._answer(ask, f"chunk {chunks}: ")
+                retried = again or retried
             except _ModelFailure as exc:
                 error = str(exc)
             if error is not None:
@@ -216,6 +212,22 @@ class Compactor:
                 return await self._fallback(summary, messages[start:], reason, chunks)
             summary, start = answer, end
         return CompactionResult(summary, "model_retry" if retried else "model", retried, chunks)
+
+    async def _answer(self, ask: Ask, label: str = "") -> tuple[str, str | None, str | None]:
+        """The model's answer to `ask`, asked once more when it is rejected: the answer, what
+        is still wrong with it, and why it was asked again (`None`: taken at once; `label`,
+        e.g. ``"chunk 2: "``, starts it).
+
+        Raises:
+            _ModelFailure: a call raised or timed out (not worth a retry).
+        """
+        answer, error = await self._attempt(ask)
+        if error is None:
+            return answer, None, None
+        retried = f"{label}first answer rejected: {error}"
+        logger.info("Compactor %s; retrying once.", retried)
+        answer, error = await self._attempt(ask, error=error)
+        return answer, error and f"answer rejected twice: {error}", retried
 
     async def _attempt(self, ask: Ask, *, error: str | None = None) -> tuple[str, str | None]:
         """One model call; returns the cleaned answer and what is wrong with it, if anything.
@@ -235,7 +247,7 @@ class Compactor:
                 instruction=prefix_instruction(ask, error, self.config.language),
             )
         else:
-            call = run_agent_once(
+            call = run_agent(
                 self._model,
                 self._formatter,
                 name="compactor",
@@ -295,13 +307,7 @@ class Compactor:
             return None
         del request
         try:
-            answer, error = await self._attempt(ask)
-            retried = None
-            if error is not None:
-                retried = f"first answer rejected: {error}"
-                logger.info("Compactor %s; retrying once.", retried)
-                answer, error = await self._attempt(ask, error=error)
-                error = error and f"answer rejected twice: {error}"
+            answer, error, retried = await self._answer(ask)
         except _ModelFailure as exc:
             if exc.__cause__ is not None and is_context_overflow(exc.__cause__):
                 logger.info(

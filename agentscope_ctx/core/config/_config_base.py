@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
@@ -42,10 +43,8 @@ class _Section(BaseModel):
     )
 
     def __init__(self, /, **data: object) -> None:
-        try:
+        with _config_errors(type(self)):
             super().__init__(**data)
-        except ValidationError as exc:
-            raise _config_error(exc, type(self)) from None
 
     # Marked as pydantic's own `__init__` (as `RootModel` does), so that a section validated
     # inside its parent is not built through it: the error then keeps its full path.
@@ -56,26 +55,20 @@ class _Section(BaseModel):
     @classmethod
     def model_validate(cls, obj: object, **options: Any) -> Self:
         """Validate a mapping (or a model instance); raises `ConfigError`."""
-        try:
+        with _config_errors(cls):
             return super().model_validate(obj, **options)
-        except ValidationError as exc:
-            raise _config_error(exc, cls) from None
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **options: Any) -> Self:
         """Validate a JSON document; raises `ConfigError`."""
-        try:
+        with _config_errors(cls):
             return super().model_validate_json(json_data, **options)
-        except ValidationError as exc:
-            raise _config_error(exc, cls) from None
 
     @classmethod
     def model_validate_strings(cls, obj: object, **options: Any) -> Self:
         """Validate a mapping of strings; raises `ConfigError`."""
-        try:
+        with _config_errors(cls):
             return super().model_validate_strings(obj, **options)
-        except ValidationError as exc:
-            raise _config_error(exc, cls) from None
 
     def __setattr__(self, name: str, value: object) -> None:
         if name not in type(self).model_fields and not name.startswith("_"):
@@ -90,6 +83,15 @@ class _Section(BaseModel):
                 self.__dict__[name] = previous
             object.__setattr__(self, "__pydantic_fields_set__", fields_set)
             raise _config_error(exc, type(self)) from None
+
+
+@contextmanager
+def _config_errors(model: type[BaseModel]) -> Iterator[None]:
+    """What pydantic refuses inside, raised as the `ConfigError` naming the field of `model`."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise _config_error(exc, model) from None
 
 
 def _usable_path(path: Path) -> Path:

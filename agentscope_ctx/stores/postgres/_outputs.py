@@ -29,6 +29,7 @@ from typing import Any
 
 from ...core._errors import OffloadError, PersistenceError
 from ...core._tenant import Tenant
+from ..seams import tell_saved
 from ._engine import PostgresEngine
 from ._names import db_name
 from ._schema import CHUNK
@@ -107,11 +108,7 @@ class PostgresOutputStore:
             error = self.engine.error("cannot save a tool output", exc)
             raise OffloadError(str(error)) from None
         ref = f"pg-output:{key}"
-        if self.on_saved is not None:
-            try:
-                self.on_saved(ref)
-            except Exception:  # a listener (the search index) never fails a save
-                logger.exception("agentscope_ctx: the tool output listener failed")
+        tell_saved(self.on_saved, ref)
         return ref
 
     def owns(self, ref: str) -> bool:
