@@ -17,15 +17,16 @@ from typing import Any
 from ...core._stamps import local_stamp
 from ...core.search import _index_pieces as pieces
 from ...core.search._background import BackgroundWork
-from ...core.search._index_pieces import cut_piece, piece_lines
+from ...core.search._index_pieces import cut_piece
 from ...core.search._search_text import Chunk, chunk_lines, record_parts
+from ._blocks import Block, cut_blocks
 from ._engine import PostgresEngine
 from ._outputs import output_id
 from ._schema import CHUNK
 from ._search_sql import MAX_LEXEME, db_text, lexemes, tsvector_text
 from ._tenant import maintenance
 
-__all__ = ["INDEX_AT_SAVE_BYTES", "Indexer"]
+__all__ = ["INDEX_AT_SAVE_BYTES", "Indexer", "insert_chunks"]
 
 INDEX_AT_SAVE_BYTES = 256 << 10
 """An output up to this size is indexed as it is saved; a larger one in the background, in
@@ -38,6 +39,31 @@ ANALYZE_AFTER = 20_000
 autovacuum would later: a table grown by a rebuild is searched through its GIN index. Done by
 an unbounded catch-up only (a rebuild, `catch_up()`), never by a search or a background step:
 an ANALYZE of a large table takes seconds."""
+
+
+_NO_BLOCK = (None, None, None, None)
+"""A chunk row's block columns: its text is in the row."""
+
+
+def insert_chunks(conn: Any, schema: str, rows: list[tuple[object, ...]]) -> None:
+    """Insert index rows (`Indexer._row`, `_block_row`) into ``chunks``."""
+    if rows:
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {schema}.chunks (kind, source, start_line, line_offset, body, "
+                "terms, agent, session, role, tool, args, ts, byte_start, byte_end, byte_skip, "
+                "chunk_count) VALUES (%s, %s, %s, %s, %s, "
+                "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
+                "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [tuple(db_text(v) if isinstance(v, str) else v for v in row) for row in rows],
+            )
+
+
+def _block_row(source: str, block: Block, meta: tuple[object, ...]) -> tuple[object, ...]:
+    """The index row of an output's block (`_blocks`): no text, its tokens without positions."""
+    where = (block.byte_start, block.byte_end, block.skip, block.count)
+    return ("tool_result", source, block.start_line, block.line_offset, "", block.terms, None,
+            *meta, *where)  # fmt: skip
 
 
 def _stamp(seconds: float) -> str:
@@ -150,22 +176,11 @@ class Indexer:
             terms: tuple[str | None, str | None] = (None, " ".join(words))
         else:
             terms = (tsvector_text(text), None)
-        return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta)
+        return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta, *_NO_BLOCK)
 
     def _insert(self, conn: Any, rows: list[tuple[object, ...]]) -> None:
-        if not rows:
-            return
         self._unanalyzed += len(rows)
-        s = self.engine.schema
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {s}.chunks (kind, source, start_line, line_offset, body, terms, "
-                "agent, session, role, tool, args, ts) "
-                "VALUES (%s, %s, %s, %s, %s, "
-                "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
-                "%s, %s, %s, %s, %s, %s)",
-                [tuple(db_text(v) if isinstance(v, str) else v for v in row) for row in rows],
-            )
+        insert_chunks(conn, self.engine.schema, rows)
 
     def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
         s = self.engine.schema
@@ -221,7 +236,7 @@ class Indexer:
         size, done, line, _, _, tool, args, ts, agent, session = owner
         meta = (agent, session, "tool", tool, args, ts)
 
-        def blocks() -> Iterator[bytes]:
+        def output_bytes() -> Iterator[bytes]:
             n, skip = divmod(int(done), CHUNK)
             while True:
                 row = conn.execute(
@@ -235,11 +250,8 @@ class Indexer:
         source = f"pg-output:{key}"
         if not done:
             conn.execute(f"DELETE FROM {s}.chunks WHERE source = %s", (source,))
-        data = cut_piece(blocks(), pieces.PIECE_BYTES)
-        rows = [
-            self._row("tool_result", source, chunk, meta)
-            for chunk in chunk_lines(piece_lines(data), int(line) + 1)
-        ]
+        data = cut_piece(output_bytes(), pieces.PIECE_BYTES)
+        rows = [_block_row(source, b, meta) for b in cut_blocks(data, int(done), int(line) + 1)]
         self._insert(conn, rows)
         done, line = int(done) + len(data), int(line) + data.count(b"\n")
         whole = not data or done >= int(size)

@@ -43,6 +43,7 @@ from ...core.search._search_text import (
     Query,
     parse_query,
 )
+from ._blocks import expand
 from ._engine import PostgresEngine
 from ._indexer import Indexer
 from ._memory_index import catch_up_memory
@@ -165,21 +166,28 @@ class PostgresSearchIndex(Indexer):
         budget = self._search_budget(catch_up_seconds)
         params = {**vars(filters), **owner, "limit": 4 * limit + 8}
         params.pop("tenant", None)
-        sql = ranked_sql(self.engine.schema, {k for k, v in params.items() if v is not None})
+        phrase = query_text(parsed, loose=True) != query_text(parsed)
+        named = {k for k, v in params.items() if v is not None}
+        sql = ranked_sql(self.engine.schema, named, phrase)
 
-        def ranked(conn: Any, match: str) -> list[Any]:
+        def ranked(conn: Any, every: bool) -> list[Any]:
             # not prepared: each search planned for its own words (a common one is found
-            # newest first, a rare one through the GIN index)
-            return list(conn.execute(sql, {**params, "match": match}, prepare=False).fetchall())
+            # newest first, a rare one through the GIN index); an output's blocks read back
+            match = {
+                "match": query_text(parsed, every=every),
+                "loose": query_text(parsed, every=every, loose=True),
+            }
+            rows = conn.execute(sql, {**params, **match}, prepare=False).fetchall()
+            return expand(conn, self.engine.schema, rows, parsed, every, params["limit"])
 
         def run(conn: Any) -> SearchResult:
             pending = self._catch_up(conn, deadline, budget, self.background.running())
             with conn.transaction():
                 bind(conn, tenant)
-                rows = ranked(conn, query_text(parsed))
+                rows = ranked(conn, True)
                 every = bool(rows) or len(parsed.terms) == 1
                 if not every:
-                    rows = ranked(conn, query_text(parsed, every=False))
+                    rows = ranked(conn, False)
                 rows, records = day_rows(conn, self.engine.schema, rows, tenant)
             rows = [(*row[:8], name_from_db(row[8]), *row[9:]) for row in rows]  # c.agent
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
