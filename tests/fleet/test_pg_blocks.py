@@ -14,15 +14,15 @@ from unittest import mock
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentscope_ctx import ContextConfig
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.search._index_pieces import piece_lines
 from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.core.search._search_text import chunk_lines
 from agentscope_ctx.stores.factory import open_stores
 from agentscope_ctx.stores.postgres import _blocks
-from agentscope_ctx.stores.postgres._indexer import Indexer
+from agentscope_ctx.stores.postgres._rows import chunk_row
 from agentscope_ctx.stores.postgres._search_sql import MAX_LEXEME, db_text, lexemes
+from tests.fleet.pg_config import PgStore
 
 _PARTS = st.sampled_from(
     [b"word ", b"alpha beta ", b"\xe6\x95\xb0\xe6\x8d\xae\xe5\xba\x93", b"caf\xc3\xa9 ", b" ",
@@ -57,30 +57,18 @@ def test_a_blocks_bytes_give_back_its_chunks(
     assert got == list(chunk_lines(piece_lines(data), first))
 
 
-def _config(tmp_path: Path, pg_server: Any, pg_schema: str) -> ContextConfig:
-    store = {
-        "kind": "postgres",
-        "dsn": pg_server.dsn,
-        "password_env": "AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        "schema_name": pg_schema,
-    }
-    return ContextConfig(working_dir=tmp_path, store=store)
-
-
 def _shown(hit: Any, text: str) -> int | None:
     """The line number the hit shows `text` at."""
     return next((n for n, line in hit.lines if text in line), None)
 
 
-def test_a_phrase_is_checked_in_the_blocks_chunks(
-    tmp_path: Path, pg_server: Any, pg_password: str, pg_schema: str
-) -> None:
+def test_a_phrase_is_checked_in_the_blocks_chunks(tmp_path: Path, pg_store: PgStore) -> None:
     """A block holds both words of a phrase, apart in one chunk and together in another: the
     phrase's hit is the chunk holding it; a phrase whose words are only apart is not found."""
     lines = [f"{n:05d} filler text here" for n in range(400)]
     lines[20] = "quota first then disk later"
     lines[300] = "ERROR: disk quota exceeded"
-    stores = open_stores(_config(tmp_path, pg_server, pg_schema), agent="a", session="s")
+    stores = open_stores(pg_store.config(tmp_path), agent="a", session="s")
     try:
         stores.outputs.save("\n".join(lines) + "\n")
         result = stores.search.search('"disk quota"', limit=5)
@@ -104,7 +92,7 @@ def _facts(rng: random.Random, count: int) -> list[tuple[str, int, str]]:
 
 
 def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
-    tmp_path: Path, pg_server: Any, pg_password: str, pg_schema: str
+    tmp_path: Path, pg_store: PgStore
 ) -> None:
     """A store as schema 3 left it (a row per chunk of each output, its text in the row) is
     brought up to 4 by the first worker that opens it: its old rows are searched until its
@@ -112,14 +100,14 @@ def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
     line all along, and the index is smaller."""
     import psycopg
 
-    s = pg_schema
-    config = _config(tmp_path, pg_server, s)
+    s = pg_store.schema
+    config = pg_store.config(tmp_path)
     facts = _facts(random.Random(30), 12)
     stores = open_stores(config, agent="a", session="s")
     refs = [stores.outputs.save(text) for _, _, text in facts]
     stores.search.catch_up()
     stores.close()
-    with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
+    with psycopg.connect(pg_store.server.dsn, password=pg_store.password, autocommit=True) as conn:
         conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
         conn.execute(f"DELETE FROM {s}.chunks WHERE kind = 'tool_result'")
         conn.execute(
@@ -130,7 +118,7 @@ def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
         meta = ("a", "s", "tool", None, None, "2026-12-04 12:00:00")
         for ref, (_, _, text) in zip(refs, facts, strict=True):
             rows = [
-                Indexer._row("tool_result", ref, chunk, meta)[:13]
+                chunk_row("tool_result", ref, chunk, meta)[:13]
                 for chunk in chunk_lines(text.split("\n")[:-1])
             ]  # as schema 3 indexed an output: a row per chunk, its text and positions
             with conn.cursor() as cursor:

@@ -18,15 +18,17 @@ from ...core._stamps import local_stamp
 from ...core.search import _index_pieces as pieces
 from ...core.search._background import BackgroundWork
 from ...core.search._index_pieces import cut_piece
-from ...core.search._search_text import Chunk, chunk_lines, record_parts
-from ._blocks import Block, cut_blocks
+from ...core.search._search_text import chunk_lines, record_parts
+from ._blocks import cut_blocks
 from ._engine import PostgresEngine
+from ._memory_index import catch_up_memory
 from ._outputs import output_id
+from ._rows import block_row, chunk_row, insert_chunks
 from ._schema import CHUNK
-from ._search_sql import MAX_LEXEME, db_text, lexemes, tsvector_text
+from ._search_sql import db_text
 from ._tenant import maintenance
 
-__all__ = ["INDEX_AT_SAVE_BYTES", "Indexer", "insert_chunks"]
+__all__ = ["INDEX_AT_SAVE_BYTES", "Indexer"]
 
 INDEX_AT_SAVE_BYTES = 256 << 10
 """An output up to this size is indexed as it is saved; a larger one in the background, in
@@ -39,31 +41,6 @@ ANALYZE_AFTER = 20_000
 autovacuum would later: a table grown by a rebuild is searched through its GIN index. Done by
 an unbounded catch-up only (a rebuild, `catch_up()`), never by a search or a background step:
 an ANALYZE of a large table takes seconds."""
-
-
-_NO_BLOCK = (None, None, None, None)
-"""A chunk row's block columns: its text is in the row."""
-
-
-def insert_chunks(conn: Any, schema: str, rows: list[tuple[object, ...]]) -> None:
-    """Insert index rows (`Indexer._row`, `_block_row`) into ``chunks``."""
-    if rows:
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {schema}.chunks (kind, source, start_line, line_offset, body, "
-                "terms, agent, session, role, tool, args, ts, byte_start, byte_end, byte_skip, "
-                "chunk_count) VALUES (%s, %s, %s, %s, %s, "
-                "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
-                "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [tuple(db_text(v) if isinstance(v, str) else v for v in row) for row in rows],
-            )
-
-
-def _block_row(source: str, block: Block, meta: tuple[object, ...]) -> tuple[object, ...]:
-    """The index row of an output's block (`_blocks`): no text, its tokens without positions."""
-    where = (block.byte_start, block.byte_end, block.skip, block.count)
-    return ("tool_result", source, block.start_line, block.line_offset, "", block.terms, None,
-            *meta, *where)  # fmt: skip
 
 
 def _stamp(seconds: float) -> str:
@@ -87,8 +64,9 @@ class Indexer:
     ) -> int:
         """Index dialog rows, then saved outputs a piece at a time (the least left first),
         until `deadline`, and about `output_bytes` of outputs at most (`None`: no bound;
-        `fits_only`: only the outputs whose rest fits in what is left of it); the number of
-        rows and outputs left, whole or in part."""
+        `fits_only`: only the outputs whose rest fits in what is left of it), then the memory
+        documents (`_memory_index`); the number of rows, outputs and documents left, whole
+        or in part."""
         s = self.engine.schema
         self._catch_up_dialog(conn, deadline)
         spent = 0
@@ -115,7 +93,7 @@ class Indexer:
                 f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
                 f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
             ).fetchone()
-        return int(left[0])
+        return int(left[0]) + catch_up_memory(conn, s, deadline)
 
     def _catch_up_dialog(self, conn: Any, deadline: float | None) -> None:
         s = self.engine.schema
@@ -156,7 +134,7 @@ class Indexer:
         meta = (agent, session, parts.role, tools, args, ts)
         source = f"pg-dialog:{seq}"
         out = [
-            self._row("dialog", source, chunk, meta)
+            chunk_row("dialog", source, chunk, meta)
             for text in parts.texts
             for chunk in chunk_lines(text.split("\n"))
         ]
@@ -166,17 +144,6 @@ class Indexer:
                 call_args = parts.calls.get(call_id, (tool, ""))[1] or None
                 self._set_owner(conn, key, (agent, session, tool, call_args), ts)
         return out
-
-    @staticmethod
-    def _row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) -> tuple[object, ...]:
-        text = db_text(chunk.text)
-        words = lexemes(text)
-        if all(len(word) <= MAX_LEXEME for word in words) and " ".join(words).isascii():
-            # letters and digits, apart: PostgreSQL's parser keeps each word as it is
-            terms: tuple[str | None, str | None] = (None, " ".join(words))
-        else:
-            terms = (tsvector_text(text), None)
-        return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta, *_NO_BLOCK)
 
     def _insert(self, conn: Any, rows: list[tuple[object, ...]]) -> None:
         self._unanalyzed += len(rows)
@@ -251,7 +218,7 @@ class Indexer:
         if not done:
             conn.execute(f"DELETE FROM {s}.chunks WHERE source = %s", (source,))
         data = cut_piece(output_bytes(), pieces.PIECE_BYTES)
-        rows = [_block_row(source, b, meta) for b in cut_blocks(data, int(done), int(line) + 1)]
+        rows = [block_row(source, b, meta) for b in cut_blocks(data, int(done), int(line) + 1)]
         self._insert(conn, rows)
         done, line = int(done) + len(data), int(line) + data.count(b"\n")
         whole = not data or done >= int(size)

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ...core.search._search_text import chunk_lines
-from ._indexer import Indexer, insert_chunks
+from ._rows import chunk_row, insert_chunks
 from ._tenant import maintenance
 
 __all__ = ["MEMORY_REF", "catch_up_memory", "index_memory"]
@@ -64,9 +64,7 @@ def _index(conn: Any, schema: str, agent: str, name: str, body: str, at: Any) ->
     if not name.startswith("."):
         stamp = at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
         meta = (agent, None, "memory", None, None, stamp)
-        rows = [
-            Indexer._row("memory", source, chunk, meta) for chunk in chunk_lines(body.split("\n"))
-        ]
+        rows = [chunk_row("memory", source, chunk, meta) for chunk in chunk_lines(body.split("\n"))]
         insert_chunks(conn, schema, rows)
     conn.execute(
         f"UPDATE {schema}.memory_docs SET indexed = true WHERE agent = %s AND name = %s",

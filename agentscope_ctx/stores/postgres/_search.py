@@ -46,7 +46,6 @@ from ...core.search._search_text import (
 from ._blocks import expand
 from ._engine import PostgresEngine
 from ._indexer import Indexer
-from ._memory_index import catch_up_memory
 from ._names import db_name, name_from_db
 from ._outputs import output_id
 from ._search_sql import day_rows, db_text, query_text, ranked_sql
@@ -163,7 +162,7 @@ class PostgresSearchIndex(Indexer):
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
-        budget = self._search_budget(catch_up_seconds)
+        budget = pieces.search_budget(catch_up_seconds)
         params = {**vars(filters), **owner, "limit": 4 * limit + 8}
         params.pop("tenant", None)
         phrase = query_text(parsed, loose=True) != query_text(parsed)
@@ -219,29 +218,11 @@ class PostgresSearchIndex(Indexer):
         self._run(reset, "cannot rebuild the index")
         self.catch_up()
 
-    def _search_budget(self, catch_up_seconds: float | None) -> int | None:
-        """Bytes of saved outputs a search indexes: `SEARCH_INDEX_BYTES`; all without a
-        catch-up bound. While this process's background indexing runs, only the outputs
-        that fit whole in it (the background has the big ones: a search would take their
-        pieces between two of its steps and wait for them)."""
-        return None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
-
     def close(self) -> None:
         self.background.close()
         self.engine.close()
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _catch_up(
-        self,
-        conn: Any,
-        deadline: float | None,
-        output_bytes: int | None = None,
-        fits_only: bool = False,
-    ) -> int:
-        """The Indexer's catch-up, then the memory documents' (`_memory_index`)."""
-        left = super()._catch_up(conn, deadline, output_bytes, fits_only)
-        return left + catch_up_memory(conn, self.engine.schema, deadline)
 
     def _background_step(self) -> bool:
         """One step of the background indexing: a piece of the saved outputs (and the dialog
