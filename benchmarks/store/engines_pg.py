@@ -92,13 +92,14 @@ def blocks(mb: float, block_bytes: int, seed: int = 7) -> Iterator[tuple[str, bo
                 yield "\n".join(block), True
 
 
-def _load(conn: Any, name: str, chunks: list[str]) -> float:
-    """Make `name`'s table, load `chunks` into it; the seconds the load took."""
+def _load(conn: Any, name: str, chunks: list[str], mb: float) -> float:
+    """Make `name`'s table, load `chunks` into it (``blocks*``: the `mb` MB of `corpus` cut
+    in blocks); the seconds the load took."""
     body, positions, index = CANDIDATE_TABLES[name]
     s = f"bench_pg_{name}"
     rows: list[tuple[str, bool]] = [(c, False) for c in chunks]
     if name.startswith("blocks"):
-        rows = list(blocks(MB, int(name[6:]) << 10))
+        rows = list(blocks(mb, int(name[6:]) << 10))
     conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
     conn.execute(f"CREATE SCHEMA {s}")
     conn.execute(
@@ -148,14 +149,9 @@ def _search(conn: Any, name: str, match: str) -> None:
     ).fetchall()
 
 
-MB = 10.0
-
-
 def run(mb: float, only: list[str] | None = None) -> dict[str, Any]:
     from benchmarks.store.engines import _postgres
 
-    global MB
-    MB = mb
     chunks = list(corpus(mb))
     history = sum(len(c.encode()) for c in chunks)
     queries = _queries(random.Random(7)) * 3
@@ -173,7 +169,7 @@ def run(mb: float, only: list[str] | None = None) -> dict[str, Any]:
             if name.startswith("rum") and not rum:
                 print(f"{name} skipped: the rum extension is not installed")
                 continue
-            took = _load(conn, name, chunks)
+            took = _load(conn, name, chunks, mb)
             t = f"'bench_pg_{name}.c'"
             heap, total, index = conn.execute(
                 f"SELECT pg_relation_size({t}), pg_total_relation_size({t}), "
