@@ -166,7 +166,7 @@ class SearchIndex(CatchUp):
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
-        budget = self._search_budget(catch_up_seconds)
+        budget = pieces.search_budget(catch_up_seconds)
         busy: list[bool] = []
 
         def run(db: sqlite3.Connection) -> SearchResult:
@@ -197,13 +197,6 @@ class SearchIndex(CatchUp):
         db = self.db
         db.run(lambda _: db._replace(db._pointer_key()))
         self.catch_up()
-
-    def _search_budget(self, catch_up_seconds: float | None) -> int | None:
-        """Bytes of saved outputs a search indexes: `SEARCH_INDEX_BYTES`; all without a
-        catch-up bound. While this process's background indexing runs, only the outputs
-        that fit whole in it (the background has the big ones: a search would take their
-        pieces between two of its steps and wait for them)."""
-        return None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
 
     def close(self) -> None:
         """Stop the background indexing and close the database (both resumed when needed)."""

@@ -15,6 +15,9 @@ Candidates (``rum*`` skipped where the ``rum`` extension is not installed):
   ``tsvector`` without / with positions, GIN;
 - ``nobody_strip_late``: as ``nobody_strip``, GIN made after the load (what a rebuild could
   do), and ``nobody_strip_nofu``: GIN with ``fastupdate = off``;
+- ``blocks32`` / ``blocks64``: a row per 32 / 64 KB block of an output (its chunks' text
+  read back from the stores for the hits only; a ``tsvector`` without positions, lz4) and a
+  row per chunk of a message (the text and positions, lz4), GIN (schema 4);
 - ``rum`` / ``rum_nobody``: RUM (``rum_tsvector_ops``) on the ``tsvector`` with positions,
   with / without the text, ranked in index order (``ORDER BY terms <=> query LIMIT k``).
 
@@ -27,13 +30,14 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from agentscope_ctx.core.search._search_text import parse_query
+from agentscope_ctx.core.search._search_text import chunk_lines, parse_query
 from agentscope_ctx.stores.postgres._search_sql import (
     CANDIDATES,
     lexemes,
@@ -41,7 +45,7 @@ from agentscope_ctx.stores.postgres._search_sql import (
     tsvector_text,
 )
 from benchmarks.store.engines import corpus
-from benchmarks.store.stores import _pct, _queries
+from benchmarks.store.stores import _output, _pct, _queries, _text
 
 K = 28  # the rows the store asks for a top-5 search (4 * limit + 8)
 GIN = "gin (terms)"
@@ -55,22 +59,54 @@ CANDIDATE_TABLES: dict[str, tuple[bool, bool, str]] = {
     "nobody_pos": (False, True, GIN),
     "nobody_strip_late": (False, False, ""),
     "nobody_strip_nofu": (False, False, "gin (terms) WITH (fastupdate = off)"),
+    "blocks32": (True, True, GIN),
+    "blocks64": (True, True, GIN),
     "rum": (True, True, RUM),
     "rum_nobody": (False, True, RUM),
 }
 
 
-def _load(conn: Any, name: str, chunks: list[str]) -> float:
-    """Make `name`'s table, load `chunks` into it; the seconds the load took."""
+def blocks(mb: float, block_bytes: int, seed: int = 7) -> Iterator[tuple[str, bool]]:
+    """`corpus(mb)` as schema 4 keeps it: (text, whether it is an output's block); an
+    output's chunks joined into blocks of about `block_bytes`, a message's chunks apart."""
+    rng = random.Random(seed)
+    left = int(mb * (1 << 20))
+    while left > 0:
+        if rng.random() < 0.5:
+            texts = [_text(rng, 30) for _ in range(40)]
+            left -= sum(len(t.encode()) + 60 for t in texts)
+            for text in texts:
+                yield from ((c.text, False) for c in chunk_lines(text.split("\n")))
+        else:
+            out = _output(rng, 200_000)
+            left -= len(out.encode())
+            block: list[str] = []
+            size = 0
+            for c in chunk_lines(out.split("\n")):
+                block.append(c.text)
+                size += len(c.text) + 1
+                if size >= block_bytes:
+                    yield "\n".join(block), True
+                    block, size = [], 0
+            if block:
+                yield "\n".join(block), True
+
+
+def _load(conn: Any, name: str, chunks: list[str], mb: float) -> float:
+    """Make `name`'s table, load `chunks` into it (``blocks*``: the `mb` MB of `corpus` cut
+    in blocks); the seconds the load took."""
     body, positions, index = CANDIDATE_TABLES[name]
     s = f"bench_pg_{name}"
+    rows: list[tuple[str, bool]] = [(c, False) for c in chunks]
+    if name.startswith("blocks"):
+        rows = list(blocks(mb, int(name[6:]) << 10))
     conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
     conn.execute(f"CREATE SCHEMA {s}")
     conn.execute(
         f"CREATE TABLE {s}.c (id bigint PRIMARY KEY, agent text, session text, "
         f"{'body text, ' if body else ''}terms tsvector)"
     )
-    if name == "today":  # schema 3 (`_schema`)
+    if name == "today" or name.startswith("blocks"):  # schema 3, 4 (`_schema`)
         conn.execute(
             f"ALTER TABLE {s}.c ALTER COLUMN terms SET COMPRESSION lz4, "
             "ALTER COLUMN body SET COMPRESSION lz4"
@@ -79,12 +115,14 @@ def _load(conn: Any, name: str, chunks: list[str]) -> float:
         conn.execute(f"CREATE INDEX ci ON {s}.c USING {index}")
     columns = f"id, agent, session, {'body, ' if body else ''}terms"
     start = time.perf_counter()
-    for at in range(0, len(chunks), 2_000):
+    for at in range(0, len(rows), 2_000):
         with conn.transaction(), conn.cursor().copy(f"COPY {s}.c ({columns}) FROM STDIN") as cp:
-            for k, chunk in enumerate(chunks[at : at + 2_000]):
-                terms = tsvector_text(chunk) if positions else " ".join(set(lexemes(chunk)))
+            for k, (chunk, block) in enumerate(rows[at : at + 2_000]):
+                strip = block or not positions
+                terms = " ".join(set(lexemes(chunk))) if strip else tsvector_text(chunk)
                 owner = ("bench", f"s{(at + k) % 10}")
-                cp.write_row((at + k + 1, *owner, *((chunk,) if body else ()), terms))
+                text = "" if block else chunk
+                cp.write_row((at + k + 1, *owner, *((text,) if body else ()), terms))
     if not index:
         conn.execute(f"CREATE INDEX ci ON {s}.c USING {GIN}")
     took = time.perf_counter() - start
@@ -131,7 +169,7 @@ def run(mb: float, only: list[str] | None = None) -> dict[str, Any]:
             if name.startswith("rum") and not rum:
                 print(f"{name} skipped: the rum extension is not installed")
                 continue
-            took = _load(conn, name, chunks)
+            took = _load(conn, name, chunks, mb)
             t = f"'bench_pg_{name}.c'"
             heap, total, index = conn.execute(
                 f"SELECT pg_relation_size({t}), pg_total_relation_size({t}), "
@@ -140,7 +178,9 @@ def run(mb: float, only: list[str] | None = None) -> dict[str, Any]:
             times = []
             for q in queries:
                 match = query_text(parse_query(q))
-                if not CANDIDATE_TABLES[name][1]:  # no positions: a phrase is all its words
+                if not CANDIDATE_TABLES[name][1] or name.startswith(
+                    "blocks"
+                ):  # no positions: a phrase is all its words
                     match = match.replace("<->", "&")
                 start = time.perf_counter()
                 _search(conn, name, match)

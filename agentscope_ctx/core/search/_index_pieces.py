@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["PIECE_BYTES", "SEARCH_INDEX_BYTES", "cut_piece", "piece_lines"]
+__all__ = ["PIECE_BYTES", "SEARCH_INDEX_BYTES", "cut_piece", "piece_lines", "search_budget"]
 
 PIECE_BYTES = 1 << 20
 """Bytes of a saved output indexed per step (one write transaction): about 0.1 s locally,
@@ -17,6 +17,14 @@ PIECE_BYTES = 1 << 20
 SEARCH_INDEX_BYTES = 2 << 20
 """Bytes of saved outputs a search indexes before it answers (whole pieces: it may finish the
 piece it started); what is left is indexed in the background."""
+
+
+def search_budget(catch_up_seconds: float | None) -> int | None:
+    """Bytes of saved outputs a search indexes before it answers: `SEARCH_INDEX_BYTES`; all
+    (`None`) without a catch-up bound. (While the background indexing runs, a search takes
+    only the outputs that fit whole in it: the background has the big ones, and a search
+    would take their pieces between two of its steps and wait for them.)"""
+    return None if catch_up_seconds is None else SEARCH_INDEX_BYTES
 
 
 def cut_piece(blocks: Iterable[bytes], limit: int) -> bytes:

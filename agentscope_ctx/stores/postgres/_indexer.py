@@ -17,12 +17,15 @@ from typing import Any
 from ...core._stamps import local_stamp
 from ...core.search import _index_pieces as pieces
 from ...core.search._background import BackgroundWork
-from ...core.search._index_pieces import cut_piece, piece_lines
-from ...core.search._search_text import Chunk, chunk_lines, record_parts
+from ...core.search._index_pieces import cut_piece
+from ...core.search._search_text import chunk_lines, record_parts
+from ._blocks import cut_blocks
 from ._engine import PostgresEngine
+from ._memory_index import catch_up_memory
 from ._outputs import output_id
+from ._rows import block_row, chunk_row, insert_chunks
 from ._schema import CHUNK
-from ._search_sql import MAX_LEXEME, db_text, lexemes, tsvector_text
+from ._search_sql import db_text
 from ._tenant import maintenance
 
 __all__ = ["INDEX_AT_SAVE_BYTES", "Indexer"]
@@ -61,8 +64,9 @@ class Indexer:
     ) -> int:
         """Index dialog rows, then saved outputs a piece at a time (the least left first),
         until `deadline`, and about `output_bytes` of outputs at most (`None`: no bound;
-        `fits_only`: only the outputs whose rest fits in what is left of it); the number of
-        rows and outputs left, whole or in part."""
+        `fits_only`: only the outputs whose rest fits in what is left of it), then the memory
+        documents (`_memory_index`); the number of rows, outputs and documents left, whole
+        or in part."""
         s = self.engine.schema
         self._catch_up_dialog(conn, deadline)
         spent = 0
@@ -89,7 +93,7 @@ class Indexer:
                 f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
                 f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
             ).fetchone()
-        return int(left[0])
+        return int(left[0]) + catch_up_memory(conn, s, deadline)
 
     def _catch_up_dialog(self, conn: Any, deadline: float | None) -> None:
         s = self.engine.schema
@@ -130,7 +134,7 @@ class Indexer:
         meta = (agent, session, parts.role, tools, args, ts)
         source = f"pg-dialog:{seq}"
         out = [
-            self._row("dialog", source, chunk, meta)
+            chunk_row("dialog", source, chunk, meta)
             for text in parts.texts
             for chunk in chunk_lines(text.split("\n"))
         ]
@@ -141,31 +145,9 @@ class Indexer:
                 self._set_owner(conn, key, (agent, session, tool, call_args), ts)
         return out
 
-    @staticmethod
-    def _row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) -> tuple[object, ...]:
-        text = db_text(chunk.text)
-        words = lexemes(text)
-        if all(len(word) <= MAX_LEXEME for word in words) and " ".join(words).isascii():
-            # letters and digits, apart: PostgreSQL's parser keeps each word as it is
-            terms: tuple[str | None, str | None] = (None, " ".join(words))
-        else:
-            terms = (tsvector_text(text), None)
-        return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta)
-
     def _insert(self, conn: Any, rows: list[tuple[object, ...]]) -> None:
-        if not rows:
-            return
         self._unanalyzed += len(rows)
-        s = self.engine.schema
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {s}.chunks (kind, source, start_line, line_offset, body, terms, "
-                "agent, session, role, tool, args, ts) "
-                "VALUES (%s, %s, %s, %s, %s, "
-                "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
-                "%s, %s, %s, %s, %s, %s)",
-                [tuple(db_text(v) if isinstance(v, str) else v for v in row) for row in rows],
-            )
+        insert_chunks(conn, self.engine.schema, rows)
 
     def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
         s = self.engine.schema
@@ -221,7 +203,7 @@ class Indexer:
         size, done, line, _, _, tool, args, ts, agent, session = owner
         meta = (agent, session, "tool", tool, args, ts)
 
-        def blocks() -> Iterator[bytes]:
+        def output_bytes() -> Iterator[bytes]:
             n, skip = divmod(int(done), CHUNK)
             while True:
                 row = conn.execute(
@@ -235,11 +217,8 @@ class Indexer:
         source = f"pg-output:{key}"
         if not done:
             conn.execute(f"DELETE FROM {s}.chunks WHERE source = %s", (source,))
-        data = cut_piece(blocks(), pieces.PIECE_BYTES)
-        rows = [
-            self._row("tool_result", source, chunk, meta)
-            for chunk in chunk_lines(piece_lines(data), int(line) + 1)
-        ]
+        data = cut_piece(output_bytes(), pieces.PIECE_BYTES)
+        rows = [block_row(source, b, meta) for b in cut_blocks(data, int(done), int(line) + 1)]
         self._insert(conn, rows)
         done, line = int(done) + len(data), int(line) + data.count(b"\n")
         whole = not data or done >= int(size)

@@ -16,8 +16,7 @@ import time
 from typing import Any
 
 from ...core.search._search_text import chunk_lines
-from ._indexer import Indexer
-from ._search_sql import db_text
+from ._rows import chunk_row, insert_chunks
 from ._tenant import maintenance
 
 __all__ = ["MEMORY_REF", "catch_up_memory", "index_memory"]
@@ -65,19 +64,8 @@ def _index(conn: Any, schema: str, agent: str, name: str, body: str, at: Any) ->
     if not name.startswith("."):
         stamp = at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
         meta = (agent, None, "memory", None, None, stamp)
-        rows = [
-            Indexer._row("memory", source, chunk, meta) for chunk in chunk_lines(body.split("\n"))
-        ]
-        if rows:
-            with conn.cursor() as cursor:  # as the Indexer inserts its chunks
-                cursor.executemany(
-                    f"INSERT INTO {schema}.chunks (kind, source, start_line, line_offset, body, "
-                    "terms, agent, session, role, tool, args, ts) "
-                    "VALUES (%s, %s, %s, %s, %s, "
-                    "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
-                    "%s, %s, %s, %s, %s, %s)",
-                    [tuple(db_text(v) if isinstance(v, str) else v for v in r) for r in rows],
-                )
+        rows = [chunk_row("memory", source, chunk, meta) for chunk in chunk_lines(body.split("\n"))]
+        insert_chunks(conn, schema, rows)
     conn.execute(
         f"UPDATE {schema}.memory_docs SET indexed = true WHERE agent = %s AND name = %s",
         (agent, name),

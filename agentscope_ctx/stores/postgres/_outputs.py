@@ -35,13 +35,36 @@ from ._names import db_name
 from ._schema import CHUNK
 from ._tenant import owner_named, transaction
 
-__all__ = ["REF", "PostgresOutputStore", "output_id"]
+__all__ = ["REF", "PostgresOutputStore", "output_id", "range_params", "range_sql"]
 
 logger = logging.getLogger("agentscope_ctx")
 
 REF = re.compile(r"pg-output:([0-9a-f]{32})")
 """The form of a ref of this store."""
 _CLEANUP_EVERY_SECONDS = 3600.0
+
+
+_SUBSTRING = (
+    "substring(data FROM greatest(%(off)s - start, 0)::integer + 1 "
+    "FOR (least(%(end)s, start + len) - greatest(%(off)s, start))::integer)"
+)
+"""The bytes of an output chunk between ``%(off)s`` and ``%(end)s`` (of the output)."""
+_COVERS = (
+    "id = %(id)s AND n BETWEEN %(first)s AND %(last)s AND start < %(end)s AND start + len > %(off)s"
+)
+"""The output chunks of output ``%(id)s`` holding bytes ``%(off)s`` to ``%(end)s``."""
+
+
+def range_sql(schema: str) -> str:
+    """The chunks' bytes of a range of one output (`range_params`), in order: only the
+    chunks covering them are fetched, and of those only the bytes asked for."""
+    return f"SELECT start, {_SUBSTRING} FROM {schema}.output_chunks WHERE {_COVERS} ORDER BY n"
+
+
+def range_params(params: dict[str, Any]) -> dict[str, Any]:
+    """`params` (``id``, ``off``, ``end``) with the chunk numbers they cover."""
+    off, end = int(params["off"]), int(params["end"])
+    return {**params, "first": off // CHUNK, "last": max(end - 1, 0) // CHUNK}
 
 
 def output_id(ref: str) -> str | None:
@@ -154,16 +177,10 @@ class PostgresOutputStore:
         own, mine = self._own()
         rows = self._fetch(
             f"SELECT (SELECT size FROM {s}.outputs WHERE id = %(id)s AND {own}), start, "
-            "substring(data FROM greatest(%(off)s - start, 0)::integer + 1 "
-            "FOR (least(%(end)s, start + len) - greatest(%(off)s, start))::integer) "
-            f"FROM (SELECT 1) AS one LEFT JOIN {s}.output_chunks "
-            "ON id = %(id)s AND n BETWEEN %(first)s AND %(last)s "
-            "AND start < %(end)s AND start + len > %(off)s ORDER BY n",
-            {
-                "id": key, "off": offset, "end": end,
-                "first": offset // CHUNK, "last": max(end - 1, 0) // CHUNK, **mine,
-            },
-        )  # fmt: skip
+            f"{_SUBSTRING} FROM (SELECT 1) AS one LEFT JOIN {s}.output_chunks ON {_COVERS} "
+            "ORDER BY n",
+            range_params({"id": key, "off": offset, "end": end, **mine}),
+        )
         if not rows or rows[0][0] is None:
             raise KeyError(ref)
         return b"".join(bytes(row[2]) for row in rows if row[2] is not None)

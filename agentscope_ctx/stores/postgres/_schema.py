@@ -1,9 +1,9 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 3 (an older database is brought up to 3 in place by running the DDL again, every
+Version 4 (an older database is brought up to 4 in place by running the DDL again, every
 statement of which is idempotent: version 2's ``memory_docs``, ``outputs.indexed_bytes`` and
 ``indexed_lines``, and the tenant boundary below; version 3's index of each owner's chunks
-newest first)::
+newest first; version 4's blocks of an output, its outputs indexed again in the background)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
@@ -21,13 +21,16 @@ newest first)::
         pages), with the newlines before each chunk: the line index of `read_file`
     owners(id, agent, session, tool, args, ts)   what is known of each saved output
     chunks(id, kind, source, start_line, line_offset, body, terms, agent, session, role,
-        tool, args, ts)
+        tool, args, ts, byte_start, byte_end, byte_skip, chunk_count)
         the search index: one row per chunk of lines (`_search_text.chunk_lines`) of a
-        dialog record (`source` = its seq) or an output (`source` = its id); `terms` is a
-        tsvector of our own tokens (`_search_text.tokens`, CJK one character each) with
-        their positions, GIN-indexed; ``(agent, session, id)`` indexed too (version 3), so
-        that a tenant's search walks its own chunks newest first and stops early; ``body``
-        and ``terms`` lz4-compressed where the server has lz4 (version 3)
+        dialog record (`source` = its seq) or a memory document, one per block of about
+        64 KB of an output's chunks (`source` = its id; version 4, `_blocks`: `body` is
+        empty, the text read back from `output_chunks` by `byte_start`/`byte_end`); `terms`
+        is a tsvector of our own tokens (`_search_text.tokens`, CJK one character each),
+        with their positions (a block's: without), GIN-indexed; ``(agent, session, id)``
+        indexed too (version 3), so that a tenant's search walks its own chunks newest
+        first and stops early; ``body`` and ``terms`` lz4-compressed where the server has
+        lz4 (version 3)
     steps(id, session, agent, record, saved_at)   the session viewer's record of each
         pipeline run (`_steps`)
     memory_docs(agent, name, body, version, updated_at, indexed)   PRIMARY KEY (agent, name)
@@ -55,7 +58,7 @@ from typing import Any
 
 __all__ = ["CHUNK", "SCHEMA_VERSION", "ensure"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
@@ -180,6 +183,19 @@ and the index's text and ``tsvector`` compressed with lz4 (a third smaller than 
 pglz leaves them, which gives up on a ``tsvector``; rows written from then on)."""
 
 
+_BLOCKS = """
+ALTER TABLE {s}.chunks ADD COLUMN IF NOT EXISTS byte_start bigint,
+    ADD COLUMN IF NOT EXISTS byte_end bigint, ADD COLUMN IF NOT EXISTS byte_skip integer,
+    ADD COLUMN IF NOT EXISTS chunk_count integer;
+UPDATE {s}.outputs SET indexed = false, indexed_bytes = 0, indexed_lines = 0
+    WHERE indexed OR indexed_bytes > 0;
+"""
+"""Version 4: an output indexed a row per block (`_blocks`): where its text is in the output
+instead of the text, its tokens without positions. Every output is indexed again, in the
+background, in pieces (`_indexer`): the first piece of each drops its rows of a chunk each,
+which are searched as before until then."""
+
+
 def _version(conn: Any, schema: str) -> int | None:
     """The schema version the database holds (`None`: no tables yet)."""
     row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
@@ -218,6 +234,7 @@ def ensure(conn: Any, schema: str) -> None:
                 conn.execute(_DDL.format(s=schema))
                 conn.execute(_TENANTS.format(s=schema))
                 conn.execute(_NEWEST.format(s=schema))
+                conn.execute(_BLOCKS.format(s=schema))
                 conn.execute(
                     f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
                     "ON CONFLICT DO NOTHING",

@@ -43,9 +43,9 @@ from ...core.search._search_text import (
     Query,
     parse_query,
 )
+from ._blocks import expand
 from ._engine import PostgresEngine
 from ._indexer import Indexer
-from ._memory_index import catch_up_memory
 from ._names import db_name, name_from_db
 from ._outputs import output_id
 from ._search_sql import day_rows, db_text, query_text, ranked_sql
@@ -162,24 +162,31 @@ class PostgresSearchIndex(Indexer):
         if not parsed.terms:
             return SearchResult(hits=[], query=parsed)
         deadline = None if catch_up_seconds is None else time.monotonic() + catch_up_seconds
-        budget = self._search_budget(catch_up_seconds)
+        budget = pieces.search_budget(catch_up_seconds)
         params = {**vars(filters), **owner, "limit": 4 * limit + 8}
         params.pop("tenant", None)
-        sql = ranked_sql(self.engine.schema, {k for k, v in params.items() if v is not None})
+        phrase = query_text(parsed, loose=True) != query_text(parsed)
+        named = {k for k, v in params.items() if v is not None}
+        sql = ranked_sql(self.engine.schema, named, phrase)
 
-        def ranked(conn: Any, match: str) -> list[Any]:
+        def ranked(conn: Any, every: bool) -> list[Any]:
             # not prepared: each search planned for its own words (a common one is found
-            # newest first, a rare one through the GIN index)
-            return list(conn.execute(sql, {**params, "match": match}, prepare=False).fetchall())
+            # newest first, a rare one through the GIN index); an output's blocks read back
+            match = {
+                "match": query_text(parsed, every=every),
+                "loose": query_text(parsed, every=every, loose=True),
+            }
+            rows = conn.execute(sql, {**params, **match}, prepare=False).fetchall()
+            return expand(conn, self.engine.schema, rows, parsed, every, params["limit"])
 
         def run(conn: Any) -> SearchResult:
             pending = self._catch_up(conn, deadline, budget, self.background.running())
             with conn.transaction():
                 bind(conn, tenant)
-                rows = ranked(conn, query_text(parsed))
+                rows = ranked(conn, True)
                 every = bool(rows) or len(parsed.terms) == 1
                 if not every:
-                    rows = ranked(conn, query_text(parsed, every=False))
+                    rows = ranked(conn, False)
                 rows, records = day_rows(conn, self.engine.schema, rows, tenant)
             rows = [(*row[:8], name_from_db(row[8]), *row[9:]) for row in rows]  # c.agent
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
@@ -211,29 +218,11 @@ class PostgresSearchIndex(Indexer):
         self._run(reset, "cannot rebuild the index")
         self.catch_up()
 
-    def _search_budget(self, catch_up_seconds: float | None) -> int | None:
-        """Bytes of saved outputs a search indexes: `SEARCH_INDEX_BYTES`; all without a
-        catch-up bound. While this process's background indexing runs, only the outputs
-        that fit whole in it (the background has the big ones: a search would take their
-        pieces between two of its steps and wait for them)."""
-        return None if catch_up_seconds is None else pieces.SEARCH_INDEX_BYTES
-
     def close(self) -> None:
         self.background.close()
         self.engine.close()
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _catch_up(
-        self,
-        conn: Any,
-        deadline: float | None,
-        output_bytes: int | None = None,
-        fits_only: bool = False,
-    ) -> int:
-        """The Indexer's catch-up, then the memory documents' (`_memory_index`)."""
-        left = super()._catch_up(conn, deadline, output_bytes, fits_only)
-        return left + catch_up_memory(conn, self.engine.schema, deadline)
 
     def _background_step(self) -> bool:
         """One step of the background indexing: a piece of the saved outputs (and the dialog

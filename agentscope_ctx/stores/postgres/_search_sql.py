@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from ...core._tenant import Tenant
@@ -22,6 +23,7 @@ __all__ = [
     "lexemes",
     "query_text",
     "ranked_sql",
+    "stripped_text",
     "tsvector_text",
 ]
 
@@ -69,8 +71,14 @@ def tsvector_text(text: str) -> str:
     )
 
 
-def query_text(query: Query, *, every: bool = True) -> str:
-    """The ``tsquery`` literal of `query`: each term a phrase of its tokens, all or any."""
+def stripped_text(words: Iterable[str]) -> str:
+    """The ``tsvector`` literal of `words` without positions (an output's block, `_blocks`)."""
+    return " ".join(_quote(word) for word in words)
+
+
+def query_text(query: Query, *, every: bool = True, loose: bool = False) -> str:
+    """The ``tsquery`` literal of `query`: each term a phrase of its tokens (`loose`: all of
+    them, anywhere), all or any."""
     parts = []
     for text, prefix in query.terms:
         words = [_quote(token) for token in lexemes(text)]
@@ -78,7 +86,7 @@ def query_text(query: Query, *, every: bool = True) -> str:
             continue
         if prefix:
             words[-1] += ":*"
-        parts.append("(" + " <-> ".join(words) + ")")
+        parts.append("(" + (" & " if loose else " <-> ").join(words) + ")")
     return (" & " if every else " | ").join(parts)
 
 
@@ -101,13 +109,17 @@ _FILTERS = {
 fit to it: the owner columns then lead the ``(agent, session, id)`` index)."""
 
 
-def ranked_sql(schema: str, given: set[str]) -> str:
+def ranked_sql(schema: str, given: set[str], phrase: bool = False) -> str:
     """The ranked query: the newest `CANDIDATES` chunks that match ``%(match)s`` and the
     filters `given` (names of `_FILTERS`), the best ``%(limit)s`` of them by ``ts_rank``
-    (then the newest), their text and owners read for those only."""
-    where = " AND ".join(
-        ["c.terms @@ %(match)s::tsquery", *(sql for k, sql in _FILTERS.items() if k in given)]
-    )
+    (then the newest), their text and owners read for those only (an output's block: where
+    its text is, `_blocks.expand`). With a `phrase`, a block (its tokens have no positions)
+    matches ``%(loose)s``, the query with each phrase as all its words (`query_text`), and
+    its chunks are checked for the phrase when read back."""
+    match = "c.terms @@ %(match)s::tsquery"
+    if phrase:  # the GIN index finds the loose matches, the phrase is checked in the row
+        match = "c.terms @@ %(loose)s::tsquery AND (c.byte_start IS NOT NULL OR " + match + ")"
+    where = " AND ".join([match, *(sql for k, sql in _FILTERS.items() if k in given)])
     return f"""
 WITH q AS (SELECT %(match)s::tsquery AS query),
 cand AS MATERIALIZED (
@@ -117,7 +129,8 @@ best AS (
     SELECT cand.id, ts_rank(cand.terms, q.query) AS rank, cand.ts FROM cand, q
     ORDER BY rank DESC, cand.ts DESC NULLS LAST, cand.id DESC LIMIT %(limit)s)
 SELECT -best.rank, c.body, c.start_line, c.line_offset, c.source, c.kind,
-    1, 0, c.agent, c.role, c.tool, c.args, c.ts
+    1, 0, c.agent, c.role, c.tool, c.args, c.ts, c.byte_start, c.byte_end, c.byte_skip,
+    c.chunk_count
 FROM best JOIN {schema}.chunks AS c ON c.id = best.id
 ORDER BY best.rank DESC, best.ts DESC NULLS LAST, best.id DESC
 """

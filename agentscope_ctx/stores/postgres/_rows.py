@@ -1,0 +1,53 @@
+"""The rows of the PostgreSQL search index (table ``chunks``, `_schema`): a chunk of a dialog
+record or a memory document with its text and its tokens' positions (`chunk_row`), a block
+of a saved output with where its text is and its tokens without positions (`block_row`,
+`_blocks`), and their insert (`insert_chunks`). Shared by the catch-up (`_indexer`) and the
+memory documents' index (`_memory_index`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.search._search_text import Chunk
+from ._blocks import Block
+from ._search_sql import MAX_LEXEME, db_text, lexemes, tsvector_text
+
+__all__ = ["block_row", "chunk_row", "insert_chunks"]
+
+_NO_BLOCK = (None, None, None, None)
+"""A chunk row's block columns: its text is in the row."""
+
+
+def chunk_row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) -> tuple[object, ...]:
+    """The index row of `chunk` (`meta`: agent, session, role, tool, args, time): its text,
+    and its tokens with their positions (a literal, or text PostgreSQL's parser splits as we
+    do)."""
+    text = db_text(chunk.text)
+    words = lexemes(text)
+    if all(len(word) <= MAX_LEXEME for word in words) and " ".join(words).isascii():
+        # letters and digits, apart: PostgreSQL's parser keeps each word as it is
+        terms: tuple[str | None, str | None] = (None, " ".join(words))
+    else:
+        terms = (tsvector_text(text), None)
+    return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta, *_NO_BLOCK)
+
+
+def block_row(source: str, block: Block, meta: tuple[object, ...]) -> tuple[object, ...]:
+    """The index row of an output's block (`_blocks`): no text, its tokens without positions."""
+    where = (block.byte_start, block.byte_end, block.skip, block.count)
+    return ("tool_result", source, block.start_line, block.line_offset, "", block.terms, None,
+            *meta, *where)  # fmt: skip
+
+
+def insert_chunks(conn: Any, schema: str, rows: list[tuple[object, ...]]) -> None:
+    """Insert index rows (`chunk_row`, `block_row`) into ``chunks``."""
+    if rows:
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {schema}.chunks (kind, source, start_line, line_offset, body, "
+                "terms, agent, session, role, tool, args, ts, byte_start, byte_end, byte_skip, "
+                "chunk_count) VALUES (%s, %s, %s, %s, %s, "
+                "coalesce(%s::tsvector, to_tsvector('simple', %s::text)), "
+                "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [tuple(db_text(v) if isinstance(v, str) else v for v in row) for row in rows],
+            )

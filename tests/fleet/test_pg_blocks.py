@@ -1,0 +1,157 @@
+"""Schema 4 keeps a saved output a row per block (`stores/postgres/_blocks`): the chunks a
+search reads back from a block's bytes are the chunks of the output, whatever its lines
+(Hypothesis); a phrase is checked on them; a schema-3 store (a row per chunk, its text in the
+row) is indexed again in the background and every fact is still found, at the same line.
+Real PostgreSQL (`tests/fleet/conftest`)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from agentscope_ctx.core._tenant import Tenant
+from agentscope_ctx.core.search._index_pieces import piece_lines
+from agentscope_ctx.core.search._search_hits import Filters
+from agentscope_ctx.core.search._search_text import chunk_lines
+from agentscope_ctx.stores.factory import open_stores
+from agentscope_ctx.stores.postgres import _blocks
+from agentscope_ctx.stores.postgres._rows import chunk_row
+from agentscope_ctx.stores.postgres._search_sql import MAX_LEXEME, db_text, lexemes
+from tests.fleet.pg_config import PgStore
+
+_PARTS = st.sampled_from(
+    [b"word ", b"alpha beta ", b"\xe6\x95\xb0\xe6\x8d\xae\xe5\xba\x93", b"caf\xc3\xa9 ", b" ",
+     b"\n", b"\n", b"\r\n", b"\r", b"\xff", b"\x00", b"x" * 700, b"long " * 300]
+)  # fmt: skip
+
+
+@given(
+    parts=st.lists(_PARTS, max_size=120),
+    block=st.sampled_from([2_100, 5_000, 9_000]),
+    start=st.integers(0, 1 << 30),
+    first=st.integers(1, 10_000),
+)
+@example(parts=[b"long " * 300] * 12 + [b"\xff"] + [b"long " * 300] * 4, block=5_000,
+         start=0, first=1)  # fmt: skip
+def test_a_blocks_bytes_give_back_its_chunks(
+    parts: list[bytes], block: int, start: int, first: int
+) -> None:
+    """Every block's bytes, read back, cut into the chunks of the output it holds, in order
+    (long lines in pieces, exact or not, ``\\r\\n``, bad bytes); its tokens are theirs."""
+    data = b"".join(parts)
+    with mock.patch.object(_blocks, "BLOCK_CHARS", block):
+        blocks = _blocks.cut_blocks(data, start, first)
+    got = []
+    for b in blocks:
+        assert start <= b.byte_start < b.byte_end <= start + len(data)
+        chunks = _blocks.block_chunks(data[b.byte_start - start : b.byte_end - start], b)
+        assert len(chunks) == b.count
+        words = {w for c in chunks for w in lexemes(db_text(c.text))}
+        assert set(b.terms.split()) == {f"'{w[:MAX_LEXEME]}'" for w in words}
+        got.extend(chunks)
+    assert got == list(chunk_lines(piece_lines(data), first))
+
+
+def _shown(hit: Any, text: str) -> int | None:
+    """The line number the hit shows `text` at."""
+    return next((n for n, line in hit.lines if text in line), None)
+
+
+def test_a_phrase_is_checked_in_the_blocks_chunks(tmp_path: Path, pg_store: PgStore) -> None:
+    """A block holds both words of a phrase, apart in one chunk and together in another: the
+    phrase's hit is the chunk holding it; a phrase whose words are only apart is not found."""
+    lines = [f"{n:05d} filler text here" for n in range(400)]
+    lines[20] = "quota first then disk later"
+    lines[300] = "ERROR: disk quota exceeded"
+    stores = open_stores(pg_store.config(tmp_path), agent="a", session="s")
+    try:
+        stores.outputs.save("\n".join(lines) + "\n")
+        result = stores.search.search('"disk quota"', limit=5)
+        assert [_shown(h, "disk quota") for h in result.hits] == [301] and result.every
+        assert not stores.search.search('"later quota"', limit=5).hits  # apart only
+    finally:
+        stores.close()
+
+
+def _facts(rng: random.Random, count: int) -> list[tuple[str, int, str]]:
+    """(fact word, its line, the output's text) of `count` outputs of some blocks each."""
+    out = []
+    for n in range(count):
+        lines = [f"{k:05d} " + " ".join(rng.choice(("log", "row", "value")) for _ in range(8))
+                 for k in range(rng.randint(2_000, 6_000))]  # fmt: skip
+        at = rng.randrange(len(lines))
+        word = f"factword{n}x{at}"
+        lines[at] += f" {word}"
+        out.append((word, at + 1, "\n".join(lines) + "\n"))
+    return out
+
+
+def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
+    tmp_path: Path, pg_store: PgStore
+) -> None:
+    """A store as schema 3 left it (a row per chunk of each output, its text in the row) is
+    brought up to 4 by the first worker that opens it: its old rows are searched until its
+    outputs are indexed again (in pieces), then only blocks are; every fact is found at its
+    line all along, and the index is smaller."""
+    import psycopg
+
+    s = pg_store.schema
+    config = pg_store.config(tmp_path)
+    facts = _facts(random.Random(30), 12)
+    stores = open_stores(config, agent="a", session="s")
+    refs = [stores.outputs.save(text) for _, _, text in facts]
+    stores.search.catch_up()
+    stores.close()
+    with psycopg.connect(pg_store.server.dsn, password=pg_store.password, autocommit=True) as conn:
+        conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+        conn.execute(f"DELETE FROM {s}.chunks WHERE kind = 'tool_result'")
+        conn.execute(
+            f"ALTER TABLE {s}.chunks DROP COLUMN byte_start, DROP COLUMN byte_end, "
+            "DROP COLUMN byte_skip, DROP COLUMN chunk_count"
+        )
+        conn.execute(f"DELETE FROM {s}.schema_version WHERE version > 3")
+        meta = ("a", "s", "tool", None, None, "2026-12-04 12:00:00")
+        for ref, (_, _, text) in zip(refs, facts, strict=True):
+            rows = [
+                chunk_row("tool_result", ref, chunk, meta)[:13]
+                for chunk in chunk_lines(text.split("\n")[:-1])
+            ]  # as schema 3 indexed an output: a row per chunk, its text and positions
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    f"INSERT INTO {s}.chunks (kind, source, start_line, line_offset, body, "
+                    "terms, agent, session, role, tool, args, ts) VALUES (%s, %s, %s, %s, "
+                    "%s, coalesce(%s::tsvector, to_tsvector('simple', %s::text)), %s, %s, "
+                    "%s, %s, %s, %s)",
+                    rows,
+                )
+        old_size = conn.execute(f"SELECT pg_total_relation_size('{s}.chunks')").fetchone()[0]
+    mine = Filters(tenant=Tenant.of("a", "s"))
+    stores = open_stores(config, agent="a", session="s")
+    try:
+        for n, (word, line, _) in enumerate(facts):  # the old rows, or the new (background)
+            result = stores.search.search(word, mine, limit=5, catch_up_seconds=0)
+            assert [_shown(h, word) for h in result.hits] == [line]
+            assert result.pending or n  # the first: none indexed again yet
+        stores.search.background.close()  # type: ignore[attr-defined]
+        assert stores.search.catch_up() == 0  # what the background left
+        for word, line, _ in facts:
+            result = stores.search.search(word, mine, limit=5)
+            assert [_shown(h, word) for h in result.hits] == [line] and not result.pending
+        engine = stores.search.engine  # type: ignore[attr-defined]
+        with engine.connection() as conn:
+            conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+            rows = conn.execute(
+                f"SELECT count(*) FILTER (WHERE byte_start IS NULL), count(*) FROM {s}.chunks "
+                "WHERE kind = 'tool_result'"
+            ).fetchone()
+            conn.execute(f"VACUUM FULL {s}.chunks")
+            size = conn.execute(f"SELECT pg_total_relation_size('{s}.chunks')").fetchone()[0]
+        assert rows[0] == 0 and rows[1] >= len(facts)  # blocks only, the chunk rows dropped
+        assert size < old_size / 2
+    finally:
+        stores.close()
