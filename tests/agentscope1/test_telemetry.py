@@ -23,6 +23,7 @@ from tests.support.telemetry_checks import (
 
 __all__ = ["traced"]  # the fixture, used by name
 
+
 @requires_1x("drives a ReActAgent with AgentScope 1.x tracing on")
 @pytest.mark.parametrize("relief", ["masking", "compaction"])
 async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
