@@ -27,6 +27,20 @@ def sent(call: dict[str, Any]) -> list[dict[str, Any]]:
     return call["messages"] if IS_1X else call["formatted"]
 
 
+def said(call: dict[str, Any], role: str) -> str:
+    """The text of the messages of `role` in one recorded model call, as the provider gets it
+    (`sent`)."""
+    texts = []
+    for message in sent(call):
+        if message["role"] == role:
+            content = message["content"]
+            if isinstance(content, str):
+                texts.append(content)
+            elif content:
+                texts += [block["text"] for block in content if block.get("type") == "text"]
+    return "\n".join(texts)
+
+
 @dataclass
 class Session:
     """One agent with a `ContextManager`, on the installed line."""
