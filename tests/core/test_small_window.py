@@ -20,6 +20,9 @@ from agentscope_ctx.core.context._turns import current_turn
 from tests.core.test_pipeline import Agent, Result, pipeline, turn
 from tests.support.lines import IS_1X, Msg, reason_1x
 
+PROMPT_PARTS = {"system prompt", "tool schemas", "summary", "current user turn", "other messages"}
+"""The parts a `PromptTooLargeError` sizes (`core/ladder/_fits.py`)."""
+
 
 def attach(pipe: ContextPipeline, agent: Agent) -> Agent:
     """Wire the pipeline as an adapter does: the accountant reads the agent's system prompt
@@ -128,13 +131,7 @@ async def test_fixed_parts_and_the_current_turn_over_the_budget_raise(tmp_path: 
     error = caught.value
     assert isinstance(error, ContextUsageError)
     assert error.budget == 1_000
-    assert set(error.parts) == {
-        "system prompt",
-        "tool schemas",
-        "summary",
-        "current user turn",
-        "other messages",
-    }
+    assert set(error.parts) == PROMPT_PARTS
     assert error.parts["system prompt"] > 850 and error.parts["current user turn"] > 200
     for name, tokens in error.parts.items():
         assert f"{name} {tokens}" in str(error)
