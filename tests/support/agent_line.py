@@ -53,20 +53,21 @@ class Session:
     """The compactor's scripted model."""
     calls: list[str] = field(default_factory=list)
 
-    async def turn(self, words: str, *script: Any) -> None:
+    async def turn(self, words: str, *script: Any) -> str | None:
         """The user says `words`; the agent's model answers with `script` (then "ok"; a
-        scripted model only)."""
+        scripted model only). The text of the agent's reply."""
         if script:
             self.model.enqueue(*script)
         if IS_1X:
             from agentscope.message import Msg
 
-            await self.agent(Msg("user", words, "user"))
-        else:
-            from agentscope.message import UserMsg
+            reply = await self.agent(Msg("user", words, "user"))
+            return reply.get_text_content()  # type: ignore[no-any-return]
+        from agentscope.message import UserMsg
 
-            async for _ in self.agent.reply_stream(UserMsg(name="user", content=words)):
-                pass
+        async for _ in self.agent.reply_stream(UserMsg(name="user", content=words)):
+            pass
+        return self.agent.state.context[-1].get_text_content()  # type: ignore[no-any-return]
 
     async def compact(self) -> int:
         """Compact now; the number of messages compacted."""
