@@ -34,6 +34,7 @@ from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core.tokens._calibration import Calibration, PromptUsage
 from tests.core.test_calibration_math import http_response, overflow_errors
 from tests.support.corrupt_calibration import CALIBRATION, ISSUE_CASES
+from tests.support.crash_session import spy_on_add
 from tests.support.fakes import FakeChatModel, text, tool_call
 from tests.support.react1 import react, text_tools
 
@@ -164,14 +165,7 @@ async def test_a_model_that_keeps_failing_surfaces_the_original_error(tmp_path: 
     agent, manager = make_agent(tmp_path, model)
     added: list[str] = []
     memory = manager.memory_of(agent)
-    original_add = memory.add
-
-    async def spy_add(memories: Any, *args: Any, **kwargs: Any) -> None:
-        for msg in [memories] if isinstance(memories, Msg) else memories or []:
-            added.append(msg.id)
-        await original_add(memories, *args, **kwargs)
-
-    memory.add = spy_add  # type: ignore[method-assign]
+    spy_on_add(memory, added.append)
     await fill(agent, model, 4)
     error = overflow_errors()["openai"]
     before = len(model.calls)
