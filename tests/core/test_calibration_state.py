@@ -62,6 +62,7 @@ def test_a_calibration_we_wrote_loads_as_it_was(factor: float, reports: int, win
         ({"m#window": math.inf}, "'m#window' is not finite: inf; dropped"),
         ({"m#window": -50}, "'m#window' is a window of -50.0 tokens (at least 256); dropped"),
         ({"m": 9.0}, "'m' is a factor of 9.0, clamped to 4.0; used"),
+        ({"m": 0.25}, "'m' is a factor of 0.25 (at least 0.5); dropped"),
         ({"m": "1e400"}, "'m' is not a number: '1e400'; dropped"),
         ({"m#bogus": 1.0}, "'m#bogus' is not a calibration key; dropped"),
         ([1.0], "the saved calibration of a memory is not a mapping (list); not used"),
