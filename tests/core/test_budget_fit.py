@@ -24,7 +24,6 @@ from agentscope_ctx.core.truncation._truncation import (
 )
 from tests.core.test_pipeline import Agent, RecordingCompactor, pipeline, run
 from tests.core.test_small_window import PROMPT_PARTS
-from tests.core.test_small_window import run as run_attached
 from tests.support.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 
@@ -55,17 +54,15 @@ async def fit_summary(
     agent: Agent,
     summary: str,
     budget: int,
-    *,
     note: bool = False,
-    attached: bool = False,
 ) -> None:
-    """Run the pipeline once (`attached`: wired as an adapter wires it) on `summary`, `NOTE`
-    if `note`, and the user's "go on": the prompt fits `budget`, estimated and calibrated."""
+    """Run the pipeline once on `summary`, `NOTE` if `note`, and the user's "go on": the prompt
+    fits `budget`, estimated and calibrated."""
     await memory.update_compressed_summary(summary)
     if note:
         memory.offer_long_term(NOTE)
     await memory.add(Msg("user", "go on", "user"))
-    report = await (run_attached if attached else run)(pipe, agent)
+    report = await run(pipe, agent)
     assert report.tokens_after <= budget
     assert await pipe.accountant.calibrated() <= budget
 
@@ -174,7 +171,7 @@ async def test_fit_shows_the_summary_as_a_notice_alone_at_its_least(tmp_path: Pa
     notice = excerpt_with_notice(SUMMARY, max_bytes=4, file_path=path)
     bare = Msg("compact_summary", f"<compact_summary>\n{notice}\n</compact_summary>", "user")
     agent.sys_prompt = await sized_prompt(pipe, await pipe.counter.count_msg(bare) + 30)
-    await fit_summary(pipe, memory, agent, SUMMARY, 1_000, note=True, attached=True)
+    await fit_summary(pipe, memory, agent, SUMMARY, 1_000, note=True)
     shown = str(memory.summary_message().content)  # type: ignore[union-attr]
     (path,) = notice_paths(memory.trimmed_summary())
     saved = Path(path).read_text()
@@ -194,7 +191,7 @@ async def test_the_summary_leaves_the_view_when_only_that_makes_the_prompt_fit(
     pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
     agent = Agent()
     agent.sys_prompt = await sized_prompt(pipe, 40)
-    await fit_summary(pipe, memory, agent, SUMMARY, 1_000, attached=True)
+    await fit_summary(pipe, memory, agent, SUMMARY, 1_000)
     assert memory.summary_message() is None
     assert memory.compact_summary == SUMMARY
     await memory.update_compressed_summary("## Goal\n- short now\n")
@@ -215,7 +212,7 @@ async def test_newest_tool_calls_over_the_budget_at_their_least_are_compacted(
     msgs = parallel_unit(9, 200)
     await memory.add(ask)
     await memory.add(msgs)
-    report = await run_attached(pipe, agent)
+    report = await run(pipe, agent)
     assert report.tokens_after <= 1_000
     assert await pipe.accountant.calibrated() <= 1_000
     assert report.compacted == len(msgs)
@@ -235,7 +232,7 @@ async def test_prompt_too_large_only_when_what_never_leaves_is_over(tmp_path: Pa
     await memory.add(Msg("user", "please look at every file in the project and report", "user"))
     await memory.add(parallel_unit(2, 200))
     with pytest.raises(PromptTooLargeError) as caught:
-        await run_attached(pipe, agent)
+        await run(pipe, agent)
     error = caught.value
     assert set(error.parts) == PROMPT_PARTS
     never_leave = error.parts["system prompt"] + error.parts["current user turn"]
@@ -259,7 +256,7 @@ async def test_a_call_waiting_for_its_result_stays_with_the_current_turn(tmp_pat
     await memory.add(ask)
     await memory.add(step)
     await memory.add(pending)
-    report = await run_attached(pipe, agent)
+    report = await run(pipe, agent)
     assert report.tokens_after <= 1_000
     assert report.compacted == len(step)
     assert [m.id for m in memory.messages()] == [ask.id, pending.id]
@@ -344,7 +341,7 @@ async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: 
     assert kept is not None and kept.shown == {ask.id}
     msgs = parallel_unit(9, 200)
     await memory.add(msgs)
-    report = await run_attached(pipe, agent)
+    report = await run(pipe, agent)
     assert report.tokens_after <= 1_000
     assert report.compacted == len(msgs)
     (prefix,) = compactor.prefixes

@@ -15,25 +15,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextUsageError, PromptTooLargeError
-from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
 from agentscope_ctx.core.context._turns import current_turn
-from tests.core.test_pipeline import Agent, Result, pipeline, turn
+from tests.core.test_pipeline import Agent, Result, attach, pipeline, run, turn
 from tests.support.lines import IS_1X, Msg, reason_1x
 
 PROMPT_PARTS = {"system prompt", "tool schemas", "summary", "current user turn", "other messages"}
 """The parts a `PromptTooLargeError` sizes (`core/ladder/_fits.py`)."""
-
-
-def attach(pipe: ContextPipeline, agent: Agent) -> Agent:
-    """Wire the pipeline as an adapter does: the accountant reads the agent's system prompt
-    and tool schemas, the agent hears what happened."""
-    pipe.accountant.prompt_parts, pipe.notify = agent.parts, agent.note
-    return agent
-
-
-async def run(pipe: ContextPipeline, agent: Agent, **kwargs: Any) -> PipelineReport:
-    attach(pipe, agent)
-    return await pipe.run(**kwargs)
 
 
 class BigCompactor:
