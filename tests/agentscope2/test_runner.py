@@ -26,6 +26,7 @@ from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import Summarizer
+from tests.core.test_compactor_retry import summary
 from tests.support.agent_line import said
 from tests.support.fakes import (
     FakeChatModel,
@@ -39,15 +40,6 @@ from tests.support.fakes import (
 TODAY = datetime(2026, 3, 14).date()
 NOW = datetime(2026, 3, 14, 3, 0)
 NOTES = "- Preference: the user wants answers in French\n- Lesson: pip failed; uv worked"
-
-
-def summary(marker: str = "fix the parser") -> str:
-    return (
-        f"## Goal\n- {marker}\n## Constraints\n- keep parse_header's signature\n"
-        "## Progress\n### Done\n- read src/app/parser.py\n### In progress\n- (none)\n"
-        "### Blocked\n- ValueError: bad header\n## Key Decisions\n- strip CR\n"
-        "## Next Steps\n- rerun pytest\n## Critical Context\n- tests/test_parser.py:42\n"
-    )
 
 
 def trajectory() -> list[Msg]:

@@ -22,18 +22,10 @@ from agentscope_ctx.core.compaction._compactor import CompactionResult, Compacto
 from agentscope_ctx.core.config._config import CompactorConfig
 from agentscope_ctx.core.summary._extractive import validate_summary
 from agentscope_ctx.core.tokens._tokens import TokenCounter
+from tests.core.test_compactor_retry import summary
 from tests.core.test_extractive import trajectory
 from tests.support.agent_line import said
 from tests.support.fakes import FakeChatModel, tool_call
-
-
-def summary(marker: str = "fix the parser") -> str:
-    return (
-        f"## Goal\n- {marker}\n## Constraints\n- keep parse_header's signature\n"
-        "## Progress\n### Done\n- read src/app/parser.py\n### In progress\n- (none)\n"
-        "### Blocked\n- ValueError: bad header\n## Key Decisions\n- strip CR\n"
-        "## Next Steps\n- rerun pytest\n## Critical Context\n- tests/test_parser.py:42\n"
-    )
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,10 @@ from tests.support.fakes import FakeChatModel
 from tests.support.lines import IS_1X
 
 
-def summary() -> str:
+def summary(marker: str = "fix the parser") -> str:
+    """A valid model summary whose goal is `marker` (the Compactor tests of both lines)."""
     return (
-        "## Goal\n- fix the parser\n## Constraints\n- keep parse_header's signature\n"
+        f"## Goal\n- {marker}\n## Constraints\n- keep parse_header's signature\n"
         "## Progress\n### Done\n- read src/app/parser.py\n### In progress\n- (none)\n"
         "### Blocked\n- ValueError: bad header\n## Key Decisions\n- strip CR\n"
         "## Next Steps\n- rerun pytest\n## Critical Context\n- tests/test_parser.py:42\n"
