@@ -7,6 +7,7 @@ one test."""
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -133,7 +134,7 @@ class Line:
         sys_prompt: str = "You help.",
     ) -> Session:
         """An agent whose tools are `tools` (named ``str -> str`` functions of one argument,
-        `arg`; or plain functions returning text, with Google docstrings), loaded
+        `arg`; or plain functions returning text, async ones too, with Google docstrings), loaded
         from `saved` (`Session.saved`) if given, as a new process would. Its model is `model`
         (a scripted one answering "ok" by default); `formatter` is the 1.x formatter of both
         the agent and the manager (OpenAI's by default; 2.x models carry their own)."""
@@ -188,7 +189,15 @@ def _functions(
     if isinstance(tools, dict):
         return [_named(name, fn, wrap) for name, fn in tools.items()]
 
-    def wrapped(fn: Callable[..., str]) -> Callable[..., Any]:
+    def wrapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def waited(*args: Any, **kwargs: Any) -> Any:
+                return wrap(await fn(*args, **kwargs))
+
+            return waited
+
         @functools.wraps(fn)
         def tool(*args: Any, **kwargs: Any) -> Any:
             return wrap(fn(*args, **kwargs))
