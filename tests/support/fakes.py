@@ -216,6 +216,10 @@ else:
             tool_choice: ToolChoice | None = None,
             **kwargs: Any,
         ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+            refused = self._refusal(tools, tool_choice, kwargs)
+            if refused is not None:
+                self.calls.append({"rejected": True, "tools": tools, "tool_choice": tool_choice})
+                raise refused
             formatted = await self.formatter.format(messages)
             self.calls.append(
                 {
@@ -235,24 +239,25 @@ else:
         async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
             yield ChatResponse(content=list(response.content), is_last=False, usage=response.usage)
 
+        def _refusal(
+            self, tools: Any, tool_choice: ToolChoice | None, kwargs: dict[str, Any]
+        ) -> Exception | None:
+            """The error this provider answers a call with, before any answer (recorded as a
+            rejected call); `None`: it serves the call."""
+            return None
+
     class StrictChatModel(FakeChatModel):
         """A provider that serves plain chat only: it rejects any call that carries tools, a
         `tool_choice` or a `response_format`, and structured output (what AgentScope's built-in
         context compression asks for), as some OpenAI-compatible servers do. Every call is
         recorded, the rejected ones too."""
 
-        async def _call_api(
-            self,
-            model_name: str,
-            messages: list[Msg],
-            tools: list[dict[str, Any]] | None = None,
-            tool_choice: ToolChoice | None = None,
-            **kwargs: Any,
-        ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        def _refusal(
+            self, tools: Any, tool_choice: ToolChoice | None, kwargs: dict[str, Any]
+        ) -> Exception | None:
             if tools or tool_choice is not None or "response_format" in kwargs:
-                self.calls.append({"rejected": True, "tools": tools, "tool_choice": tool_choice})
-                raise ValueError("400: this model does not support tools or response_format")
-            return await super()._call_api(model_name, messages, tools, tool_choice, **kwargs)
+                return ValueError("400: this model does not support tools or response_format")
+            return None
 
 
 async def hang(messages: Any) -> str:
