@@ -61,6 +61,12 @@ class _Scripted:
     def enqueue(self, *responses: Script) -> None:
         self.queue.extend(responses)
 
+    async def _respond(self, prompt: Any, formatted: list[dict[str, Any]]) -> Any:
+        """The next answer (`_next_answer`), streamed when the model streams (`_stream`, the
+        line's chunks)."""
+        response = await self._next_answer(prompt, formatted)
+        return self._stream(response) if self.stream else response  # type: ignore[attr-defined]
+
     async def _next_answer(self, prompt: Any, formatted: list[dict[str, Any]]) -> ChatResponse:
         """The routed answer, else the next of the queue (`default` when it is empty), raised
         if an exception."""
@@ -140,10 +146,7 @@ if IS_1X:
             self.calls.append(
                 {"messages": messages, "tools": tools, "tool_choice": tool_choice, **kwargs}
             )
-            response = await self._next_answer(messages, messages)
-            if not self.stream:
-                return response
-            return self._stream(response)
+            return await self._respond(messages, messages)
 
         @staticmethod
         async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
@@ -230,10 +233,7 @@ else:
                     **kwargs,
                 }
             )
-            response = await self._next_answer(messages, formatted)
-            if not self.stream:
-                return response
-            return self._stream(response)
+            return await self._respond(messages, formatted)
 
         @staticmethod
         async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
