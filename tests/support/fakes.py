@@ -61,12 +61,6 @@ class _Scripted:
     def enqueue(self, *responses: Script) -> None:
         self.queue.extend(responses)
 
-    async def _respond(self, prompt: Any, formatted: list[dict[str, Any]]) -> Any:
-        """The next answer (`_next_answer`), streamed when the model streams (`_stream`, the
-        line's chunks)."""
-        response = await self._next_answer(prompt, formatted)
-        return self._stream(response) if self.stream else response  # type: ignore[attr-defined]
-
     async def _next_answer(self, prompt: Any, formatted: list[dict[str, Any]]) -> ChatResponse:
         """The routed answer, else the next of the queue (`default` when it is empty), raised
         if an exception."""
@@ -146,7 +140,10 @@ if IS_1X:
             self.calls.append(
                 {"messages": messages, "tools": tools, "tool_choice": tool_choice, **kwargs}
             )
-            return await self._respond(messages, messages)
+            response = await self._next_answer(messages, messages)
+            if not self.stream:
+                return response
+            return self._stream(response)
 
         @staticmethod
         async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
@@ -219,10 +216,6 @@ else:
             tool_choice: ToolChoice | None = None,
             **kwargs: Any,
         ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-            refused = self._refusal(tools, tool_choice, kwargs)
-            if refused is not None:
-                self.calls.append({"rejected": True, "tools": tools, "tool_choice": tool_choice})
-                raise refused
             formatted = await self.formatter.format(messages)
             self.calls.append(
                 {
@@ -233,18 +226,14 @@ else:
                     **kwargs,
                 }
             )
-            return await self._respond(messages, formatted)
+            response = await self._next_answer(messages, formatted)
+            if not self.stream:
+                return response
+            return self._stream(response)
 
         @staticmethod
         async def _stream(response: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
             yield ChatResponse(content=list(response.content), is_last=False, usage=response.usage)
-
-        def _refusal(
-            self, tools: Any, tool_choice: ToolChoice | None, kwargs: dict[str, Any]
-        ) -> Exception | None:
-            """The error this provider answers a call with, before any answer (recorded as a
-            rejected call); `None`: it serves the call."""
-            return None
 
     class StrictChatModel(FakeChatModel):
         """A provider that serves plain chat only: it rejects any call that carries tools, a
@@ -252,12 +241,18 @@ else:
         context compression asks for), as some OpenAI-compatible servers do. Every call is
         recorded, the rejected ones too."""
 
-        def _refusal(
-            self, tools: Any, tool_choice: ToolChoice | None, kwargs: dict[str, Any]
-        ) -> Exception | None:
+        async def _call_api(
+            self,
+            model_name: str,
+            messages: list[Msg],
+            tools: list[dict[str, Any]] | None = None,
+            tool_choice: ToolChoice | None = None,
+            **kwargs: Any,
+        ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
             if tools or tool_choice is not None or "response_format" in kwargs:
-                return ValueError("400: this model does not support tools or response_format")
-            return None
+                self.calls.append({"rejected": True, "tools": tools, "tool_choice": tool_choice})
+                raise ValueError("400: this model does not support tools or response_format")
+            return await super()._call_api(model_name, messages, tools, tool_choice, **kwargs)
 
 
 async def hang(messages: Any) -> str:
