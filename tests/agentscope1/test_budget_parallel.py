@@ -21,15 +21,16 @@ if not IS_1X:
     pytest.skip(reason_1x("parallel tool calls of a 1.x ReActAgent"), allow_module_level=True)
 
 from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
+from agentscope.message import Msg
 from agentscope.model import ChatResponse
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.tool import Toolkit
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
+from tests.support.budget_configs import fetch_tool
 from tests.support.fakes import FakeChatModel, text
-from tests.support.react1 import react, session_examples, tool_uses
+from tests.support.react1 import react, session_examples, text_tools, tool_uses
 
 COUNTER = TokenCounter("o200k_base")
 BUDGET = 32_000
@@ -47,25 +48,7 @@ SESSIONS = st.lists(st.lists(_call, min_size=2, max_size=8), min_size=12, max_si
 
 
 def make_toolkit() -> Toolkit:
-    toolkit = Toolkit()
-
-    async def fetch(n: int, size: int, yields: int) -> ToolResponse:
-        """Fetch a page.
-
-        Args:
-            n (int): which page.
-            size (int): its size in bytes.
-            yields (int): how long it takes.
-        """
-        for _ in range(yields):
-            await asyncio.sleep(0)
-        body = "".join(
-            f"line {i} of page {n}: words {i * 7} more words\n" for i in range(size // 40)
-        )
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
-
-    toolkit.register_tool_function(fetch)
-    return toolkit
+    return text_tools(fetch_tool("more words"))
 
 
 def step(k: int, calls: list[Call]) -> ChatResponse:

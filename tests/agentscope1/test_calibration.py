@@ -3,9 +3,6 @@ from overflow errors, on a ReActAgent. The line-neutral part is `test_calibratio
 
 from __future__ import annotations
 
-import asyncio
-import math
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +23,13 @@ from agentscope.message import Msg, TextBlock
 from agentscope.model import ChatResponse
 from agentscope.model._model_usage import ChatUsage
 from dashscope.api_entities.dashscope_response import GenerationUsage
-from hypothesis import example, given, settings
 from openai.types.completion_usage import CompletionUsage
 
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, TokenCounter
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core.tokens._calibration import Calibration, PromptUsage
 from tests.core.test_calibration_math import http_response, overflow_errors
-from tests.support.corrupt_calibration import CALIBRATION, ISSUE_CASES
+from tests.support.crash_session import spy_on_add
 from tests.support.fakes import FakeChatModel, text, tool_call
 from tests.support.react1 import react, text_tools
 
@@ -164,14 +160,7 @@ async def test_a_model_that_keeps_failing_surfaces_the_original_error(tmp_path: 
     agent, manager = make_agent(tmp_path, model)
     added: list[str] = []
     memory = manager.memory_of(agent)
-    original_add = memory.add
-
-    async def spy_add(memories: Any, *args: Any, **kwargs: Any) -> None:
-        for msg in [memories] if isinstance(memories, Msg) else memories or []:
-            added.append(msg.id)
-        await original_add(memories, *args, **kwargs)
-
-    memory.add = spy_add  # type: ignore[method-assign]
+    spy_on_add(memory, added.append)
     await fill(agent, model, 4)
     error = overflow_errors()["openai"]
     before = len(model.calls)
@@ -451,43 +440,3 @@ async def test_i12_05_cache_reads_reach_context_usage_and_inspect(
     out = capsys.readouterr().out
     assert f"; last prompt sent {prompt:,} tokens by the provider's count; " in out
     assert f"count; {cached / prompt:.0%} of the provider's" in out
-
-
-# -- issue 29, item 4: a corrupt calibration in a saved memory state ----------------------
-
-
-async def _resume_1x(root: Path, calibration: object) -> None:
-    model = ReportingModel(None)
-    agent, manager = make_agent(root, model, budget=6_000)
-    history = []
-    for i in range(16):  # about 8,000 tokens of an earlier session: over the 6,000 budget
-        line = f"report {i}: the nightly job on host-{i} finished, status ok, 420 rows. "
-        history.append(Msg("user", f"Summarise report {i}: " + line * 12, "user"))
-        history.append(Msg("worker", f"Report {i} is fine: " + line * 6, "assistant"))
-    state = {"content": [[msg.to_dict(), []] for msg in history], "calibration": calibration}
-    agent.memory.load_state_dict(state)  # what a session (AtomicJSONSession) loads
-    model.enqueue(text("answer 1"), text("answer 2"))
-    first = await agent(Msg("user", "Anything failed last night?", "user"))
-    later = await agent(Msg("user", "And the night before?", "user"))
-    await manager.close()
-    assert first.get_text_content() == "answer 1"
-    assert later.get_text_content() == "answer 2"
-    assert model.raw and max(model.raw) <= 6_000, model.raw
-    kept = manager.memory_of(agent).calibration
-    assert all(isinstance(v, float) and math.isfinite(v) for v in kept.values()), kept
-
-
-def _pinned(test: Any) -> Any:
-    for case in reversed(ISSUE_CASES):
-        test = example(calibration=case)(test)
-    return test
-
-
-@settings(max_examples=8, deadline=None)
-@given(calibration=CALIBRATION)
-@_pinned
-def test_i29_04_a_corrupt_saved_calibration_keeps_the_budget_and_recovers(
-    calibration: object,
-) -> None:
-    with tempfile.TemporaryDirectory() as root:
-        asyncio.run(_resume_1x(Path(root), calibration))

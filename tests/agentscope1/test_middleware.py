@@ -20,17 +20,8 @@ from agentscope_ctx.core.config._config import ToolResultConfig
 from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
-from tests.support.chain import follow_chain
+from tests.support.chain import HTML, browse, follow_chain
 from tests.support.react1 import add_text_tools
-
-HTML = (
-    "<html><body>\n"
-    + "".join(
-        f"<div class='row'><a href='/item/{i}'>Item {i} — 价格 {i}¥ 🛒</a></div>\r\n"
-        for i in range(2_600)
-    )
-    + "</body></html>"
-)
 
 
 def setup(tmp_path: Path, **limits: int) -> tuple[Toolkit, ToolResultStore, FileReader]:
@@ -54,14 +45,6 @@ async def call(toolkit: Toolkit, name: str, **arguments: object) -> list[ToolRes
 async def test_200kb_html_is_cut_saved_and_chained_back(tmp_path: Path) -> None:
     assert utf8_len(HTML) > 200_000
     toolkit, store, reader = setup(tmp_path)
-
-    def browse(url: str) -> str:
-        """Open a page.
-
-        Args:
-            url (str): the page.
-        """
-        return HTML
 
     add_text_tools(toolkit, browse)
     chunks = await call(toolkit, "browse", url="http://127.0.0.1:8000/")

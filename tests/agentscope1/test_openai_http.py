@@ -27,10 +27,18 @@ from agentscope.message import Msg
 from agentscope.model import OpenAIChatModel
 
 from agentscope_ctx import ContextConfig, ContextManager, build_model
-from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.edge.test_readme import assert_usage_figures_agree
 from tests.support.demo_rungs import run_on_models
-from tests.support.openai_server import Reply, Server, base_url, serving
+from tests.support.openai_server import (
+    Reply,
+    Server,
+    base_url,
+    build_report,
+    check_report_reached_cut,
+    model_fields,
+    report_script,
+    serving,
+)
 from tests.support.react1 import react, text_tools
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -43,28 +51,9 @@ def server() -> Iterator[Server]:
 
 
 def _model(server: Server, stream: bool) -> OpenAIChatModel:
-    model, formatter = build_model(
-        {
-            "provider": "openai",
-            "model_name": "local-test-model",
-            "base_url": base_url(server),
-            "api_key_env": None,
-            "stream": stream,
-            "client_kwargs": {"max_retries": 0, "timeout": 20},
-        }
-    )
+    model, formatter = build_model(model_fields(server, stream))
     assert isinstance(model, OpenAIChatModel) and isinstance(formatter, OpenAIChatFormatter)
     return model
-
-
-def build_report(service: str) -> str:
-    """Build the status report of a service.
-
-    Args:
-        service (str): the service's name.
-    """
-    lines = "".join(f"{service} check {i:04d}: ok, latency {i % 97} ms\n" for i in range(1_500))
-    return lines
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -72,10 +61,7 @@ async def test_i11_15_openai_sdk_streams_through_a_real_agent(
     server: Server, tmp_path: Path, stream: bool
 ) -> None:
     model = _model(server, stream)
-    server.script += [
-        Reply(tool="build_report", arguments={"service": "checkout-api"}),
-        Reply(text="All 1500 checks of checkout-api passed; the slowest took 96 ms."),
-    ]
+    server.script += report_script()
     agent = react(
         model,
         text_tools(build_report),
@@ -97,24 +83,9 @@ async def test_i11_15_openai_sdk_streams_through_a_real_agent(
     finally:
         await manager.close()
 
-    assert reply.get_text_content() == (
-        "All 1500 checks of checkout-api passed; the slowest took 96 ms."
-    )
-    assert len(server.requests) == 2
-    assert all(request.get("stream", False) is stream for request in server.requests)
-    assert "read_file" in [t["function"]["name"] for t in server.requests[0]["tools"]]
     # the tool ran with the streamed (or plain) arguments, and its output reached the
     # second request cut, with a notice pointing at the saved full text
-    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
-    assert len(tool_messages) == 1
-    content = tool_messages[0]["content"]
-    shown = content if isinstance(content, str) else "".join(p["text"] for p in content)
-    assert shown.startswith("checkout-api check 0000: ok")
-    parsed = parse_notice(shown)
-    assert parsed is not None
-    saved = Path(parsed[1].file_path).read_text(encoding="utf-8")
-    assert saved == build_report("checkout-api")
-    assert len(shown.encode()) <= 4_096
+    check_report_reached_cut(server, reply.get_text_content(), stream)
     # the provider's usage (the last SSE chunk, or the JSON body) calibrated the budget
     assert usage.calibrated_total > usage.total
 

@@ -165,36 +165,6 @@ def test_build_agent_from_a_mapping(tmp_path: Path, keys: None) -> None:
     assert manager.working_dir == tmp_path.resolve()
 
 
-@pytest.mark.parametrize(
-    ("data", "field"),
-    [
-        ({"context": {}}, "model"),
-        ({"model": {"provider": "openai", "model_name": "m"}, "agnet": {}}, "agnet"),
-        (
-            {"model": {"provider": "openai", "model_name": "m"}, "agent": {"tools": ["rm"]}},
-            "agent.tools",
-        ),
-        (
-            {"model": {"provider": "openai", "model_name": "m"}, "agent": {"max_iters": 0}},
-            "agent.max_iters",
-        ),
-        (
-            {
-                "model": {"provider": "openai", "model_name": "m"},
-                "context": {"max_input_tokens": 10},
-            },
-            "context.max_input_tokens",
-        ),
-    ],
-)
-def test_build_agent_errors_name_the_field(data: dict[str, object], field: str, keys: None) -> None:
-    from agentscope_ctx._agent_config import build_agent
-
-    with pytest.raises(ConfigError) as info:
-        build_agent(data)
-    assert info.value.field == field
-
-
 def test_build_agent_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     from agentscope_ctx._agent_config import build_agent
 

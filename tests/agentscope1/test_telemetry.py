@@ -15,21 +15,13 @@ from opentelemetry import trace
 from agentscope_ctx import telemetry
 from tests.support.lines import requires_1x
 from tests.support.otel import Traced, metric_points, traced
-from tests.support.telemetry_checks import check_pipeline_spans, recording
+from tests.support.telemetry_checks import (
+    check_compaction_span,
+    check_pipeline_spans,
+    recording,
+)
 
 __all__ = ["traced"]  # the fixture, used by name
-
-SUMMARY = "\n".join(
-    f"## {title}\n- noted"
-    for title in (
-        "Goal",
-        "Constraints and preferences",
-        "Progress",
-        "Key decisions",
-        "Next steps",
-        "Critical context",
-    )
-)
 
 
 @requires_1x("drives a ReActAgent with AgentScope 1.x tracing on")
@@ -46,7 +38,7 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
     from agentscope.model._model_usage import ChatUsage
 
     from agentscope_ctx import ContextConfig, ContextManager
-    from tests.support.fakes import FakeChatModel, tool_call
+    from tests.support.fakes import NOTED_SUMMARY, FakeChatModel, tool_call
     from tests.support.react1 import react, text_tools
 
     agentscope._config.trace_enabled = True  # what `agentscope.init(tracing_url=...)` turns on
@@ -67,7 +59,7 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
     )
     helper = FakeChatModel(
         default=ChatResponse(
-            content=[TextBlock(type="text", text=SUMMARY)],
+            content=[TextBlock(type="text", text=NOTED_SUMMARY)],
             usage=ChatUsage(input_tokens=1_234, output_tokens=56, time=0.0),
         )
     )
@@ -100,17 +92,7 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
                 expected[rung] = expected.get(rung, 0) + tokens
         assert freed == expected
         return
-    compacting = [(span, r) for span, r in traced_runs if r.compacted]
-    assert compacting, "the session compacts"
-    span, report = compacting[0]
-    attributes = span.attributes or {}
-    assert attributes["agentscope_ctx.summary_source"] == "model"
-    assert attributes["agentscope_ctx.compaction.helper_input_tokens"] == 1_234
-    assert attributes["agentscope_ctx.compaction.helper_output_tokens"] == 56
-    helpers = [s for s in spans if s.name == "chat fake-model (agentscope_ctx.compactor)"]
-    assert len(helpers) == len(helper.calls) >= 1
-    assert helpers[0].parent is not None and helpers[0].parent.span_id == span.context.span_id
-    assert (helpers[0].attributes or {})["gen_ai.usage.input_tokens"] == 1_234
+    check_compaction_span(spans, traced_runs, len(helper.calls))
     compacted = sum(p.value for p in points["agentscope_ctx.compaction.messages"])
     assert compacted == sum(r.compacted for r in reports)
 

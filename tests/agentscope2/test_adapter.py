@@ -12,14 +12,15 @@ from agentscope.agent import Agent
 from agentscope.event import CustomEvent
 from agentscope.message import Msg, TextBlock, ToolResultBlock, UserMsg
 from agentscope.model import ChatResponse, ChatUsage
-from agentscope.tool import FunctionTool, Toolkit
+from agentscope.tool import Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from agentscope_ctx.agentscope2 import NOTICE_EVENT, ContextMiddleware
 from agentscope_ctx.agentscope2._entries import to_entries
 from agentscope_ctx.core.truncation._truncation import parse_notice
+from tests.fleet.session2 import make_toolkit
 from tests.support.chain import follow_chain
-from tests.support.fakes import ALLOW, NOTED_SUMMARY, FakeChatModel, tool_call
+from tests.support.fakes import NOTED_SUMMARY, FakeChatModel, tool_call
 
 BUDGET = 6_000
 
@@ -39,15 +40,7 @@ def _write_logs(folder: Path, count: int) -> list[Path]:
 
 
 def _toolkit(root: Path) -> Toolkit:
-    def cat(path: str) -> str:
-        """Print a file.
-
-        Args:
-            path (str): the file, relative to the logs folder.
-        """
-        return (root / path).read_text(encoding="utf-8")
-
-    return Toolkit(tools=[FunctionTool(cat, permission=ALLOW, is_read_only=True)])
+    return make_toolkit(root, "logs")
 
 
 def _config(tmp_path: Path, **tool_result: Any) -> ContextConfig:

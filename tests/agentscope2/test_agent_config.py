@@ -70,33 +70,6 @@ def test_i14_2_build_agent_missing_key_on_2x(monkeypatch: pytest.MonkeyPatch) ->
         build_agent(AGENT_YAML)
 
 
-@pytest.mark.parametrize(
-    ("data", "field"),
-    [
-        ({"context": {}}, "model"),
-        ({"model": {"provider": "openai", "model_name": "m"}, "agnet": {}}, "agnet"),
-        (
-            {"model": {"provider": "openai", "model_name": "m"}, "agent": {"tools": ["rm"]}},
-            "agent.tools",
-        ),
-        (
-            {
-                "model": {"provider": "openai", "model_name": "m"},
-                "context": {"max_input_tokens": 10},
-            },
-            "context.max_input_tokens",
-        ),
-    ],
-)
-def test_i14_2_build_agent_errors_name_the_field_on_2x(
-    data: dict[str, object], field: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
-    with pytest.raises(ConfigError) as info:
-        build_agent(data)
-    assert info.value.field == field
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 async def test_i14_2_built_agent_runs_its_shell_and_reads_on(
     server: Server, tmp_path: Path, stream: bool

@@ -33,7 +33,7 @@ from agentscope_ctx import (
     TokenCounter,
 )
 from agentscope_ctx.core.context._turns import current_turn
-from tests.support.budget_configs import AT_1000, configs, note_outcome
+from tests.support.budget_configs import AT_1000, configs, fetch_tool, note_outcome
 from tests.support.fakes import ALLOW, FakeChatModel
 
 COUNTER = TokenCounter("o200k_base")
@@ -53,17 +53,7 @@ Call = tuple[int, int]
 """(output bytes, times the tool yields to the event loop before answering)"""
 
 
-async def fetch(n: int, size: int, yields: int) -> str:
-    """Fetch a page.
-
-    Args:
-        n (int): which page.
-        size (int): its size in bytes.
-        yields (int): how long it takes.
-    """
-    for _ in range(yields):
-        await asyncio.sleep(0)
-    return "".join(f"line {i} of page {n}: words {i * 7} 中文\n" for i in range(size // 40))
+fetch = fetch_tool("中文")
 
 
 class Session:

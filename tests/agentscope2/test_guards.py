@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentscope.agent import Agent
 from agentscope.message import ToolResultBlock, UserMsg
 
-from agentscope_ctx import ContextManager
 from agentscope_ctx.core.ladder._ladder import MASKED
 from tests.core.test_guards import tools
 from tests.support.agent_line import installed
@@ -35,15 +33,10 @@ async def test_pinned_messages_survive_ten_compactions_and_masking(
 
     root = repo(tmp_path, monkeypatch, 10)
     config = pin_config(tmp_path, root)
-    model = FakeChatModel(default="ok")
-    manager = ContextManager(config, model=FakeChatModel(default=LAZY))
-    agent = Agent(
-        name="coder",
-        system_prompt="You fix code.",
-        model=model,
-        toolkit=installed().toolkit(tools(root)),
-        middlewares=[manager.middleware()],
+    session = installed().session(
+        config, FakeChatModel(default=LAZY), tools(root), sys_prompt="You fix code."
     )
+    manager, agent, model = session.manager, session.agent, session.model
     persona = UserMsg(name="user", content="Persona: answer in French, always.")
     persona.metadata[PIN_MARK] = True
     model.enqueue(*steps(tool_call, 0))

@@ -16,26 +16,8 @@ from agentscope.tool import FunctionTool, Toolkit
 from agentscope_ctx import ContextConfig, ContextUsageError
 from agentscope_ctx.agentscope2 import READ_FILE, ContextMiddleware, ReadFileTool
 from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
-from tests.support.chain import follow_chain
+from tests.support.chain import HTML, browse, follow_chain
 from tests.support.fakes import ALLOW, FakeChatModel, Reply, text, tool_call
-
-HTML = (
-    "<html><body>\n"
-    + "".join(
-        f"<div class='row'><a href='/item/{i}'>Item {i} — 价格 {i}¥ 🛒</a></div>\r\n"
-        for i in range(2_600)
-    )
-    + "</body></html>"
-)
-
-
-def browse(url: str) -> str:
-    """Open a web page.
-
-    Args:
-        url (str): the page.
-    """
-    return HTML
 
 
 def fetch(url: str) -> str:

@@ -29,13 +29,15 @@ from agentscope.tool import FunctionTool, Toolkit
 from agentscope_ctx import ConfigError, ContextConfig
 from agentscope_ctx._providers import build_model, load_models
 from agentscope_ctx.agentscope2 import ContextMiddleware
-from agentscope_ctx.core.truncation._truncation import parse_notice
 from tests.support.fakes import ALLOW
 from tests.support.openai_server import (
     REPORTED_PROMPT_TOKENS,
     Reply,
     Server,
+    build_report,
+    check_report_reached_cut,
     model_fields,
+    report_script,
     serving,
 )
 
@@ -241,24 +243,12 @@ async def test_i14_4_openai_model_speaks_json_and_sse(server: Server, stream: bo
         assert server.requests[0]["stream_options"] == {"include_usage": True}
 
 
-def build_report(service: str) -> str:
-    """Build the status report of a service.
-
-    Args:
-        service (str): the service's name.
-    """
-    return "".join(f"{service} check {i:04d}: ok, latency {i % 97} ms\n" for i in range(1_500))
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 async def test_i14_4_openai_model_drives_a_2x_agent_with_the_middleware(
     server: Server, tmp_path: Path, stream: bool
 ) -> None:
     model = _model(server, stream)
-    server.script += [
-        Reply(tool="build_report", arguments={"service": "checkout-api"}),
-        Reply(text="All 1500 checks of checkout-api passed; the slowest took 96 ms."),
-    ]
+    server.script += report_script()
     middleware = ContextMiddleware(
         ContextConfig(
             working_dir=tmp_path / "ctx",
@@ -274,20 +264,7 @@ async def test_i14_4_openai_model_drives_a_2x_agent_with_the_middleware(
     )
     reply = await agent.reply(UserMsg("user", "Is checkout-api healthy?"))
 
-    assert reply.get_text_content() == (
-        "All 1500 checks of checkout-api passed; the slowest took 96 ms."
-    )
-    assert len(server.requests) == 2
-    assert all(request.get("stream", False) is stream for request in server.requests)
-    assert "read_file" in [t["function"]["name"] for t in server.requests[0]["tools"]]
-    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
-    assert len(tool_messages) == 1
-    content = tool_messages[0]["content"]
-    shown = content if isinstance(content, str) else "".join(p["text"] for p in content)
-    assert shown.startswith("checkout-api check 0000: ok") and len(shown.encode()) <= 4_096
-    parsed = parse_notice(shown)
-    assert parsed is not None
-    assert Path(parsed[1].file_path).read_text(encoding="utf-8") == build_report("checkout-api")
+    check_report_reached_cut(server, reply.get_text_content(), stream)
     results = [b for m in agent.state.context for b in m.content if isinstance(b, ToolResultBlock)]
     assert [b.name for b in results] == ["build_report"]
     assert reply.usage is not None and reply.usage.input_tokens == 2 * REPORTED_PROMPT_TOKENS

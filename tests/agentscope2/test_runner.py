@@ -26,6 +26,8 @@ from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._summarizer import Summarizer
+from tests.core.test_compactor_retry import summary
+from tests.support.agent_line import said
 from tests.support.fakes import (
     FakeChatModel,
     StallingStream,
@@ -38,15 +40,6 @@ from tests.support.fakes import (
 TODAY = datetime(2026, 3, 14).date()
 NOW = datetime(2026, 3, 14, 3, 0)
 NOTES = "- Preference: the user wants answers in French\n- Lesson: pip failed; uv worked"
-
-
-def summary(marker: str = "fix the parser") -> str:
-    return (
-        f"## Goal\n- {marker}\n## Constraints\n- keep parse_header's signature\n"
-        "## Progress\n### Done\n- read src/app/parser.py\n### In progress\n- (none)\n"
-        "### Blocked\n- ValueError: bad header\n## Key Decisions\n- strip CR\n"
-        "## Next Steps\n- rerun pytest\n## Critical Context\n- tests/test_parser.py:42\n"
-    )
 
 
 def trajectory() -> list[Msg]:
@@ -78,19 +71,6 @@ def trajectory() -> list[Msg]:
     ]
 
 
-def sent(call: dict[str, Any], role: str) -> str:
-    """The text of the formatted messages of `role` that the model received in `call`."""
-    texts = []
-    for message in call["formatted"]:
-        if message["role"] == role:
-            content = message["content"]
-            if isinstance(content, str):
-                texts.append(content)
-            elif content:
-                texts += [block["text"] for block in content if block.get("type") == "text"]
-    return "\n".join(texts)
-
-
 @pytest.fixture(scope="module")
 def counter() -> TokenCounter:
     return TokenCounter("cl100k_base")
@@ -118,33 +98,14 @@ async def test_compactor_writes_the_model_summary(counter: TokenCounter, stream:
     assert result == CompactionResult(summary(), "model", None, 1)
     assert validate_summary(result.summary) is None
     [call] = model.calls
-    assert "context compactor" in sent(call, "system") and "## Critical Context" in sent(
+    assert "context compactor" in said(call, "system") and "## Critical Context" in said(
         call, "system"
     )
-    user = sent(call, "user")
+    user = said(call, "user")
     assert "(none: this is the first summary)" in user
     assert "def parse_header(line)" in user and "Don't edit the tests" in user
     # a prompt we sized ourselves: no runtime-state hint was added to it
     assert "<system-reminder>" not in json.dumps(call["formatted"])
-
-
-async def test_a_missing_section_is_retried_once_then_extractive(counter: TokenCounter) -> None:
-    model = FakeChatModel(["Sure! The agent fixed things.", "## Goal\n- still incomplete"])
-    result = await compactor(model, counter).compact("", trajectory())
-
-    assert len(model.calls) == 2
-    retry = sent(model.calls[1], "user")
-    assert "Your previous answer was rejected: the summary lacks the section(s)" in retry
-    assert result.source == "extractive"
-    assert result.reason is not None and "rejected twice" in result.reason
-    assert validate_summary(result.summary) is None
-    assert "please fix it" in result.summary and "src/app/parser.py" in result.summary
-
-
-async def test_a_missing_section_then_a_valid_retry(counter: TokenCounter) -> None:
-    model = FakeChatModel(["## Goal\n- only this", summary()])
-    result = await compactor(model, counter).compact("", trajectory())
-    assert result.source == "model_retry" and result.summary == summary()
 
 
 async def test_compactor_sends_no_tools_tool_choice_or_response_format(
@@ -232,7 +193,7 @@ async def test_run_agent_with_its_defaults_returns_the_text() -> None:
     model = FakeChatModel(["pong"])
     answer = await run_agent(model, None, name="probe", sys_prompt="Answer.", prompt="ping")
     assert answer == "pong"
-    assert "ping" in sent(model.calls[0], "user") and sent(model.calls[0], "system") == "Answer."
+    assert "ping" in said(model.calls[0], "user") and said(model.calls[0], "system") == "Answer."
 
 
 # -- Summarizer --------------------------------------------------------------------------------
@@ -260,7 +221,7 @@ async def test_summarizer_writes_notes_with_its_tools(tmp_path: Path) -> None:
     assert "Appended 2 line(s) to 2026-03-14.md." in sent_tool(model.calls[2])
     names = {tool["function"]["name"] for tool in model.calls[0]["tools"]}
     assert names == {"read_memory_file", "write_memory_file"}
-    assert "write_memory_file" in sent(model.calls[0], "system")
+    assert "write_memory_file" in said(model.calls[0], "system")
 
 
 def sent_tool(call: dict[str, Any]) -> str:
@@ -348,8 +309,8 @@ async def test_consolidation_merges_with_the_model(tmp_path: Path) -> None:
 
     assert report.source == "model" and report.changed and report.notes == ("2026-03-13",)
     [call] = model.calls
-    assert "Merge the recent daily notes" in sent(call, "system")
-    assert "- Fact: uses pip" in sent(call, "user") and "### 2026-03-13" in sent(call, "user")
+    assert "Merge the recent daily notes" in said(call, "system")
+    assert "- Fact: uses pip" in said(call, "user") and "### 2026-03-13" in said(call, "user")
     assert (tmp_path / "memory" / "MEMORY.md").read_text() == (
         f"{new_body}\n\n## Change log\n- 2026-03-14: merged 1 notes from 2026-03-13 (model)\n"
     )

@@ -22,7 +22,7 @@ from agentscope_ctx.core.truncation._truncation import (
     parse_notice,
 )
 from tests.core.test_pipeline import Agent, RecordingCompactor, pipeline, run
-from tests.core.test_small_window import run as run_attached
+from tests.core.test_small_window import PROMPT_PARTS
 from tests.support.lines import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 
@@ -41,6 +41,29 @@ def parallel_unit(n: int, size: int) -> list[Msg]:
         )
         msgs.append(Msg("system", [block], "system"))
     return msgs
+
+
+NOTE = "remember: " + "the user likes short answers. " * 200
+"""A long MEMORY.md note, shown beside the summary."""
+
+
+async def fit_summary(
+    pipe: ContextPipeline,
+    memory: ContextMemory,
+    agent: Agent,
+    summary: str,
+    budget: int,
+    note: bool = False,
+) -> None:
+    """Run the pipeline once on `summary`, `NOTE` if `note`, and the user's "go on": the prompt
+    fits `budget`, estimated and calibrated."""
+    await memory.update_compressed_summary(summary)
+    if note:
+        memory.offer_long_term(NOTE)
+    await memory.add(Msg("user", "go on", "user"))
+    report = await run(pipe, agent)
+    assert report.tokens_after <= budget
+    assert await pipe.accountant.calibrated() <= budget
 
 
 async def test_fit_masks_outputs_when_their_old_limits_do_not_fit(tmp_path: Path) -> None:
@@ -74,12 +97,7 @@ async def test_fit_trims_the_summary_losslessly(tmp_path: Path) -> None:
     pipe, memory, _ = pipeline(tmp_path, max_input_tokens=2_000)
     agent = Agent()
     summary = "## Goal\n" + "".join(f"- fact number {i} about the task\n" for i in range(900))
-    await memory.update_compressed_summary(summary)
-    memory.offer_long_term("remember: " + "the user likes short answers. " * 200)
-    await memory.add(Msg("user", "go on", "user"))
-    report = await run(pipe, agent)
-    assert report.tokens_after <= 2_000
-    assert await pipe.accountant.calibrated() <= 2_000
+    await fit_summary(pipe, memory, agent, summary, 2_000, note=True)
     assert memory.compact_summary == summary  # stored whole
     shown = memory.summary_message()
     assert shown is not None
@@ -115,10 +133,7 @@ async def test_fit_trims_a_summary_with_a_lone_surrogate(tmp_path: Path) -> None
     summary = "## Goal\n- \ud800 odd\n" + "".join(
         f"- fact {i} about the task\n" for i in range(400)
     )
-    await memory.update_compressed_summary(summary)
-    await memory.add(Msg("user", "go on", "user"))
-    report = await run(pipe, agent)
-    assert report.tokens_after <= 1_000
+    await fit_summary(pipe, memory, agent, summary, 1_000)
     trimmed = memory.trimmed_summary()
     assert trimmed is not None
     (path,) = notice_paths(trimmed)
@@ -155,12 +170,7 @@ async def test_fit_shows_the_summary_as_a_notice_alone_at_its_least(tmp_path: Pa
     notice = excerpt_with_notice(SUMMARY, max_bytes=4, file_path=path)
     bare = Msg("compact_summary", f"<compact_summary>\n{notice}\n</compact_summary>", "user")
     agent.sys_prompt = await sized_prompt(pipe, await pipe.counter.count_msg(bare) + 30)
-    await memory.update_compressed_summary(SUMMARY)
-    memory.offer_long_term("remember: " + "the user likes short answers. " * 200)
-    await memory.add(Msg("user", "go on", "user"))
-    report = await run_attached(pipe, agent)
-    assert report.tokens_after <= 1_000
-    assert await pipe.accountant.calibrated() <= 1_000
+    await fit_summary(pipe, memory, agent, SUMMARY, 1_000, note=True)
     shown = str(memory.summary_message().content)  # type: ignore[union-attr]
     (path,) = notice_paths(memory.trimmed_summary())
     saved = Path(path).read_text()
@@ -180,10 +190,7 @@ async def test_the_summary_leaves_the_view_when_only_that_makes_the_prompt_fit(
     pipe, memory, _ = pipeline(tmp_path, max_input_tokens=1_000)
     agent = Agent()
     agent.sys_prompt = await sized_prompt(pipe, 40)
-    await memory.update_compressed_summary(SUMMARY)
-    await memory.add(Msg("user", "go on", "user"))
-    report = await run_attached(pipe, agent)
-    assert report.tokens_after <= 1_000
+    await fit_summary(pipe, memory, agent, SUMMARY, 1_000)
     assert memory.summary_message() is None
     assert memory.compact_summary == SUMMARY
     await memory.update_compressed_summary("## Goal\n- short now\n")
@@ -204,7 +211,7 @@ async def test_newest_tool_calls_over_the_budget_at_their_least_are_compacted(
     msgs = parallel_unit(9, 200)
     await memory.add(ask)
     await memory.add(msgs)
-    report = await run_attached(pipe, agent)
+    report = await run(pipe, agent)
     assert report.tokens_after <= 1_000
     assert await pipe.accountant.calibrated() <= 1_000
     assert report.compacted == len(msgs)
@@ -224,15 +231,9 @@ async def test_prompt_too_large_only_when_what_never_leaves_is_over(tmp_path: Pa
     await memory.add(Msg("user", "please look at every file in the project and report", "user"))
     await memory.add(parallel_unit(2, 200))
     with pytest.raises(PromptTooLargeError) as caught:
-        await run_attached(pipe, agent)
+        await run(pipe, agent)
     error = caught.value
-    assert set(error.parts) == {
-        "system prompt",
-        "tool schemas",
-        "summary",
-        "current user turn",
-        "other messages",
-    }
+    assert set(error.parts) == PROMPT_PARTS
     never_leave = error.parts["system prompt"] + error.parts["current user turn"]
     assert math.ceil(never_leave * error.scale) > error.budget == 1_000
 
@@ -254,7 +255,7 @@ async def test_a_call_waiting_for_its_result_stays_with_the_current_turn(tmp_pat
     await memory.add(ask)
     await memory.add(step)
     await memory.add(pending)
-    report = await run_attached(pipe, agent)
+    report = await run(pipe, agent)
     assert report.tokens_after <= 1_000
     assert report.compacted == len(step)
     assert [m.id for m in memory.messages()] == [ask.id, pending.id]
@@ -331,7 +332,7 @@ async def test_the_last_resort_compaction_gets_the_agents_last_prompt(tmp_path: 
     assert kept is not None and kept.shown == {ask.id}
     msgs = parallel_unit(9, 200)
     await memory.add(msgs)
-    report = await run_attached(pipe, agent)
+    report = await run(pipe, agent)
     assert report.tokens_after <= 1_000
     assert report.compacted == len(msgs)
     (prefix,) = compactor.prefixes

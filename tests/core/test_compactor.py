@@ -22,27 +22,10 @@ from agentscope_ctx.core.compaction._compactor import CompactionResult, Compacto
 from agentscope_ctx.core.config._config import CompactorConfig
 from agentscope_ctx.core.summary._extractive import validate_summary
 from agentscope_ctx.core.tokens._tokens import TokenCounter
+from tests.core.test_compactor_retry import summary
 from tests.core.test_extractive import trajectory
+from tests.support.agent_line import said
 from tests.support.fakes import FakeChatModel, tool_call
-
-
-def summary(marker: str = "fix the parser") -> str:
-    return (
-        f"## Goal\n- {marker}\n## Constraints\n- keep parse_header's signature\n"
-        "## Progress\n### Done\n- read src/app/parser.py\n### In progress\n- (none)\n"
-        "### Blocked\n- ValueError: bad header\n## Key Decisions\n- strip CR\n"
-        "## Next Steps\n- rerun pytest\n## Critical Context\n- tests/test_parser.py:42\n"
-    )
-
-
-def prompt_of(call: dict[str, Any], role: str = "user") -> str:
-    """The text the fake model received in the messages of `role`."""
-    texts = []
-    for message in call["messages"]:
-        if message["role"] == role:
-            content = message["content"]
-            texts += [content] if isinstance(content, str) else [b["text"] for b in content]
-    return "\n".join(texts)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +63,7 @@ async def test_initial_summary(counter: TokenCounter) -> None:
 
     assert result == CompactionResult(summary(), "model", None, 1)
     assert len(model.calls) == 1
-    system, user = prompt_of(model.calls[0], "system"), prompt_of(model.calls[0])
+    system, user = said(model.calls[0], "system"), said(model.calls[0], "user")
     assert "context compactor" in system and "## Critical Context" in system
     assert "(none: this is the first summary)" in user
     # a compact transcript of the messages: text, calls with JSON input, results
@@ -96,7 +79,7 @@ async def test_update_puts_previous_summary_in_the_prompt(counter: TokenCounter)
     result = await make(model, counter).compact(previous, trajectory()[:2])
 
     assert result.summary == summary("updated") and result.source == "model"
-    user = prompt_of(model.calls[0])
+    user = said(model.calls[0], "user")
     assert previous.strip() in user
     assert user.index("the previous goal") < user.index("<messages>")
 
@@ -112,14 +95,14 @@ async def test_extra_instruction_reaches_the_prompt(counter: TokenCounter) -> No
     await make(model, counter).compact(
         "", trajectory(), extra_instruction="focus on the failing test"
     )
-    assert "focus on the failing test" in prompt_of(model.calls[0])
+    assert "focus on the failing test" in said(model.calls[0], "user")
 
 
 async def test_chinese_prompt_for_zh(counter: TokenCounter) -> None:
     model = FakeChatModel([summary()])
     result = await make(model, counter, language="zh").compact("", trajectory())
 
-    system, user = prompt_of(model.calls[0], "system"), prompt_of(model.calls[0])
+    system, user = said(model.calls[0], "system"), said(model.calls[0], "user")
     assert "上下文压缩器" in system and "## Goal" in system  # headings stay English
     assert "之前的摘要" in user and "现在写出更新后的摘要" in user
     assert result.source == "model"
@@ -129,7 +112,7 @@ async def test_chunked_compaction_folds_oldest_first(counter: TokenCounter) -> N
     seen: list[str] = []
 
     def answer(messages: list[dict[str, Any]]) -> str:
-        user = prompt_of({"messages": messages})
+        user = said({"messages": messages}, "user")
         seen.append(user)
         transcript = user.split("<messages>")[1].split("</messages>")[0]
         return summary(f"chunk {len(seen)} up to " + re.findall(r"msg-\d+", transcript)[-1])
@@ -158,36 +141,13 @@ async def test_single_oversized_message_is_cut_to_fit(counter: TokenCounter) -> 
     result = await make(model, counter, budget=1_000).compact("", history)
 
     assert result.source == "model" and result.chunks == 1
-    assert "cut to fit the compactor's input budget" in prompt_of(model.calls[0])
+    assert "cut to fit the compactor's input budget" in said(model.calls[0], "user")
     assert await counter.count(model.calls[0]["messages"]) <= 1_000
 
 
 async def test_main_budget_is_used_without_compactor_budget(counter: TokenCounter) -> None:
     assert make(None, counter, budget=5_000).budget == 5_000
     assert make(None, counter, budget=5_000, max_input_tokens=2_000).budget == 2_000
-
-
-async def test_invalid_then_retry_then_extractive(counter: TokenCounter) -> None:
-    model = FakeChatModel(["Sure! The agent fixed things.", "## Goal\n- still incomplete"])
-    result = await make(model, counter).compact("", trajectory())
-
-    assert len(model.calls) == 2
-    retry = prompt_of(model.calls[1])
-    assert "Your previous answer was rejected: the summary lacks the section(s)" in retry
-    assert "'## Constraints'" in retry
-    assert result.source == "extractive"
-    assert result.reason is not None and "rejected twice" in result.reason
-    assert validate_summary(result.summary) is None
-    assert "src/app/parser.py" in result.summary and "ValueError: bad header" in result.summary
-
-
-async def test_invalid_then_valid_retry(counter: TokenCounter) -> None:
-    model = FakeChatModel(["", summary()])
-    result = await make(model, counter).compact("", trajectory())
-
-    assert result.summary == summary() and result.source == "model_retry"
-    assert result.reason is not None and "the summary is empty" in result.reason
-    assert "the summary is empty" in prompt_of(model.calls[1])
 
 
 async def test_summary_longer_than_its_input_is_rejected(counter: TokenCounter) -> None:
@@ -197,7 +157,7 @@ async def test_summary_longer_than_its_input_is_rejected(counter: TokenCounter) 
 
     assert result.source == "model_retry"
     assert re.search(r"the summary has \d+ tokens, more than the \d+ allowed", result.reason or "")
-    assert "tokens, more than the" in prompt_of(model.calls[1])
+    assert "tokens, more than the" in said(model.calls[1], "user")
 
 
 async def test_model_exception_falls_back_without_retry(counter: TokenCounter) -> None:
@@ -301,7 +261,7 @@ def test_every_compactor_prompt_fits_its_budget(
     seen = []
     for call in model.calls:
         assert asyncio.run(_COUNTER.count(call["messages"])) <= budget
-        seen += re.findall(r"msg-(\d+)", prompt_of(call).split("<messages>")[1])
+        seen += re.findall(r"msg-(\d+)", said(call, "user").split("<messages>")[1])
     assert [int(tag) for tag in seen] == list(range(len(sizes)))  # each once, oldest first
 
 
@@ -313,4 +273,4 @@ async def test_oversized_previous_summary_is_condensed_first(counter: TokenCount
     assert result.source == "model"
     for call in model.calls:
         assert await counter.count(call["messages"]) <= 1_000
-    assert "- the first goal" in prompt_of(model.calls[0])  # condensed, not dropped
+    assert "- the first goal" in said(model.calls[0], "user")  # condensed, not dropped

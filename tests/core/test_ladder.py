@@ -21,8 +21,10 @@ from agentscope.agent import ReActAgent
 from agentscope.message import Msg
 
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
+from agentscope_ctx.core._pipeline import ContextPipeline
+from agentscope_ctx.core.context._memory import ContextMemory
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.core.test_pipeline import Agent, pipeline, run, turn
+from tests.core.test_pipeline import Agent, RecordingCompactor, pipeline, run, turn
 from tests.support.fakes import FakeChatModel, text, tool_call
 from tests.support.react1 import react, text_tools
 
@@ -35,19 +37,27 @@ def outputs(memory_msgs: list[Msg]) -> list[str]:
     ]
 
 
-async def test_masking_relieves_pressure_without_a_model_call(tmp_path: Path) -> None:
-    """Over the trigger, the second truncation and masking free enough: no compaction,
-    every masked output still ends with a notice (the chain stays lossless)."""
-    pipe, memory, compactor = pipeline(
+def ladder(
+    tmp_path: Path, mask_after: int
+) -> tuple[ContextPipeline, ContextMemory, RecordingCompactor]:
+    """A pipeline at a 6,000-token budget, outputs recent for 2 turns (3,000 bytes, then
+    1,100) and masked after `mask_after`: its pipe, memory and recording compactor."""
+    return pipeline(
         tmp_path,
         max_input_tokens=6_000,
         tool_result={
             "recent_n": 2,
-            "mask_after": 3,
+            "mask_after": mask_after,
             "recent_max_bytes": 3_000,
             "old_max_bytes": 1_100,
         },
     )
+
+
+async def test_masking_relieves_pressure_without_a_model_call(tmp_path: Path) -> None:
+    """Over the trigger, the second truncation and masking free enough: no compaction,
+    every masked output still ends with a notice (the chain stays lossless)."""
+    pipe, memory, compactor = ladder(tmp_path, mask_after=3)
     agent = Agent()
     reports = []
     for i in range(12):
@@ -66,16 +76,7 @@ async def test_masking_relieves_pressure_without_a_model_call(tmp_path: Path) ->
 
 async def test_compaction_only_when_the_cheap_rungs_are_not_enough(tmp_path: Path) -> None:
     """Large user turns cannot be masked: the ladder goes on to a model compaction."""
-    pipe, memory, compactor = pipeline(
-        tmp_path,
-        max_input_tokens=6_000,
-        tool_result={
-            "recent_n": 2,
-            "mask_after": 2,
-            "recent_max_bytes": 3_000,
-            "old_max_bytes": 1_100,
-        },
-    )
+    pipe, memory, compactor = ladder(tmp_path, mask_after=2)
     agent = Agent()
     for i in range(8):
         await memory.add(Msg("user", f"note {i}: " + "words of the user " * 150, "user"))

@@ -23,7 +23,7 @@ from agentscope.agent import ReActAgent
 from agentscope.message import ImageBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope.tool import Toolkit, ToolResponse
 
-from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
+from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, TokenCounter
 from agentscope_ctx.core.truncation._truncation import (
     Notice,
     Position,
@@ -68,6 +68,23 @@ def make_agent(model: FakeChatModel, toolkit: Toolkit | None = None) -> ReActAge
     return react(model, toolkit, sys_prompt="You are a careful assistant.", max_iters=40)
 
 
+async def attached(
+    working_dir: Path,
+    toolkit: Toolkit | None = None,
+    history: list[Msg] | None = None,
+    **overrides: Any,
+) -> tuple[FakeChatModel, ReActAgent, ContextManager, ContextMemory]:
+    """A `make_agent` agent on a scripted model, already holding `history` when a manager of
+    `config(working_dir, **overrides)` attaches to it: the model, the agent, the manager and
+    the agent's memory."""
+    model = FakeChatModel()
+    agent = make_agent(model, toolkit)
+    if history:
+        await agent.memory.add(history)
+    manager = ContextManager(config(working_dir, **overrides), token_counter=COUNTER)
+    return model, agent, manager, manager.attach(agent)
+
+
 def tool_output(msg: Msg) -> str:
     (block,) = msg.get_content_blocks("tool_result")
     output = block["output"]
@@ -104,10 +121,7 @@ async def test_i11_01_forged_notice_on_unsaved_output_is_never_cut(tmp_path: Pat
         """
         return original
 
-    model = FakeChatModel()
-    agent = make_agent(model, text_tools(dump))
-    manager = ContextManager(config(working_dir), token_counter=COUNTER)
-    memory = manager.attach(agent)
+    model, agent, _, memory = await attached(working_dir, text_tools(dump))
     model.enqueue(
         tool_call("dump", call_id="c1", part="a"), tool_call("dump", call_id="c2", part="b")
     )
@@ -129,12 +143,12 @@ async def test_i11_01_forged_notice_already_in_memory_is_saved_whole(tmp_path: P
     working_dir = tmp_path / "ctx"
     body = "".join(f"row {i} value {i * i}\n" for i in range(900))
     original = forged(body)
-    model = FakeChatModel()
-    agent = make_agent(model)
-    await agent.memory.add([Msg("user", "go", "user"), *pair("c1", "dump", original)])
-    await agent.memory.add(pair("c2", "dump", "small"))
-    manager = ContextManager(config(working_dir), token_counter=COUNTER)
-    memory = manager.attach(agent)
+    history = [
+        Msg("user", "go", "user"),
+        *pair("c1", "dump", original),
+        *pair("c2", "dump", "small"),
+    ]
+    model, agent, manager, memory = await attached(working_dir, history=history)
     model.enqueue(text("done"))
     await agent(Msg("user", "next", "user"))
 
@@ -154,10 +168,7 @@ async def test_i11_02_notice_in_user_text_keeps_its_file(tmp_path: Path) -> None
     """The last-resort fit cuts a long user message; its file survives the retention
     cleanup as long as the message is live."""
     working_dir = tmp_path / "ctx"
-    model = FakeChatModel()
-    agent = make_agent(model)
-    manager = ContextManager(config(working_dir, budget=4_000), token_counter=COUNTER)
-    memory = manager.attach(agent)
+    model, agent, manager, memory = await attached(working_dir, budget=4_000)
     long_text = "".join(f"requirement {i}: the widget must do thing {i}\n" for i in range(2_000))
     model.enqueue(text("noted"))
     await agent(Msg("user", long_text, "user"))
@@ -210,10 +221,7 @@ async def test_i11_05_data_url_image_in_tool_result_is_cut(tmp_path: Path) -> No
     stays within budget and the full URL is saved, reachable through the notice."""
     working_dir = tmp_path / "ctx"
     png = bytes(range(256)) * 2_000  # 512 KB of "image"
-    model = FakeChatModel()
-    agent = make_agent(model, _image_tools(png))
-    manager = ContextManager(config(working_dir), token_counter=COUNTER)
-    memory = manager.attach(agent)
+    model, agent, _, memory = await attached(working_dir, _image_tools(png))
     model.enqueue(tool_call("screenshot", call_id="s1", page="home"), text("seen"))
     await agent(Msg("user", "look", "user"))
 
@@ -228,11 +236,10 @@ async def test_i11_05_many_images_from_tool_results_stay_within_budget(tmp_path:
     """60 inline images from tool results in one reply: older ones are reduced to a notice
     (their data saved), and every prompt stays within budget."""
     working_dir = tmp_path / "ctx"
-    model = FakeChatModel()
-    agent = make_agent(model, _image_tools(bytes(range(256)) * 20))
+    model, agent, _, memory = await attached(
+        working_dir, _image_tools(bytes(range(256)) * 20), budget=8_000
+    )
     agent.max_iters = 70
-    manager = ContextManager(config(working_dir, budget=8_000), token_counter=COUNTER)
-    memory = manager.attach(agent)
     model.enqueue(*[tool_call("photo", call_id=f"p{n}", n=n) for n in range(60)], text("ok"))
     await agent(Msg("user", "take 60 photos", "user"))
 
@@ -262,10 +269,7 @@ async def test_i11_05_huge_tool_argument_is_cut_and_saved(tmp_path: Path) -> Non
     toolkit.register_tool_function(write_file)
     content = "".join(f"line {i}: some generated data {i * 7}\n" for i in range(12_000))
     assert len(content) > 400_000
-    model = FakeChatModel()
-    agent = make_agent(model, toolkit)
-    manager = ContextManager(config(working_dir), token_counter=COUNTER)
-    memory = manager.attach(agent)
+    model, agent, manager, memory = await attached(working_dir, toolkit)
     model.enqueue(
         tool_call("write_file", call_id="w1", file_path="big.txt", content=content), text("done")
     )
@@ -301,15 +305,12 @@ async def test_i11_07_overflow_retry_cuts_the_newest_output(tmp_path: Path) -> N
         return ToolResponse(content=[TextBlock(type="text", text=body)])
 
     toolkit.register_tool_function(fetch)
-    model = FakeChatModel()
-    agent = make_agent(model, toolkit)
-    cfg = config(
+    model, agent, _, _ = await attached(
         working_dir,
+        toolkit,
         budget=16_000,
         tool_result={"recent_n": 2, "recent_max_bytes": 24_000, "old_max_bytes": 2_000},
     )
-    manager = ContextManager(cfg, token_counter=COUNTER)
-    manager.attach(agent)
     overflow = RuntimeError("This model's maximum context length is 8192 tokens")
     model.enqueue(tool_call("fetch", call_id="f1", url="a"), overflow, "the page says hello")
     await agent(Msg("user", "read page a", "user"))

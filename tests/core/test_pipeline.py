@@ -61,10 +61,16 @@ class Agent:
         self.printed.append(text)
 
 
+def attach(pipe: ContextPipeline, agent: Agent) -> Agent:
+    """Wire the pipeline as an adapter does: the accountant reads the agent's system prompt
+    and tool schemas, the agent hears what happened."""
+    pipe.accountant.prompt_parts, pipe.notify = agent.parts, agent.note
+    return agent
+
+
 async def run(pipe: ContextPipeline, agent: Agent, **kwargs: Any) -> PipelineReport:
-    """Run the pipeline for `agent`, as an adapter does: the agent gives the prompt's fixed
-    parts and hears what happened."""
-    pipe.prompt_parts, pipe.notify = agent.parts, agent.note
+    """Run the pipeline for `agent`, wired as an adapter wires it (`attach`)."""
+    attach(pipe, agent)
     return await pipe.run(**kwargs)
 
 
@@ -131,6 +137,18 @@ def build(kinds_: list[str]) -> list[Msg]:
                 res = ToolResultBlock(type="tool_result", id=f"{i}-{k}", name="t", output="ok")
                 out.append(Msg("system", [res], "system"))
     return out
+
+
+async def test_run_counts_the_agents_system_prompt(tmp_path: Path) -> None:
+    """`run` wires the agent's fixed parts into the pipeline's count, as an adapter does (it
+    once set an attribute nothing reads: the tests' prompts had no system prompt)."""
+    pipe, memory, _ = pipeline(tmp_path)
+    agent = Agent()
+    await memory.add(Msg("user", "hello", "user"))
+    bare = await run(pipe, agent)
+    agent.sys_prompt = "Follow the house rules. " * 100
+    longer = await run(pipe, agent)
+    assert longer.tokens_before >= bare.tokens_before + 400
 
 
 @settings(max_examples=300, deadline=None)

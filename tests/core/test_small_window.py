@@ -15,22 +15,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentscope_ctx import ContextUsageError, PromptTooLargeError
-from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
 from agentscope_ctx.core.context._turns import current_turn
-from tests.core.test_pipeline import Agent, Result, pipeline, turn
+from tests.core.test_pipeline import Agent, Result, attach, pipeline, run, turn
 from tests.support.lines import IS_1X, Msg, reason_1x
 
-
-def attach(pipe: ContextPipeline, agent: Agent) -> Agent:
-    """Wire the pipeline as an adapter does: the accountant reads the agent's system prompt
-    and tool schemas, the agent hears what happened."""
-    pipe.accountant.prompt_parts, pipe.notify = agent.parts, agent.note
-    return agent
-
-
-async def run(pipe: ContextPipeline, agent: Agent, **kwargs: Any) -> PipelineReport:
-    attach(pipe, agent)
-    return await pipe.run(**kwargs)
+PROMPT_PARTS = {"system prompt", "tool schemas", "summary", "current user turn", "other messages"}
+"""The parts a `PromptTooLargeError` sizes (`core/ladder/_fits.py`)."""
 
 
 class BigCompactor:
@@ -128,13 +118,7 @@ async def test_fixed_parts_and_the_current_turn_over_the_budget_raise(tmp_path: 
     error = caught.value
     assert isinstance(error, ContextUsageError)
     assert error.budget == 1_000
-    assert set(error.parts) == {
-        "system prompt",
-        "tool schemas",
-        "summary",
-        "current user turn",
-        "other messages",
-    }
+    assert set(error.parts) == PROMPT_PARTS
     assert error.parts["system prompt"] > 850 and error.parts["current user turn"] > 200
     for name, tokens in error.parts.items():
         assert f"{name} {tokens}" in str(error)

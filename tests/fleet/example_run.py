@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.fleet.postgres_server import why_unavailable
+from tests.support.procs import scratch
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "fleet"
@@ -149,11 +149,10 @@ class Fleet:
 @contextmanager
 def fleet() -> Iterator[Fleet]:
     """A folder for the example's servers (as root, one the OS user postgres can reach)."""
-    folder = Path(tempfile.mkdtemp(prefix="actx-fleet-example-"))
-    folder.chmod(0o755)
-    running = Fleet(folder)
-    try:
-        yield running
-    finally:
-        running.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+    with scratch("actx-fleet-example-") as folder:
+        folder.chmod(0o755)
+        running = Fleet(folder)
+        try:
+            yield running
+        finally:
+            running.stop()

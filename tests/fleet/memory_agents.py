@@ -11,13 +11,11 @@ from agentscope_ctx import ContextManager
 from tests.support.lines import IS_1X
 
 if IS_1X:
-    from agentscope.agent import ReActAgent
-    from agentscope.formatter import OpenAIChatFormatter
     from agentscope.memory import InMemoryMemory
     from agentscope.message import Msg
-    from agentscope.tool import Toolkit
 
     from tests.support.fakes import FakeChatModel, text, tool_call
+    from tests.support.react1 import react
 else:
     from agentscope.agent import Agent
     from agentscope.message import UserMsg
@@ -34,14 +32,7 @@ def make_agent(
     """A real agent of the installed line named `name`, `manager` attached; on 1.x over
     `memory` (an AgentScope memory; default a new `InMemoryMemory`)."""
     if IS_1X:
-        agent = ReActAgent(
-            name=name,
-            sys_prompt="You help.",
-            model=model,
-            formatter=OpenAIChatFormatter(),
-            toolkit=Toolkit(),
-            memory=InMemoryMemory() if memory is None else memory,
-        )
+        agent = react(model, name=name, memory=InMemoryMemory() if memory is None else memory)
         manager.attach(agent)
         return agent
     return Agent(

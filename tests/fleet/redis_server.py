@@ -17,13 +17,14 @@ import itertools
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.support.procs import scratch, wait_or_kill
 
 __all__ = ["RedisServer", "redis_server", "start_redis"]
 
@@ -59,11 +60,7 @@ class RedisServer:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            wait_or_kill(self.process, 10)
 
 
 def _free_port() -> int:
@@ -135,10 +132,9 @@ def redis_server() -> Iterator[RedisServer]:
         import redis  # noqa: F401
     except ImportError:
         pytest.skip("the Python client `redis` is not installed (the `dev` extra has it)")
-    directory = Path(tempfile.mkdtemp(prefix="agentscope-ctx-redis-"))
-    server = start_redis(directory)
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(directory, ignore_errors=True)
+    with scratch("agentscope-ctx-redis-") as directory:
+        server = start_redis(directory)
+        try:
+            yield server
+        finally:
+            server.stop()

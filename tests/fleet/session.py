@@ -82,6 +82,21 @@ class Spec:
         return cls(**{**data, "state": StateSpec(**data["state"])})
 
 
+def cat_tool(files: Path, folder: str = "data") -> Callable[[str], str]:
+    """The `cat` tool of a session's agent: a file of `files` (the `folder`, as its argument's
+    description names it) as text."""
+
+    def cat(path: str) -> str:
+        return (files / path).read_text(encoding="utf-8")
+
+    cat.__doc__ = f"""Print a file.
+
+        Args:
+            path (str): the file, relative to the {folder} folder.
+        """
+    return cat
+
+
 def make_config(spec: Spec) -> ContextConfig:
     """A worker's config: its store, a small budget, big outputs cut, frequent compaction."""
     store = worker_fields(spec.store)

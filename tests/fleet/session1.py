@@ -16,9 +16,9 @@ from typing import Any
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg, TextBlock
+from agentscope.message import Msg
 from agentscope.module import StateModule
-from agentscope.tool import Toolkit, ToolResponse
+from agentscope.tool import Toolkit
 
 from agentscope_ctx import AtomicJSONSession, ContextManager
 from tests.fleet import session as shared
@@ -31,6 +31,7 @@ from tests.fleet.script import (
 )
 from tests.fleet.session import USER, Spec, StateSpec
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import text_tools
 
 DEFAULT_SESSION = "fleet"
 """The session's id when the spec names none."""
@@ -58,18 +59,7 @@ class Progress(StateModule):
 
 
 def make_toolkit(files: Path) -> Toolkit:
-    def cat(path: str) -> ToolResponse:
-        """Print a file.
-
-        Args:
-            path (str): the file, relative to the data folder.
-        """
-        body = (files / path).read_text(encoding="utf-8")
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
-
-    toolkit = Toolkit()
-    toolkit.register_tool_function(cat)
-    return toolkit
+    return text_tools(shared.cat_tool(files))
 
 
 def script(model: FakeChatModel, turn: int, steps: int, counter: Any, attempt: str) -> None:

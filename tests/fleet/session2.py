@@ -40,16 +40,10 @@ AGENT = "fleet-agent"
 PROGRESS = "fleet_harness"
 
 
-def make_toolkit(files: Path) -> Toolkit:
-    def cat(path: str) -> str:
-        """Print a file.
-
-        Args:
-            path (str): the file, relative to the data folder.
-        """
-        return (files / path).read_text(encoding="utf-8")
-
-    return Toolkit(tools=[FunctionTool(cat, permission=ALLOW, is_read_only=True)])
+def make_toolkit(files: Path, folder: str = "data") -> Toolkit:
+    """A toolkit of the session's `cat` tool (`session.cat_tool`), read-only, never asking."""
+    tool = FunctionTool(shared.cat_tool(files, folder), permission=ALLOW, is_read_only=True)
+    return Toolkit(tools=[tool])
 
 
 PROVIDER_RATIO = 1.15

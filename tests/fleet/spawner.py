@@ -29,6 +29,8 @@ import threading
 import traceback
 from pathlib import Path
 
+from tests.support.procs import wait_or_kill
+
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 300.0
 
@@ -84,11 +86,7 @@ class Spawner:
 
     def stop(self) -> None:
         self.sock.close()  # the spawner ends at end of file
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc, 30)
 
 
 def preload() -> None:

@@ -33,6 +33,14 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = "AGENTSCOPE_CTX_TEST_PGPASSWORD"
 
 
+def _refusal(engine: PostgresEngine) -> PersistenceError:
+    """The error `engine` raises on connecting (it must raise one)."""
+    with pytest.raises(PersistenceError) as info:
+        with engine.connection():
+            pass
+    return info.value
+
+
 def _msg(msg_id: str, text: str) -> Msg:
     msg = Msg("user", text, "user")
     msg.id = msg_id
@@ -80,19 +88,13 @@ def test_a_password_inline_in_the_dsn_is_scrubbed_from_errors(
 ) -> None:
     monkeypatch.delenv("PGPASSWORD", raising=False)
     engine = PostgresEngine(f"{pg_server.dsn} password=Inline-Secret9", schema=pg_schema)
-    with pytest.raises(PersistenceError) as info:
-        engine.close()
-        with engine.connection():
-            pass
-    shown = str(info.value)
+    engine.close()
+    shown = str(_refusal(engine))
     assert "Inline-Secret9" not in shown and "password authentication failed" in shown
     assert str(pg_server.root) not in shown
     # a DSN libpq cannot parse is echoed by libpq: never shown
     broken = PostgresEngine("host=x password=Inline-Secret9 nonsense", schema=pg_schema)
-    with pytest.raises(PersistenceError) as parse:
-        with broken.connection():
-            pass
-    assert "Inline-Secret9" not in str(parse.value)
+    assert "Inline-Secret9" not in str(_refusal(broken))
 
 
 def test_the_password_comes_from_pgpassword_too(
@@ -109,9 +111,7 @@ def test_a_missing_password_variable_is_named_not_shown(
 ) -> None:
     monkeypatch.delenv("NO_SUCH_PW", raising=False)
     engine = PostgresEngine(pg_server.dsn, password_env="NO_SUCH_PW")
-    with pytest.raises(PersistenceError, match="'NO_SUCH_PW' is not set"):
-        with engine.connection():
-            pass
+    assert "'NO_SUCH_PW' is not set" in str(_refusal(engine))
 
 
 def test_workers_racing_on_a_new_schema_make_it_once(
@@ -150,9 +150,7 @@ def test_a_newer_schema_is_refused(
     with engine.connection() as conn:
         conn.execute(f"INSERT INTO {pg_schema}.schema_version (version) VALUES (99)")
     fresh = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema)
-    with pytest.raises(PersistenceError, match="schema is version 99"):
-        with fresh.connection():
-            pass
+    assert "schema is version 99" in str(_refusal(fresh))
 
 
 def test_the_whole_output_is_not_loaded_by_a_ranged_read_and_the_check_can_tell(

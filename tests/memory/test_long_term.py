@@ -29,8 +29,8 @@ from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import ConsolidationReport, consolidate
 from agentscope_ctx.memory._long_term import LongTermMemory
 from agentscope_ctx.memory._schedule import ConsolidationScheduler
-from tests.core.test_compactor import prompt_of
 from tests.memory.test_summarizer import reply_text
+from tests.support.agent_line import said
 from tests.support.fakes import FakeChatModel, hang
 
 NOW = datetime(2026, 3, 14, 0, 0, 5)
@@ -181,7 +181,7 @@ async def test_model_consolidation_rewrites_the_body_and_keeps_the_log(tmp_path:
     report = await consolidate(tmp_path, model=model, formatter=OpenAIChatFormatter(), now=NOW)
 
     assert report.source == "model" and report.changed and report.notes == ("2026-03-13",)
-    prompt = prompt_of(model.calls[0])
+    prompt = said(model.calls[0], "user")
     assert "- Fact: uses pip" in prompt and "### 2026-03-13" in prompt
     assert "- Fact: switched from pip to uv" in prompt
     assert memory_md(tmp_path) == (

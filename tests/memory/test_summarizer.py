@@ -30,8 +30,8 @@ from agentscope_ctx.core.truncation._truncation import excerpt_with_notice
 from agentscope_ctx.memory._summarizer import SILENT, MemoryFiles, Summarizer
 from agentscope_ctx.memory._summarizer_input import bounded_transcript
 from agentscope_ctx.memory._summarizer_queue import SummarizerQueue
-from tests.core.test_compactor import prompt_of
 from tests.core.test_extractive import call, result, trajectory
+from tests.support.agent_line import said
 from tests.support.fakes import FakeChatModel, hang, text, tool_call
 
 TODAY = date(2026, 3, 14)
@@ -61,7 +61,7 @@ async def test_writes_todays_notes_and_does_not_duplicate(tmp_path: Path) -> Non
     assert answer == "Recorded one preference and one lesson."
     note = memory_dir / "2026-03-14.md"
     assert note.read_text(encoding="utf-8") == f"# 2026-03-14\n\n{NOTES}\n"
-    system, user = prompt_of(model.calls[0], "system"), prompt_of(model.calls[0])
+    system, user = said(model.calls[0], "system"), said(model.calls[0], "user")
     assert "`2026-03-14.md`" in system and SILENT in system and "Lesson" in system
     assert "Today is 2026-03-14" in user and "E   ValueError: bad header" in user
     names = {schema["function"]["name"] for schema in model.calls[0]["tools"]}
@@ -72,7 +72,7 @@ async def test_writes_todays_notes_and_does_not_duplicate(tmp_path: Path) -> Non
     model.enqueue(*script())  # type: ignore[arg-type]
     await summarizer.run(trajectory(), today=TODAY)
     assert note.read_text(encoding="utf-8") == f"# 2026-03-14\n\n{NOTES}\n"
-    tool_results = prompt_of(model.calls[-1], "tool")
+    tool_results = said(model.calls[-1], "tool")
     assert "- Lesson: parse_header failed on CR" in tool_results  # it read the file first
     assert "Nothing appended: 2026-03-14.md already holds every line." in tool_results
 
@@ -103,7 +103,7 @@ async def test_transcript_is_capped_to_the_newest_messages(tmp_path: Path) -> No
         max_input_tokens=80,
     )
     await summarizer.run(trajectory())
-    user = prompt_of(model.calls[0])
+    user = said(model.calls[0], "user")
     assert "older message(s) left out]" in user
     assert "rerun pytest" in user  # the newest message is there
     assert "please fix it" not in user
@@ -231,7 +231,7 @@ async def test_i12_04_transcript_has_bounded_tool_bodies_and_fits_the_cap(
     summarizer = Summarizer(model=model, formatter=OpenAIChatFormatter(), memory_dir=tmp_path)
     await summarizer.run(busy_session(6), today=TODAY)
 
-    user = prompt_of(model.calls[0])
+    user = said(model.calls[0], "user")
     assert await COUNTER.count_text(user) <= 8_000  # the default cap
     for k in range(6):
         assert f"[u{k}] I prefer tabs." in user and f"[a{k}] Done round {k}." in user
@@ -333,7 +333,7 @@ async def compact_round(agent: ReActAgent, manager: ContextManager, k: int) -> N
 
 def run_tags(model: FakeChatModel) -> list[list[str]]:
     """The message tags each Summarizer run was shown (one model call per run here)."""
-    prompts = [prompt_of(c) for c in model.calls]
+    prompts = [said(c, "user") for c in model.calls]
     assert all(p.startswith("Today is ") for p in prompts)
     return [TAG.findall(p) for p in prompts]
 
@@ -363,7 +363,7 @@ async def test_i12_04_three_small_compactions_make_one_run(tmp_path: Path) -> No
 
     (tags,) = run_tags(model)
     assert tags == evicted_tags(manager) == ["[m0a]", "[m0b]", "[m1a]", "[m1b]", "[m2a]"]
-    assert await COUNTER.count_text(prompt_of(model.calls[0])) <= 8_000
+    assert await COUNTER.count_text(said(model.calls[0], "user")) <= 8_000
     await manager.close()
     assert len(model.calls) == 1  # nothing was pending
 
@@ -378,7 +378,7 @@ async def test_i12_04_close_flushes_the_pending_batch(tmp_path: Path) -> None:
     await manager.close()
 
     assert run_tags(model) == [["[m0a]"]]
-    assert await COUNTER.count_text(prompt_of(model.calls[0])) <= 1_000
+    assert await COUNTER.count_text(said(model.calls[0], "user")) <= 1_000
     await manager.close()  # nothing more to flush
     assert len(model.calls) == 1
 
@@ -436,7 +436,7 @@ async def test_i12_04_a_batch_of_tool_output_alone_runs_when_full(tmp_path: Path
         k += 1
         assert k < 20
     await asyncio.gather(*tasks)
-    (user,) = [prompt_of(c) for c in model.calls]
+    (user,) = [said(c, "user") for c in model.calls]
     assert user.count("-> call run") == k and user.count("lines shown to the agent") == k
     assert not queue.pending and await COUNTER.count_text(user) <= 8_000
 

@@ -4,8 +4,8 @@ A `read_file` output's notice points at the file that was read. When the output 
 harder (second truncation, masking, the last-resort fit) after the model saw it, the output
 itself is saved to `tool_result/` first and cut from there (`Cutter`, `_cuts.py`): the chain
 then gives back what the model was shown, even after the file was edited, and
-`search_history` finds it. The property runs on both lines; the agent test on 1.x (its 2.x
-twin is `tests/agentscope2/test_read_snapshot.py`).
+`search_history` finds it. The property and the agent test run on both lines (the agent
+test on the installed line: `line`).
 """
 
 from __future__ import annotations
@@ -13,16 +13,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from agentscope_ctx import ContextConfig
 from agentscope_ctx.core.config._config import ToolResultConfig
 from agentscope_ctx.core.ladder._cuts import Cutter
 from agentscope_ctx.core.truncation._truncation import parse_notice, utf8_len
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
+from tests.support.agent_line import Line
 from tests.support.chain import check_masked_read_chain, follow_chain
-from tests.support.lines import IS_1X, Msg, TextBlock, ToolResultBlock, requires_1x, text_of
+from tests.support.lines import Msg, TextBlock, ToolResultBlock, text_of
 
 LINES = "".join(f"line {i:04d} alphaorig{i} of the original file 中文 😀\n" for i in range(3_000))
 EDITED = LINES.replace("alphaorig", "betaedit")
@@ -130,73 +133,60 @@ def test_bench_read_snapshot_tiny(capsys: Any) -> None:
     assert "mask cut median" in capsys.readouterr().out
 
 
-if IS_1X:
-    from agentscope.agent import ReActAgent
-    from agentscope.formatter import OpenAIChatFormatter
-    from agentscope.tool import Toolkit, ToolResponse
-
-    from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
-    from tests.support.fakes import FakeChatModel, text, tool_call
-
-
-@requires_1x("drives a ReActAgent through ContextManager's hooks")
-async def test_i19_1_masked_read_file_result_stays_reachable(tmp_path: Path) -> None:
-    for edit in (True, False):
-        await _session(tmp_path / ("edited" if edit else "unchanged"), edit=edit)
-
-
-async def _session(tmp_path: Path, *, edit: bool) -> None:
+@pytest.mark.parametrize("edit", [True, False], ids=["edited", "unchanged"])
+async def test_i19_1_masked_read_file_result_stays_reachable(
+    line: Line, tmp_path: Path, edit: bool
+) -> None:
     """The agent reads a 3,000-line workspace file, the file is edited (or not), pressure
     masks the old result: its notice then leads to exactly what the agent saw, and
     `search_history` finds a word of it."""
-    tmp_path.mkdir()
     work = tmp_path / "big.txt"
     work.write_text(LINES, encoding="utf-8")
-    toolkit = Toolkit()
 
-    def run_shell(command: str) -> ToolResponse:
+    def run_shell(command: str) -> str:
         """Run a shell command.
 
         Args:
             command (str): the command line.
         """
-        body = "".join(f"{command}: build step {i} INFO ok\n" for i in range(90))
-        return ToolResponse(content=[TextBlock(type="text", text=body)])
+        return "".join(f"{command}: build step {i} INFO ok\n" for i in range(90))
 
-    toolkit.register_tool_function(run_shell)
     config = ContextConfig(
         working_dir=tmp_path / "ctx",
         max_input_tokens=6_000,
         read_roots=[tmp_path],
         tool_result={"recent_n": 1, "mask_after": 2, "recent_max_bytes": 8_000},
-        summarizer={"enabled": False},
+        summarizer={"enabled": False},  # type: ignore[arg-type]
+        token_counter="cl100k_base",
     )
 
-    def edit_file(_messages: Any) -> Any:
+    def edit_file(_: Any) -> Any:
         if edit:
             work.write_text(EDITED, encoding="utf-8")
-        return tool_call("run_shell", call_id="s0", command="make 0")
+        return line.tool_call("run_shell", call_id="s0", command="make 0")
 
     seen: dict[str, str] = {}  # each tool output as the model first saw it
     chain: list[str] = []  # the masked read_file result, then the reads that follow it
 
-    def look(messages: list[dict[str, Any]]) -> str:
-        """Note each tool output of the prompt as first seen; the newest one's call id."""
+    def look() -> tuple[list[dict[str, Any]], str]:
+        """Note each tool output of the prompt just sent (as the provider got it) as first
+        seen; the prompt, and its newest tool output's call id."""
+        messages = line.sent(model.calls[-1])
         ids = [str(m["tool_call_id"]) for m in messages if m.get("role") == "tool"]
         for call_id in ids:
             seen.setdefault(call_id, _content(messages, call_id))
-        return ids[-1]
+        return messages, ids[-1]
 
-    def follow(messages: list[dict[str, Any]]) -> Any:
+    def follow(_: Any) -> Any:
         """The model's policy once it searched: follow the masked read_file result's
         notice with read_file, through the agent, until no notice is left."""
-        newest = look(messages)
+        messages, newest = look()
         chain.append(_content(messages, "r1") if newest == "q1" else seen[newest])
         parsed = parse_notice(chain[-1])
         if parsed is None:
-            return text("done")
+            return line.text("done")
         notice = parsed[1]
-        return tool_call(
+        return line.tool_call(
             "read_file",
             call_id=f"f{len(chain)}",
             file_path=notice.file_path,
@@ -204,47 +194,46 @@ async def _session(tmp_path: Path, *, edit: bool) -> None:
             line_offset=notice.next.offset,
         )
 
-    def search(messages: list[dict[str, Any]]) -> Any:
-        look(messages)
-        return tool_call("search_history", call_id="q1", query="alphaorig5", tool="read_file")
+    def search(_: Any) -> Any:
+        look()
+        return line.tool_call("search_history", call_id="q1", query="alphaorig5", tool="read_file")
 
-    model = FakeChatModel(
+    model = line.fake_model(
         [
-            tool_call("read_file", call_id="r1", file_path="big.txt"),
+            line.tool_call("read_file", call_id="r1", file_path="big.txt"),
             edit_file,
-            *(tool_call("run_shell", call_id=f"s{i}", command=f"make {i}") for i in range(1, 6)),
+            *(
+                line.tool_call("run_shell", call_id=f"s{i}", command=f"make {i}")
+                for i in range(1, 6)
+            ),
             search,
         ],
         default=follow,
     )
-    agent = ReActAgent(
-        name="worker",
-        sys_prompt="You work on files.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        max_iters=20,
-    )
-    agent.set_console_output_enabled(False)
-    manager = ContextManager(config, token_counter=TokenCounter("cl100k_base"))
-    memory = manager.attach(agent)
+    session = line.session(config, None, [run_shell], model=model, sys_prompt="You work on files.")
+    if line.is_1x:
+        session.agent.max_iters = 20
+    manager = session.manager
     try:
-        reply = await agent(Msg("user", "Read big.txt, then build.", "user"))
-        assert reply.get_text_content() == "done"
+        assert await session.turn("Read big.txt, then build.") == "done"
+        results = {
+            b["id"]: b
+            for m in session.memory.messages()
+            for b in m.get_content_blocks("tool_result")
+        }
     finally:
         await manager.close()
 
     # What the model was shown of read_file, as sent (the prompt right after the read).
-    shown = _content(model.calls[1]["messages"], "r1")
+    shown = _content(line.sent(model.calls[1]), "r1")
     assert parse_notice(shown) is not None and "alphaorig5 " in shown
     # The agent followed the masked result's notice through its own read_file: the excerpts
     # it was shown concatenate back to what it saw of the file first; so does the masked
     # output's notice, through the snapshot.
-    results = {b["id"]: b for m in memory.messages() for b in m.get_content_blocks("tool_result")}
-    masked = results["r1"]["output"][0]["text"]
+    masked = text_of_result(results["r1"])
 
-    async def read(path: str, line: int, offset: int) -> str:
-        return text_of(await manager.reader.read_file(path, line, offset))
+    async def read(path: str, start: int, offset: int) -> str:
+        return text_of(await manager.reader.read_file(path, start, offset))
 
     snapshot = await check_masked_read_chain(
         chain, masked, shown, store_dir=manager.store.dir, read=read

@@ -7,6 +7,7 @@ one test."""
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,20 @@ def sent(call: dict[str, Any]) -> list[dict[str, Any]]:
     return call["messages"] if IS_1X else call["formatted"]
 
 
+def said(call: dict[str, Any], role: str) -> str:
+    """The text of the messages of `role` in one recorded model call, as the provider gets it
+    (`sent`)."""
+    texts = []
+    for message in sent(call):
+        if message["role"] == role:
+            content = message["content"]
+            if isinstance(content, str):
+                texts.append(content)
+            elif content:
+                texts += [block["text"] for block in content if block.get("type") == "text"]
+    return "\n".join(texts)
+
+
 @dataclass
 class Session:
     """One agent with a `ContextManager`, on the installed line."""
@@ -39,20 +54,21 @@ class Session:
     """The compactor's scripted model."""
     calls: list[str] = field(default_factory=list)
 
-    async def turn(self, words: str, *script: Any) -> None:
+    async def turn(self, words: str, *script: Any) -> str | None:
         """The user says `words`; the agent's model answers with `script` (then "ok"; a
-        scripted model only)."""
+        scripted model only). The text of the agent's reply."""
         if script:
             self.model.enqueue(*script)
         if IS_1X:
             from agentscope.message import Msg
 
-            await self.agent(Msg("user", words, "user"))
-        else:
-            from agentscope.message import UserMsg
+            reply = await self.agent(Msg("user", words, "user"))
+            return reply.get_text_content()  # type: ignore[no-any-return]
+        from agentscope.message import UserMsg
 
-            async for _ in self.agent.reply_stream(UserMsg(name="user", content=words)):
-                pass
+        async for _ in self.agent.reply_stream(UserMsg(name="user", content=words)):
+            pass
+        return self.agent.state.context[-1].get_text_content()  # type: ignore[no-any-return]
 
     async def compact(self) -> int:
         """Compact now; the number of messages compacted."""
@@ -118,7 +134,7 @@ class Line:
         sys_prompt: str = "You help.",
     ) -> Session:
         """An agent whose tools are `tools` (named ``str -> str`` functions of one argument,
-        `arg`; or plain functions returning text, with Google docstrings), loaded
+        `arg`; or plain functions returning text, async ones too, with Google docstrings), loaded
         from `saved` (`Session.saved`) if given, as a new process would. Its model is `model`
         (a scripted one answering "ok" by default); `formatter` is the 1.x formatter of both
         the agent and the manager (OpenAI's by default; 2.x models carry their own)."""
@@ -173,7 +189,15 @@ def _functions(
     if isinstance(tools, dict):
         return [_named(name, fn, wrap) for name, fn in tools.items()]
 
-    def wrapped(fn: Callable[..., str]) -> Callable[..., Any]:
+    def wrapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def waited(*args: Any, **kwargs: Any) -> Any:
+                return wrap(await fn(*args, **kwargs))
+
+            return waited
+
         @functools.wraps(fn)
         def tool(*args: Any, **kwargs: Any) -> Any:
             return wrap(fn(*args, **kwargs))

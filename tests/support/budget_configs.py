@@ -1,9 +1,12 @@
 """The configurations the small-budget properties draw, shared by both lines' tests
 (tests/core/test_budget_small.py on 1.x, tests/agentscope2/test_budget.py on 2.x): settings as a user may
-write them, some of them refused at load."""
+write them, some of them refused at load; and the `fetch` tool of the parallel-call sessions
+(tests/agentscope1/test_budget_parallel.py, tests/agentscope2/test_budget.py)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import hypothesis
@@ -59,3 +62,22 @@ AT_1000 = {
     "compactor": {"max_input_tokens": None},
     "recall": {"enabled": False, "eviction_index_max_chars": 200},
 }
+
+
+def fetch_tool(words: str) -> Callable[[int, int, int], Awaitable[str]]:
+    """The `fetch` tool of a parallel-call session: page `n` of `size` bytes (lines ending in
+    `words`), after yielding to the event loop `yields` times (how long it takes)."""
+
+    async def fetch(n: int, size: int, yields: int) -> str:
+        """Fetch a page.
+
+        Args:
+            n (int): which page.
+            size (int): its size in bytes.
+            yields (int): how long it takes.
+        """
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        return "".join(f"line {i} of page {n}: words {i * 7} {words}\n" for i in range(size // 40))
+
+    return fetch

@@ -1,4 +1,5 @@
-"""Follow truncation notices to the end, as an agent would, and return what was read."""
+"""Follow truncation notices to the end, as an agent would, and return what was read; a page
+over 200 KB to follow (`HTML`, `browse`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,25 @@ from typing import Any
 from agentscope_ctx.core.truncation._truncation import parse_notice
 
 Reader = Callable[[str, int, int], Awaitable[str]]
+
+HTML = (
+    "<html><body>\n"
+    + "".join(
+        f"<div class='row'><a href='/item/{i}'>Item {i} — 价格 {i}¥ 🛒</a></div>\r\n"
+        for i in range(2_600)
+    )
+    + "</body></html>"
+)
+"""A web page of over 200 KB: multi-byte characters, emoji and CRLF line ends."""
+
+
+def browse(url: str) -> str:
+    """Open a web page.
+
+    Args:
+        url (str): the page.
+    """
+    return HTML
 
 
 async def follow_chain(first_output: str, read: Reader, *, max_steps: int = 100_000) -> str:

@@ -1,6 +1,6 @@
-"""Saved calibrations no code of ours writes (issue 29, item 4), for the tests that load them
-into an agent on each line (`tests/agentscope1/test_calibration.py`, `tests/agentscope2/test_calibration_state.py`)
-and for the checker's own property (`tests/core/test_calibration_math.py`)."""
+"""Saved calibrations no code of ours writes (issue 29, item 4), for the test that loads them
+into an agent of the installed line and for the checker's own properties
+(`tests/core/test_calibration_state.py`)."""
 
 from __future__ import annotations
 

@@ -23,11 +23,11 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.module import StateModule
 from agentscope.tool import Toolkit, ToolResponse
@@ -35,6 +35,7 @@ from agentscope.tool import Toolkit, ToolResponse
 from agentscope_ctx import AtomicJSONSession, ContextConfig, ContextManager
 from agentscope_ctx.core.tokens._tokens import TokenCounter
 from tests.support.fakes import FakeChatModel, text, tool_call
+from tests.support.react1 import react
 
 BUDGET = 8_000
 SESSION_ID = "crash"
@@ -106,16 +107,9 @@ class Progress(StateModule):
 
 
 def make_agent(model: FakeChatModel, name: str = "worker") -> ReActAgent:
-    agent = ReActAgent(
-        name=name,
-        sys_prompt="You are a careful assistant.",
-        model=model,
-        formatter=OpenAIChatFormatter(),
-        toolkit=make_toolkit(),
-        max_iters=50,
+    return react(  # type: ignore[no-any-return]
+        model, make_toolkit(), name=name, sys_prompt="You are a careful assistant.", max_iters=50
     )
-    agent.set_console_output_enabled(False)
-    return agent
 
 
 def read_id_log(path: Path) -> list[str]:
@@ -158,17 +152,16 @@ class IdLog:
         self.count += 1
 
 
-def spy_on_add(agent: ReActAgent, id_log: IdLog) -> None:
-    """Log every message id before it enters the agent's memory."""
-    memory = agent.memory
+def spy_on_add(memory: Any, note: Callable[[str], object]) -> None:
+    """`note` every message id before it enters `memory` (a 1.x memory)."""
     original_add = memory.add
 
     async def spy_add(memories: Any, *args: Any, **kwargs: Any) -> None:
         for msg in [memories] if isinstance(memories, Msg) else memories or []:
-            id_log.log(msg.id)
+            note(msg.id)
         await original_add(memories, *args, **kwargs)
 
-    memory.add = spy_add  # type: ignore[method-assign]
+    memory.add = spy_add
 
 
 def script_turn(model: FakeChatModel, turn: int, steps: int, tag: str = "") -> None:
@@ -208,7 +201,7 @@ async def run_one(
     model = FakeChatModel()
     agent, manager, progress = await restore(working_dir, session_id, counter=counter, model=model)
     id_log = IdLog(id_log_path(working_dir, session_id))
-    spy_on_add(agent, id_log)
+    spy_on_add(agent.memory, id_log.log)
     session = AtomicJSONSession(save_dir=str(working_dir / "sessions"))
     for turn in range(progress.turn, turns):
         script_turn(model, turn, steps, tag=session_id)

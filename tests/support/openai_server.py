@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 REPORTED_PROMPT_TOKENS = 9_000
@@ -184,3 +185,45 @@ def model_fields(server: Server, stream: bool) -> dict[str, Any]:
         "stream": stream,
         "client_kwargs": {"max_retries": 0, "timeout": 20},
     }
+
+
+REPORT_ANSWER = "All 1500 checks of checkout-api passed; the slowest took 96 ms."
+"""The model's last answer in `report_script`."""
+
+
+def build_report(service: str) -> str:
+    """Build the status report of a service.
+
+    Args:
+        service (str): the service's name.
+    """
+    return "".join(f"{service} check {i:04d}: ok, latency {i % 97} ms\n" for i in range(1_500))
+
+
+def report_script() -> list[Reply]:
+    """The model calls `build_report` for checkout-api, then answers `REPORT_ANSWER`."""
+    return [
+        Reply(tool="build_report", arguments={"service": "checkout-api"}),
+        Reply(text=REPORT_ANSWER),
+    ]
+
+
+def check_report_reached_cut(server: Server, reply_text: str, stream: bool) -> None:
+    """After `report_script` on an agent whose tool outputs are cut at 4,096 bytes: the answer
+    came back, both requests went out (streamed or plain, with the agent's tools and our
+    `read_file`), and the report reached the second request cut, with a notice pointing at
+    the saved full text."""
+    from agentscope_ctx.core.truncation._truncation import parse_notice
+
+    assert reply_text == REPORT_ANSWER
+    assert len(server.requests) == 2
+    assert all(request.get("stream", False) is stream for request in server.requests)
+    assert "read_file" in [t["function"]["name"] for t in server.requests[0]["tools"]]
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 1
+    content = tool_messages[0]["content"]
+    shown = content if isinstance(content, str) else "".join(p["text"] for p in content)
+    assert shown.startswith("checkout-api check 0000: ok") and len(shown.encode()) <= 4_096
+    parsed = parse_notice(shown)
+    assert parsed is not None
+    assert Path(parsed[1].file_path).read_text(encoding="utf-8") == build_report("checkout-api")

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from agentscope_ctx.core._pipeline import ContextPipeline, PipelineReport
 
-__all__ = ["Runs", "check_pipeline_spans", "recording"]
+__all__ = ["Runs", "check_compaction_span", "check_pipeline_spans", "recording"]
 
 Runs = list[tuple[int | None, PipelineReport]]
 
@@ -70,3 +70,27 @@ def check_pipeline_spans(
         assert freed == {k.replace(" ", "_"): v for k, v in report.freed.items()}
         assert list(attributes.get("agentscope_ctx.rungs", ())) == list(report.freed)
     return traced_runs
+
+
+def check_compaction_span(
+    spans: Sequence[ReadableSpan],
+    traced_runs: list[tuple[ReadableSpan, PipelineReport]],
+    helper_calls: int,
+) -> tuple[ReadableSpan, PipelineReport, list[ReadableSpan]]:
+    """Check the first compacting run's span (of `check_pipeline_spans`' pairs): a model
+    summary and the helper's usage (1,234 in, 56 out) on it, and the compactor's model calls
+    (`helper_calls` of them) as spans, the first a child of it. The span, its report and the
+    helper spans."""
+    compacting = [(span, r) for span, r in traced_runs if r.compacted]
+    assert compacting, "the session compacts"
+    span, report = compacting[0]
+    attributes = span.attributes or {}
+    assert attributes["agentscope_ctx.summary_source"] == "model"
+    assert attributes["agentscope_ctx.compaction.helper_input_tokens"] == 1_234
+    assert attributes["agentscope_ctx.compaction.helper_output_tokens"] == 56
+    helpers = [s for s in spans if s.name == "chat fake-model (agentscope_ctx.compactor)"]
+    assert len(helpers) == helper_calls >= 1
+    first = helpers[0]
+    assert first.parent is not None and first.parent.span_id == span.context.span_id
+    assert (first.attributes or {})["gen_ai.usage.input_tokens"] == 1_234
+    return span, report, helpers

@@ -8,9 +8,10 @@ budget), a window of 0 or below makes every turn raise `PromptTooLargeError` (a 
 window is only ever lowered), and a NaN factor breaks every count. So every value is checked
 when a state is loaded, and what is out of range is dropped or clamped, and logged:
 
-- the **factor** (``<model>``): a finite number above 0; out of `BOUNDS` it is clamped into
-  them (a large factor stays the largest one, safety first), anything else is dropped (the
-  prior, 1.0, applies);
+- the **factor** (``<model>``): a finite number in `BOUNDS`; above them it is clamped to the
+  largest (a large factor stays the largest one, safety first), anything else is dropped (the
+  prior, 1.0, applies): a factor below them, trusted even as the smallest, would let every
+  prompt go over the budget by the provider's count;
 - the **evidence count** (``<model>#reports``): a finite number, 0 or more; else dropped;
 - the **window** (``<model>#window``): a finite number of at least `MIN_WINDOW` tokens (no
   chat model accepts less); else dropped (the configured `max_input_tokens` applies, and a
@@ -62,7 +63,9 @@ def _checked(key: str, value: object) -> tuple[float | None, str]:
         return None, "not a calibration key"
     if number <= 0:
         return None, f"a factor of {number!r} (above 0)"
-    clamped = min(max(number, BOUNDS[0]), BOUNDS[1])
+    if number < BOUNDS[0]:  # trusted, even clamped, it would let prompts over the budget
+        return None, f"a factor of {number!r} (at least {BOUNDS[0]})"
+    clamped = min(number, BOUNDS[1])
     return clamped, "" if clamped == number else f"a factor of {number!r}, clamped to {clamped}"
 
 
