@@ -3,7 +3,10 @@
 the caller may see, then joined to their ``docs`` rows.
 
 The query is built from our tokens with Tantivy's query objects (never its query parser): a
-word is a term, a quoted phrase a phrase of its tokens, ``word*`` a prefix.
+word is a term, a quoted phrase a phrase of its tokens, ``word*`` a prefix: one term of the
+``prefixes`` field (`PREFIX_CHARS` characters at most), and for a longer one that term and
+Tantivy's regex over the words (few start with it), every match scored alike, as the regex
+scores them.
 
 The tenant boundary (`core._tenant`) is a clause on the owner fields ``agent``/``session``: a
 record of the caller's agent key (in its session, for the ``session`` scope); memory files too
@@ -26,6 +29,7 @@ from ._search_db import IndexConnection
 from ._search_tantivy import (
     DOC_SHIFT,
     NONE,
+    PREFIX_CHARS,
     TextIndexError,
     owner_value,
     query_tokens,
@@ -64,8 +68,8 @@ def _text_query(schema: tantivy.Schema, query: Query, every: bool) -> tantivy.Qu
         words: list[str | tuple[int, str]] = list(query_tokens(text))
         if not words:
             continue
-        if prefix and len(words) == 1:  # our tokens are letters and digits: no regex syntax
-            parts.append(tantivy.Query.regex_query(schema, "terms", f"{words[0]}.*"))
+        if prefix and len(words) == 1:
+            parts.append(_prefix(schema, str(words[0])))
         elif prefix:
             parts.append(tantivy.Query.phrase_prefix_query(schema, "terms", words))
         elif len(words) == 1:
@@ -75,6 +79,16 @@ def _text_query(schema: tantivy.Schema, query: Query, every: bool) -> tantivy.Qu
     if not parts:
         return None
     return _all(parts) if every else _any(parts)
+
+
+def _prefix(schema: tantivy.Schema, word: str) -> tantivy.Query:
+    """The chunks holding a word that starts with `word`, scored alike (1.0)."""
+    short = _term(schema, "prefixes", word[:PREFIX_CHARS])
+    if len(word) <= PREFIX_CHARS:
+        return tantivy.Query.const_score_query(short, 1.0)
+    # our tokens are letters and digits: no regex syntax
+    regex = tantivy.Query.regex_query(schema, "terms", f"{word}.*")
+    return tantivy.Query.const_score_query(_all([short, regex]), 1.0)
 
 
 def _filters(

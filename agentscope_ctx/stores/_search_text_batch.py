@@ -24,6 +24,7 @@ from ._search_tantivy import (
     HEAP_BYTES,
     TextIndexError,
     WriterBusy,
+    chunk_prefixes,
     chunk_terms,
     owner_value,
     tighten,
@@ -297,7 +298,9 @@ def _with_rows(
 def _document(add: _Add, row: tuple[Any, ...]) -> tantivy.Document:
     doc_id, path, kind, off, agent, session, role, ts = row
     doc = tantivy.Document()
-    doc.add_text("terms", chunk_terms(add.text))
+    terms = chunk_terms(add.text)
+    doc.add_text("terms", terms)
+    doc.add_text("prefixes", chunk_prefixes(terms))
     if add.at is None:
         doc.add_bytes("body", zlib.compress(add.text.encode("utf-8", "replace"), 6))
     else:

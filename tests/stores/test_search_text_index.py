@@ -8,12 +8,13 @@ import multiprocessing
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import agentscope_ctx.stores._search_db as search_db
@@ -220,3 +221,69 @@ def test_a_chunk_with_a_crlf_or_a_bad_byte_keeps_its_text(tmp_path: Path) -> Non
         "an \ufffd byte and the eland",
         "the eland here",
     ]
+
+
+# -- prefixes (``word*``): a term of the ``prefixes`` field, a regex past PREFIX_CHARS -----------
+
+_CORPUS = [
+    "Configuration loaded from w0123 and W0145",
+    "deployment of w0199 finished; Deploy again",
+    "supercalifragilistic expialidocious x1",
+    "数据库 连接 数据 ok",
+    "conficker config configs confidential",
+    "w2 w20 w201 w2010 w20105 w201055 w2010555",
+    "a ab abc abcd abcde abcdef abcdefg abcdefgh",
+]
+
+
+@pytest.fixture(scope="module")
+def corpus_index(tmp_path_factory: pytest.TempPathFactory) -> SearchIndex:
+    index = SearchIndex(tmp_path_factory.mktemp("prefixes"))
+    for line in _CORPUS:  # a file each: one chunk each
+        save(index, line + "\n")
+    return index
+
+
+_STARTS = sorted({t[:k] for line in _CORPUS for t in tokens(line) for k in range(1, len(t) + 1)})
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.sampled_from(_STARTS) | st.text(alphabet="abcdwxyz0125数据", min_size=1, max_size=10),
+    st.booleans(),
+)
+@example("abcdefg", False)  # one past PREFIX_CHARS: the term and the regex
+@example("w201055", True)
+@example("conf", False)
+@example("数", False)
+def test_a_prefix_finds_the_chunks_with_a_word_that_starts_so(
+    corpus_index: SearchIndex, start: str, upper: bool
+) -> None:
+    """``start*`` finds exactly the chunks holding a token that starts with `start`, whether
+    `start` is within PREFIX_CHARS characters (a term of ``prefixes``) or longer (that term and
+    Tantivy's regex over the words); case does not matter."""
+    query = (start.upper() if upper else start) + "*"
+    result = corpus_index.search(query, limit=50)
+    found = {line for hit in result.hits for _, line in hit.lines}
+    expected = {line for line in _CORPUS if any(t.startswith(start) for t in tokens(line))}
+    assert found == expected
+
+
+def test_an_index_of_the_version_before_prefixes_is_made_again(tmp_path: Path) -> None:
+    """An index made before the ``prefixes`` field (SQLite ``user_version`` 2) is replaced and
+    made again from the files, so that a prefix query finds what it holds."""
+    index = SearchIndex(tmp_path)
+    save(index, "deployment of w0199 finished\n")
+    index.close()
+    name = (tmp_path / "index" / "current").read_text().strip()
+    conn = sqlite3.connect(tmp_path / "index" / name)
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    again = SearchIndex(tmp_path)
+    try:
+        assert [line for hit in again.search("w01*").hits for _, line in hit.lines] == [
+            "deployment of w0199 finished"
+        ]
+        assert (tmp_path / "index" / "current").read_text().strip() != name
+    finally:
+        again.close()
