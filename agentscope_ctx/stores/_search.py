@@ -52,7 +52,7 @@ from ..core.search._background import BackgroundWork
 from ..core.search._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core.search._search_text import Query, parse_query, storable
 from ._search_catch_up import CatchUp
-from ._search_db import BUSY_SECONDS, IndexBusy, IndexDatabase, Owner, batch, set_owner, write
+from ._search_db import IndexBusy, IndexDatabase, Owner, batch, set_owner, write
 from ._search_files import file_stamp
 from ._search_query import ranked_rows, tenant_params
 
@@ -131,8 +131,7 @@ class SearchIndex(CatchUp):
             PersistenceError: the index cannot be opened or written.
         """
         deadline = None if seconds is None else time.monotonic() + seconds
-        wait = BUSY_SECONDS if seconds is None else seconds
-        left = self.db.run(lambda db: self._catch_up(db, deadline), wait=wait)
+        left = self.db.run(lambda db: self._catch_up(db, deadline), wait=seconds)
         if left:
             self.background.kick()
         return left
@@ -182,9 +181,8 @@ class SearchIndex(CatchUp):
             hits = build_hits(rows, self.root, parsed, limit)
             return SearchResult(hits, parsed, every, pending, busy=bool(busy))
 
-        wait = BUSY_SECONDS if catch_up_seconds is None else catch_up_seconds
         try:
-            result = self.db.run(run, wait=wait)
+            result = self.db.run(run, wait=catch_up_seconds)
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
             result = SearchResult(hits=[], query=parsed, busy=True, searched=False)

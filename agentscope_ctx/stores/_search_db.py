@@ -10,9 +10,10 @@ On disk, under ``{working_dir}/index/``:
 
 All of them are private to their owner (``0600`` in a ``0700`` directory, `_private`).
 
-Nobody waits on the index without a bound: each `IndexDatabase.run` says how long it may wait
-(for another thread of this process, ``.lock``, and SQLite's write lock, all within one
-deadline), and raises `IndexBusy` past it. A save waits not at all (its notification is then
+Nobody waits on another process without a bound: each `IndexDatabase.run` says how long it may
+wait (for another thread of this process, ``.lock``, and SQLite's write lock, all within one
+deadline; or, given none, up to `BUSY_SECONDS` each time it waits), and raises `IndexBusy`
+past it. A save waits not at all (its notification is then
 skipped and caught up later); a search waits at most its catch-up time.
 
 - ``tantivy-{hex}/``: the text index of that database (`_search_tantivy`), made and replaced
@@ -63,6 +64,7 @@ from ._search_txn import (
     batch,
     busy,
     text_batch,
+    until,
     write,
 )
 
@@ -145,28 +147,33 @@ class IndexDatabase:
         self._lock = threading.RLock()
         self._db: IndexConnection | None = None
         self._key: _Key | None = None
-        self.deadline = 0.0
-        """When the current `run` stops waiting for others (`time.monotonic`): pass it to
-        `write`."""
+        self.deadline: float | None = 0.0
+        """When the current `run` stops waiting for others (`time.monotonic`; `None`: each
+        wait `BUSY_SECONDS` at most): pass it to `write`."""
 
-    def run(self, op: Callable[[IndexConnection], T], *, wait: float = BUSY_SECONDS) -> T:
+    def run(self, op: Callable[[IndexConnection], T], *, wait: float | None = None) -> T:
         """Run `op` on the database; a damaged database is replaced by an empty one and `op`
         run once more (the caller's catch-up then refills it from the files). Waits for other
-        writers (threads, processes) `wait` seconds in all, at most; 0: not at all.
+        writers (threads, processes) `wait` seconds in all, at most; 0: not at all; `None`:
+        for this process's other threads as long as they run, and `BUSY_SECONDS` at most each
+        time another process holds the index (an unbounded catch-up of a large history runs
+        for minutes beside other writers: issue 30).
 
         Raises:
             IndexBusy: another writer held the index longer than `wait`.
             PersistenceError: the database cannot be opened, read, written or replaced.
         """
-        deadline = time.monotonic() + wait
-        if not (self._lock.acquire(timeout=wait) if wait > 0 else self._lock.acquire(False)):
+        deadline = None if wait is None else time.monotonic() + wait
+        if wait is None:
+            self._lock.acquire()
+        elif not (self._lock.acquire(timeout=wait) if wait > 0 else self._lock.acquire(False)):
             raise IndexBusy("the search index is in use by another thread of this process")
         try:
             self.deadline = deadline
             for attempt in (1, 2):
                 try:
                     db = self._open()
-                    left = max(deadline - time.monotonic(), 0.0)
+                    left = max(until(deadline) - time.monotonic(), 0.0)
                     db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
                     return op(db)
                 except sqlite3.DatabaseError as exc:
@@ -213,7 +220,7 @@ class IndexDatabase:
         private_dir(self.dir)  # tightens a database an older version left readable
         db = sqlite3.connect(
             path,
-            timeout=max(self.deadline - time.monotonic(), 0.0),
+            timeout=max(until(self.deadline) - time.monotonic(), 0.0),
             isolation_level=None,
             check_same_thread=False,
             factory=IndexConnection,
@@ -246,7 +253,7 @@ class IndexDatabase:
         self._close()
         self._key = None
         private_dir(self.dir)
-        with _flock(self.dir / ".lock", self.deadline):
+        with _flock(self.dir / ".lock", until(self.deadline)):
             key = self._pointer_key()
             if key is not None and key != bad:
                 return

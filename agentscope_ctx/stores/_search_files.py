@@ -94,7 +94,7 @@ def source_files(root: Path, kinds: Iterable[str]) -> dict[str, tuple[str, os.st
     return found
 
 
-def index_file(db: sqlite3.Connection, root: Path, rel: str, kind: str, wait: float) -> None:
+def index_file(db: sqlite3.Connection, root: Path, rel: str, kind: str, wait: float | None) -> None:
     """Index a memory file whole (again, when it changed)."""
     with write(db, wait), open(root / rel, "rb") as file:
         stat = os.fstat(file.fileno())
@@ -130,7 +130,7 @@ def _indexed(
 
 
 def index_piece(
-    db: sqlite3.Connection, root: Path, rel: str, wait: float, limit: int
+    db: sqlite3.Connection, root: Path, rel: str, wait: float | None, limit: int
 ) -> tuple[int, bool]:
     """Index the next piece of a saved output (`_index_pieces.cut_piece`: at least `limit`
     bytes, cut after a newline) from where the last piece ended; its ``sources`` row holds
@@ -165,7 +165,7 @@ def index_dialog(
     root: Path,
     rel: str,
     deadline: float | None,
-    wait: float,
+    wait: float | None,
     add_record: Callable[[sqlite3.Connection, str, int, int, bytes], None],
 ) -> None:
     """Index the whole lines appended to a dialog file since the last time (all of it when

@@ -16,10 +16,25 @@ from ..core._errors import PersistenceError
 from ._search_tantivy import FLUSH_BYTES, WriterBusy
 from ._search_text_batch import TextBatch
 
-__all__ = ["BUSY_SECONDS", "IndexBusy", "IndexConnection", "batch", "busy", "text_batch", "write"]
+__all__ = [
+    "BUSY_SECONDS",
+    "IndexBusy",
+    "IndexConnection",
+    "batch",
+    "busy",
+    "text_batch",
+    "until",
+    "write",
+]
 
 BUSY_SECONDS = 60.0
-"""How long a caller that gives no wait of its own waits for another writer."""
+"""How long a caller that gives no wait of its own waits for another writer, each time."""
+
+
+def until(deadline: float | None) -> float:
+    """When a wait for another writer ends: `deadline` (`time.monotonic`), or, when the
+    caller has none, `BUSY_SECONDS` from now (a bound on each wait, not on the caller's run)."""
+    return time.monotonic() + BUSY_SECONDS if deadline is None else deadline
 
 
 class IndexBusy(PersistenceError):
@@ -94,7 +109,7 @@ def write(db: sqlite3.Connection, deadline: float | None = None) -> Iterator[Non
         IndexBusy: another writer held the database past `deadline`.
     """
     assert isinstance(db, IndexConnection)
-    end = time.monotonic() + BUSY_SECONDS if deadline is None else deadline
+    end = until(deadline)
     if db.batching and db.in_transaction and db.text.pending_bytes >= FLUSH_BYTES:
         _commit(db, end)
     if db.batching and db.in_transaction:
@@ -137,4 +152,4 @@ def batch(db: sqlite3.Connection, deadline: float | None = None) -> Iterator[Non
         raise
     db.batching -= 1
     if not db.batching and db.in_transaction:
-        _commit(db, time.monotonic() + BUSY_SECONDS if deadline is None else deadline)
+        _commit(db, until(deadline))

@@ -273,11 +273,11 @@ async def test_a_reply_never_waits_for_another_process_holding_the_index(
     take 75 s (each save waited for it)."""
     import asyncio
 
-    import agentscope_ctx.stores._search_db as search_db
+    import agentscope_ctx.stores._search_txn as search_txn
     from agentscope_ctx.stores._search import SearchIndex
     from tests.stores.test_search import HANG_SECONDS, holding
 
-    monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
+    monkeypatch.setattr(search_txn, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
     SearchIndex(config.working_dir).catch_up()  # the index exists
     with holding(config.working_dir, "write"):

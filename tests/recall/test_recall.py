@@ -275,10 +275,10 @@ async def test_a_reply_never_waits_for_another_process_holding_the_index(
     take 75 s (each save waited for it)."""
     import asyncio
 
-    import agentscope_ctx.stores._search_db as search_db
+    import agentscope_ctx.stores._search_txn as search_txn
     from tests.stores.test_search import HANG_SECONDS, holding
 
-    monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
+    monkeypatch.setattr(search_txn, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
     manager, agent, model = await attached(
         tmp_path, max_input_tokens=8_000, tool_result={"mask_after": None, "recent_max_share": None}
     )

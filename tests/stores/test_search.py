@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +24,9 @@ from hypothesis import strategies as st
 
 import agentscope_ctx.core.search._background as background_module
 import agentscope_ctx.stores._search as search_module
+import agentscope_ctx.stores._search_catch_up as search_catch_up
 import agentscope_ctx.stores._search_db as search_db
+import agentscope_ctx.stores._search_txn as search_txn
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._tenant import Tenant
@@ -580,7 +583,7 @@ async def test_a_save_never_waits_for_another_process_holding_the_index(
 ) -> None:
     """Issue #19, item 8: a process holding a write (indexing a large output) made each save
     wait up to 60 s; a held ``index/.lock`` with the index missing hung a save for good."""
-    monkeypatch.setattr(search_db, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
+    monkeypatch.setattr(search_txn, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
     index = SearchIndex(tmp_path)
     await make_history(index)
     index.close()
@@ -605,6 +608,49 @@ async def test_a_save_never_waits_for_another_process_holding_the_index(
     assert (hit.path, hit.tool, hit.args) == (path, "dump", 'table="yaks"')  # kept, then written
     assert index.search("yak", Filters(agent="bob")).hits == []
     index.db.run(check_consistent)
+
+
+def test_an_unbounded_catch_up_waits_for_each_writer_however_long_it_has_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: `catch_up()` (no bound) gave up with `IndexBusy` ("database is locked") when
+    another writer held the index after the catch-up had run for `BUSY_SECONDS` in all: its
+    wait was one deadline for the whole run, not a bound on each wait. Ten sessions' background
+    indexers on one store, at the benchmark's 100k point, made a 1 GB catch-up meet one."""
+    monkeypatch.setattr(search_txn, "BUSY_SECONDS", 0.5)
+    monkeypatch.setattr(search_module, "BUSY_SECONDS", 0.5, raising=False)  # its copy, before
+    index = SearchIndex(tmp_path)
+    index.catch_up()
+    outputs = ToolResultStore(tmp_path, 7)
+    for n in range(2):
+        outputs.save(log(50, {7: f"the auk code is {n}"}))
+    database = tmp_path / "index" / (tmp_path / "index" / "current").read_text().strip()
+    held, release = threading.Event(), threading.Event()
+
+    def other_writer() -> None:
+        with sqlite3.connect(database, isolation_level=None) as db:
+            db.execute("BEGIN IMMEDIATE")
+            held.set()
+            release.wait(0.2)
+            db.execute("COMMIT")
+
+    original = search_catch_up.index_piece
+
+    def slow_first_piece(*args: object, **kwargs: object) -> object:
+        if not held.is_set():
+            time.sleep(0.6)  # the catch-up has run longer than BUSY_SECONDS
+            threading.Thread(target=other_writer, daemon=True).start()
+            held.wait(HANG_SECONDS)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(search_catch_up, "index_piece", slow_first_piece)
+    assert index.catch_up() == 0
+    monkeypatch.undo()
+    assert sorted(t for t in lines_of(index.search("auk code", limit=5)) if "auk" in t) == [
+        "the auk code is 0",
+        "the auk code is 1",
+    ]
+    index.close()
 
 
 async def test_a_waiting_search_blocks_neither_the_loop_nor_another_agents_save(
