@@ -22,6 +22,7 @@ from ..core.search._background import BackgroundWork
 from ..core.search._search_text import chunk_lines, record_parts
 from ._search_db import (
     IndexBusy,
+    IndexConnection,
     IndexDatabase,
     Owner,
     add_doc,
@@ -32,6 +33,7 @@ from ._search_db import (
 )
 from ._search_files import (
     ALL_KINDS,
+    folder_key,
     index_dialog,
     index_file,
     index_piece,
@@ -100,29 +102,43 @@ class CatchUp:
         the outputs whose rest fits in what is left of it); returns how many files were
         left, whole or in part. When another writer holds the index past the
         run's wait, the rest is left and `busy` (when given) gets an entry; without `busy`,
-        `IndexBusy` is raised."""
+        `IndexBusy` is raised. The saved outputs are not listed while their folder is as it
+        was when all of them were found indexed (`IndexConnection.outputs_whole`)."""
+        assert isinstance(db, IndexConnection)
+        kinds = tuple(kinds)
+        folder = None
+        if "tool_result" in kinds:
+            folder = folder_key(self.root / "tool_result")  # read before the listing
+            if folder is not None and folder == db.outputs_whole:
+                kinds = tuple(k for k in kinds if k != "tool_result")
         with batch(db, deadline):
-            return self._catch_up_batch(db, deadline, kinds, busy, output_bytes, fits_only)
+            pending, left = self._catch_up_batch(db, deadline, kinds, busy, output_bytes, fits_only)
+        if "tool_result" in kinds and "tool_result" not in left and not db.in_transaction:
+            db.outputs_whole = folder  # committed: every output listed is indexed whole
+        return pending
 
     def _catch_up_batch(
         self,
         db: sqlite3.Connection,
         deadline: float | None,
-        kinds: Iterable[str],
+        kinds: tuple[str, ...],
         busy: list[bool] | None,
         output_bytes: int | None,
         fits_only: bool,
-    ) -> int:
-        """`_catch_up` inside one batch (`_search_db.batch`: one text index commit)."""
-        kinds = tuple(kinds)
+    ) -> tuple[int, set[str]]:
+        """`_catch_up` inside one batch (`_search_db.batch`: one text index commit): how many
+        files were left, and their kinds (with the kinds of files that could not be read)."""
+        marks = ",".join("?" * len(kinds))
         known = {
             row[0]: row[1:]
-            for row in db.execute("SELECT path, inode, size, stamp, kind FROM sources")
-            if row[4] in kinds
+            for row in db.execute(
+                f"SELECT path, inode, size, stamp, kind FROM sources WHERE kind IN ({marks})",
+                kinds,
+            )
         }
         present = self._files(kinds)  # saved outputs first: dialog records name their owners
         gone = [path for path in known if path not in present]
-        pending = 0
+        pending, left_kinds = 0, set()
         try:
             self._write_pending(db)
             if gone:
@@ -148,22 +164,28 @@ class CatchUp:
             spent = kind == "tool_result" and budget[0] is not None and budget[0] < need
             if busy or spent or (deadline is not None and time.monotonic() > deadline):
                 pending += 1
+                left_kinds.add(kind)
                 continue
             try:
                 if kind == "dialog":
                     self._index_dialog(db, rel, deadline)
-                elif kind == "tool_result":
-                    pending += not self._index_output(db, rel, deadline, budget)
-                else:
+                elif kind != "tool_result":
                     self._index_file(db, rel, kind)
+                elif not self._index_output(db, rel, deadline, budget):
+                    pending += 1
+                    left_kinds.add(kind)
             except OSError as exc:  # unreadable now: tried again at the next catch-up
                 self.failures.failed(f"search_index:{rel}", f"cannot index {rel}: {exc}")
+                left_kinds.add(kind)
             except IndexBusy:
                 if busy is None:
                     raise
                 busy.append(True)
                 pending += 1
-        return pending
+                left_kinds.add(kind)
+        if busy:
+            left_kinds.update(kinds)  # owners or drops may not be written
+        return pending, left_kinds
 
     def _background_step(self) -> bool:
         """One step of the background indexing: catch up for `STEP_SECONDS`, a piece of the

@@ -27,6 +27,7 @@ from ._search_text_batch import locate
 __all__ = [
     "ALL_KINDS",
     "file_stamp",
+    "folder_key",
     "index_dialog",
     "index_file",
     "index_piece",
@@ -44,6 +45,21 @@ _FILES = (
     ("memory", re.compile(r"[^.].*\.md")),
 )
 ALL_KINDS = tuple(kind for kind, _ in _FILES)
+RACY_SECONDS = 2.0
+"""How old a folder's mtime must be, when it is read, to be trusted to move at the next change
+(a file added within the same clock tick as the last one leaves it as it was)."""
+
+
+def folder_key(path: Path) -> tuple[int, int] | None:
+    """A folder's (inode, mtime in ns), which a file added, renamed in or removed changes;
+    `None` when the folder is missing or its mtime is within `RACY_SECONDS` of now."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    if time.time_ns() - stat.st_mtime_ns < RACY_SECONDS * 1e9:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
 
 
 def file_stamp(seconds: float) -> str:

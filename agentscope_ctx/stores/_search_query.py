@@ -155,10 +155,7 @@ def ranked_rows(
     assert isinstance(db, IndexConnection)
     index = db.index
     try:
-        try:
-            index.reload()  # another process's commits
-        except ValueError:  # a segment merged away between its meta.json and its files
-            index.reload()
+        _reload(db)
         schema = index.schema
         text = _text_query(schema, query, every)
         filters = _filters(db, schema, params)
@@ -190,6 +187,27 @@ def ranked_rows(
         out.append((-float(score), body, start, offset, *row[1:], rowid))
     out.sort(key=lambda r: (r[0], _newest(r[-2]), -int(r[-1])))
     return [r[:-1] for r in out]
+
+
+def _reload(db: IndexConnection) -> None:
+    """Take the commits made since the last search (another process's too): reload the reader
+    when the index's ``meta.json``, which Tantivy replaces at each commit, is not the one read
+    last (12 us to read; a reload costs 0.1-0.2 ms, growing with the segments).
+
+    Raises:
+        ValueError: the text index cannot be read.
+    """
+    try:
+        meta = (db.text.index_dir / "meta.json").read_bytes()
+    except OSError:
+        meta = b""  # reloading says what is wrong
+    if meta and meta == db.meta:
+        return
+    try:
+        db.index.reload()
+    except ValueError:  # a segment merged away between its meta.json and its files
+        db.index.reload()
+    db.meta = meta
 
 
 def _newest(ts: object) -> str:
