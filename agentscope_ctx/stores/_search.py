@@ -43,6 +43,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -175,8 +176,11 @@ class SearchIndex(CatchUp):
             params = {**vars(filters), **owner}
             params.pop("tenant", None)
             rows = ranked_rows(db, parsed, True, params, 4 * limit + 8)
-            every = bool(rows) or len(parsed.terms) == 1
-            if not every:
+            first = next(rows, None)
+            every = first is not None or len(parsed.terms) == 1
+            if first is not None:
+                rows = chain([first], rows)
+            elif not every:
                 rows = ranked_rows(db, parsed, False, params, 4 * limit + 8)
             hits = build_hits(rows, self.root, parsed, limit)
             return SearchResult(hits, parsed, every, pending, busy=bool(busy))

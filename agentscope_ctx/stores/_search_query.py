@@ -18,7 +18,8 @@ record naming the file, after a rebuild), its name says whose it is."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import groupby
 from typing import Any
 
 import tantivy
@@ -143,14 +144,17 @@ _ROWS = (
 
 def ranked_rows(
     db: sqlite3.Connection, query: Query, every: bool, params: dict[str, Any], fetch: int
-) -> list[tuple[object, ...]]:
+) -> Iterator[tuple[Any, ...]]:
     """The best `fetch` chunks of `query` (all its terms, or any: `every`) under the filters
     of `params`, best first, newest first on ties, as rows of (score, body, start_line,
     line_offset, path, kind, line, byte_offset, agent, role, tool, args, ts); the score is
-    BM25 negated (lower is better).
+    BM25 negated (lower is better). Tantivy's top k is found at once; each chunk's stored
+    fields, ``docs`` row and text are read as the rows are taken, a score's ties together
+    (to order them by time): a search showing 5 hits reads some 5-10 chunks, not `fetch`,
+    which matters most when the index's pages are cold after a commit.
 
     Raises:
-        TextIndexError: the text index cannot be read.
+        TextIndexError: the text index cannot be read (also while the rows are taken).
     """
     assert isinstance(db, IndexConnection)
     index = db.index
@@ -160,33 +164,42 @@ def ranked_rows(
         text = _text_query(schema, query, every)
         filters = _filters(db, schema, params)
         if text is None or filters is None:
-            return []
+            return iter(())
         unscored = [(_MUST, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
         q = tantivy.Query.boolean_query([(_MUST, text), *unscored]) if filters else text
         searcher = index.searcher()
-        found = []
-        for score, address in searcher.search(q, fetch, count=False).hits:
-            doc = searcher.doc(address)
-            found.append((score, doc))
+        found = searcher.search(q, fetch, count=False).hits
     except ValueError as exc:
         raise TextIndexError(f"text index is corrupt: {exc}") from exc
-    ids = sorted({int(d.get_first("rowid") or 0) >> DOC_SHIFT for _, d in found})
-    rows = {}
-    for at in range(0, len(ids), 500):
-        part = ids[at : at + 500]
-        marks = ",".join("?" * len(part))
-        rows.update({r[0]: r for r in db.execute(f"{_ROWS} ({marks})", part)})
-    out: list[tuple[Any, ...]] = []
-    for score, doc in found:
-        rowid = int(doc.get_first("rowid") or 0)
-        row = rows.get(rowid >> DOC_SHIFT)
-        if row is None or row[1] != doc.get_first("path"):  # a stale chunk (see the module)
-            continue
-        body = chunk_text(doc, db.root)
-        start, offset = doc.get_first("start_line") or 0, doc.get_first("line_offset") or 0
-        out.append((-float(score), body, start, offset, *row[1:], rowid))
-    out.sort(key=lambda r: (r[0], _newest(r[-2]), -int(r[-1])))
-    return [r[:-1] for r in out]
+    return _rows(db, searcher, found)
+
+
+def _rows(
+    db: IndexConnection, searcher: tantivy.Searcher, found: list[tuple[float, Any]]
+) -> Iterator[tuple[Any, ...]]:
+    """`ranked_rows`' rows of the hits `found` (best first), read a score at a time."""
+    for score, group in groupby(found, key=lambda hit: hit[0]):
+        try:
+            docs = [searcher.doc(address) for _, address in group]
+        except ValueError as exc:
+            raise TextIndexError(f"text index is corrupt: {exc}") from exc
+        ids = sorted({int(d.get_first("rowid") or 0) >> DOC_SHIFT for d in docs})
+        rows = {}
+        for at in range(0, len(ids), 500):
+            part = ids[at : at + 500]
+            marks = ",".join("?" * len(part))
+            rows.update({r[0]: r for r in db.execute(f"{_ROWS} ({marks})", part)})
+        out: list[tuple[Any, ...]] = []
+        for doc in docs:
+            rowid = int(doc.get_first("rowid") or 0)
+            row = rows.get(rowid >> DOC_SHIFT)
+            if row is None or row[1] != doc.get_first("path"):  # a stale chunk (see the module)
+                continue
+            body = chunk_text(doc, db.root)
+            start, offset = doc.get_first("start_line") or 0, doc.get_first("line_offset") or 0
+            out.append((-float(score), body, start, offset, *row[1:], rowid))
+        out.sort(key=lambda r: (_newest(r[-2]), -int(r[-1])))
+        yield from (r[:-1] for r in out)
 
 
 def _reload(db: IndexConnection) -> None:

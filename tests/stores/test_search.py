@@ -26,6 +26,7 @@ import agentscope_ctx.core.search._background as background_module
 import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_catch_up as search_catch_up
 import agentscope_ctx.stores._search_db as search_db
+import agentscope_ctx.stores._search_query as search_query
 import agentscope_ctx.stores._search_txn as search_txn
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._entry import Msg
@@ -155,6 +156,33 @@ async def test_ranking_newest_first_on_ties_and_one_hit_per_line(tmp_path: Path)
     await append(index, [older, newer])
     hits = index.search("pangolin").hits
     assert len(hits) == 1 and hits[0].path.name == "2026-12-02.jsonl"
+
+
+async def test_a_search_reads_the_chunks_it_shows_not_all_it_ranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: each search read the stored fields, ``docs`` row and text of the 28 chunks
+    it ranks (4 x limit + 8), though it shows `limit`: the cost that grew most between the
+    benchmark's 10k and 100k points, where a commit leaves the index's pages cold. Rows are
+    read a score at a time; ties are still read together and shown newest first."""
+    read: list[int] = []
+    real = search_query.chunk_text
+    monkeypatch.setattr(
+        search_query, "chunk_text", lambda doc, root: read.append(1) or real(doc, root)
+    )
+    index = SearchIndex(tmp_path)
+    await append(
+        index, [msg(" ".join(["quokka"] * n + ["filler"] * (40 - n))) for n in range(1, 31)]
+    )
+    await append(index, [msg("a wallaby", ts=f"2026-12-0{d} 09:00:00.000") for d in (1, 2, 3)])
+    read.clear()
+    hits = index.search("quokka", limit=2).hits
+    assert [h.lines[0][1].count("quokka") for h in hits] == [30, 29]  # best first
+    assert len(read) == 2
+    read.clear()
+    hits = index.search("wallaby", limit=1).hits  # three ties: read together, newest shown
+    assert len(hits) == 1 and hits[0].ts is not None and hits[0].ts.startswith("2026-12-03")
+    assert len(read) == 3
 
 
 async def test_filters_role_tool_time_agent_and_session(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ the record's JSON, so that one `read_file` from the pointer shows it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -135,7 +135,7 @@ def _record_offset(read: Callable[[], str | None], text: str) -> int:
 
 
 def build_hits(
-    rows: Sequence[Sequence[Any]],
+    rows: Iterable[Sequence[Any]],
     root: Path,
     query: Query,
     limit: int,
