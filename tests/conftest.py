@@ -5,11 +5,19 @@ by chance. A case a fuzzer finds locally is a bug to fix, pinned with ``@example
 has a deadline: a per-example time limit is a wall-clock assertion, and on a loaded 2-core
 machine it failed a chart test by chance (254 ms against 200 ms); speed is measured in
 `benchmarks/`.
+
+The suite's scratch files (``tmp_path``, `tempfile`, the servers' data) live in RAM when the
+machine has a tmpfs with room for them (``/dev/shm``, 2 GB free): the stores ``fsync`` every
+append and save, which costs milliseconds on a disk and nothing there, and a test cannot tell an
+``fsync`` from none. The files are as real; the suite takes some 10% less time. Set
+``AGENTSCOPE_CTX_TEST_TMP`` to a folder to put them there instead (``""``: the system's default).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,6 +25,51 @@ from hypothesis import settings
 
 if TYPE_CHECKING:
     from tests.support.agent_line import Line
+
+RAM_TMP = "/dev/shm"
+RAM_TMP_FREE = 2 << 30
+
+
+def _scratch_root() -> str | None:
+    """Where the scratch files go (see the module), `None`: the system's default."""
+    given = os.environ.get("AGENTSCOPE_CTX_TEST_TMP")
+    if given is not None:
+        return given or None
+    try:
+        fs = os.statvfs(RAM_TMP)
+    except OSError:
+        return None
+    if fs.f_bavail * fs.f_frsize < RAM_TMP_FREE or not os.access(RAM_TMP, os.W_OK | os.X_OK):
+        return None
+    return RAM_TMP
+
+
+SCRATCH = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Point `tempfile` (and so pytest's ``tmp_path`` root) and every subprocess, xdist's
+    workers too, at a folder of this run under the scratch root."""
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller's TMPDIR, inherited
+    root = _scratch_root()
+    if root is not None:
+        scratch = tempfile.mkdtemp(prefix="actx-", dir=root)
+        os.chmod(scratch, 0o1777)  # as /tmp is: the test servers run as their own user
+        config.stash[SCRATCH] = scratch
+        os.environ["TMPDIR"] = scratch
+        tempfile.tempdir = None  # read TMPDIR again
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Free this run's scratch folder when every test passed (a failed test's files stay, as
+    ``tmp_path_retention_policy = "failed"`` keeps them; so do the temporary files AgentScope
+    1.x's formatter never deletes, until then)."""
+    scratch = session.config.stash.get(SCRATCH, None)
+    if scratch is not None and exitstatus == 0:
+        shutil.rmtree(scratch, ignore_errors=True)
+
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
 settings.register_profile("dev", print_blob=True, deadline=None)

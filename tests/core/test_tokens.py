@@ -232,6 +232,41 @@ async def test_cache_is_bounded() -> None:
 
 
 @with_1x_formatter
+async def test_a_prompt_counted_again_encodes_only_its_new_texts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`count` of a formatted prompt encoded every text again, though a prompt repeats the
+    last one's messages (a compaction's request, the demo's count of every call, a provider
+    fake's). The texts' counts are remembered: the same totals, new texts encoded only."""
+    history = [{"role": "user", "content": f"message {i} " + "words " * 40} for i in range(30)]
+    new = {"role": "assistant", "content": "a new answer " * 20}
+    fresh = [await TokenCounter("cl100k_base").count(p) for p in (history, [*history, new])]
+    counter = TokenCounter("cl100k_base")
+    encoded: list[str] = []
+    encoder = counter._encoder
+    assert encoder is not None
+    real = encoder.encode_ordinary
+    monkeypatch.setattr(encoder, "encode_ordinary", lambda t: encoded.append(t) or real(t))
+    assert await counter.count(history) == fresh[0]
+    assert len([t for t in encoded if len(t) >= 64]) == 30
+    encoded.clear()
+    assert await counter.count([*history, new]) == fresh[1]
+    assert [t for t in encoded if len(t) >= 64] == [new["content"]]  # (roles: short, encoded)
+
+
+async def test_the_text_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_tokens, "_TEXT_CACHE_CHARS", 10_000)
+    counter = TokenCounter("cl100k_base")
+    for i in range(100):
+        text = f"text {i} " + "x y " * 100
+        assert await counter.count_text(text) == len(OFFLINE.encode_ordinary(text))
+    assert 0 < counter._texts_chars <= 10_000
+    assert sum(map(len, counter._texts)) == counter._texts_chars
+    big = "z " * 3_000  # over a quarter of the cache: counted, not kept
+    assert await counter.count_text(big) == len(OFFLINE.encode_ordinary(big))
+    assert big not in counter._texts
+
+
 async def test_count_msg_bounds_the_openai_formatted_count(counter: TokenCounter) -> None:
     from agentscope.formatter import OpenAIChatFormatter
 

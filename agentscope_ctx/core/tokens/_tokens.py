@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,11 @@ _CHUNK_CHARS = 1_000_000  # larger texts are encoded in pieces cut after a newli
 # 35% slower in a worker thread than in the main one.
 _THREAD_CHARS = 256_000
 _CACHE_SIZE = 100_000
+_TEXT_CACHE_CHARS = 4_000_000
+"""Characters of the texts whose counts `count_text` remembers (least recently used out):
+a formatted prompt repeats the last one's messages, so `count` of it encodes only what is
+new."""
+_TEXT_CACHE_MIN = 64  # shorter texts are encoded faster than looked up
 
 
 class TokenCounter(TokenCounterBase):
@@ -59,7 +65,9 @@ class TokenCounter(TokenCounterBase):
 
     `count_msg` remembers each message's count under its id and a fingerprint made of the
     `hash()` of its strings (which CPython caches): an unchanged history is re-counted at about
-    a microsecond per message, and a changed message is counted again.
+    a microsecond per message, and a changed message is counted again. `count_text` (so
+    `count` of a formatted prompt) remembers the counts of the texts of its last few
+    million characters: a prompt's texts that the previous prompt held are not encoded again.
     """
 
     def __init__(
@@ -80,6 +88,9 @@ class TokenCounter(TokenCounterBase):
         self._cache: OrderedDict[str, tuple[tuple[object, ...], int]] = OrderedDict()
         self._cache_size = _CACHE_SIZE
         self._hits = self._misses = 0
+        self._texts: OrderedDict[str, int] = OrderedDict()
+        self._texts_chars = 0
+        self._texts_lock = threading.Lock()  # a counter may serve several threads' loops
 
     @property
     def backend(self) -> str:
@@ -126,9 +137,32 @@ class TokenCounter(TokenCounterBase):
         if self._encoder is None:
             n_bytes = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
             return -(-n_bytes // 3)
+        if len(text) < _TEXT_CACHE_MIN:
+            return len(self._encoder.encode_ordinary(text))
+        with self._texts_lock:
+            known = self._texts.get(text)
+            if known is not None:
+                self._texts.move_to_end(text)
+                return known
         if len(text) > _THREAD_CHARS:
-            return await asyncio.to_thread(_encode_len, self._encoder, text)
-        return len(self._encoder.encode_ordinary(text))
+            tokens = await asyncio.to_thread(_encode_len, self._encoder, text)
+        else:
+            tokens = len(self._encoder.encode_ordinary(text))
+        self._remember(text, tokens)
+        return tokens
+
+    def _remember(self, text: str, tokens: int) -> None:
+        """Keep `text`'s count (unless it would take over a quarter of the cache)."""
+        if len(text) > _TEXT_CACHE_CHARS // 4:
+            return
+        with self._texts_lock:
+            if text in self._texts:
+                return
+            self._texts[text] = tokens
+            self._texts_chars += len(text)
+            while self._texts_chars > _TEXT_CACHE_CHARS:
+                old, _ = self._texts.popitem(last=False)
+                self._texts_chars -= len(old)
 
     async def count_tools(self, schemas: Sequence[Mapping[str, object]]) -> int:
         """Count tool JSON schemas, each as its `json.dumps`."""
