@@ -231,7 +231,6 @@ async def test_cache_is_bounded() -> None:
     assert counter.cache_info() == (0, 4)
 
 
-@with_1x_formatter
 async def test_a_prompt_counted_again_encodes_only_its_new_texts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -267,6 +266,7 @@ async def test_the_text_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> Non
     assert big not in counter._texts
 
 
+@with_1x_formatter
 async def test_count_msg_bounds_the_openai_formatted_count(counter: TokenCounter) -> None:
     from agentscope.formatter import OpenAIChatFormatter
 
