@@ -24,7 +24,10 @@ import pytest
 from hypothesis import settings
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from tests.support.agent_line import Line
+    from tests.support.forked import Forker
 
 RAM_TMP = "/dev/shm"
 RAM_TMP_FREE = 2 << 30
@@ -85,3 +88,17 @@ def line() -> Line:
     from tests.support.agent_line import installed
 
     return installed()
+
+
+@pytest.fixture(scope="session")
+def forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forker]:
+    """Fresh interpreters for the price of one start-up per test process: each run a child
+    forked right after ``import agentscope`` (`tests/support/forked.py`), for the tests of
+    what a command or an import loads or prints."""
+    from tests.support.forked import Forker
+
+    forks = Forker(tmp_path_factory.mktemp("forker"))
+    try:
+        yield forks
+    finally:
+        forks.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -125,17 +124,6 @@ def test_bad_config_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
     bad.write_text("max_input_tokens: 5\n")
     assert main(["gc", "--config", str(bad)]) == 2
     assert "max_input_tokens" in _one_line_error(capsys.readouterr().err)
-
-
-@pytest.fixture(scope="module")
-def forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forker]:
-    """`python -m agentscope_ctx.cli ...` runs, each a child forked after `import agentscope`
-    (`tests/support/forked.py`: one interpreter start-up for them all)."""
-    forks = Forker(tmp_path_factory.mktemp("forker"))
-    try:
-        yield forks
-    finally:
-        forks.close()
 
 
 def test_console_script_entry_point(forker: Forker, tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,15 +57,6 @@ added = sorted(set(sys.modules) - before)
 with open(sys.argv[1], "w") as out:
     json.dump({{"added": added, "code": code}}, out)
 """
-
-
-@pytest.fixture(scope="module")
-def forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forker]:
-    forks = Forker(tmp_path_factory.mktemp("forker"))
-    try:
-        yield forks
-    finally:
-        forks.close()
 
 
 def _added(forker: Forker, body: str, tmp_path: Path, *args: str) -> tuple[list[str], int]:

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import subprocess
-import sys
 import threading
 import tracemalloc
 from pathlib import Path
@@ -27,9 +24,9 @@ from agentscope_ctx.stores.postgres import (
 )
 from agentscope_ctx.stores.postgres._schema import SCHEMA_VERSION
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
+from tests.support.forked import Forker
 from tests.support.lines import Msg
 
-ROOT = Path(__file__).resolve().parents[2]
 ENV = "AGENTSCOPE_CTX_TEST_PGPASSWORD"
 
 
@@ -251,14 +248,13 @@ def test_a_password_in_the_config_is_refused_without_repeating_it(dsn: str, tmp_
     assert "Top-Secret1" not in str(assigned.value) and config.store.dsn == "host=db"
 
 
-def test_importing_the_stores_does_not_import_psycopg() -> None:
+def test_importing_the_stores_does_not_import_psycopg(forker: Forker, tmp_path: Path) -> None:
     code = (
         "import sys, agentscope_ctx, agentscope_ctx.stores.factory, agentscope_ctx.stores.local, "
         "agentscope_ctx.stores.postgres; print('psycopg' in sys.modules)"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.stdout.strip() == "False", out.stderr
+    out = forker.run(["-c", code], cwd=tmp_path)  # a fresh interpreter after import agentscope
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
 
 
 # -- tokens ------------------------------------------------------------------------------------
