@@ -67,7 +67,7 @@ async def test_long_session_stays_within_budget_and_loses_nothing(
     tmp_path: Path, monkeypatch: Any, turns: int
 ) -> None:
     """A session of `turns` turns of 36 tool calls through a real `ReActAgent` (3 by default,
-    some 110 model calls and several compactions; the 222 calls of 6 turns under
+    some 110 model calls and a compaction at least; the 222 calls of 6 turns under
     ``-m slow``): every prompt within the budget, nothing lost."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("".join(f"note {i}\n" for i in range(3_000)))
