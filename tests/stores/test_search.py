@@ -473,6 +473,12 @@ async def test_deleted_outputs_are_dropped(tmp_path: Path) -> None:
     assert index.db.run(text_docs) == 0  # nor any chunk in the text index
 
 
+def age(folder: Path) -> None:
+    """Date `folder`'s last change a minute back (a recent mtime is not trusted to move)."""
+    stamp = folder.stat().st_mtime - 60
+    os.utime(folder, (stamp, stamp))
+
+
 def test_a_search_lists_the_saved_outputs_only_when_their_folder_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -489,27 +495,22 @@ def test_a_search_lists_the_saved_outputs_only_when_their_folder_changed(
 
     monkeypatch.setattr(search_catch_up, "source_files", spy)
     folder = tmp_path / "tool_result"
-
-    def age() -> None:  # as if the last change were a minute ago (a recent mtime is not trusted)
-        stamp = folder.stat().st_mtime - 60
-        os.utime(folder, (stamp, stamp))
-
     index = SearchIndex(tmp_path)
     save(index, "the okapi line\n")
-    age()
+    age(folder)
     assert len(index.search("okapi").hits) == 1  # lists the outputs, finds them all indexed
     listed.clear()
     assert len(index.search("okapi").hits) == 1
     assert listed and all("tool_result" not in kinds for kinds in listed)  # not listed
 
     ToolResultStore(tmp_path, 7).save("the okapi twin line\n")  # another process, untold
-    age()  # and older than the last listing: the folder's mtime still moved
+    age(folder)  # and older than the last listing: the folder's mtime still moved
     listed.clear()
     assert len(index.search("okapi").hits) == 2
     assert any("tool_result" in kinds for kinds in listed)
 
     next(folder.iterdir()).unlink()
-    age()
+    age(folder)
     assert len(index.search("okapi").hits) == 1  # a removed output is dropped
     listed.clear()
     index.search("okapi")
@@ -533,9 +534,7 @@ def test_outputs_left_unindexed_keep_the_folder_listed(
     monkeypatch.setattr(search_module.pieces, "PIECE_BYTES", 4_096)
     index = SearchIndex(tmp_path)
     ToolResultStore(tmp_path, 7).save(log(4_000, {3_900: "the tapir code is 77"}))
-    folder = tmp_path / "tool_result"
-    stamp = folder.stat().st_mtime - 60
-    os.utime(folder, (stamp, stamp))
+    age(tmp_path / "tool_result")
     first = index.search("tapir code", catch_up_seconds=0.0)
     assert first.pending == 1 and first.hits == []
     assert index.db.run(lambda db: db.outputs_whole) is None
@@ -716,28 +715,31 @@ def test_an_unbounded_catch_up_waits_for_each_writer_however_long_it_has_run(
     another writer held the index after the catch-up had run for `BUSY_SECONDS` in all: its
     wait was one deadline for the whole run, not a bound on each wait. Ten sessions' background
     indexers on one store, at the benchmark's 100k point, made a 1 GB catch-up meet one."""
-    monkeypatch.setattr(search_txn, "BUSY_SECONDS", 0.5)
-    monkeypatch.setattr(search_module, "BUSY_SECONDS", 0.5, raising=False)  # its copy, before
+    monkeypatch.setattr(search_txn, "BUSY_SECONDS", 1.0)
+    monkeypatch.setattr(search_module, "BUSY_SECONDS", 1.0, raising=False)  # its copy, before
     index = SearchIndex(tmp_path)
     index.catch_up()
     outputs = ToolResultStore(tmp_path, 7)
     for n in range(2):
         outputs.save(log(50, {7: f"the auk code is {n}"}))
     database = tmp_path / "index" / (tmp_path / "index" / "current").read_text().strip()
-    held, release = threading.Event(), threading.Event()
+    held = threading.Event()
 
-    def other_writer() -> None:
-        with sqlite3.connect(database, isolation_level=None) as db:
+    def other_writer() -> None:  # holds the write lock 0.2 s, well within one wait's bound
+        db = sqlite3.connect(database, isolation_level=None)
+        try:
             db.execute("BEGIN IMMEDIATE")
             held.set()
-            release.wait(0.2)
+            time.sleep(0.2)
             db.execute("COMMIT")
+        finally:
+            db.close()
 
     original = search_catch_up.index_piece
 
     def slow_first_piece(*args: object, **kwargs: object) -> object:
         if not held.is_set():
-            time.sleep(0.6)  # the catch-up has run longer than BUSY_SECONDS
+            time.sleep(1.1)  # the catch-up has run longer than BUSY_SECONDS
             threading.Thread(target=other_writer, daemon=True).start()
             held.wait(HANG_SECONDS)
         return original(*args, **kwargs)
