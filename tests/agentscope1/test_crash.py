@@ -23,6 +23,7 @@ We check that every missing id was created in such an unsaved window, never befo
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import signal
@@ -46,6 +47,7 @@ from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.stores._dialog import DialogStore
 from tests.support.crash_checks import check_bad_lines, check_notices, duplicates
 from tests.support.crash_session import DONE_TEXT, id_log_path, read_id_log, restore
+from tests.support.forked import Forker
 
 REPO = Path(__file__).resolve().parents[2]
 TURNS = 6
@@ -208,27 +210,27 @@ def _report(stats: Stats) -> None:
     )
 
 
-def test_kill_restore_resume(tmp_path: Path) -> None:
+def test_kill_restore_resume(tmp_path: Path, forker: Forker) -> None:
     """One kill in the middle of the session, without a timing guess: right after the
     session says it saved its second turn, so mid-way through the third; then restore and
     resume. (The many-trial run, several kills per trial at random times, is
-    `test_kill_restore_resume_many`, under `-m slow`.)"""
+    `test_kill_restore_resume_many`, under `-m slow`.) Both runs are processes forked after
+    ``import agentscope`` (`tests/support/forked.py`): the seconds of a fresh start-up, spared."""
     stats = Stats()
     counter = TokenCounter("cl100k_base")
-    working_dir, log = tmp_path / "trial", tmp_path / "trial.log"
-    proc = _start(working_dir, log)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.strip() == "SAVED 1":
-            break
-    else:
-        pytest.fail(f"the session ended before its second save\n{log.read_text()[-3000:]}")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    working_dir, fifo = tmp_path / "trial", tmp_path / "stdout.fifo"
+    argv = ["-m", "tests.support.crash_session", str(working_dir), f"--turns={TURNS}"]
+    argv.append(f"--steps={STEPS}")
+    os.mkfifo(fifo)
+    child = forker.start(argv, cwd=REPO, stdout=fifo)
+    with fifo.open(encoding="utf-8") as lines:  # (opens when the child has opened its end)
+        said = [line.strip() for line in itertools.takewhile(lambda x: x != "SAVED 1\n", lines)]
+        os.kill(child.pid, signal.SIGKILL)
+    done = child.wait()
+    assert said[:1] == ["READY"] and done.returncode == -signal.SIGKILL, (said, done.stderr[-3000:])
     window = asyncio.run(_check(working_dir, stats, counter, final=False, windows=[]))
-    proc = _start(working_dir, log)  # resume and run to the end
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0 and "DONE" in out, log.read_text()[-3000:]
+    done = forker.run(argv, cwd=REPO, timeout=120)  # resume and run to the end
+    assert done.returncode == 0 and "DONE" in done.stdout, done.stderr[-3000:]
     asyncio.run(_check(working_dir, stats, counter, final=True, windows=[window]))
     assert stats.checked > 0
 

@@ -210,7 +210,7 @@ async def test_blocking_compactor_still_falls_back(
 ) -> None:
     """A synchronous sleep blocks the loop, so wait_for cannot interrupt it; the answer that
     arrives late must still be thrown away (timed out), never used."""
-    blocking = FakeChatModel(default=_blocking_sleep(0.4))
+    blocking = FakeChatModel(default=_blocking_sleep(0.3))  # past the 0.2 s timeout
     printed, logs, memory, _ = await _compacting_session(tmp_path, blocking, caplog)
     done = [p for p in printed if "compacted" in p]
     assert done

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import subprocess
-import sys
 import threading
 import time
 import tracemalloc
@@ -30,6 +28,7 @@ from agentscope_ctx.stores.factory import Stores, open_stores
 from agentscope_ctx.stores.seams import DialogSeam, OutputSeam, SearchSeam, excerpt
 from tests.fleet.excerpts import follow_excerpts
 from tests.fleet.pg_config import fleet_config
+from tests.support.forked import Forker
 from tests.support.lines import Msg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,20 +166,21 @@ WRITES = 60
 
 
 def test_two_writer_processes_store_each_message_once_in_each_writers_order(
-    opener: Opener,
+    opener: Opener, forker: Forker
 ) -> None:
     config = opener.config.model_dump_json()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.fleet.store_writer", config, name, str(WRITES)],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    children = [
+        forker.start(
+            ["-m", "tests.fleet.store_writer", config, name, str(WRITES)],
+            cwd=ROOT,
+            env=dict(os.environ),  # the store's password variable, set after the forker started
         )
         for name in ("w1", "w2")
-    ]  # fmt: skip
-    outs = [proc.communicate(timeout=120) for proc in procs]
-    for proc, (_, err) in zip(procs, outs, strict=True):
-        assert proc.returncode == 0, err
+    ]  # two processes at once, each forked after `import agentscope` (tests/support/forked.py)
+    done = [child.wait(timeout=120) for child in children]
+    for one in done:
+        assert one.returncode == 0, one.stderr
+    outs = [(one.stdout, one.stderr) for one in done]
     stores = opener()
     ids = [m.id for m in stores.dialog.read()[0]]
     assert len(ids) == len(set(ids)) == 3 * WRITES

@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -28,6 +26,7 @@ from agentscope_ctx.core._private import file_lock, private_dir, write_atomic
 from agentscope_ctx.core._runner import tool_text
 from agentscope_ctx.memory._consolidation import consolidate
 from tests.support.fakes import NOTED_SUMMARY, FakeChatModel, text, tool_call
+from tests.support.forked import Forker
 from tests.support.lines import IS_1X
 
 SECRET = "sk-live-7f3a9c"
@@ -212,9 +211,11 @@ async def _session(working_dir: Path, live: list[str]) -> None:
 
 
 _OTHER_PROCESS = """
-import sys
+import os, sys
 from pathlib import Path
 from agentscope_ctx.cli import main
+
+os.umask(0o022)  # the usual one, whatever the forking process's
 
 working_dir = Path(sys.argv[1])
 assert main(["consolidate", str(working_dir)]) == 0
@@ -224,16 +225,11 @@ assert main(["search", str(working_dir), "deploy"]) == 0
 """
 
 
-def _other_process(working_dir: Path) -> None:
-    """The CLI in another process: a consolidation, then a search after the index database
-    was damaged (so the index is rebuilt)."""
-    done = subprocess.run(
-        [sys.executable, "-c", _OTHER_PROCESS, str(working_dir)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+def _other_process(working_dir: Path, forker: Forker) -> None:
+    """The CLI in another process (forked after ``import agentscope``, `tests/support/forked.py`):
+    a consolidation, then a search after the index database was damaged (so the index is
+    rebuilt)."""
+    done = forker.run(["-c", _OTHER_PROCESS, str(working_dir)], cwd=working_dir.parent)
     assert done.returncode == 0, done.stderr
     assert "rebuilding" in done.stderr  # the damaged index was replaced
 
@@ -259,11 +255,11 @@ def _check_session_wrote_everything(working_dir: Path) -> None:
     assert SECRET in (working_dir / "memory" / f"{today}.md").read_text()  # the Summarizer's
 
 
-async def test_a_session_leaves_nothing_readable_by_others(tmp_path: Path) -> None:
+async def test_a_session_leaves_nothing_readable_by_others(tmp_path: Path, forker: Forker) -> None:
     working_dir = tmp_path / "ctx"  # made by the package
     live: list[str] = []
     await _session(working_dir, live)
-    _other_process(working_dir)
+    _other_process(working_dir, forker)
     assert [p for p in live if p and p != "wal seen"] == []
     assert loose(working_dir) == []
     assert "wal seen" in live  # the live walk saw SQLite's own files

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 _SERVER = """
-import gc, importlib, json, os, runpy, sys
+import gc, importlib, json, os, runpy, signal, sys, time
 import agentscope
 for name in json.loads(sys.argv[1]):
     try:
@@ -32,10 +32,21 @@ for name in json.loads(sys.argv[1]):
 gc.freeze()  # what the children share is never collected: a child's exit copies no pages
 for line in sys.stdin:
     case = json.loads(line)
+    if "reap" in case:  # wait for a child to end, killing it at the deadline
+        deadline = time.monotonic() + case["timeout"]
+        while not (ended := os.waitpid(case["reap"], os.WNOHANG))[0]:
+            if time.monotonic() > deadline:
+                os.kill(case["reap"], signal.SIGKILL)
+                ended = os.waitpid(case["reap"], 0)
+                print("timeout", flush=True)
+                break
+            time.sleep(0.005)
+        else:
+            print(os.waitstatus_to_exitcode(ended[1]), flush=True)
+        continue
     pid = os.fork()
     if pid:
-        _, status = os.waitpid(pid, 0)
-        print(os.waitstatus_to_exitcode(status), flush=True)
+        print(pid, flush=True)
         continue
     os.chdir(case["cwd"])
     os.environ.update(case["env"])
@@ -61,8 +72,10 @@ for line in sys.stdin:
         runpy.run_path(sys.argv[0], run_name="__main__")
     sys.exit(0)
 """
-"""Reads one run a line (JSON), forks, answers with the child's exit code. In the child, an
-exception or `SystemExit` leaves the loop: the child's interpreter ends as a fresh one would."""
+"""Reads one request a line (JSON): a run, answered with the pid of the child forked for it, or
+``reap`` (a pid and a timeout), answered with the child's exit code once it ends (``timeout``: it
+was killed at the deadline). In the child, an exception or `SystemExit` leaves the loop: the
+child's interpreter ends as a fresh one would."""
 
 
 @dataclass
@@ -109,13 +122,30 @@ class Forker:
         env: dict[str, str] | None = None,
         stdin: str = "",
         closed_stdout: bool = False,
+        timeout: float = 300.0,
     ) -> Done:
         """Run ``python *argv`` (``-c CODE ...``, ``-m MODULE ...`` or ``SCRIPT ...``) in
-        `cwd`, with `env` added to the environment and `stdin` to read; stdout is a pipe whose
-        reader has gone if `closed_stdout`."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        `cwd`, with `env` added to the environment and `stdin` to read, and wait for it; stdout
+        is a pipe whose reader has gone if `closed_stdout`."""
+        return self.start(argv, cwd=cwd, env=env, stdin=stdin, closed_stdout=closed_stdout).wait(
+            timeout
+        )
+
+    def start(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        stdin: str = "",
+        closed_stdout: bool = False,
+        stdout: Path | None = None,
+    ) -> Child:
+        """Start what `run` runs, and return at once (several may run side by side);
+        `stdout`: a file (or FIFO) of the caller's for the child's standard output."""
         self.runs += 1
-        out, err = self.tmp / f"run{self.runs}.out", self.tmp / f"run{self.runs}.err"
+        out = stdout or self.tmp / f"run{self.runs}.out"
+        err = self.tmp / f"run{self.runs}.err"
         given = self.tmp / f"run{self.runs}.in"
         given.write_text(stdin, encoding="utf-8")
         case = {
@@ -126,14 +156,36 @@ class Forker:
             "stdout": None if closed_stdout else str(out),
             "stderr": str(err),
         }
-        self.proc.stdin.write(json.dumps(case) + "\n")
+        pid = int(self._ask(case))
+        return Child(self, pid, None if closed_stdout or stdout else out, err)
+
+    def _ask(self, request: dict[str, object]) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
-        status = self.proc.stdout.readline().strip()
-        assert status, f"the forker died: {self._errors.read_text(encoding='utf-8')}"
-        stdout = "" if closed_stdout else out.read_text(encoding="utf-8")
-        return Done(int(status), stdout, err.read_text(encoding="utf-8"))
+        answer = self.proc.stdout.readline().strip()
+        assert answer, f"the forker died: {self._errors.read_text(encoding='utf-8')}"
+        return answer
 
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(timeout=120)
+
+
+@dataclass
+class Child:
+    """A run `Forker.start` started: its pid (to signal it), and the wait for its end."""
+
+    forker: Forker
+    pid: int
+    out: Path | None
+    err: Path
+
+    def wait(self, timeout: float = 300.0) -> Done:
+        """Wait for the child to end (killed, and this raises, after `timeout` seconds)."""
+        status = self.forker._ask({"reap": self.pid, "timeout": timeout})
+        stderr = self.err.read_text(encoding="utf-8")
+        assert status != "timeout", f"run {self.pid} killed after {timeout} s:\n{stderr[-3000:]}"
+        stdout = "" if self.out is None else self.out.read_text(encoding="utf-8")
+        return Done(int(status), stdout, stderr)
