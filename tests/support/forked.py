@@ -2,11 +2,14 @@
 
 `import agentscope` takes seconds on 1.x, and every interpreter that imports the package pays
 it. A `Forker` starts one interpreter that imports ``agentscope`` (and the few standard modules
-it needs to serve) and nothing else (or also the modules given as `preload`); each run is a child forked from it, which begins where a
-fresh interpreter would be right after ``import agentscope``: it takes the run's working dir,
-environment, ``sys.argv``, stdout and stderr, runs the code or module as ``__main__``, and ends
-the way that interpreter would (an uncaught exception prints its traceback and exits 1; the
-flush of stdout at exit happens). One `Forker` per test process (a module-scoped fixture).
+it needs to serve) and nothing else (or also the modules given as `preload`); each run is a
+child forked from it, which begins where a fresh interpreter would be right after
+``import agentscope``: it takes the run's working dir, environment, ``sys.argv``, stdout and
+stderr, runs the code or module as ``__main__``, and ends the way that interpreter would (an
+uncaught exception prints its traceback and exits 1; the flush of stdout at exit happens).
+`Forker.run` waits for its run; `Forker.start` returns at once, with the child's pid, so that
+runs go side by side or a test kills one. One `Forker` per test process (the session fixture
+``forker``; the README's tests have their own, with a preload).
 """
 
 from __future__ import annotations
