@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,22 +118,10 @@ class Forker:
             text=True,
         )
 
-    def run(
-        self,
-        argv: list[str],
-        *,
-        cwd: Path,
-        env: dict[str, str] | None = None,
-        stdin: str = "",
-        closed_stdout: bool = False,
-        timeout: float = 300.0,
-    ) -> Done:
-        """Run ``python *argv`` (``-c CODE ...``, ``-m MODULE ...`` or ``SCRIPT ...``) in
-        `cwd`, with `env` added to the environment and `stdin` to read, and wait for it; stdout
-        is a pipe whose reader has gone if `closed_stdout`."""
-        return self.start(argv, cwd=cwd, env=env, stdin=stdin, closed_stdout=closed_stdout).wait(
-            timeout
-        )
+    def run(self, argv: list[str], *, timeout: float = 300.0, **how: Any) -> Done:
+        """Run ``python *argv`` (``-c CODE ...``, ``-m MODULE ...`` or ``SCRIPT ...``) as
+        `start` does (`how`: its keywords) and wait for it (`Child.wait`)."""
+        return self.start(argv, **how).wait(timeout)
 
     def start(
         self,
@@ -144,8 +133,10 @@ class Forker:
         closed_stdout: bool = False,
         stdout: Path | None = None,
     ) -> Child:
-        """Start what `run` runs, and return at once (several may run side by side);
-        `stdout`: a file (or FIFO) of the caller's for the child's standard output."""
+        """Start ``python *argv`` in `cwd`, with `env` added to the environment and `stdin` to
+        read, and return at once (several may run side by side). Its stdout goes to `stdout`, a
+        file (or FIFO) of the caller's, when given; else to a file `Child.wait` reads, or to a
+        pipe whose reader has gone if `closed_stdout`."""
         self.runs += 1
         out = stdout or self.tmp / f"run{self.runs}.out"
         err = self.tmp / f"run{self.runs}.err"
