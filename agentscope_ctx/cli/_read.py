@@ -39,8 +39,9 @@ def _reader(
 ) -> tuple[FileReader, Callable[[], None]]:
     """A `FileReader` for a person, and what closes it: the working dir and the current
     directory, the working dir's ``tool_result/`` (saved outputs), the folder of a file named
-    by its path (the operator may read what they name, as with ``cat``), and the fleet store's
-    refs when the config names one."""
+    by its path (the operator may read what they name, as with ``cat``; a ``tool_result/``
+    folder so named is read as saved outputs, whatever working dir it is in), and the fleet
+    store's refs when the config names one."""
     from ..core.config._config import ContextConfig
     from ..core.ladder._tool_policy import ToolResultPolicy
     from ..recall._read_file import FileReader
@@ -56,9 +57,12 @@ def _reader(
     else:
         working_dir = DEFAULT_WORKING_DIR.expanduser()
     roots = [working_dir, Path.cwd(), *settings.read_roots]
+    store_dir = working_dir / "tool_result"
     named = Path(ref).expanduser()
     if named.is_absolute() and not ref.startswith(STORE_PREFIXES):
         roots.append(named.parent)
+        if named.parent.name == store_dir.name:  # a saved output, whichever working dir's:
+            store_dir = named.parent  # text, whatever bytes it holds (a NUL too)
     sources, close = None, lambda: None
     if ref.startswith(STORE_PREFIXES):
         if settings.store.kind != "postgres":
@@ -73,7 +77,7 @@ def _reader(
     reader = FileReader(
         roots,
         ToolResultPolicy(settings.tool_result),
-        store_dir=working_dir / "tool_result",
+        store_dir=store_dir,
         sources=sources,
     )
     return reader, close

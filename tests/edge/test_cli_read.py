@@ -57,6 +57,7 @@ def small_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @example(text="y" * 5000)  # one line far over the excerpt: --line-offset
 @example(text="🙂" * 900 + "\nend")  # four-byte characters across a cut, no final newline
 @example(text="")
+@example(text="\x00")  # a saved output is text, whatever working dir the config names
 def test_i31_following_the_printed_command_gives_the_text_back(
     text: str, tmp_path: Path, small_config: Path
 ) -> None:
