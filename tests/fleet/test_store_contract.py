@@ -319,6 +319,15 @@ async def test_retention_deletes_what_no_live_context_uses(opener: Opener) -> No
 # -- search ------------------------------------------------------------------------------------
 
 
+async def test_a_word_like_a_number_in_exponent_form_is_found_whole(opener: Opener) -> None:
+    """``0E0A`` (a hex id's piece) is one word to our tokens; PostgreSQL's parser reads ``0e0``
+    and ``a``: a chunk holding it was indexed as two words there, and never found."""
+    stores = opener()
+    await stores.dialog.append([make_msg("u1", "build 0E0A7 failed on node 12e3x, see 0e0a")])
+    for word in ("0E0A7", "12e3x", "0e0a", '"build 0e0a7 failed"'):
+        assert [h.kind for h in stores.search.search(word).hits] == ["dialog"], word
+
+
 async def test_search_finds_words_phrases_prefixes_and_cjk(opener: Opener) -> None:
     stores = opener()
     await stores.dialog.append(

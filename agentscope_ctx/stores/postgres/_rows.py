@@ -6,6 +6,7 @@ memory documents' index (`_memory_index`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...core.search._search_text import Chunk
@@ -13,6 +14,12 @@ from ._blocks import Block
 from ._search_sql import MAX_LEXEME, db_text, lexemes, tsvector_text
 
 __all__ = ["block_row", "chunk_row", "insert_chunks"]
+
+_PARSER_SPLITS = re.compile(r"(?:^| )[0-9]+e[0-9]+[a-z]")
+"""A word PostgreSQL's parser does not keep whole: a number in exponent form, then a letter
+(``0e0a``: ``0e0`` and ``a``; hex ids and hashes hold many). Of all words of up to 6 characters
+of ``0193bdefinox`` (3.3 million, 2026-12-04), exactly those it splits; a word of only letters,
+or one starting with a letter, it keeps."""
 
 _NO_BLOCK = (None, None, None, None)
 """A chunk row's block columns: its text is in the row."""
@@ -24,9 +31,13 @@ def chunk_row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) ->
     do)."""
     text = db_text(chunk.text)
     words = lexemes(text)
-    if all(len(word) <= MAX_LEXEME for word in words) and " ".join(words).isascii():
-        # letters and digits, apart: PostgreSQL's parser keeps each word as it is
-        terms: tuple[str | None, str | None] = (None, " ".join(words))
+    joined = " ".join(words)
+    if (
+        all(len(word) <= MAX_LEXEME for word in words)
+        and joined.isascii()
+        and _PARSER_SPLITS.search(joined) is None
+    ):  # letters and digits, apart: PostgreSQL's parser keeps each word as it is
+        terms: tuple[str | None, str | None] = (None, joined)
     else:
         terms = (tsvector_text(text), None)
     return (kind, source, chunk.start_line, chunk.line_offset, text, *terms, *meta, *_NO_BLOCK)
