@@ -6,6 +6,7 @@ Real PostgreSQL (`tests/fleet/conftest`)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from agentscope_ctx.stores.postgres import _blocks
 from agentscope_ctx.stores.postgres._rows import chunk_row
 from agentscope_ctx.stores.postgres._search_sql import MAX_LEXEME, db_text, lexemes
 from tests.fleet.pg_config import PgStore
+from tests.support.lines import Msg
 
 _PARTS = st.sampled_from(
     [b"word ", b"alpha beta ", b"\xe6\x95\xb0\xe6\x8d\xae\xe5\xba\x93", b"caf\xc3\xa9 ", b" ",
@@ -155,3 +157,61 @@ def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
         assert size < old_size / 2
     finally:
         stores.close()
+
+
+def _msg(msg_id: str, text: str) -> Msg:
+    msg = Msg("user", text, "user")
+    msg.id = msg_id
+    return msg
+
+
+def test_a_schema_4_store_gets_the_words_its_parser_split_whole(
+    tmp_path: Path, pg_store: PgStore
+) -> None:
+    """Schema 4 let PostgreSQL's parser split an ASCII chunk's words, and it split ``0e0a7``
+    (``0e0`` and ``a7``): the first worker of version 5 makes those chunks' words whole, as
+    `tsvector_text` writes them, and leaves every other row and the outputs' indexing alone."""
+    import psycopg
+
+    from agentscope_ctx.stores.postgres._search_sql import tsvector_text
+
+    s = pg_store.schema
+    config = pg_store.config(tmp_path)
+    texts = {
+        "split": "build 0E0A7 failed on node 12e3x; build 0E0A7 again",
+        "kept": "deploy 1e5 to node a1e5b",
+        "other": "数据库 0e0a7 迁移",  # not ASCII: our own literal, always
+    }
+    stores = open_stores(config, agent="a", session="s")
+    asyncio.run(stores.dialog.append([_msg(k, v) for k, v in texts.items()]))
+    stores.outputs.save("an output: 7e7q\n")
+    stores.search.catch_up()
+    stores.close()
+    with psycopg.connect(pg_store.server.dsn, password=pg_store.password, autocommit=True) as conn:
+        conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+        conn.execute(  # as schema 4 indexed an ASCII chunk: the server's parser
+            f"UPDATE {s}.chunks SET terms = to_tsvector('simple', body) "
+            "WHERE byte_start IS NULL AND body !~ '[^\\x01-\\x7f]'"
+        )
+        conn.execute(f"DELETE FROM {s}.schema_version WHERE version > 4")
+        before = dict(conn.execute(f"SELECT body, terms::text FROM {s}.chunks").fetchall())
+        outputs = conn.execute(f"SELECT id, indexed, indexed_bytes FROM {s}.outputs").fetchall()
+    assert "'0e0':2,10" in before[texts["split"]]  # (the split this version mends)
+    stores = open_stores(config, agent="a", session="s")
+    try:
+        for word in ("0E0A7", "12e3x", '"build 0e0a7 failed"', "a1e5b", "7e7q"):
+            assert stores.search.search(word).hits, word
+    finally:
+        stores.close()
+    with psycopg.connect(pg_store.server.dsn, password=pg_store.password, autocommit=True) as conn:
+        conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+        after = dict(conn.execute(f"SELECT body, terms::text FROM {s}.chunks").fetchall())
+        assert conn.execute(f"SELECT id, indexed, indexed_bytes FROM {s}.outputs").fetchall() == (
+            outputs
+        )  # not indexed again
+        for body in before:
+            if body == texts["split"]:
+                expected = conn.execute("SELECT %s::tsvector::text", (tsvector_text(body),))
+                assert after[body] == expected.fetchone()[0]
+            else:
+                assert after[body] == before[body], body

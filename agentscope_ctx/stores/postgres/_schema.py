@@ -1,9 +1,10 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 4 (an older database is brought up to 4 in place by running the DDL again, every
+Version 5 (an older database is brought up to 5 in place by running the DDL again, every
 statement of which is idempotent: version 2's ``memory_docs``, ``outputs.indexed_bytes`` and
 ``indexed_lines``, and the tenant boundary below; version 3's index of each owner's chunks
-newest first; version 4's blocks of an output, its outputs indexed again in the background)::
+newest first; version 4's blocks of an output, its outputs indexed again in the background;
+version 5's chunks with a word the server's parser split, made whole)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
@@ -58,7 +59,7 @@ from typing import Any
 
 __all__ = ["CHUNK", "SCHEMA_VERSION", "ensure"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
@@ -196,6 +197,23 @@ background, in pieces (`_indexer`): the first piece of each drops its rows of a 
 which are searched as before until then."""
 
 
+_WHOLE_WORDS = r"""
+UPDATE {s}.chunks AS c SET terms = (
+    SELECT string_agg(quote_literal(w.word) || ':' || w.n, ' ')::tsvector
+    FROM (SELECT t.m[1] AS word, t.n, row_number() OVER (PARTITION BY t.m[1] ORDER BY t.n) AS k
+          FROM regexp_matches(lower(c.body), '[a-z0-9]+', 'g') WITH ORDINALITY AS t(m, n)) AS w
+    WHERE w.k <= 255)
+WHERE c.byte_start IS NULL AND c.body !~ '[^-]' AND c.body !~ '[a-zA-Z0-9]{{200}}[a-zA-Z0-9]{{57}}'
+    AND lower(c.body) ~ '(^|[^a-z0-9])[0-9]+e[0-9]+[a-z]';
+"""
+"""Version 5: the chunks whose words PostgreSQL's parser split (a number in exponent form, then
+letters: ``0e0a`` as ``0e0`` and ``a``; `_rows.chunk_row` sends those as our own literal now)
+get their words whole, as `_search_sql.tsvector_text` writes them: an ASCII chunk's tokens
+are its runs of letters and digits, lower-cased, each with its positions (255 at most); a
+chunk with a run over `MAX_LEXEME` (257 in a row: the server's regular expressions count to 255)
+was written as our literal, and is left."""
+
+
 def _version(conn: Any, schema: str) -> int | None:
     """The schema version the database holds (`None`: no tables yet)."""
     row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
@@ -234,7 +252,9 @@ def ensure(conn: Any, schema: str) -> None:
                 conn.execute(_DDL.format(s=schema))
                 conn.execute(_TENANTS.format(s=schema))
                 conn.execute(_NEWEST.format(s=schema))
-                conn.execute(_BLOCKS.format(s=schema))
+                if version is None or version < 4:  # (its outputs indexed again: once)
+                    conn.execute(_BLOCKS.format(s=schema))
+                conn.execute(_WHOLE_WORDS.format(s=schema))
                 conn.execute(
                     f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
                     "ON CONFLICT DO NOTHING",
