@@ -203,7 +203,8 @@ UPDATE {s}.chunks AS c SET terms = (
     FROM (SELECT t.m[1] AS word, t.n, row_number() OVER (PARTITION BY t.m[1] ORDER BY t.n) AS k
           FROM regexp_matches(lower(c.body), '[a-z0-9]+', 'g') WITH ORDINALITY AS t(m, n)) AS w
     WHERE w.k <= 255)
-WHERE c.byte_start IS NULL AND c.body !~ '[^-]' AND c.body !~ '[a-zA-Z0-9]{{200}}[a-zA-Z0-9]{{57}}'
+WHERE c.byte_start IS NULL AND c.body !~ '[^\x01-\x7f]'
+    AND c.body !~ '[a-zA-Z0-9]{{200}}[a-zA-Z0-9]{{57}}'
     AND lower(c.body) ~ '(^|[^a-z0-9])[0-9]+e[0-9]+[a-z]';
 """
 """Version 5: the chunks whose words PostgreSQL's parser split (a number in exponent form, then
