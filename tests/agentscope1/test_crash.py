@@ -73,16 +73,15 @@ class Stats:
     torn: set[tuple[str, int]] = field(default_factory=set)
 
 
+def _session(working_dir: Path) -> list[str]:
+    """The arguments of ``python`` that run the scripted session in `working_dir`."""
+    return ["-m", "tests.support.crash_session", str(working_dir), f"--turns={TURNS}",
+            f"--steps={STEPS}"]  # fmt: skip
+
+
 def _start(working_dir: Path, log: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.crash_session",
-            str(working_dir),
-            f"--turns={TURNS}",
-            f"--steps={STEPS}",
-        ],
+        [sys.executable, *_session(working_dir)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=log.open("a"),
@@ -219,8 +218,7 @@ def test_kill_restore_resume(tmp_path: Path, forker: Forker) -> None:
     stats = Stats()
     counter = TokenCounter("cl100k_base")
     working_dir, fifo = tmp_path / "trial", tmp_path / "stdout.fifo"
-    argv = ["-m", "tests.support.crash_session", str(working_dir), f"--turns={TURNS}"]
-    argv.append(f"--steps={STEPS}")
+    argv = _session(working_dir)
     os.mkfifo(fifo)
     child = forker.start(argv, cwd=REPO, stdout=fifo)
     with fifo.open(encoding="utf-8") as lines:  # (opens when the child has opened its end)

@@ -24,7 +24,7 @@ from agentscope_ctx.stores.postgres import _blocks
 from agentscope_ctx.stores.postgres._rows import chunk_row
 from agentscope_ctx.stores.postgres._search_sql import MAX_LEXEME, db_text, lexemes
 from tests.fleet.pg_config import PgStore
-from tests.support.lines import Msg
+from tests.fleet.test_store_contract import make_msg
 
 _PARTS = st.sampled_from(
     [b"word ", b"alpha beta ", b"\xe6\x95\xb0\xe6\x8d\xae\xe5\xba\x93", b"caf\xc3\xa9 ", b" ",
@@ -159,12 +159,6 @@ def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
         stores.close()
 
 
-def _msg(msg_id: str, text: str) -> Msg:
-    msg = Msg("user", text, "user")
-    msg.id = msg_id
-    return msg
-
-
 def test_a_schema_4_store_gets_the_words_its_parser_split_whole(
     tmp_path: Path, pg_store: PgStore
 ) -> None:
@@ -183,7 +177,7 @@ def test_a_schema_4_store_gets_the_words_its_parser_split_whole(
         "other": "数据库 0e0a7 迁移",  # not ASCII: our own literal, always
     }
     stores = open_stores(config, agent="a", session="s")
-    asyncio.run(stores.dialog.append([_msg(k, v) for k, v in texts.items()]))
+    asyncio.run(stores.dialog.append([make_msg(k, v) for k, v in texts.items()]))
     stores.outputs.save("an output: 7e7q\n")
     stores.search.catch_up()
     stores.close()

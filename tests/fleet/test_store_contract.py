@@ -180,7 +180,6 @@ def test_two_writer_processes_store_each_message_once_in_each_writers_order(
     done = [child.wait(timeout=120) for child in children]
     for one in done:
         assert one.returncode == 0, one.stderr
-    outs = [(one.stdout, one.stderr) for one in done]
     stores = opener()
     ids = [m.id for m in stores.dialog.read()[0]]
     assert len(ids) == len(set(ids)) == 3 * WRITES
@@ -190,7 +189,7 @@ def test_two_writer_processes_store_each_message_once_in_each_writers_order(
     shared = [i for i in ids if i.startswith("shared-")]
     assert shared == [f"shared-{i}" for i in range(WRITES)]
     # what the other workers saved is readable and findable here
-    refs = [line for out, _ in outs for line in out.split()]
+    refs = [line for one in done for line in one.stdout.split()]
     assert len(refs) == 2 * len(range(0, WRITES, 10))
     for ref in refs:
         assert stores.outputs.holds(ref, "output ")
