@@ -19,15 +19,21 @@ Writes are buffered in a `TextBatch` while SQLite's write transaction is open (s
 truncate it), then applied by one Tantivy writer, committed, and its merges waited for. One
 writer per index at a time (Tantivy's lock file): another process's writer is waited for
 until the caller's deadline, then `IndexBusy`.
+
+Tantivy reads the index through memory maps, which a search reads at random: `advise_random`
+tells the kernel so after each reload of the reader.
 """
 
 from __future__ import annotations
 
+import functools
+import mmap
 import os
 import re
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import tantivy
 
@@ -41,6 +47,7 @@ __all__ = [
     "NONE",
     "TextIndexError",
     "WriterBusy",
+    "advise_maps",
     "chunk_prefixes",
     "chunk_terms",
     "create_index",
@@ -184,3 +191,55 @@ def ts_digits(stamp: str | None, pad: str = "0") -> int | None:
 def owner_value(value: str | None) -> str:
     """An owner column as its field holds it (`NONE` for NULL)."""
     return NONE if value is None else "=" + value
+
+
+_MAPS = Path("/proc/self/maps")
+
+
+@functools.cache
+def _madvise() -> Any:
+    """libc's ``madvise``, or `None` where there is no such call."""
+    import ctypes
+
+    try:
+        call = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return call
+
+
+def advise_maps(index_dir: Path, *, random: bool = True) -> int:
+    """Advise this process's memory maps of the files in `index_dir` for random access
+    (``madvise(MADV_RANDOM)``: how a search reads them), or, `random` false, for the kernel's
+    usual readahead (``MADV_NORMAL``: how a merge reads them, in order); the number of maps
+    advised (0 where the system cannot).
+
+    A page fault on a cold page of a map is read with the disk's whole readahead window around
+    it (``read_ahead_kb``: 8 MB on the virtual disks this was measured on, 128 KB on most
+    machines). A search reads a few pages of each segment's postings, positions and stored
+    texts: on a cold index of 100k messages and 1 GB of outputs, a first-time search read
+    33-105 MB from the disk and took 30-100 ms; advised random, it reads 68-776 KB and takes
+    2-11 ms. A merge reads its segments whole: merging 140 MB of cold segments took 3.0 s
+    advised random, 1.0 s with readahead, so the writer advises them back while it writes
+    (`_search_text_batch`) and the next search advises them random again. Lucene opens its
+    files for search so (``ReadAdvice.RANDOM``) and Tantivy can
+    (``MmapDirectory::open_with_madvice``), but its Python bindings cannot: the maps are found
+    in ``/proc/self/maps`` (Linux). Advice changes how much the kernel reads, never what a read
+    returns; a map gone by the time it is advised (a merged segment) fails alone."""
+    call = _madvise()
+    flag = getattr(mmap, "MADV_RANDOM" if random else "MADV_NORMAL", None)
+    if call is None or flag is None:
+        return 0
+    try:
+        maps = _MAPS.read_text(errors="replace")
+    except OSError:
+        return 0
+    prefix = os.path.realpath(index_dir) + os.sep
+    advised = 0
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].startswith(prefix):
+            start, end = (int(at, 16) for at in fields[0].split("-"))
+            advised += call(start, end - start, flag) == 0
+    return advised

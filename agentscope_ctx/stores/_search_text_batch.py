@@ -24,6 +24,7 @@ from ._search_tantivy import (
     HEAP_BYTES,
     TextIndexError,
     WriterBusy,
+    advise_maps,
     chunk_prefixes,
     chunk_terms,
     owner_value,
@@ -138,6 +139,7 @@ class TextBatch:
     ) -> None:
         schema = index.schema
         writer = _writer(index, deadline)
+        advise_maps(self.index_dir, random=False)  # a merge reads its segments in order
         try:
             for path, off in deletes:
                 writer.delete_documents_by_query(_path_query(schema, path, off))
@@ -152,6 +154,7 @@ class TextBatch:
         finally:
             writer.wait_merging_threads()
             _collect(index, self.index_dir)
+            advise_maps(self.index_dir)  # the reader's maps, the merged segments' too
             tighten(self.index_dir)
 
 

@@ -24,12 +24,16 @@ its own stores, as workers are, sharing the backing):
    (`seams.excerpt`, 32 KB): p50/p95 ms;
 3. search: `search` as the agent searches (its tenant: agent ``bench`` in session ``s1``, the
    owner of everything stored here) of rare words, common words, phrases, prefixes and CJK, with the
-   catch-up check: p50/p95 ms; measured when a tenth of the history is stored and at the end,
+   catch-up check: p50/p95 ms, with no indexing beside them (every session's background
+   indexing idle); measured when a tenth of the history is stored and at the end,
    so the table shows how the cost grows with history size (on PostgreSQL after an
    ``ANALYZE`` of the index table, which autovacuum makes within a minute of a load);
 4. size: the search index (local: ``index/``, the SQLite metadata and the Tantivy text
    index; PostgreSQL's ``chunks`` table with its GIN index) and the whole store, and their
    ratio (``index/history``); with the p95 growth from a tenth of the history to all of it;
+   Locally also cold: 17 first-time searches, each after the index's files were dropped from
+   the page cache (``posix_fadvise(DONTNEED)``; pages this process still maps stay), with
+   the MB each read from the disk;
 5. big output: one more output of ``--big-mb`` MB (100 by default; 0: none) with a word on
    its last line, then the first search (the default catch-up):
    its time, whether it found the word and what it said was left, and how long the
@@ -45,6 +49,7 @@ import argparse
 import asyncio
 import os
 import random
+import resource
 import shutil
 import sys
 import tempfile
@@ -219,6 +224,7 @@ def _run_point(
                 next_output += 1
             if stored == checkpoint or stored >= messages:
                 stores.search.catch_up()
+                _idle(opened)
                 if kind == "postgres":  # what autovacuum does within a minute of the load
                     engine = stores.search.engine  # type: ignore[attr-defined]
                     with engine.connection() as conn:
@@ -239,6 +245,7 @@ def _run_point(
                 session_searches[f"{stored}"] = _ms(times)
 
     asyncio.run(fill())
+    cold = _cold(stores, work, queries) if kind == "local" else {}
     reads = []
     for _ in range(READS):
         ref, lines = rng.choice(refs)
@@ -259,6 +266,7 @@ def _run_point(
         "sessions": sessions,
         "search_at": searches,
         "session_search_at": session_searches,
+        "cold_search": cold,
         "big_output": big,
         "rebuild_s": round(rebuild_s, 1),
         **_sizes(kind, stores, work),
@@ -271,6 +279,39 @@ def _run_point(
     for one in opened:
         one.close()
     return result
+
+
+def _cold(stores: Stores, work: Path, queries: Sequence[str]) -> dict[str, Any]:
+    """17 first-time searches of rare words (not in `queries`), each after the index's files
+    were dropped from the page cache (what this process still maps stays): p50/p95 ms and the
+    median MB read from the disk (``ru_inblock``); empty where there is no ``posix_fadvise``."""
+    if not hasattr(os, "posix_fadvise"):
+        return {}
+    files = [p for p in (work / "index").rglob("*") if p.is_file()]
+    words = [w for w in random.Random(11).sample(_WORDS[:3_000], 60) if w not in queries][:17]
+    times, read = [], []
+    for word in words:
+        for path in files:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_inblock
+        times.append(_timed(lambda w=word: stores.search.search(w, AS_AGENT, limit=5)))
+        read.append((resource.getrusage(resource.RUSAGE_SELF).ru_inblock - before) * 512)
+    return {**_ms(times), "read_mb_p50": round(sorted(read)[len(read) // 2] / 2**20, 2)}
+
+
+def _idle(opened: Sequence[Stores], limit: float = 600.0) -> None:
+    """Wait until no session's background indexing runs: the searches are timed alone, on the
+    history the catch-up before them indexed (the other sessions' threads, started by their
+    last saves, would otherwise still be running their steps beside the first searches)."""
+    start = time.perf_counter()
+    while any(one.search.background.running() for one in opened):  # type: ignore[attr-defined]
+        if time.perf_counter() - start > limit:
+            return
+        time.sleep(0.05)
 
 
 async def _atimed(awaitable: Any) -> float:
@@ -294,10 +335,16 @@ def _print(kind: str, row: dict[str, Any]) -> None:
         f"(index/history {row['index_ratio']:.2f}x) rebuild {row['rebuild_s']} s"
     )
     mine = row["session_search_at"][last]
-    big = row["big_output"]
+    big, cold = row["big_output"], row["cold_search"]
     print(
         f"{'':<9}{row['sessions']} sessions; one session's search@{last} "
         f"{mine['p50_ms']:.1f}/{mine['p95_ms']:.1f}"
+        + (
+            f"; cold (the index out of the page cache) {cold['p50_ms']:.1f}/{cold['p95_ms']:.1f}"
+            f" reading {cold['read_mb_p50']} MB each"
+            if cold
+            else ""
+        )
         + (
             f"; after a {big['mb']} MB output (saved in {big['save_s']} s) the first search "
             f"took {big['first_search_ms']:.0f} ms (found: {big['first_found']}, "

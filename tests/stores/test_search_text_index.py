@@ -287,3 +287,51 @@ def test_an_index_of_the_version_before_prefixes_is_made_again(tmp_path: Path) -
         assert (tmp_path / "index" / "current").read_text().strip() != name
     finally:
         again.close()
+
+
+def _text_maps(index_dir: Path) -> dict[str, list[str]]:
+    """This process's maps of the files in `index_dir`: each file's maps' ``VmFlags``."""
+    prefix = os.path.realpath(index_dir) + os.sep
+    maps: dict[str, list[str]] = {}
+    name = None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        if re.match(r"[0-9a-f]+-[0-9a-f]+$", fields[0]):
+            name = fields[5] if len(fields) == 6 and fields[5].startswith(prefix) else None
+        elif name and fields[0] == "VmFlags:":
+            maps.setdefault(Path(name).name, []).append(line)
+    return maps
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux's /proc")
+def test_a_search_reads_the_index_at_random_and_a_merge_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every segment file a search maps is advised MADV_RANDOM (smaps' "rr"), so that a cold
+    # page is read alone, not with the disk's readahead window: the first segment, and the
+    # one a later commit adds; while the writer writes and merges (reading whole segments),
+    # they have the kernel's usual readahead, and after it they are random again
+    index = SearchIndex(tmp_path)
+    save(index, "the first serval\n")
+    assert len(index.search("serval").hits) == 1
+    first = _text_maps(text_dir(tmp_path))
+    assert {name.rsplit(".", 1)[1] for name in first} >= {"idx", "term", "store", "fieldnorm"}
+    seen: list[dict[str, list[str]]] = []
+    document = batch_module._document
+
+    def document_seen(*args: object) -> object:
+        seen.append(_text_maps(text_dir(tmp_path)))
+        return document(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch_module, "_document", document_seen)
+    save(index, "a second serval\n")
+    writing = [f for each in seen[0].values() for f in each]
+    assert writing and not any(" rr" in f for f in writing), seen[0]
+    after = [f for each in _text_maps(text_dir(tmp_path)).values() for f in each]
+    assert after and all(" rr" in f for f in after)
+    assert len(index.search("serval").hits) == 2
+    maps = _text_maps(text_dir(tmp_path))
+    assert {n.split(".")[0] for n in maps} > {n.split(".")[0] for n in first}  # a new segment
+    flags = [f for each in maps.values() for f in each]
+    assert flags and all(" rr" in f for f in flags), maps
+    index.close()
