@@ -39,7 +39,7 @@ from ._search_tantivy import (
 )
 from ._search_text_batch import chunk_text
 
-__all__ = ["ranked_rows", "tenant_params"]
+__all__ = ["newest_first", "ranked_rows", "tenant_params"]
 
 _MUST, _SHOULD = tantivy.Occur.Must, tantivy.Occur.Should
 
@@ -199,7 +199,7 @@ def _rows(
             for rowid, address in zip(rowids, addresses, strict=True)
             if rowid >> DOC_SHIFT in rows
         ]
-        ties.sort(key=lambda tie: (_newest(tie[0][-1]), -tie[1]))
+        ties.sort(key=lambda tie: (newest_first(tie[0][-1]), tie[1]), reverse=True)
         for row, _, address in ties:
             try:
                 doc = searcher.doc(address)
@@ -234,9 +234,10 @@ def _reload(db: IndexConnection) -> None:
     db.meta = meta
 
 
-def _newest(ts: object) -> str:
-    """A sort key putting later times first."""
-    return "".join(chr(0x10FFFF - ord(c)) for c in str(ts or "").replace("T", " "))
+def newest_first(ts: object) -> str:
+    """The key of a time in a sort in reverse that puts later times first, a time before a
+    longer one it begins, and no time first of all (the sentinel ``U+10FFFF`` ends each)."""
+    return str(ts or "").replace("T", " ") + "\U0010ffff"
 
 
 def tenant_params(tenant: Tenant | None, storable: Callable[[str], str] = str) -> dict[str, object]:

@@ -186,6 +186,28 @@ async def test_a_search_reads_the_chunks_it_shows_not_all_it_ranks(
     assert len(read) == 1
 
 
+def _newest_by_code_points(ts: object) -> str:
+    """The ties' key before (every character's code point turned over, sorted ascending)."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in str(ts or "").replace("T", " "))
+
+
+@given(
+    st.lists(
+        st.tuples(st.none() | st.text(alphabet="0129-: .T", max_size=12), st.integers(0, 9)),
+        max_size=12,
+    )
+)
+@example([("2026-12-04 14:11:27", 1), ("2026-12-04 14:11:27.982", 2), (None, 3), ("", 4)])
+def test_ties_are_ordered_newest_first_as_before(ties: list[tuple[str | None, int]]) -> None:
+    """The ties of a score are sorted by `newest_first` in reverse (a string per tie; before,
+    every character's code point turned over: a fifth of a warm search's time at 100k
+    messages): the same order, a time before a longer one it begins, no time first."""
+    ties = [(ts, rowid * 16 + k) for k, (ts, rowid) in enumerate(ties)]  # rowids are unique
+    before = sorted(ties, key=lambda t: (_newest_by_code_points(t[0]), -t[1]))
+    now = sorted(ties, key=lambda t: (search_query.newest_first(t[0]), t[1]), reverse=True)
+    assert now == before
+
+
 async def test_filters_role_tool_time_agent_and_session(tmp_path: Path) -> None:
     index = SearchIndex(tmp_path)
     call = {"type": "tool_use", "id": "c1", "name": "grep_logs", "input": {"pattern": "heron"}}
