@@ -20,8 +20,9 @@ truncate it), then applied by one Tantivy writer, committed, and its merges wait
 writer per index at a time (Tantivy's lock file): another process's writer is waited for
 until the caller's deadline, then `IndexBusy`.
 
-Tantivy reads the index through memory maps, which a search reads at random: `advise_random`
-tells the kernel so after each reload of the reader.
+Tantivy reads the index through memory maps, which a search reads at random and a merge in
+order: `advise_maps` tells the kernel so, after each reload of the reader and while the writer
+writes.
 """
 
 from __future__ import annotations
