@@ -1,11 +1,16 @@
-"""Issue 30: a search's dialog hits are placed in their day (`_search_sql.day_rows`) by one
-pass over the day, not one pass per hit: an operator's search filtered by session only
-(no tenant: the day as every tenant's rows) took seconds on a day of 100k messages. Real
-PostgreSQL (`tests/fleet/conftest`)."""
+"""Issue 30: a search's dialog hits are placed in their day (`_search_sql.day_rows`) without
+counting the day: each record's line in its owner's day is stored when it is appended
+(schema 6, `_schema._LINES`), and a hit's line in the day as a tenant reads it is summed from
+the day's owners in its scope. Before, an operator's search counted the day once per hit
+(seconds on a day of 100k messages), then once per search (9 ms for a session's 10k rows of a
+day). The lines stay 1 to n in `seq` order under concurrent appends, duplicates and a
+schema-5 store brought up to 6. Real PostgreSQL (`tests/fleet/conftest`)."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -16,6 +21,7 @@ from hypothesis import strategies as st
 
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.stores.postgres import PostgresDialogStore, PostgresEngine
+from agentscope_ctx.stores.postgres._schema import OWNER_LOCK
 from agentscope_ctx.stores.postgres._search_sql import day_rows
 from agentscope_ctx.stores.postgres._tenant import bind, owner_sql
 from tests.support.lines import Msg
@@ -50,13 +56,201 @@ def _expected(conn: Any, schema: str, seqs: list[int], tenant: Tenant | None) ->
     }
 
 
+def _reads(pg_server: Any, pg_password: str, s: str, rows: list[Any], tenant: Tenant | None) -> Any:
+    """`day_rows` of `rows` for `tenant`, on a connection of its own (its transaction's counts
+    are this transaction's only), and the dialog rows it read."""
+    with psycopg.connect(pg_server.dsn, password=pg_password) as conn, conn.transaction():
+        bind(conn, tenant)
+        placed, records = day_rows(conn, s, rows, tenant)
+        (read,) = conn.execute(
+            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) "
+            "FROM pg_stat_xact_user_tables WHERE relid = %s::regclass",
+            (f"{s}.dialog",),
+        ).fetchone()
+    return placed, records, read
+
+
+def _fill_at_once(engine: PostgresEngine, rows: int) -> None:
+    """`rows` messages of one day, `SESSIONS` sessions interleaved, and one of the next day,
+    in one ``INSERT`` (the triggers number them as they number an append's)."""
+    with engine.connection() as conn, conn.transaction():
+        bind(conn, None)
+        conn.execute(
+            f"INSERT INTO {engine.schema}.dialog (msg_id, agent, session, day, record) "
+            "SELECT 'm' || n, 'a1', 's' || CASE WHEN n < %(rows)s THEN n %% %(k)s ELSE 1 END, "
+            "CASE WHEN n < %(rows)s THEN date '2026-12-02' ELSE date '2026-12-03' END, "
+            "'message ' || n || ' needleword' FROM generate_series(0, %(rows)s) AS n ORDER BY n",
+            {"rows": rows, "k": SESSIONS},
+        )
+        conn.execute(f"ANALYZE {engine.schema}.dialog")
+
+
 @pytest.mark.parametrize("tenant", [None, Tenant.of("a1", "s1")], ids=["operator", "tenant"])
-def test_the_hits_lines_are_counted_in_one_pass_over_the_day(
+def test_the_hits_lines_are_read_not_counted(
     pg_server: Any, pg_password: str, tenant: Tenant | None
 ) -> None:
-    """28 hits (what a search of 5 places) of one session in a day of 400 rows: each gets
-    its line in the day as the tenant reads it, and the dialog rows read are about the day's
-    once (before: a count of the day per hit, 28 times as many)."""
+    """29 hits (what a search of 5 places) at the end of a day of 4 sessions: each gets its
+    line in the day as the tenant reads it, and the dialog rows read do not grow with the day
+    (400 rows or 4,000: before, the day's rows were counted, twice as many read for 4,000)."""
+    reads = []
+    for size in (DAY_ROWS, 10 * DAY_ROWS):
+        engine = PostgresEngine(
+            pg_server.dsn,
+            password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
+            schema=f"l_{uuid.uuid4().hex[:12]}",
+        )
+        s = engine.schema
+        try:
+            _fill_at_once(engine, size)
+            with engine.connection() as conn, conn.transaction():
+                bind(conn, None)
+                seqs = [
+                    seq
+                    for (seq,) in conn.execute(
+                        f"SELECT seq FROM {s}.dialog WHERE session = 's1' AND day = '2026-12-02' "
+                        "ORDER BY seq DESC LIMIT 28"
+                    ).fetchall()
+                ]
+                seqs.append(conn.execute(f"SELECT max(seq) FROM {s}.dialog").fetchone()[0])
+                expected = _expected(conn, s, seqs, tenant)
+            rows = [
+                (-1.0, "", 1, 0, f"pg-dialog:{seq}", "dialog", 1, 0, "a1", "user", None, None)
+                for seq in seqs
+            ]
+            placed, records, read = _reads(pg_server, pg_password, s, rows, tenant)
+            assert {row[7]: row[6] for row in placed} == expected
+            assert {row[4] for row in placed} == {"pg-dialog:2026-12-02", "pg-dialog:2026-12-03"}
+            assert sorted(records) == sorted(seqs)
+            assert all("needleword" in r for r in records.values())
+            reads.append(read)
+        finally:
+            with engine.connection() as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+            engine.close()
+    assert reads[0] < DAY_ROWS and reads[1] <= reads[0] + 10, reads
+
+
+def _lines_in_order(engine: PostgresEngine) -> dict[tuple[str, str, str], list[int]]:
+    """Each owner's day: its rows' lines in `seq` order."""
+    with engine.connection() as conn, conn.transaction():
+        bind(conn, None)
+        found = conn.execute(
+            f"SELECT agent, session, day::text, line FROM {engine.schema}.dialog ORDER BY seq"
+        ).fetchall()
+    days: dict[tuple[str, str, str], list[int]] = {}
+    for agent, session, day, line in found:
+        days.setdefault((agent, session, day), []).append(line)
+    return days
+
+
+def test_concurrent_appends_to_one_session_number_its_lines_in_seq_order(
+    pg_server: Any, pg_password: str
+) -> None:
+    """Four workers append to one session at once (and to one other, of another agent), some
+    messages twice: each owner's day is numbered 1 to n in `seq` order, no line skipped by a
+    duplicate, and ``dialog_days`` lists each owner's days."""
+    engine = PostgresEngine(
+        pg_server.dsn,
+        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        schema=f"l_{uuid.uuid4().hex[:12]}",
+    )
+    owners = [("a1", "s1")] * 4 + [("a2", "s1")]
+    start = threading.Barrier(len(owners))
+
+    def worker(k: int, agent: str, session: str) -> None:
+        store = PostgresDialogStore(engine, record_fields={"agent": agent, "session": session})
+        start.wait()
+        for n in range(30):
+            msgs = []
+            for m in (n, n + 1):  # m = n + 1 again in the next append: a duplicate
+                msg = Msg("user", f"worker {k} message {m}", "user")
+                day = "2026-12-02" if m % 7 else "2026-12-03"
+                msg.id, msg.timestamp = f"w{k}-m{m}", f"{day} 10:00:{m % 60:02d}.000"
+                msgs.append(msg)
+            asyncio.run(store.append(msgs))
+
+    try:
+        threads = [
+            threading.Thread(target=worker, args=(k, agent, session))
+            for k, (agent, session) in enumerate(owners)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        days = _lines_in_order(engine)
+        assert sorted(days) == [
+            (a, "s1", d) for a in ("a1", "a2") for d in ("2026-12-02", "2026-12-03")
+        ]
+        for key, lines in days.items():
+            assert lines == list(range(1, len(lines) + 1)), key
+        assert sum(map(len, days.values())) == len(owners) * 31
+        with engine.connection() as conn, conn.transaction():
+            bind(conn, None)
+            listed = conn.execute(
+                f"SELECT agent, session, day::text FROM {engine.schema}.dialog_days"
+            ).fetchall()
+        assert sorted(listed) == sorted(days)
+    finally:
+        with engine.connection() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {engine.schema} CASCADE")
+        engine.close()
+
+
+def test_an_append_takes_its_seq_after_the_owner_s_lock(pg_server: Any, pg_password: str) -> None:
+    """Another worker holds the session's lock, mid-append: an append waits for it before it
+    takes a `seq` (the trigger alone would wait after: its row's `seq` older than the other's,
+    its line newer). Every line follows `seq`."""
+    engine = PostgresEngine(
+        pg_server.dsn,
+        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        schema=f"l_{uuid.uuid4().hex[:12]}",
+    )
+    s = engine.schema
+    store = PostgresDialogStore(engine, record_fields={"agent": "a1", "session": "s1"})
+
+    def msg(n: int) -> Any:
+        m = Msg("user", f"message {n}", "user")
+        m.id, m.timestamp = f"m{n}", "2026-12-02 10:00:00.000"
+        return m
+
+    try:
+        asyncio.run(store.append([msg(0)]))
+        later = threading.Thread(target=lambda: asyncio.run(store.append([msg(1)])))
+        with (
+            psycopg.connect(pg_server.dsn, password=pg_password) as other,
+            psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as watch,
+        ):
+            other.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
+            other.execute("SELECT " + OWNER_LOCK.format(a="'a1'", s="'s1'"))
+            later.start()
+            for _ in range(1000):  # until the append waits for the lock
+                waiting = watch.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                ).fetchone()[0]
+                if waiting:
+                    break
+                time.sleep(0.01)
+            assert waiting
+            other.execute(  # the other worker's row, under the lock it holds
+                f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
+                "VALUES ('other', 'a1', 's1', '2026-12-02', '{}')"
+            )
+            other.commit()
+        later.join()
+        assert _lines_in_order(engine) == {("a1", "s1", "2026-12-02"): [1, 2, 3]}
+    finally:
+        with engine.connection() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+        engine.close()
+
+
+def test_a_schema_5_store_gets_its_lines_and_a_worker_of_5_still_appends(
+    pg_server: Any, pg_password: str
+) -> None:
+    """A schema-5 store (no ``line``, no ``dialog_days``): the first worker of version 6
+    numbers its rows, and its hits are placed as the day is read; a row inserted as a worker of
+    version 5 does (no lock taken, no line given) is numbered after them."""
     engine = PostgresEngine(
         pg_server.dsn,
         password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
@@ -65,39 +259,40 @@ def test_the_hits_lines_are_counted_in_one_pass_over_the_day(
     s = engine.schema
     try:
         _fill(engine)
-        with engine.connection() as conn:
-            with conn.transaction():
-                bind(conn, None)
-                conn.execute(f"ANALYZE {s}.dialog")
-                seqs = [
-                    seq
-                    for (seq,) in conn.execute(
-                        f"SELECT seq FROM {s}.dialog WHERE session = 's1' AND day = '2026-12-02' "
-                        "ORDER BY seq DESC "
-                        "LIMIT 28"
-                    ).fetchall()
-                ]
-                seqs.append(conn.execute(f"SELECT max(seq) FROM {s}.dialog").fetchone()[0])
-                expected = _expected(conn, s, seqs, tenant)
+        with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {s}.dialog_days")
+            conn.execute(f"DROP TRIGGER dialog_line ON {s}.dialog")
+            conn.execute(f"DROP TRIGGER dialog_days ON {s}.dialog")
+            conn.execute(f"ALTER TABLE {s}.dialog DROP COLUMN line")
+            conn.execute(f"DELETE FROM {s}.schema_version WHERE version > 5")
+        engine.close()
+        engine = PostgresEngine(
+            pg_server.dsn, password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD", schema=s
+        )
+        asyncio.run(PostgresDialogStore(engine).append([]))  # opens it: version 6
+        with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
+            conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+            conn.execute(  # as a worker of version 5 appends
+                f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
+                "VALUES ('old', 'a1', 's1', '2026-12-02', '{}')"
+            )
+        days = _lines_in_order(engine)
+        for key, lines in days.items():
+            assert lines == list(range(1, len(lines) + 1)), key
+        assert len(days[("a1", "s1", "2026-12-02")]) == DAY_ROWS // SESSIONS + 1
+        with engine.connection() as conn, conn.transaction():
+            bind(conn, None)
+            seqs = [seq for (seq,) in conn.execute(f"SELECT seq FROM {s}.dialog").fetchall()]
+            expected = _expected(conn, s, seqs, None)
         rows = [
             (-1.0, "", 1, 0, f"pg-dialog:{seq}", "dialog", 1, 0, "a1", "user", None, None, None)
             for seq in seqs
         ]
-        # a connection of its own: its transaction's counts are this transaction's only
-        with psycopg.connect(pg_server.dsn, password=pg_password) as conn:
-            with conn.transaction():
-                bind(conn, tenant)
-                placed, records = day_rows(conn, s, rows, tenant)
-                (read,) = conn.execute(
-                    "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) "
-                    "FROM pg_stat_xact_user_tables WHERE relid = %s::regclass",
-                    (f"{s}.dialog",),
-                ).fetchone()
+        placed, _, _ = _reads(pg_server, pg_password, s, rows, None)
         assert {row[7]: row[6] for row in placed} == expected
-        assert {row[4] for row in placed} == {"pg-dialog:2026-12-02", "pg-dialog:2026-12-03"}
-        assert sorted(records) == sorted(seqs) and all("needleword" in r for r in records.values())
-        assert read <= 2 * (DAY_ROWS + 1) + len(seqs), read
     finally:
+        with engine.connection() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
         engine.close()
 
 

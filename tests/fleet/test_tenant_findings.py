@@ -174,7 +174,15 @@ def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_
         asyncio.run(alice.close())
     engine = PostgresEngine(store["dsn"], password_env=APP_ENV, schema=store["schema_name"])
     s = engine.schema
-    tables = ("dialog", "outputs", "output_chunks", "owners", "chunks", "memory_docs")
+    tables = (
+        "dialog",
+        "dialog_days",
+        "outputs",
+        "output_chunks",
+        "owners",
+        "chunks",
+        "memory_docs",
+    )
     unfiltered = {t: f"SELECT count(*) FROM {s}.{t}" for t in tables}
 
     def counts(tenant: Tenant | None) -> dict[str, int]:
@@ -191,7 +199,8 @@ def test_with_row_level_security_an_unfiltered_query_returns_nothing_of_another_
             assert all(conn.execute(q).fetchone()[0] == 0 for q in unfiltered.values())
             assert not conn.execute(f"DELETE FROM {s}.dialog RETURNING seq").fetchall()
         mine = counts(Tenant.of("assistant", "s-alice"))
-        assert mine["dialog"] == 1 and mine["outputs"] == 1 and mine["output_chunks"] == 1
+        assert mine["dialog"] == mine["dialog_days"] == 1
+        assert mine["outputs"] == 1 and mine["output_chunks"] == 1
         assert mine["chunks"] >= 2 and mine["owners"] >= 1 and mine["memory_docs"] == 1
         everyone = counts(None)
         assert everyone["owners"] == mine["owners"] + 1  # the owner-less row: nobody's
@@ -260,6 +269,7 @@ def test_a_version_1_schema_is_migrated_in_place(
         assert [r[0] for r in forced] == [
             "chunks",
             "dialog",
+            "dialog_days",
             "memory_docs",
             "output_chunks",
             "outputs",

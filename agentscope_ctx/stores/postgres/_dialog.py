@@ -2,7 +2,8 @@
 
 Append-only and idempotent by message id within its owner (``INSERT ... ON CONFLICT
 (agent, session, msg_id) DO NOTHING``: two agents given one message object keep a copy each),
-ordered by an identity sequence (the order of the appends, across workers). Each row holds
+ordered by an identity sequence (the order of the appends, across workers), and numbered in
+its owner's day (``line``, `_schema`). Each row holds
 the record line of `_dialog_record` (so both stores keep a message the same way), its day
 (the date of ``Msg.timestamp``, else today) and its owner: the agent and session it was given
 (``""`` for none).
@@ -35,6 +36,7 @@ from .._dialog import DialogReadReport, append_notifying
 from .._dialog_record import date_prefix, decode_record, encode_record
 from ._engine import PostgresEngine
 from ._names import db_name
+from ._schema import OWNER_LOCK
 from ._tenant import owner_sql, transaction
 
 __all__ = ["DAY_REF", "PostgresDialogStore", "day_ref"]
@@ -278,6 +280,8 @@ class PostgresDialogStore:
         agent, session = db_name(self._owner.agent), db_name(self._owner.session)
         try:
             with transaction(self.engine, self._owner) as conn:
+                # the owner's lines are numbered in `seq` order (`_schema._LINES`)
+                conn.execute("SELECT " + OWNER_LOCK.format(a="%s", s="%s"), (agent, session))
                 rows = conn.execute(
                     f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
                     "SELECT u.msg_id, %s, %s, u.day, u.record "

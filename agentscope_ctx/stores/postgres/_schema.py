@@ -1,16 +1,22 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 5 (an older database is brought up to 5 in place by running the DDL again, every
+Version 6 (an older database is brought up to 6 in place by running the DDL again, every
 statement of which is idempotent: version 2's ``memory_docs``, ``outputs.indexed_bytes`` and
 ``indexed_lines``, and the tenant boundary below; version 3's index of each owner's chunks
 newest first; version 4's blocks of an output, its outputs indexed again in the background;
-version 5's chunks with a word the server's parser split, made whole)::
+version 5's chunks with a word the server's parser split, made whole; version 6's line of
+each dialog record in its owner's day)::
 
     schema_version(version, applied_at)      one row per version applied
-    dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at)
+    dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at, line)
         one row per message, `seq` from an identity sequence is the order; `record` is the
         dialog record line of `_dialog_record` (JSON text, without its newline); `indexed`:
-        the search index has its chunks
+        the search index has its chunks; `line` (version 6): the record's place (from 1) in
+        its owner's day, (agent, session, day) in `seq` order, set by the trigger
+        ``dialog_line`` (below)
+    dialog_days(day, agent, session, first_seq, last_seq, lines)   PRIMARY KEY (day, agent,
+        session): each owner's day, its first and last `seq` and its lines (version 6, kept by
+        the trigger ``dialog_days``)
     outputs(id, size, lines, agent, session, saved_at, used_at, indexed, indexed_bytes,
         indexed_lines)
         one row per saved tool output; `used_at` (epoch seconds) is its last use, for
@@ -57,12 +63,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CHUNK", "SCHEMA_VERSION", "ensure"]
+__all__ = ["CHUNK", "OWNER_LOCK", "SCHEMA_VERSION", "ensure"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
+LINE_LOCK = 0x6C696E65  # "line": with the owner's hash, the lock of its records' lines
+OWNER_LOCK = f"pg_advisory_xact_lock({LINE_LOCK}, hashtext({{a}} || chr(31) || {{s}}))"
+"""The lock an append holds while it numbers the lines of owner ({a}, {s}) (`_LINES`)."""
 
 _DDL = """
 CREATE SCHEMA IF NOT EXISTS {s};
@@ -215,6 +224,82 @@ chunk with a run over `MAX_LEXEME` (257 in a row: the server's regular expressio
 was written as our literal, and is left."""
 
 
+_DAYS_UPSERT = """
+INSERT INTO {s}.dialog_days AS g (day, agent, session, first_seq, last_seq, lines)
+    SELECT day, agent, session, min(seq), max(seq), max(line) FROM {rows}
+    GROUP BY day, agent, session
+ON CONFLICT (day, agent, session) DO UPDATE SET first_seq = least(g.first_seq, excluded.first_seq),
+    last_seq = greatest(g.last_seq, excluded.last_seq), lines = greatest(g.lines, excluded.lines)
+"""
+"""Each owner's day of `rows` (the dialog, or the rows an ``INSERT`` added) in ``dialog_days``."""
+_LINES = (
+    """
+ALTER TABLE {s}.dialog ADD COLUMN IF NOT EXISTS line integer;
+UPDATE {s}.dialog AS d SET line = n.line FROM (
+    SELECT seq, row_number() OVER (PARTITION BY agent, session, day ORDER BY seq) AS line
+    FROM {s}.dialog) AS n
+WHERE d.seq = n.seq AND d.line IS DISTINCT FROM n.line;
+ALTER TABLE {s}.dialog ALTER COLUMN line SET NOT NULL;
+CREATE TABLE IF NOT EXISTS {s}.dialog_days (
+    day date NOT NULL, agent text NOT NULL, session text NOT NULL,
+    first_seq bigint NOT NULL, last_seq bigint NOT NULL, lines integer NOT NULL,
+    PRIMARY KEY (day, agent, session));
+"""
+    + _DAYS_UPSERT.replace("{rows}", "{s}.dialog")
+    + """;
+ALTER TABLE {s}.dialog_days ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {s}.dialog_days FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS tenant ON {s}.dialog_days;
+CREATE POLICY tenant ON {s}.dialog_days USING """
+    + _VISIBLE.format(a="")
+    + " WITH CHECK "
+    + _VISIBLE.format(a="")
+    + """;
+CREATE OR REPLACE FUNCTION {s}.dialog_line() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM """
+    + OWNER_LOCK.format(a="NEW.agent", s="NEW.session")
+    + """;
+    NEW.line := coalesce((SELECT d.line FROM {s}.dialog AS d WHERE d.agent = NEW.agent
+        AND d.day = NEW.day AND d.session = NEW.session ORDER BY d.seq DESC LIMIT 1), 0) + 1;
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE FUNCTION {s}.dialog_days() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+"""
+    + _DAYS_UPSERT.replace("{rows}", "added")
+    + """;
+    RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS dialog_line ON {s}.dialog;
+CREATE TRIGGER dialog_line BEFORE INSERT ON {s}.dialog
+    FOR EACH ROW EXECUTE FUNCTION {s}.dialog_line();
+DROP TRIGGER IF EXISTS dialog_days ON {s}.dialog;
+CREATE TRIGGER dialog_days AFTER INSERT ON {s}.dialog REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION {s}.dialog_days();
+"""
+)
+"""Version 6: each dialog record's line in its owner's day, and each owner's days, so that a
+search places a hit in its day without counting the day's rows (`_search_sql.day_rows`).
+
+- ``dialog.line``: existing rows are numbered once, in `seq` order; from then on the trigger
+  ``dialog_line`` numbers each new row after the last of its owner's day, under the owner's
+  advisory lock (`OWNER_LOCK`), which an append takes before its ``INSERT`` (`_dialog`): the
+  rows of one owner take their `seq` and their line in one order, whichever worker appends
+  them. A row skipped by ``ON CONFLICT DO NOTHING`` takes no line.
+- ``dialog_days(day, agent, session, first_seq, last_seq, lines)``: each owner's day, its
+  first and last `seq` and its lines, kept by the trigger ``dialog_days`` (once per
+  ``INSERT``, from the rows it added).
+
+The lines of an owner's day are 1 to n in `seq` order, so the line of a record in a day read
+by several owners (an agent's sessions, every tenant) is the sum over the day's owners in the
+reader's scope of their rows up to it: all of an owner's day that ended before it, none of one
+that began after it, and the line of its last row up to it otherwise. A worker of an older
+version still running gets its rows numbered by the triggers too (its appends do not take the
+lock first: two of them appending to one session at once may number two rows out of `seq`
+order)."""
+
+
 def _version(conn: Any, schema: str) -> int | None:
     """The schema version the database holds (`None`: no tables yet)."""
     row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
@@ -256,6 +341,7 @@ def ensure(conn: Any, schema: str) -> None:
                 if version is None or version < 4:  # (its outputs indexed again: once)
                     conn.execute(_BLOCKS.format(s=schema))
                 conn.execute(_WHOLE_WORDS.format(s=schema))
+                conn.execute(_LINES.format(s=schema))
                 conn.execute(
                     f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
                     "ON CONFLICT DO NOTHING",

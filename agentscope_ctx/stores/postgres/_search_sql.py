@@ -137,16 +137,19 @@ ORDER BY best.rank DESC, best.ts DESC NULLS LAST, best.id DESC
 
 
 _LINES_SQL = """
-WITH h AS MATERIALIZED (SELECT d.seq, d.day, d.record FROM {s}.dialog AS d WHERE d.seq = ANY(%s)),
-top AS (SELECT h.day, max(h.seq) AS seq FROM h GROUP BY h.day)
-SELECT h.seq, h.day, n.line, h.record FROM h JOIN (
-    SELECT e.seq, row_number() OVER (PARTITION BY e.day ORDER BY e.seq) AS line
-    FROM {s}.dialog AS e JOIN top ON e.day = top.day AND e.seq <= top.seq WHERE {own}
-) AS n ON n.seq = h.seq
+SELECT h.seq, h.day, (
+    SELECT sum(CASE WHEN g.last_seq <= h.seq THEN g.lines WHEN g.first_seq > h.seq THEN 0
+        ELSE (SELECT e.line FROM {s}.dialog AS e WHERE e.agent = g.agent AND e.day = g.day
+              AND e.session = g.session AND e.seq <= h.seq ORDER BY e.seq DESC LIMIT 1) END)
+    FROM {s}.dialog_days AS g WHERE g.day = h.day AND {own}) AS line, h.record
+FROM {s}.dialog AS h WHERE h.seq = ANY(%s)
 """
-"""Each hit's record and its line in its day as the tenant reads it: the day's rows up to
-its newest hit numbered in one pass (the hits' lines were counted one hit at a time: a
-scan of the day per hit, seconds for an operator's search over a day of 100k messages)."""
+"""Each hit's record and its line in its day as the tenant reads it: the sum, over the day's
+owners in the tenant's scope (``dialog_days``), of their records up to the hit (each record's
+line in its owner's day is stored, `_schema._LINES`): an owner's whole day when it ended
+before, else the line of its last record up to the hit, one index probe. The day's rows are
+never counted (a count took 9 ms for one session's 10k messages of a day; an operator's,
+over every tenant's 100k, 104 ms)."""
 
 
 def day_rows(
@@ -159,9 +162,13 @@ def day_rows(
     seqs = sorted({int(row[4].split(":", 1)[1]) for row in rows if row[5] == "dialog"})
     if not seqs:
         return [tuple(row) for row in rows], {}
-    own, params = owner_sql(tenant, "e")
-    found = conn.execute(_LINES_SQL.format(s=schema, own=own), (seqs, *params)).fetchall()
-    where = {int(seq): (f"pg-dialog:{day.isoformat()}", int(n)) for seq, day, n, _ in found}
+    own, params = owner_sql(tenant, "g")
+    found = conn.execute(_LINES_SQL.format(s=schema, own=own), (*params, seqs)).fetchall()
+    where = {
+        int(seq): (f"pg-dialog:{day.isoformat()}", int(n))
+        for seq, day, n, _ in found
+        if n is not None
+    }
     out = []
     for row in rows:
         seq = int(row[4].split(":", 1)[1]) if row[5] == "dialog" else None
