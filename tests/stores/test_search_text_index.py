@@ -256,17 +256,27 @@ _STARTS = sorted({t[:k] for line in _CORPUS for t in tokens(line) for k in range
 @example("w201055", True)
 @example("conf", False)
 @example("数", False)
+@example("数据", False)  # two tokens (a CJK character each): "数" then a word starting "据"
 def test_a_prefix_finds_the_chunks_with_a_word_that_starts_so(
     corpus_index: SearchIndex, start: str, upper: bool
 ) -> None:
     """``start*`` finds exactly the chunks holding a token that starts with `start`, whether
     `start` is within PREFIX_CHARS characters (a term of ``prefixes``) or longer (that term and
-    Tantivy's regex over the words); case does not matter."""
+    Tantivy's regex over the words); case does not matter. A `start` of several tokens (CJK
+    characters are a token each) is a phrase whose last word is the prefix."""
     query = (start.upper() if upper else start) + "*"
     result = corpus_index.search(query, limit=50)
     found = {line for hit in result.hits for _, line in hit.lines}
-    expected = {line for line in _CORPUS if any(t.startswith(start) for t in tokens(line))}
-    assert found == expected
+    *first, last = tokens(start)
+
+    def holds(words: list[str]) -> bool:
+        n = len(first)
+        return any(
+            words[i : i + n] == first and words[i + n].startswith(last)
+            for i in range(len(words) - n)
+        )
+
+    assert found == {line for line in _CORPUS if holds(tokens(line))}
 
 
 def test_an_index_of_the_version_before_prefixes_is_made_again(tmp_path: Path) -> None:
