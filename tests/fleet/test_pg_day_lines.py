@@ -245,6 +245,64 @@ def test_an_append_takes_its_seq_after_the_owner_s_lock(pg_server: Any, pg_passw
         engine.close()
 
 
+def test_a_worker_of_5_racing_another_never_gives_a_line_twice(
+    pg_server: Any, pg_password: str
+) -> None:
+    """A worker of version 5 (its ``INSERT`` takes no lock first) draws its row's `seq`, then
+    waits in the trigger while another worker numbers a newer row: its row takes the next
+    line with an older `seq`. The append after both still takes a line of its own (the day's
+    count in ``dialog_days``), not the newest row's line plus one, which the old row holds."""
+    engine = PostgresEngine(
+        pg_server.dsn,
+        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        schema=f"l_{uuid.uuid4().hex[:12]}",
+    )
+    s = engine.schema
+    store = PostgresDialogStore(engine, record_fields={"agent": "a1", "session": "s1"})
+    insert = (
+        f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
+        "VALUES (%s, 'a1', 's1', '2026-12-02', '{}')"
+    )
+
+    def old_worker() -> None:
+        with psycopg.connect(pg_server.dsn, password=pg_password) as conn:
+            conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
+            conn.execute(insert, ("old",))
+            conn.commit()
+
+    try:
+        msg = Msg("user", "first", "user")
+        msg.id, msg.timestamp = "m0", "2026-12-02 10:00:00.000"
+        asyncio.run(store.append([msg]))
+        racing = threading.Thread(target=old_worker)
+        with (
+            psycopg.connect(pg_server.dsn, password=pg_password) as other,
+            psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as watch,
+        ):
+            other.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
+            other.execute("SELECT " + OWNER_LOCK.format(a="'a1'", s="'s1'"))
+            racing.start()
+            for _ in range(1000):
+                waiting = watch.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                ).fetchone()[0]
+                if waiting:
+                    break
+                time.sleep(0.01)
+            assert waiting
+            other.execute(insert, ("other",))
+            other.commit()
+        racing.join()
+        msg = Msg("user", "after", "user")
+        msg.id, msg.timestamp = "m1", "2026-12-02 10:00:01.000"
+        asyncio.run(store.append([msg]))
+        assert _lines_in_order(engine) == {("a1", "s1", "2026-12-02"): [1, 3, 2, 4]}
+    finally:
+        with engine.connection() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+        engine.close()
+
+
 def test_a_schema_5_store_gets_its_lines_and_a_worker_of_5_still_appends(
     pg_server: Any, pg_password: str
 ) -> None:

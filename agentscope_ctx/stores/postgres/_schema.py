@@ -260,8 +260,11 @@ BEGIN
     PERFORM """
     + OWNER_LOCK.format(a="NEW.agent", s="NEW.session")
     + """;
-    NEW.line := coalesce((SELECT d.line FROM {s}.dialog AS d WHERE d.agent = NEW.agent
-        AND d.day = NEW.day AND d.session = NEW.session ORDER BY d.seq DESC LIMIT 1), 0) + 1;
+    NEW.line := greatest(
+        (SELECT d.line FROM {s}.dialog AS d WHERE d.agent = NEW.agent AND d.day = NEW.day
+         AND d.session = NEW.session ORDER BY d.seq DESC LIMIT 1),
+        (SELECT g.lines FROM {s}.dialog_days AS g WHERE g.day = NEW.day
+         AND g.agent = NEW.agent AND g.session = NEW.session), 0) + 1;
     RETURN NEW;
 END $$;
 CREATE OR REPLACE FUNCTION {s}.dialog_days() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -283,7 +286,8 @@ CREATE TRIGGER dialog_days AFTER INSERT ON {s}.dialog REFERENCING NEW TABLE AS a
 search places a hit in its day without counting the day's rows (`_search_sql.day_rows`).
 
 - ``dialog.line``: existing rows are numbered once, in `seq` order; from then on the trigger
-  ``dialog_line`` numbers each new row after the last of its owner's day, under the owner's
+  ``dialog_line`` numbers each new row after the last of its owner's day (the line of its
+  newest row, or the day's count in ``dialog_days`` where that is more), under the owner's
   advisory lock (`OWNER_LOCK`), which an append takes before its ``INSERT`` (`_dialog`): the
   rows of one owner take their `seq` and their line in one order, whichever worker appends
   them. A row skipped by ``ON CONFLICT DO NOTHING`` takes no line.
@@ -297,7 +301,7 @@ reader's scope of their rows up to it: all of an owner's day that ended before i
 that began after it, and the line of its last row up to it otherwise. A worker of an older
 version still running gets its rows numbered by the triggers too (its appends do not take the
 lock first: two of them appending to one session at once may number two rows out of `seq`
-order)."""
+order; no line is given twice)."""
 
 
 def _version(conn: Any, schema: str) -> int | None:
