@@ -209,3 +209,31 @@ def test_a_schema_4_store_gets_the_words_its_parser_split_whole(
                 assert after[body] == expected.fetchone()[0]
             else:
                 assert after[body] == before[body], body
+
+
+_WORDS = st.sampled_from(
+    ["error", "err", "timeout", "Café", "cafe", "数据库", "数据", "x" * 300, "w01"]
+)
+
+
+@given(
+    text=st.lists(_WORDS | st.sampled_from([" ", "\n", "-", "_", "É"]), max_size=40).map("".join),
+    terms=st.lists(
+        st.tuples(st.lists(_WORDS, min_size=1, max_size=3), st.booleans()), min_size=1, max_size=3
+    ),
+    every=st.booleans(),
+)
+@example("the CAFE ok", [(["café"], False)], True)
+@example("error-timeout", [(["err"], True), (["timeout"], False)], True)
+def test_a_chunk_passed_over_by_its_text_is_one_its_tokens_do_not_hold(
+    text: str, terms: list[tuple[list[str], bool]], every: bool
+) -> None:
+    """`_blocks._matches` passes over an ASCII chunk whose lower-cased text lacks a needle's
+    token without cutting it in tokens: its answer is the token check's, whatever the text
+    and the query (folding, CJK, a long token, a prefix, a phrase)."""
+    needles = _blocks._needles(
+        _blocks.Query(terms=tuple((" ".join(words), prefix) for words, prefix in terms))
+    )
+    words = [w[:MAX_LEXEME] for w in lexemes(text)]
+    found = [_blocks._holds(words, needle, prefix) for needle, prefix in needles]
+    assert _blocks._matches(text, needles, every) == (all(found) if every else any(found))

@@ -169,6 +169,8 @@ def _needles(query: Query) -> list[tuple[list[str], bool]]:
 def _holds(words: list[str], needle: list[str], prefix: bool) -> bool:
     """Whether the tokens `words` hold the phrase `needle` (its last token a prefix)."""
     n = len(needle)
+    if n == 1 and not prefix:
+        return needle[0] in words  # (the usual needle: one word, looked for at C speed)
     for at in range(len(words) - n + 1):
         if words[at : at + n - 1] == needle[:-1] and (
             words[at + n - 1].startswith(needle[-1]) if prefix else words[at + n - 1] == needle[-1]
@@ -178,6 +180,15 @@ def _holds(words: list[str], needle: list[str], prefix: bool) -> bool:
 
 
 def _matches(text: str, needles: list[tuple[list[str], bool]], every: bool) -> bool:
+    """Whether the chunk `text` holds every needle (`every`) or any. An ASCII chunk's tokens
+    are runs of its lower-cased text, so a needle whose tokens are not all in that text cannot
+    be held: most chunks of a block are passed over without being cut in tokens (a search
+    reading 28 blocks checked some 1,100 chunks, 100-200 ms)."""
+    if text.isascii():
+        low = text.lower()
+        maybe = [all(token in low for token in needle) for needle, _ in needles]
+        if not (all(maybe) if every else any(maybe)):
+            return False
     words = [w[:MAX_LEXEME] for w in lexemes(text)]
     found = (_holds(words, needle, prefix) for needle, prefix in needles)
     return all(found) if every else any(found)
