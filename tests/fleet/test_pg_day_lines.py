@@ -12,6 +12,8 @@ import asyncio
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -56,6 +58,55 @@ def _expected(conn: Any, schema: str, seqs: list[int], tenant: Tenant | None) ->
     }
 
 
+@contextmanager
+def _fresh_engine(pg_server: Any, pg_password: str) -> Iterator[PostgresEngine]:
+    """An engine on a schema of its own (made on first use), dropped at the end."""
+    engine = PostgresEngine(
+        pg_server.dsn,
+        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
+        schema=f"l_{uuid.uuid4().hex[:12]}",
+    )
+    try:
+        yield engine
+    finally:
+        engine.close()
+        with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {engine.schema} CASCADE")
+
+
+def _hit_rows(seqs: list[int]) -> list[tuple[Any, ...]]:
+    """Rows of `ranked_sql` for dialog hits on the records `seqs`."""
+    return [
+        (-1.0, "", 1, 0, f"pg-dialog:{seq}", "dialog", 1, 0, "a1", "user", None, None, None)
+        for seq in seqs
+    ]
+
+
+@contextmanager
+def _owner_lock_held(pg_server: Any, pg_password: str, waiter: threading.Thread) -> Iterator[Any]:
+    """Another worker mid-append: a connection holding owner (a1, s1)'s lock, `waiter` started
+    and waiting for it; the connection commits (the lock let go) at the end, then `waiter` is
+    joined."""
+    with (
+        psycopg.connect(pg_server.dsn, password=pg_password) as other,
+        psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as watch,
+    ):
+        other.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
+        other.execute("SELECT " + OWNER_LOCK.format(a="'a1'", s="'s1'"))
+        waiter.start()
+        for _ in range(1000):  # until the waiter waits for the lock
+            waiting = watch.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ).fetchone()[0]
+            if waiting:
+                break
+            time.sleep(0.01)
+        assert waiting
+        yield other
+        other.commit()
+    waiter.join()
+
+
 def _reads(pg_server: Any, pg_password: str, s: str, rows: list[Any], tenant: Tenant | None) -> Any:
     """`day_rows` of `rows` for `tenant`, on a connection of its own (its transaction's counts
     are this transaction's only), and the dialog rows it read."""
@@ -94,13 +145,8 @@ def test_the_hits_lines_are_read_not_counted(
     (400 rows or 4,000: before, the day's rows were counted, twice as many read for 4,000)."""
     reads = []
     for size in (DAY_ROWS, 10 * DAY_ROWS):
-        engine = PostgresEngine(
-            pg_server.dsn,
-            password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
-            schema=f"l_{uuid.uuid4().hex[:12]}",
-        )
-        s = engine.schema
-        try:
+        with _fresh_engine(pg_server, pg_password) as engine:
+            s = engine.schema
             _fill_at_once(engine, size)
             with engine.connection() as conn, conn.transaction():
                 bind(conn, None)
@@ -113,20 +159,12 @@ def test_the_hits_lines_are_read_not_counted(
                 ]
                 seqs.append(conn.execute(f"SELECT max(seq) FROM {s}.dialog").fetchone()[0])
                 expected = _expected(conn, s, seqs, tenant)
-            rows = [
-                (-1.0, "", 1, 0, f"pg-dialog:{seq}", "dialog", 1, 0, "a1", "user", None, None)
-                for seq in seqs
-            ]
-            placed, records, read = _reads(pg_server, pg_password, s, rows, tenant)
+            placed, records, read = _reads(pg_server, pg_password, s, _hit_rows(seqs), tenant)
             assert {row[7]: row[6] for row in placed} == expected
             assert {row[4] for row in placed} == {"pg-dialog:2026-12-02", "pg-dialog:2026-12-03"}
             assert sorted(records) == sorted(seqs)
             assert all("needleword" in r for r in records.values())
             reads.append(read)
-        finally:
-            with engine.connection() as conn:
-                conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
-            engine.close()
     assert reads[0] < DAY_ROWS and reads[1] <= reads[0] + 10, reads
 
 
@@ -149,27 +187,22 @@ def test_concurrent_appends_to_one_session_number_its_lines_in_seq_order(
     """Four workers append to one session at once (and to one other, of another agent), some
     messages twice: each owner's day is numbered 1 to n in `seq` order, no line skipped by a
     duplicate, and ``dialog_days`` lists each owner's days."""
-    engine = PostgresEngine(
-        pg_server.dsn,
-        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        schema=f"l_{uuid.uuid4().hex[:12]}",
-    )
     owners = [("a1", "s1")] * 4 + [("a2", "s1")]
     start = threading.Barrier(len(owners))
+    with _fresh_engine(pg_server, pg_password) as engine:
 
-    def worker(k: int, agent: str, session: str) -> None:
-        store = PostgresDialogStore(engine, record_fields={"agent": agent, "session": session})
-        start.wait()
-        for n in range(30):
-            msgs = []
-            for m in (n, n + 1):  # m = n + 1 again in the next append: a duplicate
-                msg = Msg("user", f"worker {k} message {m}", "user")
-                day = "2026-12-02" if m % 7 else "2026-12-03"
-                msg.id, msg.timestamp = f"w{k}-m{m}", f"{day} 10:00:{m % 60:02d}.000"
-                msgs.append(msg)
-            asyncio.run(store.append(msgs))
+        def worker(k: int, agent: str, session: str) -> None:
+            store = PostgresDialogStore(engine, record_fields={"agent": agent, "session": session})
+            start.wait()
+            for n in range(30):
+                msgs = []
+                for m in (n, n + 1):  # m = n + 1 again in the next append: a duplicate
+                    msg = Msg("user", f"worker {k} message {m}", "user")
+                    day = "2026-12-02" if m % 7 else "2026-12-03"
+                    msg.id, msg.timestamp = f"w{k}-m{m}", f"{day} 10:00:{m % 60:02d}.000"
+                    msgs.append(msg)
+                asyncio.run(store.append(msgs))
 
-    try:
         threads = [
             threading.Thread(target=worker, args=(k, agent, session))
             for k, (agent, session) in enumerate(owners)
@@ -191,58 +224,30 @@ def test_concurrent_appends_to_one_session_number_its_lines_in_seq_order(
                 f"SELECT agent, session, day::text FROM {engine.schema}.dialog_days"
             ).fetchall()
         assert sorted(listed) == sorted(days)
-    finally:
-        with engine.connection() as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {engine.schema} CASCADE")
-        engine.close()
+
+
+def _msg(msg_id: str, text: str, ts: str = "2026-12-02 10:00:00.000") -> Any:
+    msg = Msg("user", text, "user")
+    msg.id, msg.timestamp = msg_id, ts
+    return msg
 
 
 def test_an_append_takes_its_seq_after_the_owner_s_lock(pg_server: Any, pg_password: str) -> None:
     """Another worker holds the session's lock, mid-append: an append waits for it before it
     takes a `seq` (the trigger alone would wait after: its row's `seq` older than the other's,
     its line newer). Every line follows `seq`."""
-    engine = PostgresEngine(
-        pg_server.dsn,
-        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        schema=f"l_{uuid.uuid4().hex[:12]}",
-    )
-    s = engine.schema
-    store = PostgresDialogStore(engine, record_fields={"agent": "a1", "session": "s1"})
-
-    def msg(n: int) -> Any:
-        m = Msg("user", f"message {n}", "user")
-        m.id, m.timestamp = f"m{n}", "2026-12-02 10:00:00.000"
-        return m
-
-    try:
-        asyncio.run(store.append([msg(0)]))
-        later = threading.Thread(target=lambda: asyncio.run(store.append([msg(1)])))
-        with (
-            psycopg.connect(pg_server.dsn, password=pg_password) as other,
-            psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as watch,
-        ):
-            other.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
-            other.execute("SELECT " + OWNER_LOCK.format(a="'a1'", s="'s1'"))
-            later.start()
-            for _ in range(1000):  # until the append waits for the lock
-                waiting = watch.execute(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                ).fetchone()[0]
-                if waiting:
-                    break
-                time.sleep(0.01)
-            assert waiting
+    with _fresh_engine(pg_server, pg_password) as engine:
+        store = PostgresDialogStore(engine, record_fields={"agent": "a1", "session": "s1"})
+        asyncio.run(store.append([_msg("m0", "message 0")]))
+        later = threading.Thread(
+            target=lambda: asyncio.run(store.append([_msg("m1", "message 1")]))
+        )
+        with _owner_lock_held(pg_server, pg_password, later) as other:
             other.execute(  # the other worker's row, under the lock it holds
-                f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
+                f"INSERT INTO {engine.schema}.dialog (msg_id, agent, session, day, record) "
                 "VALUES ('other', 'a1', 's1', '2026-12-02', '{}')"
             )
-            other.commit()
-        later.join()
         assert _lines_in_order(engine) == {("a1", "s1", "2026-12-02"): [1, 2, 3]}
-    finally:
-        with engine.connection() as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
-        engine.close()
 
 
 def test_a_worker_of_5_racing_another_never_gives_a_line_twice(
@@ -252,55 +257,24 @@ def test_a_worker_of_5_racing_another_never_gives_a_line_twice(
     waits in the trigger while another worker numbers a newer row: its row takes the next
     line with an older `seq`. The append after both still takes a line of its own (the day's
     count in ``dialog_days``), not the newest row's line plus one, which the old row holds."""
-    engine = PostgresEngine(
-        pg_server.dsn,
-        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        schema=f"l_{uuid.uuid4().hex[:12]}",
-    )
-    s = engine.schema
-    store = PostgresDialogStore(engine, record_fields={"agent": "a1", "session": "s1"})
-    insert = (
-        f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
-        "VALUES (%s, 'a1', 's1', '2026-12-02', '{}')"
-    )
+    with _fresh_engine(pg_server, pg_password) as engine:
+        store = PostgresDialogStore(engine, record_fields={"agent": "a1", "session": "s1"})
+        insert = (
+            f"INSERT INTO {engine.schema}.dialog (msg_id, agent, session, day, record) "
+            "VALUES (%s, 'a1', 's1', '2026-12-02', '{}')"
+        )
 
-    def old_worker() -> None:
-        with psycopg.connect(pg_server.dsn, password=pg_password) as conn:
-            conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
-            conn.execute(insert, ("old",))
-            conn.commit()
+        def old_worker() -> None:
+            with psycopg.connect(pg_server.dsn, password=pg_password) as conn:
+                conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
+                conn.execute(insert, ("old",))
+                conn.commit()
 
-    try:
-        msg = Msg("user", "first", "user")
-        msg.id, msg.timestamp = "m0", "2026-12-02 10:00:00.000"
-        asyncio.run(store.append([msg]))
-        racing = threading.Thread(target=old_worker)
-        with (
-            psycopg.connect(pg_server.dsn, password=pg_password) as other,
-            psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as watch,
-        ):
-            other.execute("SELECT set_config('agentscope_ctx.scope', 'all', true)")
-            other.execute("SELECT " + OWNER_LOCK.format(a="'a1'", s="'s1'"))
-            racing.start()
-            for _ in range(1000):
-                waiting = watch.execute(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                ).fetchone()[0]
-                if waiting:
-                    break
-                time.sleep(0.01)
-            assert waiting
+        asyncio.run(store.append([_msg("m0", "first")]))
+        with _owner_lock_held(pg_server, pg_password, threading.Thread(target=old_worker)) as other:
             other.execute(insert, ("other",))
-            other.commit()
-        racing.join()
-        msg = Msg("user", "after", "user")
-        msg.id, msg.timestamp = "m1", "2026-12-02 10:00:01.000"
-        asyncio.run(store.append([msg]))
+        asyncio.run(store.append([_msg("m1", "after", "2026-12-02 10:00:01.000")]))
         assert _lines_in_order(engine) == {("a1", "s1", "2026-12-02"): [1, 3, 2, 4]}
-    finally:
-        with engine.connection() as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
-        engine.close()
 
 
 def test_a_schema_5_store_gets_its_lines_and_a_worker_of_5_still_appends(
@@ -309,49 +283,38 @@ def test_a_schema_5_store_gets_its_lines_and_a_worker_of_5_still_appends(
     """A schema-5 store (no ``line``, no ``dialog_days``): the first worker of version 6
     numbers its rows, and its hits are placed as the day is read; a row inserted as a worker of
     version 5 does (no lock taken, no line given) is numbered after them."""
-    engine = PostgresEngine(
-        pg_server.dsn,
-        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        schema=f"l_{uuid.uuid4().hex[:12]}",
-    )
-    s = engine.schema
-    try:
-        _fill(engine)
+    with _fresh_engine(pg_server, pg_password) as made:
+        s = made.schema
+        _fill(made)
         with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
             conn.execute(f"DROP TABLE {s}.dialog_days")
             conn.execute(f"DROP TRIGGER dialog_line ON {s}.dialog")
             conn.execute(f"DROP TRIGGER dialog_days ON {s}.dialog")
             conn.execute(f"ALTER TABLE {s}.dialog DROP COLUMN line")
             conn.execute(f"DELETE FROM {s}.schema_version WHERE version > 5")
-        engine.close()
         engine = PostgresEngine(
             pg_server.dsn, password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD", schema=s
         )
-        asyncio.run(PostgresDialogStore(engine).append([]))  # opens it: version 6
-        with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
-            conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
-            conn.execute(  # as a worker of version 5 appends
-                f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
-                "VALUES ('old', 'a1', 's1', '2026-12-02', '{}')"
-            )
-        days = _lines_in_order(engine)
-        for key, lines in days.items():
-            assert lines == list(range(1, len(lines) + 1)), key
-        assert len(days[("a1", "s1", "2026-12-02")]) == DAY_ROWS // SESSIONS + 1
-        with engine.connection() as conn, conn.transaction():
-            bind(conn, None)
-            seqs = [seq for (seq,) in conn.execute(f"SELECT seq FROM {s}.dialog").fetchall()]
-            expected = _expected(conn, s, seqs, None)
-        rows = [
-            (-1.0, "", 1, 0, f"pg-dialog:{seq}", "dialog", 1, 0, "a1", "user", None, None, None)
-            for seq in seqs
-        ]
-        placed, _, _ = _reads(pg_server, pg_password, s, rows, None)
-        assert {row[7]: row[6] for row in placed} == expected
-    finally:
-        with engine.connection() as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
-        engine.close()
+        try:
+            asyncio.run(PostgresDialogStore(engine).append([]))  # opens it: version 6
+            with psycopg.connect(pg_server.dsn, password=pg_password, autocommit=True) as conn:
+                conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+                conn.execute(  # as a worker of version 5 appends
+                    f"INSERT INTO {s}.dialog (msg_id, agent, session, day, record) "
+                    "VALUES ('old', 'a1', 's1', '2026-12-02', '{}')"
+                )
+            days = _lines_in_order(engine)
+            for key, lines in days.items():
+                assert lines == list(range(1, len(lines) + 1)), key
+            assert len(days[("a1", "s1", "2026-12-02")]) == DAY_ROWS // SESSIONS + 1
+            with engine.connection() as conn, conn.transaction():
+                bind(conn, None)
+                seqs = [seq for (seq,) in conn.execute(f"SELECT seq FROM {s}.dialog").fetchall()]
+                expected = _expected(conn, s, seqs, None)
+            placed, _, _ = _reads(pg_server, pg_password, s, _hit_rows(seqs), None)
+            assert {row[7]: row[6] for row in placed} == expected
+        finally:
+            engine.close()
 
 
 @settings(
@@ -377,20 +340,15 @@ def test_a_hit_s_line_is_its_rank_in_the_day_as_the_tenant_reads_it(
 ) -> None:
     """Any owners over two days, any tenant scope, any hits it sees: each hit's line is the
     number of the day's rows up to it that the tenant sees (a plain count per hit)."""
-    engine = PostgresEngine(
-        pg_server.dsn,
-        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        schema=f"l_{uuid.uuid4().hex[:12]}",
-    )
-    s = engine.schema
     tenant = None if scope is None else Tenant.of("a1", "s1", scope=scope)  # type: ignore[arg-type]
-    try:
+    with _fresh_engine(pg_server, pg_password) as engine:
+        s = engine.schema
         for n, (agent, session, later) in enumerate(owners):
-            msg = Msg("user", f"message {n}", "user")
             day = "2026-12-03" if later else "2026-12-02"
-            msg.id, msg.timestamp = f"m{n}", f"{day} 10:00:{n % 60:02d}.000"
             store = PostgresDialogStore(engine, record_fields={"agent": agent, "session": session})
-            asyncio.run(store.append([msg]))
+            asyncio.run(
+                store.append([_msg(f"m{n}", f"message {n}", f"{day} 10:00:{n % 60:02d}.000")])
+            )
         with engine.connection() as conn, conn.transaction():
             bind(conn, tenant)
             own, params = owner_sql(tenant, "e")  # the tenant's rows (the server's
@@ -408,14 +366,6 @@ def test_a_hit_s_line_is_its_rank_in_the_day_as_the_tenant_reads_it(
                 ).fetchone()[0]
                 for seq in seqs
             }
-            rows = [
-                (-1.0, "", 1, 0, f"pg-dialog:{seq}", "dialog", 1, 0, "a1", "user", None, None, None)
-                for seq in seqs
-            ]
-            placed, records = day_rows(conn, s, rows, tenant)
+            placed, records = day_rows(conn, s, _hit_rows(seqs), tenant)
         assert {row[7]: row[6] for row in placed if row[7]} == expected
         assert sorted(records) == sorted(seqs)
-    finally:
-        with engine.connection() as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
-        engine.close()
