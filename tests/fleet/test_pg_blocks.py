@@ -35,26 +35,41 @@ _PARTS = st.sampled_from(
 @given(
     parts=st.lists(_PARTS, max_size=120),
     block=st.sampled_from([2_100, 5_000, 9_000]),
+    most=st.sampled_from([10, 12, 256]),  # (a line of 9,000 characters: 9 pieces at most)
     start=st.integers(0, 1 << 30),
     first=st.integers(1, 10_000),
 )
 @example(parts=[b"long " * 300] * 12 + [b"\xff"] + [b"long " * 300] * 4, block=5_000,
+         most=256, start=0, first=1)  # fmt: skip
+@example(parts=[b"word \n"] * 128 + [b"long " * 300] * 3 + [b"\n"], block=9_000, most=10,
          start=0, first=1)  # fmt: skip
 def test_a_blocks_bytes_give_back_its_chunks(
-    parts: list[bytes], block: int, start: int, first: int
+    parts: list[bytes], block: int, most: int, start: int, first: int
 ) -> None:
     """Every block's bytes, read back, cut into the chunks of the output it holds, in order
-    (long lines in pieces, exact or not, ``\\r\\n``, bad bytes); its tokens are theirs."""
+    (long lines in pieces, exact or not, ``\\r\\n``, bad bytes), `most` at most; its tokens
+    are theirs, each with the chunks it is in as its positions (the second example: a line
+    whose pieces would make the block too many chunks begins the next block)."""
     data = b"".join(parts)
-    with mock.patch.object(_blocks, "BLOCK_CHARS", block):
+    with (
+        mock.patch.object(_blocks, "BLOCK_CHARS", block),
+        mock.patch.object(_blocks, "BLOCK_CHUNKS", most),
+    ):
         blocks = _blocks.cut_blocks(data, start, first)
     got = []
     for b in blocks:
         assert start <= b.byte_start < b.byte_end <= start + len(data)
         chunks = _blocks.block_chunks(data[b.byte_start - start : b.byte_end - start], b)
-        assert len(chunks) == b.count
-        words = {w for c in chunks for w in lexemes(db_text(c.text))}
-        assert set(b.terms.split()) == {f"'{w[:MAX_LEXEME]}'" for w in words}
+        assert len(chunks) == b.count <= most
+        where: dict[str, set[int]] = {}
+        for number, c in enumerate(chunks, start=1):
+            for w in lexemes(db_text(c.text)):
+                where.setdefault(f"'{w[:MAX_LEXEME]}'", set()).add(number)
+        terms: dict[str, set[int]] = {}
+        for entry in b.terms.split():
+            word, at = entry.rsplit(":", 1)
+            terms.setdefault(word, set()).update(map(int, at.split(",")))
+        assert terms == where
         got.extend(chunks)
     assert got == list(chunk_lines(piece_lines(data), first))
 
@@ -212,12 +227,16 @@ def test_a_schema_4_store_gets_the_words_its_parser_split_whole(
 
 
 _WORDS = st.sampled_from(
-    ["error", "err", "timeout", "Café", "cafe", "数据库", "数据", "x" * 300, "w01"]
-)
+    ["error", "err", "timeout", "Café", "cafe", "数据库", "数据", "x" * 300, "w01", "STRASSE",
+     "straße", "ﬁle", "file"]
+)  # fmt: skip
 
 
 @given(
-    text=st.lists(_WORDS | st.sampled_from([" ", "\n", "-", "_", "É"]), max_size=40).map("".join),
+    text=st.lists(
+        _WORDS | st.sampled_from([" ", "\n", "-", "_", "É", "\u0301", "\u200b", "\x00"]),
+        max_size=40,
+    ).map("".join),
     terms=st.lists(
         st.tuples(st.lists(_WORDS, min_size=1, max_size=3), st.booleans()), min_size=1, max_size=3
     ),
@@ -225,15 +244,106 @@ _WORDS = st.sampled_from(
 )
 @example("the CAFE ok", [(["café"], False)], True)
 @example("error-timeout", [(["err"], True), (["timeout"], False)], True)
+@example("nai\u0308ve straße", [(["naive", "strasse"], False)], True)
+@example("x" * 300 + " error", [(["x" * 300, "error"], False)], True)
 def test_a_chunk_passed_over_by_its_text_is_one_its_tokens_do_not_hold(
     text: str, terms: list[tuple[list[str], bool]], every: bool
 ) -> None:
-    """`_blocks._matches` passes over an ASCII chunk whose lower-cased text lacks a needle's
-    token without cutting it in tokens: its answer is the token check's, whatever the text
-    and the query (folding, CJK, a long token, a prefix, a phrase)."""
+    """`_blocks._matches` passes over a chunk whose folded text does not hold a needle's
+    tokens in order without cutting it in tokens: its answer is the token check's, whatever
+    the text and the query (folding: case, ß, ligatures, combining marks; CJK, a long token,
+    a prefix, a phrase)."""
     needles = _blocks._needles(
         _blocks.Query(terms=tuple((" ".join(words), prefix) for words, prefix in terms))
     )
+    patterns = [_blocks._pattern(needle) for needle, _ in needles]
+    text = db_text(text)
     words = [w[:MAX_LEXEME] for w in lexemes(text)]
     found = [_blocks._holds(words, needle, prefix) for needle, prefix in needles]
-    assert _blocks._matches(text, needles, every) == (all(found) if every else any(found))
+    assert _blocks._matches(text, needles, patterns, every) == (all(found) if every else any(found))
+
+
+def _lines_with(hits: Any, word: str) -> list[int | None]:
+    return [_shown(h, word) for h in hits]
+
+
+def test_a_search_reads_only_the_blocks_its_hits_need(tmp_path: Path, pg_store: PgStore) -> None:
+    """A block is read only while the hits are short, and only when a chunk of it has every
+    word of the query (its tokens' positions are its chunks): a word in one chunk of each
+    block is found reading 5 blocks for 5 hits (28 before: rows, not hits, were counted),
+    and words never in one chunk but in one block's are found reading that block alone."""
+    lines = [f"{n:05d} " + "filler " * 12 for n in range(6_000)]
+    for at in range(100, 6_000, 200):  # one chunk of each block (4 KB: some 60 lines)
+        lines[at] += f" needle{at}x needle"
+    for at in range(30, 6_000, 60):
+        lines[at] += " alpha"
+        lines[at + 20] += " beta"  # another chunk
+    lines[5_010] += " beta"  # one chunk with both
+    stores = open_stores(pg_store.config(tmp_path), agent="a", session="s")
+    try:
+        with mock.patch.object(_blocks, "BLOCK_CHARS", 4 << 10):
+            stores.outputs.save("\n".join(lines) + "\n")
+            stores.search.catch_up()
+        with mock.patch.object(_blocks, "_read", wraps=_blocks._read) as read:
+            result = stores.search.search("needle", limit=5)
+            assert len(result.hits) == 5 and None not in _lines_with(result.hits, "needle")
+            assert read.call_count == 5
+            read.reset_mock()
+            result = stores.search.search("alpha beta", limit=5)
+            assert _lines_with(result.hits, "alpha") == [5_011] and result.every
+            assert read.call_count == 1
+            read.reset_mock()
+            assert not stores.search.search('"beta alpha"', limit=5).hits
+            assert read.call_count == 1  # the one chunk with both: read, no phrase in it
+    finally:
+        stores.close()
+
+
+def test_a_word_in_every_chunk_of_a_block_keeps_all_its_chunks(
+    tmp_path: Path, pg_store: PgStore
+) -> None:
+    """A block holds `BLOCK_CHUNKS` (256) chunks at most: PostgreSQL keeps 256 positions of a
+    token, so a word in every chunk has them all, and a fact in the last chunk of an output of
+    300 chunks (two blocks) is found with it (with 300 to a block, it was lost)."""
+    lines = [f"tick {n}" for n in range(300 * 16)]  # 16 lines to a chunk: 300 chunks
+    lines[255 * 16 + 3] += " factone"  # chunk 256: the first block's last
+    lines[299 * 16 + 3] += " facttwo"  # chunk 300
+    stores = open_stores(pg_store.config(tmp_path), agent="a", session="s")
+    try:
+        stores.outputs.save("\n".join(lines) + "\n")
+        stores.search.catch_up()
+        for word, line in (("factone", 255 * 16 + 4), ("facttwo", 299 * 16 + 4)):
+            result = stores.search.search(f"tick {word}", limit=5)
+            assert _lines_with(result.hits, word) == [line] and result.every
+    finally:
+        stores.close()
+
+
+def test_blocks_indexed_without_their_chunks_are_still_searched(
+    tmp_path: Path, pg_store: PgStore
+) -> None:
+    """Blocks indexed before their tokens' positions were their chunks (no positions: a store
+    of an earlier version, or a worker of one still running) are searched as before: each
+    of their chunks is checked."""
+    import psycopg
+
+    facts = _facts(random.Random(31), 3)
+    stores = open_stores(pg_store.config(tmp_path), agent="a", session="s")
+    try:
+        for _, _, text in facts:
+            stores.outputs.save(text)
+        stores.search.catch_up()
+        with psycopg.connect(
+            pg_store.server.dsn, password=pg_store.password, autocommit=True
+        ) as conn:
+            conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
+            changed = conn.execute(
+                f"UPDATE {pg_store.schema}.chunks SET terms = strip(terms) "
+                "WHERE byte_start IS NOT NULL"
+            ).rowcount
+        assert changed > len(facts)
+        for word, line, _ in facts:
+            for query in (word, f"value {word}", f'"{word}"'):
+                assert _lines_with(stores.search.search(query, limit=5).hits, word) == [line]
+    finally:
+        stores.close()

@@ -30,6 +30,7 @@ __all__ = [
     "SearchResult",
     "build_hits",
     "format_result",
+    "hit_key",
     "parse_time",
     "read_file_call",
 ]
@@ -134,6 +135,20 @@ def _record_offset(read: Callable[[], str | None], text: str) -> int:
     return 0
 
 
+def _picked(body: object, needles: list[list[str]]) -> tuple[list[str], list[int], str]:
+    """The lines of a row's `body`, those a hit shows, and the hit's key: its first matching
+    line with its spaces folded (a hit whose key a better one has is left out)."""
+    lines = shown_text(str(body)).split("\n")
+    picked, first_match = pick_lines(lines, needles)
+    return lines, picked, " ".join(lines[first_match].split())
+
+
+def hit_key(body: object, needles: list[list[str]]) -> str:
+    """The key `build_hits` gives the row of text `body` (`needles`: `Query.needles`): of the
+    rows with one key, only the best makes a hit."""
+    return _picked(body, needles)[2]
+
+
 def build_hits(
     rows: Iterable[Sequence[Any]],
     root: Path,
@@ -150,10 +165,8 @@ def build_hits(
     seen: set[str] = set()
     for score, body, start_line, line_offset, rel, kind, line, byte_offset, *meta in rows:
         agent, role, tool, args, ts = meta
-        lines = shown_text(str(body)).split("\n")
-        picked, first_match = pick_lines(lines, needles)
+        lines, picked, key = _picked(body, needles)
         clipped = [clip(lines[i], needles, LINE_CHARS) for i in picked]
-        key = " ".join(lines[first_match].split())
         if key in seen:
             continue
         seen.add(key)

@@ -25,16 +25,21 @@ from itertools import islice
 from typing import Any
 
 from ...core.search._index_pieces import piece_lines
-from ...core.search._search_text import Chunk, Query, _pieces, chunk_lines
+from ...core.search._search_hits import hit_key
+from ...core.search._search_text import CHUNK_CHARS, Chunk, Query, _pieces, chunk_lines, folded
 from ._outputs import range_params, range_sql
-from ._search_sql import MAX_LEXEME, db_text, lexemes, stripped_text
+from ._search_sql import MAX_LEXEME, chunks_text, db_text, lexemes
 
-__all__ = ["BLOCK_CHARS", "Block", "cut_blocks", "expand"]
+__all__ = ["BLOCK_CHARS", "BLOCK_CHUNKS", "Block", "block_words", "cut_blocks", "expand"]
 
 BLOCK_CHARS = 64 << 10
 """Characters of an output's chunks per index row (a block ends at the end of a line past
 it). Measured (`benchmarks/store/engines_pg.py`): 32 KB blocks 1.51x the history, 64 KB
 1.22x."""
+BLOCK_CHUNKS = 256
+"""Chunks per block at most: a token's positions in the block's ``tsvector`` are the chunks
+it is in, and PostgreSQL keeps 256 positions of a token (more are dropped). (A line of up to
+`BLOCK_CHARS` makes 65 chunks at most, so a block of whole lines can always keep to it.)"""
 _NEWLINE = re.compile(b"\n")
 
 
@@ -52,7 +57,8 @@ class Block:
     count: int
     """Chunks in the block."""
     terms: str
-    """The ``tsvector`` literal: its distinct tokens, no positions."""
+    """The ``tsvector`` literal: its distinct tokens, each with the chunks it is in (from 1)
+    as its positions."""
 
 
 def cut_blocks(data: bytes, start: int, first_line: int) -> list[Block]:
@@ -88,19 +94,27 @@ def cut_blocks(data: bytes, start: int, first_line: int) -> list[Block]:
                 long_at = _LongLine(i, line, data, starts)
             group.append(chunk)
             size += len(chunk.text)
-            if size >= BLOCK_CHARS or _end(chunk) >= len(line):
+            if size >= BLOCK_CHARS or len(group) >= BLOCK_CHUNKS or _end(chunk) >= len(line):
                 flush()
             continue
         if long_at is not None:
             flush()
             long_at = None
+        if chunk.line_offset == 0 and len(group) + _most_pieces(line) > BLOCK_CHUNKS:
+            flush()  # (a block ends at a line's end: all the line's pieces must fit)
         group.append(chunk)
         size += len(chunk.text) + 1
         ends_line = _end(chunk) >= len(lines[i + chunk.text.count("\n")])
-        if size >= BLOCK_CHARS and ends_line:
+        if (size >= BLOCK_CHARS or len(group) >= BLOCK_CHUNKS) and ends_line:
             flush()
     flush()
     return out
+
+
+def _most_pieces(line: str) -> int:
+    """Chunks `line` makes at most (`_search_text._pieces`: each but the last holds half of
+    `CHUNK_CHARS` or more)."""
+    return 1 if len(line) <= CHUNK_CHARS else len(line) // (CHUNK_CHARS // 2) + 1
 
 
 def _end(chunk: Chunk) -> int:
@@ -139,11 +153,12 @@ class _LongLine:
 
 
 def _block(group: Sequence[Chunk], b0: int, b1: int, skip: int | None) -> Block:
-    words = dict.fromkeys(w for c in group for w in lexemes(db_text(c.text)))
+    where: dict[str, list[int]] = {}
+    for number, chunk in enumerate(group, start=1):
+        for word in dict.fromkeys(lexemes(db_text(chunk.text))):
+            where.setdefault(word, []).append(number)
     first = group[0]
-    return Block(
-        first.start_line, first.line_offset, b0, b1, skip, len(group), stripped_text(words)
-    )
+    return Block(first.start_line, first.line_offset, b0, b1, skip, len(group), chunks_text(where))
 
 
 def block_chunks(data: bytes, block: Block) -> list[Chunk]:
@@ -166,6 +181,45 @@ def _needles(query: Query) -> list[tuple[list[str], bool]]:
     ]
 
 
+def _exact(needle: list[str], prefix: bool) -> list[str]:
+    return needle[:-1] if prefix else needle
+
+
+def block_words(query: Query) -> list[str]:
+    """The tokens of `query` whose chunks a block's row gives (`_search_sql.ranked_sql`):
+    all but the last of a prefix term (a prefix is not a token)."""
+    return list(dict.fromkeys(w for n, prefix in _needles(query) for w in _exact(n, prefix)))
+
+
+_ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
+
+
+def _candidates(
+    entries: str | None, needles: list[tuple[list[str], bool]], every: bool
+) -> set[int] | None:
+    """The chunks of a block (from 1) that may hold the query, from the ``tsvector`` of its
+    tokens among `block_words` (each with the chunks it is in): a chunk that lacks a token of
+    a term cannot hold the term. `None`: any chunk may (none of those tokens has positions: a
+    block indexed before they were kept, or a query of prefixes only)."""
+    if not entries:
+        return None
+    at = {
+        word.replace("''", "'"): {int(n.rstrip("ABCD")) for n in numbers.split(",")}
+        for word, numbers in _ENTRY.findall(entries)
+    }
+    held: list[set[int]] = []
+    for needle, prefix in needles:
+        words = _exact(needle, prefix)
+        if not words:  # a prefix alone: any chunk may hold it
+            if not every:
+                return None
+            continue
+        held.append(set.intersection(*(at.get(w, set()) for w in words)))
+    if not held:
+        return None
+    return set.intersection(*held) if every else set.union(*held)
+
+
 def _holds(words: list[str], needle: list[str], prefix: bool) -> bool:
     """Whether the tokens `words` hold the phrase `needle` (its last token a prefix)."""
     n = len(needle)
@@ -179,49 +233,81 @@ def _holds(words: list[str], needle: list[str], prefix: bool) -> bool:
     return False
 
 
-def _matches(text: str, needles: list[tuple[list[str], bool]], every: bool) -> bool:
-    """Whether the chunk `text` holds every needle (`every`) or any. An ASCII chunk's tokens
-    are runs of its lower-cased text, so a needle whose tokens are not all in that text cannot
-    be held: such a chunk is passed over without being cut in tokens (a search reading 28
-    blocks checks some 1,100 chunks; cutting each one in tokens took 100-200 ms)."""
-    if text.isascii():
-        low = text.lower()
-        maybe = [all(token in low for token in needle) for needle, _ in needles]
-        if not (all(maybe) if every else any(maybe)):
-            return False
+def _pattern(needle: list[str]) -> re.Pattern[str]:
+    """Where the phrase `needle` may be in a folded text: its tokens in order with nothing but
+    separators between them (a token cut at `MAX_LEXEME` may go on)."""
+    return re.compile(
+        r"[\W_]*".join(re.escape(t) + ("[^\\W_]*" if len(t) >= MAX_LEXEME else "") for t in needle)
+    )
+
+
+def _matches(
+    text: str,
+    needles: list[tuple[list[str], bool]],
+    patterns: list[re.Pattern[str]],
+    every: bool,
+) -> bool:
+    """Whether the chunk `text` holds every needle (`every`) or any. Its folded text is
+    looked at first (`_pattern`): a needle not there cannot be held, and a chunk that cannot
+    hold the query is passed over without being cut in tokens (which took 100-200 ms for a
+    search checking the 1,100 chunks of 28 blocks)."""
+    low = folded(text)
+    maybe = [pattern.search(low) is not None for pattern in patterns]
+    if not (all(maybe) if every else any(maybe)):
+        return False
     words = [w[:MAX_LEXEME] for w in lexemes(text)]
-    found = (_holds(words, needle, prefix) for needle, prefix in needles)
+    found = (
+        _holds(words, needle, prefix)
+        for (needle, prefix), may in zip(needles, maybe, strict=True)
+        if may
+    )
     return all(found) if every else any(found)
 
 
 def expand(
-    conn: Any, schema: str, rows: Sequence[Sequence[Any]], query: Query, every: bool, want: int
+    conn: Any, schema: str, rows: Sequence[Sequence[Any]], query: Query, every: bool, hits: int
 ) -> list[tuple[Any, ...]]:
     """`rows` of `_search_sql.ranked_sql` (best first) with each block row replaced by the
     chunks of the block that hold `query` (every term, or any), each a row as a chunk's
-    (its text read back from the output); read until `want` rows are found."""
-    needles = _needles(query)
+    (its text read back from the output); read until the rows make `hits` hits
+    (`_search_hits.build_hits`, which keeps one row of those with one `hit_key`): the blocks
+    ranked after them are never read."""
+    needles, keys = _needles(query), query.needles()
+    patterns = [_pattern(needle) for needle, _ in needles]
     out: list[tuple[Any, ...]] = []
+    seen: set[str] = set()
+
+    def add(row: tuple[Any, ...]) -> None:
+        out.append(row)
+        seen.add(hit_key(row[1], keys))
+
     for row in rows:
-        if len(out) >= want:
+        if len(seen) >= hits:
             break
         if row[13] is None:  # a chunk with its text
-            out.append(tuple(row[:13]))
+            add(tuple(row[:13]))
             continue
+        maybe = _candidates(row[17], needles, every)
+        if maybe is not None and not maybe:
+            continue  # no chunk has the words: the block is not read
         block = Block(
             int(row[2]),
             int(row[3]),
             int(row[13]),
             int(row[14]),
             None if row[15] is None else int(row[15]),
-            int(row[16]),
+            int(row[16]) if maybe is None else max(maybe),  # (the chunks after: not cut)
             "",
         )
         data = _read(conn, schema, str(row[4]), block.byte_start, block.byte_end)
-        for chunk in block_chunks(data, block):
+        for number, chunk in enumerate(block_chunks(data, block), start=1):
+            if len(seen) >= hits:
+                break
+            if maybe is not None and number not in maybe:
+                continue
             text = db_text(chunk.text)
-            if _matches(text, needles, every):
-                out.append((row[0], text, chunk.start_line, chunk.line_offset, *row[4:13]))
+            if _matches(text, needles, patterns, every):
+                add((row[0], text, chunk.start_line, chunk.line_offset, *row[4:13]))
     return out
 
 

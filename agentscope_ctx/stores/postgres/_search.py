@@ -43,7 +43,7 @@ from ...core.search._search_text import (
     Query,
     parse_query,
 )
-from ._blocks import expand
+from ._blocks import block_words, expand
 from ._engine import PostgresEngine
 from ._indexer import Indexer
 from ._names import db_name, name_from_db
@@ -175,9 +175,10 @@ class PostgresSearchIndex(Indexer):
             match = {
                 "match": query_text(parsed, every=every),
                 "loose": query_text(parsed, every=every, loose=True),
+                "words": block_words(parsed),
             }
             rows = conn.execute(sql, {**params, **match}, prepare=False).fetchall()
-            return expand(conn, self.engine.schema, rows, parsed, every, params["limit"])
+            return expand(conn, self.engine.schema, rows, parsed, every, limit)
 
         def run(conn: Any) -> SearchResult:
             pending = self._catch_up(conn, deadline, budget, self.background.running())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
 from typing import Any
 
 from ...core._tenant import Tenant
@@ -18,12 +17,12 @@ from ._tenant import owner_sql
 __all__ = [
     "CANDIDATES",
     "MAX_LEXEME",
+    "chunks_text",
     "day_rows",
     "db_text",
     "lexemes",
     "query_text",
     "ranked_sql",
-    "stripped_text",
     "tsvector_text",
 ]
 
@@ -71,9 +70,10 @@ def tsvector_text(text: str) -> str:
     )
 
 
-def stripped_text(words: Iterable[str]) -> str:
-    """The ``tsvector`` literal of `words` without positions (an output's block, `_blocks`)."""
-    return " ".join(_quote(word) for word in words)
+def chunks_text(where: dict[str, list[int]]) -> str:
+    """The ``tsvector`` literal of an output's block (`_blocks`): each token with the chunks
+    it is in as its positions."""
+    return " ".join(f"{_quote(word)}:{','.join(map(str, at))}" for word, at in where.items())
 
 
 def query_text(query: Query, *, every: bool = True, loose: bool = False) -> str:
@@ -113,9 +113,10 @@ def ranked_sql(schema: str, given: set[str], phrase: bool = False) -> str:
     """The ranked query: the newest `CANDIDATES` chunks that match ``%(match)s`` and the
     filters `given` (names of `_FILTERS`), the best ``%(limit)s`` of them by ``ts_rank``
     (then the newest), their text and owners read for those only (an output's block: where
-    its text is, `_blocks.expand`). With a `phrase`, a block (its tokens have no positions)
-    matches ``%(loose)s``, the query with each phrase as all its words (`query_text`), and
-    its chunks are checked for the phrase when read back."""
+    its text is, and the chunks it holds each of the query's words ``%(words)s`` in:
+    `_blocks.expand`). With a `phrase`, a block (its tokens' positions are its chunks, not
+    their places) matches ``%(loose)s``, the query with each phrase as all its words
+    (`query_text`), and its chunks are checked for the phrase when read back."""
     match = "c.terms @@ %(match)s::tsquery"
     if phrase:  # the GIN index finds the loose matches, the phrase is checked in the row
         match = "c.terms @@ %(loose)s::tsquery AND (c.byte_start IS NOT NULL OR " + match + ")"
@@ -130,7 +131,8 @@ best AS (
     ORDER BY rank DESC, cand.ts DESC NULLS LAST, cand.id DESC LIMIT %(limit)s)
 SELECT -best.rank, c.body, c.start_line, c.line_offset, c.source, c.kind,
     1, 0, c.agent, c.role, c.tool, c.args, c.ts, c.byte_start, c.byte_end, c.byte_skip,
-    c.chunk_count
+    c.chunk_count, CASE WHEN c.byte_start IS NOT NULL
+        THEN ts_filter(setweight(c.terms, 'A', %(words)s::text[]), '{{a}}')::text END
 FROM best JOIN {schema}.chunks AS c ON c.id = best.id
 ORDER BY best.rank DESC, best.ts DESC NULLS LAST, best.id DESC
 """
