@@ -347,3 +347,58 @@ def test_blocks_indexed_without_their_chunks_are_still_searched(
                 assert _lines_with(stores.search.search(query, limit=5).hits, word) == [line]
     finally:
         stores.close()
+
+
+def test_a_search_ranks_blocks_without_reading_their_tokens(
+    tmp_path: Path, pg_store: PgStore
+) -> None:
+    """The ranked query ranks an output's blocks without reading their tokens (kept out of
+    line: some 45 KB a block of 64 KB): of 100 blocks holding the word, besides what finding
+    the candidates reads (the same plan, alone), it reads the tokens of the 28 rows it
+    returns (which chunks hold the word). It read every candidate's to rank them."""
+    from agentscope_ctx.core.search._search_text import parse_query
+    from agentscope_ctx.stores.postgres._search_sql import ranked_rows
+    from agentscope_ctx.stores.postgres._tenant import bind, stored_owner
+
+    rng = random.Random(5)
+    words = [f"u{rng.randrange(10**9)}" for _ in range(30_000)]  # blocks of distinct words
+    lines = [" ".join(rng.choices(words, k=12)) + " common" for _ in range(13_000)]
+    tenant = Tenant.of("a", "s")
+    s = pg_store.schema
+    stores = open_stores(pg_store.config(tmp_path), agent="a", session="s")
+    try:
+        with mock.patch.object(_blocks, "BLOCK_CHARS", 16 << 10):
+            stores.outputs.save("\n".join(lines) + "\n")
+            stores.search.catch_up()
+        engine = stores.search.engine  # type: ignore[attr-defined]
+        with engine.connection() as conn, conn.transaction():
+            bind(conn, tenant)
+            toast = conn.execute(
+                "SELECT reltoastrelid FROM pg_class WHERE oid = %s::regclass", (f"{s}.chunks",)
+            ).fetchone()[0]
+            read: list[int] = []
+
+            def pages(sql: str, params: Any = None) -> Any:
+                query = "SELECT pg_stat_get_xact_blocks_fetched(%s)"
+                start = int(conn.execute(query, (toast,)).fetchone()[0])
+                out = conn.execute(sql, params).fetchall() if isinstance(sql, str) else sql()
+                read.append(int(conn.execute(query, (toast,)).fetchone()[0]) - start)
+                return out
+
+            agent, session = stored_owner(tenant)
+            params = {"t_agent": agent, "t_session": session, "limit": 28}
+            rows = pages(lambda: ranked_rows(conn, s, params, parse_query("common"), True))
+            conn.execute("SET LOCAL enable_indexscan = off")  # (as `ranked_rows` plans)
+            pages(
+                f"SELECT c.id FROM {s}.chunks AS c WHERE c.agent = %s AND c.session = %s "
+                "AND c.terms @@ 'common'::tsquery ORDER BY c.id DESC LIMIT 500",
+                (agent, session),
+            )
+            blocks = pages(
+                f"SELECT count(*), sum(length(terms)) FROM {s}.chunks WHERE byte_start IS NOT NULL"
+            )
+        used, finding, everything = read
+        assert blocks[0][0] >= 100 and len(rows) == 28
+        assert 0 < used - finding < everything / 2
+    finally:
+        stores.close()

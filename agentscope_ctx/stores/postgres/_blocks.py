@@ -2,18 +2,22 @@
 search finds its hits in them.
 
 An output is indexed a row per block of about `BLOCK_CHARS` characters of its chunks
-(`_search_text.chunk_lines`: the chunks a hit shows, as ever): the row holds the distinct
-tokens of the block as a ``tsvector`` without positions, and where the block's text is in
-the output (its bytes, its first line), not the text. A ``tsvector`` and its GIN postings then
-grow with the block's distinct words, not with its bytes: the index is about 1.2x the history
-where a row per 2 KB chunk was 2.6x at best (docs/search.md).
+(`_search_text.chunk_lines`: the chunks a hit shows, as ever), `BLOCK_CHUNKS` chunks at
+most: the row holds the distinct tokens of the block as a ``tsvector``, each with the chunks
+of the block it is in as its positions (not its places in the text), and where the block's
+text is in the output (its bytes, its first line), not the text. A ``tsvector`` and its GIN
+postings then grow with the block's distinct words, not with its bytes: the index is about
+1.2x the history where a row per 2 KB chunk was 2.6x at best (docs/search.md).
 
-A search reads back the bytes of the blocks it ranks, for the hits only (`expand`), cuts them
-into the chunks the index cut (the same `chunk_lines` from the same line), and keeps the
-chunks that hold the query (every term, or any: a phrase checked on the tokens, as the index
-has no positions). A block starts at a line's start, except inside a line longer than a
-block: there its chunks are the line's pieces (`_search_text._pieces`), read from their
-exact bytes when the line is valid UTF-8 (else from the line's start, `skip` characters on).
+A search reads back the bytes of the blocks it ranks, for the hits only (`expand`): only the
+blocks with a chunk holding every word of a term (the positions of the query's words), and
+of those only such chunks. It cuts them into the chunks the index cut (the same
+`chunk_lines` from the same line) and keeps the chunks that hold the query (every term, or
+any: a phrase checked on the tokens). A block indexed before the positions were kept has
+none: each of its chunks is checked. A block starts at a line's start, except inside a line
+longer than a block: there its chunks are the line's pieces (`_search_text._pieces`), read
+from their exact bytes when the line is valid UTF-8 (else from the line's start, `skip`
+characters on).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from ...core.search._search_text import CHUNK_CHARS, Chunk, Query, _pieces, chun
 from ._outputs import range_params, range_sql
 from ._search_sql import MAX_LEXEME, chunks_text, db_text, lexemes
 
-__all__ = ["BLOCK_CHARS", "BLOCK_CHUNKS", "Block", "block_words", "cut_blocks", "expand"]
+__all__ = ["BLOCK_CHARS", "BLOCK_CHUNKS", "Block", "cut_blocks", "expand"]
 
 BLOCK_CHARS = 64 << 10
 """Characters of an output's chunks per index row (a block ends at the end of a line past
@@ -185,12 +189,6 @@ def _exact(needle: list[str], prefix: bool) -> list[str]:
     return needle[:-1] if prefix else needle
 
 
-def block_words(query: Query) -> list[str]:
-    """The tokens of `query` whose chunks a block's row gives (`_search_sql.ranked_sql`):
-    all but the last of a prefix term (a prefix is not a token)."""
-    return list(dict.fromkeys(w for n, prefix in _needles(query) for w in _exact(n, prefix)))
-
-
 _ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
 
 
@@ -198,9 +196,9 @@ def _candidates(
     entries: str | None, needles: list[tuple[list[str], bool]], every: bool
 ) -> set[int] | None:
     """The chunks of a block (from 1) that may hold the query, from the ``tsvector`` of its
-    tokens among `block_words` (each with the chunks it is in): a chunk that lacks a token of
-    a term cannot hold the term. `None`: any chunk may (none of those tokens has positions: a
-    block indexed before they were kept, or a query of prefixes only)."""
+    tokens among `_search_sql.block_words` (each with the chunks it is in): a chunk that
+    lacks a token of a term cannot hold the term. `None`: any chunk may (none of those tokens
+    has positions: a block indexed before they were kept, or a query of prefixes only)."""
     if not entries:
         return None
     at = {

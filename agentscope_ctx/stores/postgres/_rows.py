@@ -1,8 +1,8 @@
 """The rows of the PostgreSQL search index (table ``chunks``, `_schema`): a chunk of a dialog
 record or a memory document with its text and its tokens' positions (`chunk_row`), a block
-of a saved output with where its text is and its tokens without positions (`block_row`,
-`_blocks`), and their insert (`insert_chunks`). Shared by the catch-up (`_indexer`) and the
-memory documents' index (`_memory_index`)."""
+of a saved output with where its text is and its tokens with the chunks each is in
+(`block_row`, `_blocks`), and their insert (`insert_chunks`). Shared by the catch-up
+(`_indexer`) and the memory documents' index (`_memory_index`)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def chunk_row(kind: str, source: str, chunk: Chunk, meta: tuple[object, ...]) ->
 
 
 def block_row(source: str, block: Block, meta: tuple[object, ...]) -> tuple[object, ...]:
-    """The index row of an output's block (`_blocks`): no text, its tokens without positions."""
+    """The index row of an output's block (`_blocks`): no text, its tokens with the chunks
+    each is in as their positions."""
     where = (block.byte_start, block.byte_end, block.skip, block.count)
     return ("tool_result", source, block.start_line, block.line_offset, "", block.terms, None,
             *meta, *where)  # fmt: skip

@@ -34,7 +34,8 @@ each dialog record in its owner's day)::
         64 KB of an output's chunks (`source` = its id; version 4, `_blocks`: `body` is
         empty, the text read back from `output_chunks` by `byte_start`/`byte_end`); `terms`
         is a tsvector of our own tokens (`_search_text.tokens`, CJK one character each),
-        with their positions (a block's: without), GIN-indexed; ``(agent, session, id)``
+        with their positions (a block's: the chunks of the block each is in, 256 chunks to a
+        block at most; a block indexed before these: none), GIN-indexed; ``(agent, session, id)``
         indexed too (version 3), so that a tenant's search walks its own chunks newest
         first and stops early; ``body`` and ``terms`` lz4-compressed where the server has
         lz4 (version 3)

@@ -12,8 +12,9 @@ of them (``&``) else any (``|``), ``:*`` for a prefix. The tokens hold letters a
 only and are quoted, so nothing a user types is ever query syntax; lone surrogates and NUL
 become U+FFFD before they reach the database. Ranked by ``ts_rank`` (the score is its
 negation: lower is better, as BM25 in the local index) among the newest
-`_search_sql.CANDIDATES` matches that pass the filters: the query stops there
-(`_search_sql.ranked_sql`).
+`_search_sql.CANDIDATES` matches that pass the filters (`_search_sql.ranked_sql`), an
+output's block as a chunk holding the words once; a block's chunks that hold the query are
+then read back from the output, for the hits only (`_blocks.expand`).
 
 The stores are the truth and the index catches up with them: dialog rows and outputs carry an
 ``indexed`` flag, taken with ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once
@@ -43,12 +44,12 @@ from ...core.search._search_text import (
     Query,
     parse_query,
 )
-from ._blocks import block_words, expand
+from ._blocks import expand
 from ._engine import PostgresEngine
 from ._indexer import Indexer
 from ._names import db_name, name_from_db
 from ._outputs import output_id
-from ._search_sql import day_rows, db_text, query_text, ranked_sql
+from ._search_sql import day_rows, db_text, ranked_rows
 from ._tenant import bind, maintenance, stored_owner
 
 __all__ = ["PostgresSearchIndex"]
@@ -165,20 +166,10 @@ class PostgresSearchIndex(Indexer):
         budget = pieces.search_budget(catch_up_seconds)
         params = {**vars(filters), **owner, "limit": 4 * limit + 8}
         params.pop("tenant", None)
-        phrase = query_text(parsed, loose=True) != query_text(parsed)
-        named = {k for k, v in params.items() if v is not None}
-        sql = ranked_sql(self.engine.schema, named, phrase)
 
         def ranked(conn: Any, every: bool) -> list[Any]:
-            # not prepared: each search planned for its own words (a common one is found
-            # newest first, a rare one through the GIN index); an output's blocks read back
-            match = {
-                "match": query_text(parsed, every=every),
-                "loose": query_text(parsed, every=every, loose=True),
-                "words": block_words(parsed),
-            }
-            rows = conn.execute(sql, {**params, **match}, prepare=False).fetchall()
-            return expand(conn, self.engine.schema, rows, parsed, every, limit)
+            rows = ranked_rows(conn, self.engine.schema, params, parsed, every)
+            return expand(conn, self.engine.schema, rows, parsed, every, limit)  # blocks read
 
         def run(conn: Any) -> SearchResult:
             pending = self._catch_up(conn, deadline, budget, self.background.running())
