@@ -178,8 +178,8 @@ def ranked_rows(
     first for a word its statistics called common, testing the tokens of every tenant's
     blocks before the owner (a tenant's search at 100k messages and 1 GB: 200-300 ms). A
     bitmap plan narrows by the GIN index or the owner's index first: no other owner's tokens
-    are read (a word in most rows may still have the owner's own rows tested: a prefix of a
-    hundred words, 75 ms at 100k messages)."""
+    are read (unless a bitmap outgrows ``work_mem``), though a word in most rows may still
+    have the owner's own rows tested (a prefix of a hundred words: 75 ms at 100k messages)."""
     phrase = query_text(query, loose=True) != query_text(query)
     sql = ranked_sql(schema, {k for k, v in params.items() if v is not None}, phrase)
     match = {
