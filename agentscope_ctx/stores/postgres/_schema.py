@@ -36,8 +36,8 @@ each dialog record in its owner's day)::
         is a tsvector of our own tokens (`_search_text.tokens`, CJK one character each),
         with their positions (a block's: the chunks of the block each is in, 256 chunks to a
         block at most; a block indexed before these: none), GIN-indexed; ``(agent, session, id)``
-        indexed too (version 3), so that a tenant's search walks its own chunks newest
-        first and stops early; ``body`` and ``terms`` lz4-compressed where the server has
+        indexed too (version 3), so that a tenant's search finds its own chunks by that
+        index (and the GIN one); ``body`` and ``terms`` lz4-compressed where the server has
         lz4 (version 3)
     steps(id, session, agent, record, saved_at)   the session viewer's record of each
         pipeline run (`_steps`)

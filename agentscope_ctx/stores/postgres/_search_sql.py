@@ -143,9 +143,7 @@ def ranked_sql(schema: str, given: set[str], phrase: bool = False) -> str:
     match = "c.terms @@ %(match)s::tsquery"
     if phrase:  # the GIN index finds the loose matches, the phrase is checked in the row
         match = "c.terms @@ %(loose)s::tsquery AND (c.byte_start IS NOT NULL OR " + match + ")"
-    # the owner first: of two conditions of one cost, the server tests the first first, and
-    # a row of another owner is then passed over without reading its tokens
-    where = " AND ".join([*(sql for k, sql in _FILTERS.items() if k in given), match])
+    where = " AND ".join([match, *(sql for k, sql in _FILTERS.items() if k in given)])
     return f"""
 WITH q AS (SELECT %(match)s::tsquery AS query,
     ts_rank(%(words_only)s::tsvector, %(match)s::tsquery) AS block_rank),
@@ -188,11 +186,10 @@ def ranked_rows(
         "words": block_words(query),
         "words_only": words_text(query),
     }
-    conn.execute("SET LOCAL enable_indexscan = off")
-    try:
-        return list(conn.execute(sql, {**params, **match}, prepare=False).fetchall())
-    finally:
-        conn.execute("RESET enable_indexscan")
+    conn.execute("SET LOCAL enable_indexscan = off")  # (a failed query ends the transaction)
+    rows = list(conn.execute(sql, {**params, **match}, prepare=False).fetchall())
+    conn.execute("RESET enable_indexscan")
+    return rows
 
 
 _LINES_SQL = """
