@@ -22,7 +22,7 @@ from agentscope_ctx.core.search._search_text import chunk_lines
 from agentscope_ctx.stores.factory import open_stores
 from agentscope_ctx.stores.postgres import _blocks
 from agentscope_ctx.stores.postgres._rows import chunk_row
-from agentscope_ctx.stores.postgres._search_sql import MAX_LEXEME, db_text, lexemes
+from agentscope_ctx.stores.postgres._search_sql import MAX_LEXEME, db_text, lexemes, query_needles
 from tests.fleet.pg_config import PgStore
 from tests.fleet.test_store_contract import make_msg
 
@@ -253,7 +253,7 @@ def test_a_chunk_passed_over_by_its_text_is_one_its_tokens_do_not_hold(
     tokens in order without cutting it in tokens: its answer is the token check's, whatever
     the text and the query (folding: case, ß, ligatures, combining marks; CJK, a long token,
     a prefix, a phrase)."""
-    needles = _blocks._needles(
+    needles = query_needles(
         _blocks.Query(terms=tuple((" ".join(words), prefix) for words, prefix in terms))
     )
     patterns = [_blocks._pattern(needle) for needle, _ in needles]

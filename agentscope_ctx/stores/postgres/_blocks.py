@@ -32,7 +32,14 @@ from ...core.search._index_pieces import piece_lines
 from ...core.search._search_hits import hit_key
 from ...core.search._search_text import CHUNK_CHARS, Chunk, Query, _pieces, chunk_lines, folded
 from ._outputs import range_params, range_sql
-from ._search_sql import MAX_LEXEME, chunks_text, db_text, lexemes
+from ._search_sql import (
+    MAX_LEXEME,
+    chunks_text,
+    db_text,
+    exact_tokens,
+    lexemes,
+    query_needles,
+)
 
 __all__ = ["BLOCK_CHARS", "BLOCK_CHUNKS", "Block", "cut_blocks", "expand"]
 
@@ -177,18 +184,6 @@ def block_chunks(data: bytes, block: Block) -> list[Chunk]:
     ]
 
 
-def _needles(query: Query) -> list[tuple[list[str], bool]]:
-    return [
-        ([t[:MAX_LEXEME] for t in lexemes(text)], prefix)
-        for text, prefix in query.terms
-        if lexemes(text)
-    ]
-
-
-def _exact(needle: list[str], prefix: bool) -> list[str]:
-    return needle[:-1] if prefix else needle
-
-
 _ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
 
 
@@ -207,7 +202,7 @@ def _candidates(
     }
     held: list[set[int]] = []
     for needle, prefix in needles:
-        words = _exact(needle, prefix)
+        words = exact_tokens(needle, prefix)
         if not words:  # a prefix alone: any chunk may hold it
             if not every:
                 return None
@@ -270,7 +265,7 @@ def expand(
     (its text read back from the output); read until the rows make `hits` hits
     (`_search_hits.build_hits`, which keeps one row of those with one `hit_key`): the blocks
     ranked after them are never read."""
-    needles, keys = _needles(query), query.needles()
+    needles, keys = query_needles(query), query.needles()
     patterns = [_pattern(needle) for needle, _ in needles]
     out: list[tuple[Any, ...]] = []
     seen: set[str] = set()

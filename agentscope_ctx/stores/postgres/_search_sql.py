@@ -21,7 +21,9 @@ __all__ = [
     "chunks_text",
     "day_rows",
     "db_text",
+    "exact_tokens",
     "lexemes",
+    "query_needles",
     "query_text",
     "ranked_rows",
     "ranked_sql",
@@ -79,14 +81,28 @@ def chunks_text(where: dict[str, list[int]]) -> str:
     return " ".join(f"{_quote(word)}:{','.join(map(str, at))}" for word, at in where.items())
 
 
+def query_needles(query: Query) -> list[tuple[list[str], bool]]:
+    """Each term of `query` that has tokens: its tokens as the index keeps them (cut at
+    `MAX_LEXEME`), and whether its last one is a prefix."""
+    return [
+        ([token[:MAX_LEXEME] for token in lexemes(text)], prefix)
+        for text, prefix in query.terms
+        if lexemes(text)
+    ]
+
+
+def exact_tokens(tokens: list[str], prefix: bool) -> list[str]:
+    """The tokens of a term that are whole words: all but the last of a prefix term."""
+    return tokens[:-1] if prefix else tokens
+
+
 def block_words(query: Query) -> list[str]:
-    """The tokens of `query` whose chunks a block's row gives (`ranked_sql`): all but the
-    last of a prefix term (a prefix is not a token)."""
-    words: list[str] = []
-    for text, prefix in query.terms:
-        tokens = [token[:MAX_LEXEME] for token in lexemes(text)]
-        words.extend(tokens[:-1] if prefix else tokens)
-    return list(dict.fromkeys(words))
+    """The tokens of `query` whose chunks a block's row gives (`ranked_sql`): its terms'
+    `exact_tokens` (a prefix is not a token)."""
+    needles = query_needles(query)
+    return list(
+        dict.fromkeys(w for tokens, prefix in needles for w in exact_tokens(tokens, prefix))
+    )
 
 
 def words_text(query: Query) -> str:
