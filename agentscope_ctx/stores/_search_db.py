@@ -84,7 +84,8 @@ __all__ = [
 
 logger = logging.getLogger("agentscope_ctx")
 
-SCHEMA_VERSION = 3  # 3: the text index's ``prefixes`` field (an older index is made again)
+SCHEMA_VERSION = 4  # 3: the text index's ``prefixes`` field; 4: its ``era`` and ``pairs``
+# fields (an older index is made again)
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
 _SCHEMA = f"""
 CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,

@@ -6,19 +6,23 @@ The query is built from our tokens with Tantivy's query objects (never its query
 word is a term, a quoted phrase a phrase of its tokens, ``word*`` a prefix: one term of the
 ``prefixes`` field (`PREFIX_CHARS` characters at most), and for a longer one that term and
 Tantivy's regex over the words (few start with it), every match scored alike, as the regex
-scores them.
+scores them; a phrase of CJK characters also asks for their pairs (`cjk_pairs`).
 
-The tenant boundary (`core._tenant`) is a clause on the owner fields ``agent``/``session``: a
-record of the caller's agent key (in its session, for the ``session`` scope); memory files too
-for the ``agent`` scope; everything for ``shared`` (and for no tenant: the operator's view). A
-saved output must also carry the tenant's tags in its file name (``tool_result/<agent
-tag>-<session tag>-...``, the ``tags`` field): whoever the index was told owns it (a dialog
-record naming the file, after a rebuild), its name says whose it is."""
+The tenant boundary (`core._tenant`): a record of the caller's agent key (in its session, for
+the ``session`` scope); memory files too for the ``agent`` scope; everything for ``shared``
+(and for no tenant: the operator's view). A saved output must also carry the tenant's tags in
+its file name (``tool_result/<agent tag>-<session tag>-...``, the ``tags`` field): whoever
+the index was told owns it (a dialog record naming the file, after a rebuild), its name says
+whose it is. For the ``session`` scope the boundary is the tenant's era keys (`_keys`, which
+also rank its newest matches first: `_newest`); for the others, clauses on the owner fields
+and tags (`_filters`). Each hit is checked again on its ``docs`` row (`_sees`)."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable, Iterator
+from functools import partial
 from itertools import groupby
 from typing import Any
 
@@ -29,17 +33,28 @@ from ..core.search._search_text import Query
 from ._search_db import IndexConnection
 from ._search_tantivy import (
     DOC_SHIFT,
+    ERA_CHUNKS,
     NONE,
     PREFIX_CHARS,
     TextIndexError,
     advise_maps,
+    cjk_pairs,
+    era_key,
+    newest_era,
+    output_tags,
     owner_value,
     query_tokens,
     ts_digits,
 )
 from ._search_text_batch import chunk_text
 
-__all__ = ["newest_first", "ranked_rows", "tenant_params"]
+__all__ = ["CANDIDATES", "newest_first", "ranked_rows", "tenant_params"]
+
+CANDIDATES = 500
+"""Matches a tenant's search (``session`` scope) ranks at least, when it has more: those in
+the newest eras of its own chunks (`ERA_CHUNKS` each) that hold so many, as PostgreSQL ranks
+the newest 500 (`_search_sql`). Such a search costs what those eras hold, not all of its
+history: see `_newest`."""
 
 _MUST, _SHOULD = tantivy.Occur.Must, tantivy.Occur.Should
 
@@ -77,7 +92,10 @@ def _text_query(schema: tantivy.Schema, query: Query, every: bool) -> tantivy.Qu
         elif len(words) == 1:
             parts.append(_term(schema, "terms", str(words[0])))
         else:
-            parts.append(tantivy.Query.phrase_query(schema, "terms", words))
+            phrase = tantivy.Query.phrase_query(schema, "terms", words)
+            pairs = [_term(schema, "pairs", pair) for pair in cjk_pairs(list(map(str, words)))]
+            unscored = [tantivy.Query.const_score_query(pair, 0.0) for pair in pairs]
+            parts.append(_all([phrase, *unscored]))  # the pairs lead (`cjk_pairs`)
     if not parts:
         return None
     return _all(parts) if every else _any(parts)
@@ -96,13 +114,14 @@ def _prefix(schema: tantivy.Schema, word: str) -> tantivy.Query:
 def _filters(
     db: sqlite3.Connection, schema: tantivy.Schema, p: dict[str, Any]
 ) -> list[tantivy.Query] | None:
-    """The filter clauses of `p` (`None`: nothing can match)."""
+    """The filter clauses of `p` (`None`: nothing can match); for a tenant of the ``session``
+    scope, none of the tenant's: its eras' keys are (`_keys`)."""
     out: list[tantivy.Query] = []
     if p.get("agent"):
         out.append(_any([_term(schema, "agent", "=" + p["agent"]), _term(schema, "agent", NONE)]))
     if p.get("session") is not None:
         out.append(_term(schema, "session", owner_value(p["session"])))
-    if p.get("t_agent") is not None:
+    if p.get("t_agent") is not None and not _keys(p):
         owned = [_term(schema, "agent", "=" + p["t_agent"])]
         if p["t_session"] is not None:
             sessions = [_term(schema, "session", "=" + p["t_session"])]
@@ -138,9 +157,108 @@ def _filters(
     return out
 
 
+def _rarest(searcher: tantivy.Searcher, query: Query, every: bool) -> int:
+    """At most how many chunks match `query`: its rarest term's (summed over its terms,
+    unless `every`), by the chunks each term of the index is in."""
+    counts = []
+    for text, prefix in query.terms:
+        words = query_tokens(text)
+        if not words:
+            continue
+        found = [searcher.doc_freq("terms", w) for w in (words[:-1] if prefix else words)]
+        found += [searcher.doc_freq("pairs", pair) for pair in cjk_pairs(words)]
+        if prefix:
+            found.append(searcher.doc_freq("prefixes", words[-1][:PREFIX_CHARS]))
+        counts.append(min(found))
+    return (min(counts) if every else sum(counts)) if counts else 0
+
+
+def _keys(p: dict[str, Any]) -> list[str]:
+    """The era keys (`era_key`) of every chunk the tenant of `p` may see when its scope is
+    ``session``: its records (in its session; also those of no session when its session is
+    empty) and the saved outputs named by its tags among them. None for the other scopes
+    and for no tenant."""
+    agent, session = p.get("t_agent"), p.get("t_session")
+    if agent is None or session is None:
+        return []
+    tags = f"{p['t_atag']}-{p['t_stag']}"
+    owners = [(agent, session), *([(agent, None)] if not session else [])]
+    return [era_key(a, s, t) for a, s in owners for t in ("", tags)]
+
+
+def _eras(schema: tantivy.Schema, eras: list[tuple[str, int]], span: int) -> tantivy.Query:
+    """The chunks of the newest `span` eras of each key of `eras` (key, its newest era)."""
+    terms = [
+        f"{key}{k}" for key, newest in eras for k in range(max(newest - span + 1, 0), newest + 1)
+    ]
+    return _any([_term(schema, "era", term) for term in terms])
+
+
+def _newest(
+    searcher: tantivy.Searcher,
+    schema: tantivy.Schema,
+    query: tantivy.Query,
+    fetch: int,
+    rarest: Callable[[], int],
+    keys: list[str],
+) -> list[tuple[float, Any]]:
+    """The best `fetch` hits of `query`; with era `keys` (a tenant's: `_keys`), only among
+    its chunks, and among the matches in the newest eras of those holding `CANDIDATES` of
+    them (all of them, when fewer match).
+
+    Tantivy intersects a query's clauses led by the one with the fewest postings and scores
+    each chunk it lands on; it skips postings by their best scores (block-max WAND) only in
+    a disjunction. So a word in most chunks, a prefix or a phrase of common characters cost a
+    tenant every chunk of its own, all its history, and more with its boundary as clauses
+    (owner, kind, the tags of an output) tested at each. Its newest eras (a few ``era``
+    terms) lead the intersection instead: sized from the query's `rarest` term to hold some
+    `CANDIDATES` matches, then widened from what they held, until they hold that many or
+    are all its eras. When fewer than twice `CANDIDATES` matches are expected, all its eras
+    are searched at once."""
+    if not keys:
+        return searcher.search(query, fetch, count=False).hits
+    eras = [(key, era) for key in keys if (era := newest_era(searcher, key)) >= 0]
+    newest = max((era for _, era in eras), default=-1)
+    if newest < 0:
+        return []
+    total = max(searcher.num_docs, 1)
+    matches = rarest() if newest else 0
+    own = sum(era + 1 for _, era in eras) * ERA_CHUNKS
+    span = math.ceil(1.25 * CANDIDATES * total / max(matches * ERA_CHUNKS, 1))
+    while True:
+        window = tantivy.Query.const_score_query(_eras(schema, eras, span), 0.0)
+        windowed = tantivy.Query.boolean_query([(_MUST, query), (_MUST, window)])
+        if span > newest or matches * own < 2 * CANDIDATES * total:
+            return searcher.search(windowed, fetch, count=False).hits
+        result = searcher.search(windowed, fetch, count=True)
+        held = int(getattr(result, "count", 0) or 0)  # not in the bindings' stub
+        if held >= CANDIDATES:
+            return result.hits
+        grown = math.ceil(1.25 * span * CANDIDATES / held) if held else 8 * span
+        span = max(2 * span, grown)
+
+
 _ROWS = (
-    "SELECT id, path, kind, line, byte_offset, agent, role, tool, args, ts FROM docs WHERE id IN"
+    "SELECT id, path, kind, line, byte_offset, agent, role, tool, args, ts, session"
+    " FROM docs WHERE id IN"
 )
+
+
+def _sees(p: dict[str, Any], path: str, kind: str, agent: str | None, session: str | None) -> bool:
+    """Whether the tenant of `p` may see a chunk of the doc (`path`, `kind`, owned by
+    `agent` in `session`): its boundary as `_filters` and `_keys` put it to the index, tested
+    again on each hit's metadata row, so that a chunk the index gave a wrong owner, era or
+    tag is never shown to another tenant."""
+    if p.get("t_agent") is None:
+        return True
+    own, in_session = p["t_session"], session if session is not None else ""
+    seen = agent == p["t_agent"] and (own is None or in_session == own)
+    if not seen and not (p["t_memory"] and kind == "memory"):
+        return False
+    if kind != "tool_result":
+        return True
+    tags = output_tags(path)
+    return tags[:16] == p["t_atag"] and (own is None or tags[17:] == p["t_stag"])
 
 
 def ranked_rows(
@@ -169,19 +287,24 @@ def ranked_rows(
         unscored = [(_MUST, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
         q = tantivy.Query.boolean_query([(_MUST, text), *unscored]) if filters else text
         searcher = index.searcher()
-        found = searcher.search(q, fetch, count=False).hits
+        rarest = partial(_rarest, searcher, query, every)
+        found = _newest(searcher, schema, q, fetch, rarest, _keys(params))
     except ValueError as exc:
         raise TextIndexError(f"text index is corrupt: {exc}") from exc
-    return _rows(db, searcher, found)
+    return _rows(db, searcher, found, params)
 
 
 def _rows(
-    db: IndexConnection, searcher: tantivy.Searcher, found: list[tuple[float, Any]]
+    db: IndexConnection,
+    searcher: tantivy.Searcher,
+    found: list[tuple[float, Any]],
+    params: dict[str, Any],
 ) -> Iterator[tuple[Any, ...]]:
     """`ranked_rows`' rows of the hits `found` (best first), read a score at a time: the
     ties' ``rowid`` fast fields and ``docs`` rows, which order them, then each chunk's stored
-    fields as its row is taken. Chunks of one length score alike: before, a search showing 5
-    hits read all 28 tied chunks from the doc store (on a cold index, 60-94 pages of it)."""
+    fields as its row is taken (a row the tenant of `params` may not see is left out:
+    `_sees`). Chunks of one length score alike: before, a search showing 5 hits read all 28
+    tied chunks from the doc store (on a cold index, 60-94 pages of it)."""
     for score, group in groupby(found, key=lambda hit: hit[0]):
         addresses = [address for _, address in group]
         try:
@@ -199,8 +322,10 @@ def _rows(
             for rowid, address in zip(rowids, addresses, strict=True)
             if rowid >> DOC_SHIFT in rows
         ]
-        ties.sort(key=lambda tie: (newest_first(tie[0][-1]), tie[1]), reverse=True)
+        ties.sort(key=lambda tie: (newest_first(tie[0][9]), tie[1]), reverse=True)
         for row, _, address in ties:
+            if not _sees(params, row[1], row[2], row[5], row[10]):
+                continue
             try:
                 doc = searcher.doc(address)
             except ValueError as exc:
@@ -208,7 +333,7 @@ def _rows(
             if row[1] != doc.get_first("path"):  # a stale chunk (see the module)
                 continue
             start, offset = doc.get_first("start_line") or 0, doc.get_first("line_offset") or 0
-            yield (-float(score), chunk_text(doc, db.root), start, offset, *row[1:])
+            yield (-float(score), chunk_text(doc, db.root), start, offset, *row[1:10])
 
 
 def _reload(db: IndexConnection) -> None:

@@ -2,12 +2,16 @@
 metadata, one per index generation (``index/tantivy-{hex}/`` beside ``search-{hex}.sqlite3``).
 
 One Tantivy document per chunk: its tokens (ours, `_search_text.tokens`: see `ANALYZER`), the
-prefixes of its words (``prefixes``: see `chunk_prefixes`), its text (stored, compressed by
+prefixes of its words (``prefixes``: see `chunk_prefixes`), its pairs of CJK characters
+(``pairs``: see `chunk_pairs`), its text (stored, compressed by
 Tantivy's doc store in blocks: the text is not kept anywhere else in the index), where it
 starts (``start_line``, ``line_offset``), and the fields a search filters on, copied from its
 ``docs`` row when the transaction commits: ``path``, ``off`` (the doc's byte offset),
 ``kind``, ``role``, ``agent``, ``session`` (the owner columns), ``tags`` (a saved output's
-tenant tags, from its name), ``ts`` (digits of the local time) and ``doc``.
+tenant tags, from its name), ``ts`` (digits of the local time) and ``doc``; and its era
+(``era``: its `era_key` and a number): which `ERA_CHUNKS` of its key's chunks it is among,
+counted as they are written (a tenant's search ranks its newest eras first, and finds what it
+may see by its keys: `_search_query`).
 
 Tantivy and SQLite commit separately; Tantivy first. A crash between the two leaves Tantivy
 documents that SQLite does not count as indexed: every indexing step deletes, before adding,
@@ -28,6 +32,7 @@ writes.
 from __future__ import annotations
 
 import functools
+import itertools
 import mmap
 import os
 import re
@@ -43,16 +48,21 @@ from ..core.search._search_text import folded
 __all__ = [
     "ANALYZER",
     "DOC_SHIFT",
+    "ERA_CHUNKS",
     "FLUSH_BYTES",
     "HEAP_BYTES",
     "NONE",
     "TextIndexError",
     "WriterBusy",
     "advise_maps",
+    "chunk_pairs",
     "chunk_prefixes",
     "chunk_terms",
     "create_index",
+    "era_key",
+    "newest_era",
     "open_index",
+    "output_tags",
     "owner_value",
     "query_tokens",
     "tighten",
@@ -77,6 +87,8 @@ _RAW = ("path", "kind", "role", "agent", "session", "tags")
 
 DOC_SHIFT = 24
 """A chunk's rowid is its doc's id << DOC_SHIFT | its number in the doc."""
+ERA_CHUNKS = 4096
+"""Chunks of one era of a key (`era_key`)."""
 
 
 class WriterBusy(Exception):
@@ -91,6 +103,7 @@ def _schema() -> tantivy.Schema:
     b = tantivy.SchemaBuilder()
     b.add_text_field("terms", tokenizer_name=_ANALYZER, index_option="position")
     b.add_text_field("prefixes", tokenizer_name="whitespace", index_option="basic")
+    b.add_text_field("pairs", tokenizer_name="whitespace", index_option="basic")
     b.add_bytes_field("body", stored=True)
     b.add_unsigned_field("rowid", stored=True, fast=True)
     b.add_unsigned_field("start_line", stored=True)
@@ -100,6 +113,7 @@ def _schema() -> tantivy.Schema:
     b.add_unsigned_field("doc", indexed=True)
     b.add_unsigned_field("off", stored=True, indexed=True)
     b.add_unsigned_field("ts", indexed=True, fast=True)
+    b.add_text_field("era", tokenizer_name="raw", index_option="basic")
     for name in _RAW:
         b.add_text_field(name, stored=name == "path", tokenizer_name="raw")
     return b.build()
@@ -109,6 +123,10 @@ _CJK_CLASS = (
     r"\x{3040}-\x{30ff}\x{3400}-\x{4dbf}\x{4e00}-\x{9fff}\x{ac00}-\x{d7af}\x{f900}-\x{faff}"
     r"\x{ff66}-\x{ff9f}\x{20000}-\x{2fa1f}\x{1100}-\x{11ff}\x{3130}-\x{318f}"
 )  # `_search_text._CJK`, and the Hangul letters a folded syllable is made of
+_CJK_PAIR = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0002fa1f\u1100-\u11ff\u3130-\u318f]{2}"
+)  # two of `_CJK_CLASS`, in Python's syntax
 ANALYZER = (
     tantivy.TextAnalyzerBuilder(
         tantivy.Tokenizer.regex(rf"[{_CJK_CLASS}]|[[\p{{L}}\p{{N}}]--[{_CJK_CLASS}]]+")
@@ -128,12 +146,26 @@ def chunk_terms(text: str) -> str:
     return text if text.isascii() else folded(text)
 
 
-def chunk_prefixes(terms: str) -> str:
-    """What the ``prefixes`` field is given for a chunk whose ``terms`` are `terms`: the
-    distinct prefixes of its tokens, of 1 to `PREFIX_CHARS` characters, a space between two
-    (a token holds no space)."""
-    words = set(ANALYZER.analyze(terms))
-    return " ".join({w[:k] for w in words for k in range(1, min(len(w), PREFIX_CHARS) + 1)})
+def chunk_prefixes(words: list[str]) -> str:
+    """What the ``prefixes`` field is given for a chunk whose ``terms`` are the tokens
+    `words`: the distinct prefixes of its tokens, of 1 to `PREFIX_CHARS` characters, a space
+    between two (a token holds no space)."""
+    return " ".join({w[:k] for w in set(words) for k in range(1, min(len(w), PREFIX_CHARS) + 1)})
+
+
+def chunk_pairs(words: list[str]) -> str:
+    """What the ``pairs`` field is given for a chunk whose ``terms`` are the tokens `words`:
+    each two tokens in a row that are CJK characters, as one term (`cjk_pairs`)."""
+    return " ".join(set(cjk_pairs(words)))
+
+
+def cjk_pairs(words: list[str]) -> list[str]:
+    """The pairs of tokens in a row of `words` that are both a CJK character (a token of its
+    own: `ANALYZER`), each as one string. A phrase of CJK characters is in a chunk only if
+    every pair of it is: a query asks for its pairs too, whose chunks are far fewer than each
+    character's (bigrams, as Lucene's ``CJKBigramFilter`` indexes them), so that they lead
+    the intersection and the phrase's positions are read in those chunks only."""
+    return [a + b for a, b in itertools.pairwise(words) if _CJK_PAIR.fullmatch(a + b)]
 
 
 def query_tokens(text: str) -> list[str]:
@@ -192,6 +224,39 @@ def ts_digits(stamp: str | None, pad: str = "0") -> int | None:
 def owner_value(value: str | None) -> str:
     """An owner column as its field holds it (`NONE` for NULL)."""
     return NONE if value is None else "=" + value
+
+
+def era_key(agent: str | None, session: str | None, tags: str = "") -> str:
+    """The key of the eras of a chunk's owner (the owner columns, `agent`, `session`) and,
+    for a saved output, its name's tenant tags (`tags`, ``"<agent tag>-<session tag>"``):
+    the chunks a ``session``-scope tenant sees are those of its keys (`_search_query`)."""
+    return f"{owner_value(agent)}\x1f{owner_value(session)}\x1f{tags}\x1f"
+
+
+def output_tags(path: str) -> str:
+    """The tenant tags in a saved output's name (``tool_result/<agent tag>-<session tag>-...``),
+    as `era_key` takes them."""
+    return path[12:45]
+
+
+def newest_era(searcher: tantivy.Searcher, key: str) -> int:
+    """The newest era the index holds of `key` (`era_key`); -1 for none. Eras are filled in
+    turn, so it is found by whether each era's term has chunks, doubling then halving (some
+    2 log2(eras) term lookups)."""
+
+    def held(era: int) -> bool:
+        return searcher.doc_freq("era", f"{key}{era}") > 0
+
+    if not held(0):
+        return -1
+    high = 1
+    while held(high):
+        high *= 2
+    low = high // 2  # held(low), not held(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if held(middle) else (low, middle)
+    return low
 
 
 _MAPS = Path("/proc/self/maps")

@@ -20,13 +20,19 @@ import tantivy
 
 from ..core.search._search_text import Chunk
 from ._search_tantivy import (
+    ANALYZER,
     DOC_SHIFT,
+    ERA_CHUNKS,
     HEAP_BYTES,
     TextIndexError,
     WriterBusy,
     advise_maps,
+    chunk_pairs,
     chunk_prefixes,
     chunk_terms,
+    era_key,
+    newest_era,
+    output_tags,
     owner_value,
     tighten,
     ts_digits,
@@ -141,12 +147,15 @@ class TextBatch:
         writer = _writer(index, deadline)
         advise_maps(self.index_dir, random=False)  # a merge reads its segments in order
         try:
+            index.reload()  # what the index holds now (its writer is ours)
+            eras = _Eras(index.searcher())
             for path, off in deletes:
                 writer.delete_documents_by_query(_path_query(schema, path, off))
             for path in refresh:
                 writer.delete_documents_by_term("path", path)
             for add, row in _with_rows(db, adds):
-                writer.add_document(_document(add, row))
+                tags = output_tags(row[1]) if row[2] == "tool_result" else ""
+                writer.add_document(_document(add, row, eras.next(era_key(row[4], row[5], tags))))
             writer.commit()
         except BaseException:
             writer.rollback()
@@ -156,6 +165,25 @@ class TextBatch:
             _collect(index, self.index_dir)
             advise_maps(self.index_dir)  # the reader's maps, the merged segments' too
             tighten(self.index_dir)
+
+
+@dataclass
+class _Eras:
+    """The ``era`` term of each chunk written: its key's (`era_key`) newest era, until that
+    holds `ERA_CHUNKS` chunks (deleted ones count until a merge drops them), then the next."""
+
+    searcher: tantivy.Searcher
+    keys: dict[str, list[int]] = field(default_factory=dict)
+
+    def next(self, key: str) -> str:
+        at = self.keys.get(key)
+        if at is None:
+            era = max(newest_era(self.searcher, key), 0)
+            at = self.keys[key] = [era, self.searcher.doc_freq("era", f"{key}{era}")]
+        if at[1] >= ERA_CHUNKS:
+            at[0], at[1] = at[0] + 1, 0
+        at[1] += 1
+        return f"{key}{at[0]}"
 
 
 def _collect(index: tantivy.Index, index_dir: Path) -> None:
@@ -298,12 +326,15 @@ def _with_rows(
                 yield add, row
 
 
-def _document(add: _Add, row: tuple[Any, ...]) -> tantivy.Document:
+def _document(add: _Add, row: tuple[Any, ...], era: str) -> tantivy.Document:
     doc_id, path, kind, off, agent, session, role, ts = row
     doc = tantivy.Document()
     terms = chunk_terms(add.text)
     doc.add_text("terms", terms)
-    doc.add_text("prefixes", chunk_prefixes(terms))
+    words = ANALYZER.analyze(terms)
+    doc.add_text("prefixes", chunk_prefixes(words))
+    if not terms.isascii():
+        doc.add_text("pairs", chunk_pairs(words))
     if add.at is None:
         doc.add_bytes("body", zlib.compress(add.text.encode("utf-8", "replace"), 6))
     else:
@@ -319,6 +350,7 @@ def _document(add: _Add, row: tuple[Any, ...]) -> tantivy.Document:
         ("agent", owner_value(agent)), ("session", owner_value(session)),
     ):  # fmt: skip
         doc.add_text(name, value)
+    doc.add_text("era", era)
     if kind == "tool_result":  # tool_result/<agent tag>-<session tag>-...
         doc.add_text("tags", "a:" + path[12:28])
         doc.add_text("tags", "s:" + path[29:45])
