@@ -1,7 +1,8 @@
-"""The local search ranks the newest matches (issue 30): when many chunks match, a window of
-the newest eras holding `CANDIDATES` of them is ranked, not the whole history; when few
-match, every one is, as before. The eras and the candidates are made small here, so that a
-few messages cover many eras."""
+"""A tenant's local search ranks its newest matches (issue 30): when many of its chunks
+match, a window of its newest eras holding `CANDIDATES` of them is ranked, not its whole
+history; when few match, every one is, as before. Its eras' keys are its boundary, checked
+again on each hit. A CJK phrase asks for its pairs. The eras and the candidates are made
+small here, so that a few messages cover many eras."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ async def test_many_matches_rank_the_newest_window_few_rank_all(tmp_path: Path) 
 
 
 async def test_a_tenant_with_few_matches_among_many_finds_all_its_own(tmp_path: Path) -> None:
-    """Bob's 300 newer matches fill every window but the whole index: Alice's search
-    widens to it and finds her three."""
+    """Bob's 300 newer matches are in his own eras, not in Alice's: her search finds her
+    three, and his his newest."""
     with small_eras(16, 20):
         index = SearchIndex(tmp_path)
         await append(index, "alice", [(f"kiwi alice {n}", n) for n in range(3)])
