@@ -40,6 +40,7 @@ from ._search_tantivy import (
     advise_maps,
     cjk_pairs,
     era_key,
+    era_term,
     newest_era,
     output_tags,
     owner_value,
@@ -112,16 +113,16 @@ def _prefix(schema: tantivy.Schema, word: str) -> tantivy.Query:
 
 
 def _filters(
-    db: sqlite3.Connection, schema: tantivy.Schema, p: dict[str, Any]
+    db: sqlite3.Connection, schema: tantivy.Schema, p: dict[str, Any], keyed: bool
 ) -> list[tantivy.Query] | None:
-    """The filter clauses of `p` (`None`: nothing can match); for a tenant of the ``session``
-    scope, none of the tenant's: its eras' keys are (`_keys`)."""
+    """The filter clauses of `p` (`None`: nothing can match); none of the tenant's when it
+    is `keyed` (``session`` scope: its eras' keys are its boundary, `_keys`)."""
     out: list[tantivy.Query] = []
     if p.get("agent"):
         out.append(_any([_term(schema, "agent", "=" + p["agent"]), _term(schema, "agent", NONE)]))
     if p.get("session") is not None:
         out.append(_term(schema, "session", owner_value(p["session"])))
-    if p.get("t_agent") is not None and not _keys(p):
+    if p.get("t_agent") is not None and not keyed:
         owned = [_term(schema, "agent", "=" + p["t_agent"])]
         if p["t_session"] is not None:
             sessions = [_term(schema, "session", "=" + p["t_session"])]
@@ -181,15 +182,17 @@ def _keys(p: dict[str, Any]) -> list[str]:
     agent, session = p.get("t_agent"), p.get("t_session")
     if agent is None or session is None:
         return []
-    tags = f"{p['t_atag']}-{p['t_stag']}"
     owners = [(agent, session), *([(agent, None)] if not session else [])]
-    return [era_key(a, s, t) for a, s in owners for t in ("", tags)]
+    tags = (p["t_atag"], p["t_stag"])
+    return [era_key(a, s, t) for a, s in owners for t in (None, tags)]
 
 
 def _eras(schema: tantivy.Schema, eras: list[tuple[str, int]], span: int) -> tantivy.Query:
     """The chunks of the newest `span` eras of each key of `eras` (key, its newest era)."""
     terms = [
-        f"{key}{k}" for key, newest in eras for k in range(max(newest - span + 1, 0), newest + 1)
+        era_term(key, k)
+        for key, newest in eras
+        for k in range(max(newest - span + 1, 0), newest + 1)
     ]
     return _any([_term(schema, "era", term) for term in terms])
 
@@ -257,8 +260,8 @@ def _sees(p: dict[str, Any], path: str, kind: str, agent: str | None, session: s
         return False
     if kind != "tool_result":
         return True
-    tags = output_tags(path)
-    return tags[:16] == p["t_atag"] and (own is None or tags[17:] == p["t_stag"])
+    atag, stag = output_tags(path)
+    return atag == p["t_atag"] and (own is None or stag == p["t_stag"])
 
 
 def ranked_rows(
@@ -281,14 +284,15 @@ def ranked_rows(
         _reload(db)
         schema = index.schema
         text = _text_query(schema, query, every)
-        filters = _filters(db, schema, params)
+        keys = _keys(params)
+        filters = _filters(db, schema, params, bool(keys))
         if text is None or filters is None:
             return iter(())
         unscored = [(_MUST, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
         q = tantivy.Query.boolean_query([(_MUST, text), *unscored]) if filters else text
         searcher = index.searcher()
         rarest = partial(_rarest, searcher, query, every)
-        found = _newest(searcher, schema, q, fetch, rarest, _keys(params))
+        found = _newest(searcher, schema, q, fetch, rarest, keys)
     except ValueError as exc:
         raise TextIndexError(f"text index is corrupt: {exc}") from exc
     return _rows(db, searcher, found, params)

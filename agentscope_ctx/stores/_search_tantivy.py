@@ -43,7 +43,7 @@ from typing import Any
 
 import tantivy
 
-from ..core.search._search_text import folded
+from ..core.search._search_text import _CJK, folded
 
 __all__ = [
     "ANALYZER",
@@ -60,6 +60,7 @@ __all__ = [
     "chunk_terms",
     "create_index",
     "era_key",
+    "era_term",
     "newest_era",
     "open_index",
     "output_tags",
@@ -123,10 +124,8 @@ _CJK_CLASS = (
     r"\x{3040}-\x{30ff}\x{3400}-\x{4dbf}\x{4e00}-\x{9fff}\x{ac00}-\x{d7af}\x{f900}-\x{faff}"
     r"\x{ff66}-\x{ff9f}\x{20000}-\x{2fa1f}\x{1100}-\x{11ff}\x{3130}-\x{318f}"
 )  # `_search_text._CJK`, and the Hangul letters a folded syllable is made of
-_CJK_PAIR = re.compile(
-    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-    "\U00020000-\U0002fa1f\u1100-\u11ff\u3130-\u318f]{2}"
-)  # two of `_CJK_CLASS`, in Python's syntax
+_CJK_PAIR = re.compile(f"(?:{_CJK}|[\u1100-\u11ff\u3130-\u318f]){{2}}")
+"""Two characters of `_CJK_CLASS` (`_search_text._CJK` and the Hangul letters)."""
 ANALYZER = (
     tantivy.TextAnalyzerBuilder(
         tantivy.Tokenizer.regex(rf"[{_CJK_CLASS}]|[[\p{{L}}\p{{N}}]--[{_CJK_CLASS}]]+")
@@ -226,17 +225,22 @@ def owner_value(value: str | None) -> str:
     return NONE if value is None else "=" + value
 
 
-def era_key(agent: str | None, session: str | None, tags: str = "") -> str:
+def era_key(agent: str | None, session: str | None, tags: tuple[str, str] | None = None) -> str:
     """The key of the eras of a chunk's owner (the owner columns, `agent`, `session`) and,
-    for a saved output, its name's tenant tags (`tags`, ``"<agent tag>-<session tag>"``):
-    the chunks a ``session``-scope tenant sees are those of its keys (`_search_query`)."""
-    return f"{owner_value(agent)}\x1f{owner_value(session)}\x1f{tags}\x1f"
+    for a saved output, its name's tenant tags (`tags`: `output_tags`): the chunks a
+    ``session``-scope tenant sees are those of its keys (`_search_query`)."""
+    return f"{owner_value(agent)}\x1f{owner_value(session)}\x1f{'-'.join(tags or ())}\x1f"
 
 
-def output_tags(path: str) -> str:
-    """The tenant tags in a saved output's name (``tool_result/<agent tag>-<session tag>-...``),
-    as `era_key` takes them."""
-    return path[12:45]
+def era_term(key: str, era: int) -> str:
+    """The ``era`` term of the chunks of `key` (`era_key`) in its era `era`."""
+    return f"{key}{era}"
+
+
+def output_tags(path: str) -> tuple[str, str]:
+    """The tenant tags (agent's, session's) in a saved output's name
+    (``tool_result/<agent tag>-<session tag>-...``)."""
+    return path[12:28], path[29:45]
 
 
 def newest_era(searcher: tantivy.Searcher, key: str) -> int:
@@ -245,7 +249,7 @@ def newest_era(searcher: tantivy.Searcher, key: str) -> int:
     2 log2(eras) term lookups)."""
 
     def held(era: int) -> bool:
-        return searcher.doc_freq("era", f"{key}{era}") > 0
+        return searcher.doc_freq("era", era_term(key, era)) > 0
 
     if not held(0):
         return -1

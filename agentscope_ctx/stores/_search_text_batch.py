@@ -31,6 +31,7 @@ from ._search_tantivy import (
     chunk_prefixes,
     chunk_terms,
     era_key,
+    era_term,
     newest_era,
     output_tags,
     owner_value,
@@ -154,8 +155,7 @@ class TextBatch:
             for path in refresh:
                 writer.delete_documents_by_term("path", path)
             for add, row in _with_rows(db, adds):
-                tags = output_tags(row[1]) if row[2] == "tool_result" else ""
-                writer.add_document(_document(add, row, eras.next(era_key(row[4], row[5], tags))))
+                writer.add_document(_document(add, row, eras))
             writer.commit()
         except BaseException:
             writer.rollback()
@@ -179,11 +179,11 @@ class _Eras:
         at = self.keys.get(key)
         if at is None:
             era = max(newest_era(self.searcher, key), 0)
-            at = self.keys[key] = [era, self.searcher.doc_freq("era", f"{key}{era}")]
+            at = self.keys[key] = [era, self.searcher.doc_freq("era", era_term(key, era))]
         if at[1] >= ERA_CHUNKS:
             at[0], at[1] = at[0] + 1, 0
         at[1] += 1
-        return f"{key}{at[0]}"
+        return era_term(key, at[0])
 
 
 def _collect(index: tantivy.Index, index_dir: Path) -> None:
@@ -326,7 +326,7 @@ def _with_rows(
                 yield add, row
 
 
-def _document(add: _Add, row: tuple[Any, ...], era: str) -> tantivy.Document:
+def _document(add: _Add, row: tuple[Any, ...], eras: _Eras) -> tantivy.Document:
     doc_id, path, kind, off, agent, session, role, ts = row
     doc = tantivy.Document()
     terms = chunk_terms(add.text)
@@ -350,10 +350,11 @@ def _document(add: _Add, row: tuple[Any, ...], era: str) -> tantivy.Document:
         ("agent", owner_value(agent)), ("session", owner_value(session)),
     ):  # fmt: skip
         doc.add_text(name, value)
-    doc.add_text("era", era)
-    if kind == "tool_result":  # tool_result/<agent tag>-<session tag>-...
-        doc.add_text("tags", "a:" + path[12:28])
-        doc.add_text("tags", "s:" + path[29:45])
+    tags = output_tags(path) if kind == "tool_result" else None
+    if tags is not None:
+        doc.add_text("tags", "a:" + tags[0])
+        doc.add_text("tags", "s:" + tags[1])
+    doc.add_text("era", eras.next(era_key(agent, session, tags)))
     stamp = ts_digits(ts)
     if stamp is not None:
         doc.add_unsigned("ts", stamp)

@@ -133,7 +133,9 @@ async def test_an_owners_eras_fill_in_turn_across_writes(tmp_path: Path) -> None
             searcher = reader.searcher()
             counts = {
                 agent: [
-                    searcher.doc_freq("era", search_tantivy.era_key(agent, "s1") + str(era))
+                    searcher.doc_freq(
+                        "era", search_tantivy.era_term(search_tantivy.era_key(agent, "s1"), era)
+                    )
                     for era in range(5)
                 ]
                 for agent in ("alice", "bob")
@@ -155,7 +157,7 @@ async def test_a_chunk_filed_under_another_owners_eras_is_never_shown(
     metadata row, so a chunk the index filed under the wrong key (here: every record under
     Alice's) is still not shown to her."""
     real = search_text_batch.era_key
-    monkeypatch.setattr(search_text_batch, "era_key", lambda a, s, t="": real("alice", "s1", t))
+    monkeypatch.setattr(search_text_batch, "era_key", lambda a, s, t=None: real("alice", "s1", t))
     index = SearchIndex(tmp_path)
     try:
         await append(index, "bob", [("bob's secret quokka", 0)])
