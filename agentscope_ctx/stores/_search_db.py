@@ -84,7 +84,8 @@ __all__ = [
 
 logger = logging.getLogger("agentscope_ctx")
 
-SCHEMA_VERSION = 4  # 3: the text index's ``prefixes`` field; 4: its ``era`` and ``pairs``
+SCHEMA_VERSION = 5  # 3: the text index's ``prefixes`` field; 4: its ``era`` and ``pairs``; 5: an
+# owner's records and outputs in one era key
 # fields (an older index is made again)
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
 _SCHEMA = f"""

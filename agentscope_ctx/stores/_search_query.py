@@ -43,6 +43,7 @@ from ._search_tantivy import (
     era_term,
     newest_era,
     output_tags,
+    own_tags,
     owner_value,
     query_tokens,
     ts_digits,
@@ -176,15 +177,18 @@ def _rarest(searcher: tantivy.Searcher, query: Query, every: bool) -> int:
 
 def _keys(p: dict[str, Any]) -> list[str]:
     """The era keys (`era_key`) of every chunk the tenant of `p` may see when its scope is
-    ``session``: its records (in its session; also those of no session when its session is
-    empty) and the saved outputs named by its tags among them. None for the other scopes
-    and for no tenant."""
+    ``session``: those of its owners (itself; also no session when its session is empty:
+    their records and the outputs named by their own tags, `chunk_era_key`). None for the
+    other scopes, for no tenant, and for a tenant whose tags are not its owners' own (an
+    owner whose stored text differs from the tenant's: a lone surrogate), whose boundary is
+    then put to the index by its clauses (`_filters`)."""
     agent, session = p.get("t_agent"), p.get("t_session")
     if agent is None or session is None:
         return []
     owners = [(agent, session), *([(agent, None)] if not session else [])]
-    tags = (p["t_atag"], p["t_stag"])
-    return [era_key(a, s, t) for a, s in owners for t in (None, tags)]
+    if any(own_tags(a, s) != (p["t_atag"], p["t_stag"]) for a, s in owners):
+        return []
+    return [era_key(a, s) for a, s in owners]
 
 
 def _eras(schema: tantivy.Schema, eras: list[tuple[str, int]], span: int) -> tantivy.Query:
@@ -304,18 +308,19 @@ def _rows(
     found: list[tuple[float, Any]],
     params: dict[str, Any],
 ) -> Iterator[tuple[Any, ...]]:
-    """`ranked_rows`' rows of the hits `found` (best first), read a score at a time: the
-    ties' ``rowid`` fast fields and ``docs`` rows, which order them, then each chunk's stored
-    fields as its row is taken (a row the tenant of `params` may not see is left out:
+    """`ranked_rows`' rows of the hits `found` (best first): their ``rowid`` fast fields at
+    once, then a score at a time the ties' ``docs`` rows, which order them, then each chunk's
+    stored fields as its row is taken (a row the tenant of `params` may not see is left out:
     `_sees`). Chunks of one length score alike: before, a search showing 5 hits read all 28
     tied chunks from the doc store (on a cold index, 60-94 pages of it)."""
-    for score, group in groupby(found, key=lambda hit: hit[0]):
-        addresses = [address for _, address in group]
-        try:
-            rowids = [int(r or 0) for r in searcher.fast_field_values("rowid", addresses)]
-        except ValueError as exc:
-            raise TextIndexError(f"text index is corrupt: {exc}") from exc
-        ids = sorted({rowid >> DOC_SHIFT for rowid in rowids})
+    try:  # at once: the bindings open the column of every segment at each call
+        rowids = [int(r or 0) for r in searcher.fast_field_values("rowid", [a for _, a in found])]
+    except ValueError as exc:
+        raise TextIndexError(f"text index is corrupt: {exc}") from exc
+    hits = [(score, rowid, address) for (score, address), rowid in zip(found, rowids, strict=True)]
+    for score, group in groupby(hits, key=lambda hit: hit[0]):
+        tied = [(rowid, address) for _, rowid, address in group]
+        ids = sorted({rowid >> DOC_SHIFT for rowid, _ in tied})
         rows = {}
         for at in range(0, len(ids), 500):
             part = ids[at : at + 500]
@@ -323,7 +328,7 @@ def _rows(
             rows.update({r[0]: r for r in db.execute(f"{_ROWS} ({marks})", part)})
         ties = [
             (rows[rowid >> DOC_SHIFT], rowid, address)
-            for rowid, address in zip(rowids, addresses, strict=True)
+            for rowid, address in tied
             if rowid >> DOC_SHIFT in rows
         ]
         ties.sort(key=lambda tie: (newest_first(tie[0][9]), tie[1]), reverse=True)

@@ -43,6 +43,7 @@ from typing import Any
 
 import tantivy
 
+from ..core._tenant import owner_tag
 from ..core.search._search_text import _CJK, folded
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "TextIndexError",
     "WriterBusy",
     "advise_maps",
+    "chunk_era_key",
     "chunk_pairs",
     "chunk_prefixes",
     "chunk_terms",
@@ -64,6 +66,7 @@ __all__ = [
     "newest_era",
     "open_index",
     "output_tags",
+    "own_tags",
     "owner_value",
     "query_tokens",
     "tighten",
@@ -226,10 +229,30 @@ def owner_value(value: str | None) -> str:
 
 
 def era_key(agent: str | None, session: str | None, tags: tuple[str, str] | None = None) -> str:
-    """The key of the eras of a chunk's owner (the owner columns, `agent`, `session`) and,
-    for a saved output, its name's tenant tags (`tags`: `output_tags`): the chunks a
+    """The key of the eras of the chunks of an owner (the owner columns, `agent`, `session`):
+    its records and the saved outputs named by its own tags, in the order they are written;
+    with `tags` (`output_tags`), its saved outputs named by other tags. The chunks a
     ``session``-scope tenant sees are those of its keys (`_search_query`)."""
     return f"{owner_value(agent)}\x1f{owner_value(session)}\x1f{'-'.join(tags or ())}\x1f"
+
+
+def own_tags(agent: str, session: str | None) -> tuple[str, str]:
+    """The tenant tags (`output_tags`) of the outputs the owner (`agent`, `session`: as
+    stored) names by its own: those of its tenant (`Tenant.tags`; no session is ``""``)."""
+    return owner_tag(agent), owner_tag(session or "")
+
+
+def chunk_era_key(kind: str, path: str, agent: str | None, session: str | None) -> str:
+    """The era key (`era_key`) of a chunk of the doc (`kind`, `path`) owned by `agent` in
+    `session`: its owner's, with its name's tags when it is a saved output named by tags
+    other than its owner's own (`own_tags`). So an owner's records and outputs are counted
+    in one key, in the order written, and a tenant's newest eras are its newest chunks."""
+    if kind != "tool_result":
+        return era_key(agent, session)
+    tags = output_tags(path)
+    if agent is not None and tags == own_tags(agent, session):
+        return era_key(agent, session)
+    return era_key(agent, session, tags)
 
 
 def era_term(key: str, era: int) -> str:

@@ -27,10 +27,10 @@ from ._search_tantivy import (
     TextIndexError,
     WriterBusy,
     advise_maps,
+    chunk_era_key,
     chunk_pairs,
     chunk_prefixes,
     chunk_terms,
-    era_key,
     era_term,
     newest_era,
     output_tags,
@@ -354,7 +354,7 @@ def _document(add: _Add, row: tuple[Any, ...], eras: _Eras) -> tantivy.Document:
     if tags is not None:
         doc.add_text("tags", "a:" + tags[0])
         doc.add_text("tags", "s:" + tags[1])
-    doc.add_text("era", eras.next(era_key(agent, session, tags)))
+    doc.add_text("era", eras.next(chunk_era_key(kind, path, agent, session)))
     stamp = ts_digits(ts)
     if stamp is not None:
         doc.add_unsigned("ts", stamp)

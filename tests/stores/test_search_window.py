@@ -21,8 +21,10 @@ import agentscope_ctx.stores._search_tantivy as search_tantivy
 import agentscope_ctx.stores._search_text_batch as search_text_batch
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._tenant import Tenant
+from agentscope_ctx.core.search._search_text import storable
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import Filters, SearchIndex
+from agentscope_ctx.stores._tool_results import ToolResultStore
 
 ALICE = Filters(tenant=Tenant.of("alice", "s1"))
 
@@ -76,6 +78,80 @@ async def test_a_tenant_with_few_matches_among_many_finds_all_its_own(tmp_path: 
         hits = index.search("kiwi", ALICE, limit=5).hits
         assert sorted(h.lines[0][1] for h in hits) == [f"kiwi alice {n}" for n in range(3)]
         assert len(index.search("kiwi", Filters(tenant=Tenant.of("bob", "s1"))).hits) == 5
+
+
+def save(index: SearchIndex, text: str, agent: str, tags_of: str | None = None) -> Path:
+    """Save `text` as an output of `agent` in ``s1``, named by the tags of `tags_of`'s."""
+    store = ToolResultStore(
+        index.root,
+        7,
+        on_saved=lambda p: index.output_saved(p, agent=agent, session="s1"),
+        owner=(tags_of or agent, "s1"),
+    )
+    return store.save(text)
+
+
+async def test_a_tenants_newest_window_is_its_newest_chunks_records_and_outputs(
+    tmp_path: Path,
+) -> None:
+    """An owner's records and its saved outputs are counted in one key's eras, in the order
+    written: a tenant's newest eras are its newest chunks, whether records or outputs (when
+    they were counted apart, its newest window held its newest records however old they
+    were beside its outputs)."""
+    with small_eras(16, 20):
+        index = SearchIndex(tmp_path)
+        try:
+            await append(index, "alice", [("kiwi kiwi kiwi kiwi emu", 0)])  # the best, oldest
+            index.catch_up()
+            save(index, "".join(f"kiwi line {n}\n" for n in range(480)), "alice")  # 30 chunks
+            hits = index.search("kiwi", ALICE, limit=1).hits
+            assert hits and hits[0].path.parent.name == "tool_result"
+            assert "emu" in index.search("kiwi emu", ALICE, limit=1).hits[0].lines[0][1]
+            searcher = search_tantivy.open_index(
+                next((tmp_path / "index").glob("tantivy-*"))
+            ).searcher()
+            key = search_tantivy.era_key("alice", "s1")
+            counts = [searcher.doc_freq("era", search_tantivy.era_term(key, k)) for k in range(3)]
+            assert counts == [16, 15, 0]  # the record and the output's 30 chunks
+        finally:
+            index.close()
+
+
+async def test_outputs_named_by_other_tags_are_in_their_own_eras(tmp_path: Path) -> None:
+    """An output its owner did not name by its own tags (another tenant's name on it) is in
+    a key of its own: no tenant's window holds it, and its owner does not see it."""
+    with small_eras(16, 20):
+        index = SearchIndex(tmp_path)
+        try:
+            save(index, "quokka in a misnamed output\n", "alice", tags_of="bob")
+            save(index, "quokka in her own output\n", "alice")
+            hits = index.search("quokka", ALICE).hits
+            assert [h.lines[0][1] for h in hits] == ["quokka in her own output"]
+            bob = Filters(tenant=Tenant.of("bob", "s1"))
+            assert index.search("quokka", bob).hits == []  # not his either: alice owns it
+            assert len(index.search("quokka").hits) == 2  # the operator's search sees both
+        finally:
+            index.close()
+
+
+async def test_an_owner_stored_other_than_its_tenant_is_searched_by_clauses(
+    tmp_path: Path,
+) -> None:
+    """A tenant whose agent key holds a lone surrogate is stored with U+FFFD in its place, so
+    its tags are not its stored owner's own: its boundary goes to the index as clauses, and
+    it finds its records and its outputs."""
+    odd = "al\udc80ice"
+    tenant = Filters(tenant=Tenant.of(odd, "s1"))
+    assert search_query._keys(search_query.tenant_params(tenant.tenant, storable)) == []
+    index = SearchIndex(tmp_path)
+    try:
+        await append(index, odd, [("quokka record", 0)])
+        save(index, "quokka output\n", odd)
+        found = sorted(h.lines[0][1] for h in index.search("quokka", tenant).hits)
+        assert found == ["quokka output", "quokka record"]
+        assert index.search("quokka", ALICE).hits == []
+    finally:
+        index.close()
 
 
 def _search(index: SearchIndex, query: str, candidates: int) -> list[tuple[str, str]]:
@@ -156,8 +232,10 @@ async def test_a_chunk_filed_under_another_owners_eras_is_never_shown(
     """A tenant's search finds its chunks by its eras' keys; each hit is checked again on its
     metadata row, so a chunk the index filed under the wrong key (here: every record under
     Alice's) is still not shown to her."""
-    real = search_text_batch.era_key
-    monkeypatch.setattr(search_text_batch, "era_key", lambda a, s, t=None: real("alice", "s1", t))
+    real = search_text_batch.chunk_era_key
+    monkeypatch.setattr(
+        search_text_batch, "chunk_era_key", lambda kind, path, a, s: real(kind, path, "alice", "s1")
+    )
     index = SearchIndex(tmp_path)
     try:
         await append(index, "bob", [("bob's secret quokka", 0)])
