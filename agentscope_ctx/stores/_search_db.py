@@ -84,9 +84,9 @@ __all__ = [
 
 logger = logging.getLogger("agentscope_ctx")
 
-SCHEMA_VERSION = 5  # 3: the text index's ``prefixes`` field; 4: its ``era`` and ``pairs``; 5: an
-# owner's records and outputs in one era key
-# fields (an older index is made again)
+SCHEMA_VERSION = 5  # 3: the text index's ``prefixes`` field; 4: its ``era`` and ``pairs``
+# fields; 5: an owner's records and outputs in one era key, and its ``key`` field (an older
+# index is made again)
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
 _SCHEMA = f"""
 CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,

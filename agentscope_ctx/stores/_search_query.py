@@ -61,8 +61,11 @@ history: see `_newest`."""
 _MUST, _SHOULD = tantivy.Occur.Must, tantivy.Occur.Should
 
 
-def _term(schema: tantivy.Schema, name: str, value: str) -> tantivy.Query:
-    return tantivy.Query.term_query(schema, name, value)
+def _term(schema: tantivy.Schema, name: str, value: str, scored: bool = False) -> tantivy.Query:
+    """The chunks holding the term `value` of the field `name`; read for its BM25 score when
+    `scored` (its frequencies), else only which chunks (the bindings' default reads its
+    positions too: a page of them per segment, from the disk when cold)."""
+    return tantivy.Query.term_query(schema, name, value, "freq" if scored else "basic")
 
 
 def _any(queries: list[tantivy.Query]) -> tantivy.Query:
@@ -92,7 +95,7 @@ def _text_query(schema: tantivy.Schema, query: Query, every: bool) -> tantivy.Qu
         elif prefix:
             parts.append(tantivy.Query.phrase_prefix_query(schema, "terms", words))
         elif len(words) == 1:
-            parts.append(_term(schema, "terms", str(words[0])))
+            parts.append(_term(schema, "terms", str(words[0]), scored=True))
         else:
             phrase = tantivy.Query.phrase_query(schema, "terms", words)
             pairs = [_term(schema, "pairs", pair) for pair in cjk_pairs(list(map(str, words)))]
@@ -192,13 +195,18 @@ def _keys(p: dict[str, Any]) -> list[str]:
 
 
 def _eras(schema: tantivy.Schema, eras: list[tuple[str, int]], span: int) -> tantivy.Query:
-    """The chunks of the newest `span` eras of each key of `eras` (key, its newest era)."""
-    terms = [
-        era_term(key, k)
-        for key, newest in eras
-        for k in range(max(newest - span + 1, 0), newest + 1)
-    ]
-    return _any([_term(schema, "era", term) for term in terms])
+    """The chunks of the newest `span` eras of each key of `eras` (key, its newest era); of a
+    key whose eras are all in the span, by its ``key`` term: one posting list, not one per
+    era (a union of them costs more the more eras its key has)."""
+    terms: list[tantivy.Query] = []
+    for key, newest in eras:
+        if span > newest:
+            terms.append(_term(schema, "key", key))
+        else:
+            terms += [
+                _term(schema, "era", era_term(key, k)) for k in range(newest - span + 1, newest + 1)
+            ]
+    return _any(terms)
 
 
 def _newest(
@@ -231,11 +239,14 @@ def _newest(
     total = max(searcher.num_docs, 1)
     matches = rarest() if newest else 0
     own = sum(era + 1 for _, era in eras) * ERA_CHUNKS
-    span = math.ceil(1.25 * CANDIDATES * total / max(matches * ERA_CHUNKS, 1))
+    if matches * own < 2 * CANDIDATES * total:  # few expected: all of its eras at once
+        span = newest + 1
+    else:
+        span = math.ceil(1.25 * CANDIDATES * total / max(matches * ERA_CHUNKS, 1))
     while True:
         window = tantivy.Query.const_score_query(_eras(schema, eras, span), 0.0)
         windowed = tantivy.Query.boolean_query([(_MUST, query), (_MUST, window)])
-        if span > newest or matches * own < 2 * CANDIDATES * total:
+        if span > newest:
             return searcher.search(windowed, fetch, count=False).hits
         result = searcher.search(windowed, fetch, count=True)
         held = int(getattr(result, "count", 0) or 0)  # not in the bindings' stub

@@ -35,6 +35,7 @@ from ._search_tantivy import (
     newest_era,
     output_tags,
     owner_value,
+    preload,
     tighten,
     ts_digits,
 )
@@ -164,6 +165,7 @@ class TextBatch:
             writer.wait_merging_threads()
             _collect(index, self.index_dir)
             advise_maps(self.index_dir)  # the reader's maps, the merged segments' too
+            preload(self.index_dir)
             tighten(self.index_dir)
 
 
@@ -354,7 +356,9 @@ def _document(add: _Add, row: tuple[Any, ...], eras: _Eras) -> tantivy.Document:
     if tags is not None:
         doc.add_text("tags", "a:" + tags[0])
         doc.add_text("tags", "s:" + tags[1])
-    doc.add_text("era", eras.next(chunk_era_key(kind, path, agent, session)))
+    key = chunk_era_key(kind, path, agent, session)
+    doc.add_text("key", key)
+    doc.add_text("era", eras.next(key))
     stamp = ts_digits(ts)
     if stamp is not None:
         doc.add_unsigned("ts", stamp)

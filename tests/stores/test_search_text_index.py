@@ -18,11 +18,18 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import agentscope_ctx.stores._search_db as search_db
+import agentscope_ctx.stores._search_tantivy as search_tantivy
 import agentscope_ctx.stores._search_text_batch as batch_module
 from agentscope_ctx.core.search._index_pieces import piece_lines
 from agentscope_ctx.core.search._search_text import chunk_lines, tokens
 from agentscope_ctx.stores._search import Filters, SearchIndex
-from agentscope_ctx.stores._search_tantivy import ANALYZER, chunk_terms, query_tokens
+from agentscope_ctx.stores._search_tantivy import (
+    ANALYZER,
+    PRELOAD,
+    chunk_terms,
+    preload,
+    query_tokens,
+)
 from agentscope_ctx.stores._search_text_batch import locate
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
@@ -345,3 +352,36 @@ def test_a_search_reads_the_index_at_random_and_a_merge_in_order(
     flags = [f for each in maps.values() for f in each]
     assert flags and all(" rr" in f for f in flags), maps
     index.close()
+
+
+def test_each_commit_asks_for_the_files_every_search_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After each commit the writer asks the kernel to read the segments' term dictionaries,
+    field norms and fast fields into the page cache (`preload`), the newest segment's first,
+    within `PRELOAD_BYTES`; their postings, positions and stored texts are left to the
+    searches that read them."""
+    asked: list[int] = []
+    real = batch_module.preload
+    monkeypatch.setattr(batch_module, "preload", lambda path: asked.append(real(path)) or 0)
+    index = SearchIndex(tmp_path)
+    try:
+        save(index, "the first serval\n")
+        assert len(index.search("serval").hits) == 1
+        save(index, "a second serval\n")
+        assert len(index.search("serval").hits) == 2
+        files = [p for p in text_dir(tmp_path).iterdir() if p.name.endswith(PRELOAD)]
+        assert {p.suffix for p in files} == set(PRELOAD)
+        assert len(asked) >= 2 and asked[-1] == sum(p.stat().st_size for p in files) > 0
+        segments: dict[str, list[Path]] = {}
+        for path in files:
+            segments.setdefault(path.stem, []).append(path)
+        assert len(segments) == 2
+        newest = max(segments.values(), key=lambda each: max(p.stat().st_mtime for p in each))
+        monkeypatch.setattr(search_tantivy, "PRELOAD_BYTES", sum(p.stat().st_size for p in newest))
+        assert preload(text_dir(tmp_path)) == search_tantivy.PRELOAD_BYTES  # the newest only
+        monkeypatch.setattr(search_tantivy, "PRELOAD_BYTES", 0)
+        assert preload(text_dir(tmp_path)) == 0
+        assert preload(tmp_path / "gone") == 0
+    finally:
+        index.close()

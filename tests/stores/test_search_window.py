@@ -154,6 +154,23 @@ async def test_an_owner_stored_other_than_its_tenant_is_searched_by_clauses(
         index.close()
 
 
+async def test_a_word_others_use_found_in_a_tenants_oldest_era(tmp_path: Path) -> None:
+    """When fewer than twice `CANDIDATES` matches of its own are expected, a tenant's search
+    ranks all of its eras: its one old match is found however many other tenants' there are
+    (before, the window was sized from the matches of every tenant and, expecting 500 in it,
+    left out its oldest eras uncounted: Alice's old kiwi was not found)."""
+    with small_eras(16, 20):
+        index = SearchIndex(tmp_path)
+        try:
+            await append(index, "alice", [("kiwi in her first note", 0)])
+            await append(index, "alice", [(f"her note {n}", n) for n in range(1, 160)])
+            await append(index, "bob", [(f"kiwi bob {n}", n) for n in range(40)])
+            hits = index.search("kiwi", ALICE).hits
+            assert [h.lines[0][1] for h in hits] == ["kiwi in her first note"]
+        finally:
+            index.close()
+
+
 def _search(index: SearchIndex, query: str, candidates: int) -> list[tuple[str, str]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(search_query, "CANDIDATES", candidates)
@@ -196,7 +213,8 @@ def test_the_window_changes_only_which_many_matches_are_ranked(
 
 async def test_an_owners_eras_fill_in_turn_across_writes(tmp_path: Path) -> None:
     """Each owner's chunks are counted into its eras as they are written, batch after batch
-    (found again from the index at each write), and `newest_era` finds the last."""
+    (found again from the index at each write), `newest_era` finds the last, and its ``key``
+    term holds them all."""
     with small_eras(16, 20):
         index = SearchIndex(tmp_path)
         try:
@@ -217,6 +235,11 @@ async def test_an_owners_eras_fill_in_turn_across_writes(tmp_path: Path) -> None
                 for agent in ("alice", "bob")
             }
             assert counts == {"alice": [16, 16, 16, 8, 0], "bob": [16, 8, 0, 0, 0]}
+            keys = {  # all of an owner's eras at once: its key's one term
+                agent: searcher.doc_freq("key", search_tantivy.era_key(agent, "s1"))
+                for agent in ("alice", "bob")
+            }
+            assert keys == {"alice": 56, "bob": 24}
             newest = {
                 agent: search_tantivy.newest_era(searcher, search_tantivy.era_key(agent, "s1"))
                 for agent in ("alice", "bob", "carol")
