@@ -44,7 +44,7 @@ from typing import Any
 
 import tantivy
 
-from ..core._tenant import owner_tag
+from ..core._tenant import Tenant
 from ..core.search._search_text import _CJK, folded
 
 __all__ = [
@@ -245,18 +245,16 @@ def era_key(agent: str | None, session: str | None, tags: tuple[str, str] | None
 def own_tags(agent: str, session: str | None) -> tuple[str, str]:
     """The tenant tags (`output_tags`) of the outputs the owner (`agent`, `session`: as
     stored) names by its own: those of its tenant (`Tenant.tags`; no session is ``""``)."""
-    return owner_tag(agent), owner_tag(session or "")
+    return Tenant(agent, session or "").tags
 
 
-def chunk_era_key(kind: str, path: str, agent: str | None, session: str | None) -> str:
-    """The era key (`era_key`) of a chunk of the doc (`kind`, `path`) owned by `agent` in
-    `session`: its owner's, with its name's tags when it is a saved output named by tags
-    other than its owner's own (`own_tags`). So an owner's records and outputs are counted
-    in one key, in the order written, and a tenant's newest eras are its newest chunks."""
-    if kind != "tool_result":
-        return era_key(agent, session)
-    tags = output_tags(path)
-    if agent is not None and tags == own_tags(agent, session):
+def chunk_era_key(agent: str | None, session: str | None, tags: tuple[str, str] | None) -> str:
+    """The era key (`era_key`) of a chunk owned by `agent` in `session`, of a saved output
+    named by `tags` (`output_tags`; `None` for a record): its owner's, with its name's tags
+    when they are not its owner's own (`own_tags`). So an owner's records and outputs are
+    counted in one key, in the order written, and a tenant's newest eras are its newest
+    chunks."""
+    if tags is None or (agent is not None and tags == own_tags(agent, session)):
         return era_key(agent, session)
     return era_key(agent, session, tags)
 
@@ -312,14 +310,17 @@ def preload(index_dir: Path) -> int:
     never changes what a read returns; a file gone meanwhile (a merged segment) is skipped."""
     if not hasattr(os, "posix_fadvise"):
         return 0
-    files = []
     try:
-        for entry in os.scandir(index_dir):
-            if entry.name.endswith(PRELOAD):
-                info = entry.stat()
-                files.append((info.st_mtime, info.st_size, entry.path))
+        entries = [e for e in os.scandir(index_dir) if e.name.endswith(PRELOAD)]
     except OSError:
-        return 0  # the index is gone, or a file merged away: the next commit asks again
+        return 0  # the index is gone: the next commit asks again
+    files = []
+    for entry in entries:
+        try:
+            info = entry.stat()
+        except OSError:
+            continue  # merged away meanwhile
+        files.append((info.st_mtime, info.st_size, entry.path))
     files.sort(reverse=True)
     asked = 0
     for _, size, path in files:

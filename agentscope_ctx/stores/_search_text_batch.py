@@ -356,7 +356,7 @@ def _document(add: _Add, row: tuple[Any, ...], eras: _Eras) -> tantivy.Document:
     if tags is not None:
         doc.add_text("tags", "a:" + tags[0])
         doc.add_text("tags", "s:" + tags[1])
-    key = chunk_era_key(kind, path, agent, session)
+    key = chunk_era_key(agent, session, tags)
     doc.add_text("key", key)
     doc.add_text("era", eras.next(key))
     stamp = ts_digits(ts)

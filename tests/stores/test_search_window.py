@@ -257,7 +257,7 @@ async def test_a_chunk_filed_under_another_owners_eras_is_never_shown(
     Alice's) is still not shown to her."""
     real = search_text_batch.chunk_era_key
     monkeypatch.setattr(
-        search_text_batch, "chunk_era_key", lambda kind, path, a, s: real(kind, path, "alice", "s1")
+        search_text_batch, "chunk_era_key", lambda a, s, tags: real("alice", "s1", tags)
     )
     index = SearchIndex(tmp_path)
     try:
