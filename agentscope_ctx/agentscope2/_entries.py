@@ -12,7 +12,10 @@ The core works on 1.x-shaped messages (`agentscope_ctx.core._entry.Msg`, dict bl
   ``"<msg id>/<call id>/result"``, a hint's ``"<msg id>/<hint id>"``: ids are stable while the
   agent appends blocks, and unique, so the dialog store keeps each part of a split reply.
 
-Blocks map to the 1.x dict form the core knows: ``tool_call`` → ``tool_use`` (``input`` the
+Blocks map to the 1.x dict form the core knows: ``thinking`` keeps the provider's fields beside
+its text (Anthropic's ``signature``; a redacted block's ``redacted_thinking_data``, with an
+empty text), as 1.x keeps ``signature`` in its dict: a thinking block the API issued must go
+back to it byte for byte (DESIGN.md §18); ``tool_call`` → ``tool_use`` (``input`` the
 parsed arguments, ``raw_input`` the model's text), ``tool_result`` with its ``output``, a
 ``DataBlock`` → ``image``/``audio``/``video`` by media type (else ``file``), a hint's text →
 ``text``. `to_blocks` turns an entry's (possibly cut) content back into 2.x blocks, keeping
@@ -108,7 +111,8 @@ def _dict(block: Block) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ThinkingBlock):
-        return {"type": "thinking", "thinking": block.thinking}
+        # a provider's fields ride along: Anthropic's `signature`, `redacted_thinking_data`
+        return {**(block.model_extra or {}), "type": "thinking", "thinking": block.thinking}
     if isinstance(block, ToolCallBlock):
         try:
             arguments = json.loads(block.input) if block.input else {}
@@ -176,7 +180,8 @@ def _block(item: dict[str, Any], before: Block | None) -> Block:
         return before.model_copy(update={"hint": _text_of(item)})
     if kind == "thinking":
         keep = keep if isinstance(before, ThinkingBlock) else {}
-        return ThinkingBlock(thinking=str(item.get("thinking", "")), **keep)
+        extra = {k: v for k, v in item.items() if k not in ("type", "thinking", *keep)}
+        return ThinkingBlock(thinking=str(item.get("thinking", "")), **extra, **keep)
     if kind in (*_KINDS, "file"):
         return _media_or_text(item, before)
     keep = keep if isinstance(before, TextBlock) else {}

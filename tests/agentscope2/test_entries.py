@@ -35,7 +35,18 @@ def _blocks(draw: st.DrawFn) -> list[object]:
         if kind == "text":
             blocks.append(TextBlock(text=draw(_text)))
         elif kind == "thinking":
-            blocks.append(ThinkingBlock(thinking=draw(_text)))
+            # an Anthropic block keeps its signature; a redacted one its opaque data
+            extra = draw(
+                st.sampled_from(
+                    [
+                        {},
+                        {"signature": "sig-" + str(i)},
+                        {"redacted_thinking_data": "enc-" + str(i)},
+                    ]
+                )
+            )
+            text = "" if "redacted_thinking_data" in extra else draw(_text)
+            blocks.append(ThinkingBlock(thinking=text, **extra))
         elif kind == "call":
             args = draw(st.dictionaries(st.sampled_from("abc"), _text, max_size=2))
             blocks.append(ToolCallBlock(id=f"c{i}", name="shell", input=json.dumps(args)))

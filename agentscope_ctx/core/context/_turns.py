@@ -1,7 +1,15 @@
 """The current turn and the units of the conversation, as compaction sees them (DESIGN.md
 §13): which user message is the current turn (`current_turn`), which tool calls after it
 still wait for their results and stay with it (`waiting`, `turn_ids`), and where the older
-messages can be split off without parting a tool call from its result (`split_point`)."""
+messages can be split off without parting a tool call from its result (`split_point`).
+
+A thinking model's tool loop stays valid (DESIGN.md §18): the first assistant message after
+the current user turn, when it opens with a ``thinking`` (or ``redacted_thinking``) block,
+stays with the turn with the results of its calls (`_thinking_head`). Anthropic refuses a
+tool loop whose first assistant message lost the signed thinking block the API issued for it
+("a final assistant message must start with a thinking block"); the loop's later steps may
+still leave for the summary, which the API accepts.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +17,15 @@ from collections.abc import Sequence
 
 from .._entry import Msg
 
-__all__ = ["HINT_MARK", "current_turn", "split_point", "turn_ids", "waiting"]
+__all__ = ["HINT_MARK", "THINKING_KINDS", "current_turn", "split_point", "turn_ids", "waiting"]
 
 HINT_MARK = "hint"
 """The mark of a hint message (AgentScope 1.x's `_MemoryMark.HINT`; the 2.x adapter marks its
 hint entries so): not a user turn."""
+
+THINKING_KINDS = ("thinking", "redacted_thinking")
+"""Block types of a model's reasoning that a provider signs (1.x keeps a redacted block as
+``redacted_thinking``; 2.x as ``thinking`` with ``redacted_thinking_data``)."""
 
 
 def current_turn(content: Sequence[tuple[Msg, Sequence[str]]]) -> str | None:
@@ -42,7 +54,27 @@ def turn_ids(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
     (`current_turn`) and the messages after it that hold a call still waiting (`waiting`)."""
     at = _turn_index(content)
     ids = _waiting_after(content, at)
-    return ids if at is None else ids | {str(content[at][0].id)}
+    return ids if at is None else ids | {str(content[at][0].id)} | _thinking_head(content, at)
+
+
+def _thinking_head(content: Sequence[tuple[Msg, Sequence[str]]], turn: int) -> set[str]:
+    """Ids of the current tool loop's first step when it opens with a thinking block: that
+    assistant message and the messages holding its calls' results (see the module)."""
+    head = next((m for m, _ in content[turn + 1 :] if m.role == "assistant"), None)
+    if head is None:
+        return set()
+    blocks = head.get_content_blocks()
+    if not blocks or blocks[0].get("type") not in THINKING_KINDS:
+        return set()
+    calls = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
+    return {str(head.id)} | {
+        str(m.id)
+        for m, _ in content[turn + 1 :]
+        if any(
+            b.get("type") == "tool_result" and str(b.get("id")) in calls
+            for b in m.get_content_blocks()
+        )
+    }
 
 
 def waiting(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
