@@ -17,6 +17,7 @@ from ._config_base import UsablePath, _Section, section_of
 from ._config_base import _config_error as _config_error  # used by _providers, _agent_config
 from ._config_file import read_config_mapping
 from ._config_sections import (
+    CacheConfig,
     CompactorConfig,
     ConsolidationConfig,
     RecallConfig,
@@ -26,6 +27,7 @@ from ._config_sections import (
 )
 
 __all__ = [
+    "CacheConfig",
     "CompactorConfig",
     "ConsolidationConfig",
     "ContextConfig",
@@ -99,6 +101,9 @@ class ContextConfig(_Section):
 
     store: StoreConfig = Field(default_factory=StoreConfig)
     """Where the dialog, the saved outputs and the search index live."""
+
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    """The providers' prompt caches: breakpoints and cache keys placed by the package."""
 
     token_counter: str = "o200k_base"
     """tiktoken encoding used to count tokens. When its file cannot be had offline,

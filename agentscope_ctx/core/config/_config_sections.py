@@ -1,5 +1,5 @@
 """The sections of `ContextConfig` (`_config`): `tool_result`, `compactor`, `summarizer`,
-`consolidation`, `recall` and `store`, each a validated pydantic model (`_Section`: a bad
+`consolidation`, `recall`, `store` and `cache`, each a validated pydantic model (`_Section`: a bad
 value raises `ConfigError` naming the field)."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ._config_base import PlainName, _Section
 from ._dsn import dsn_problem
 
 __all__ = [
+    "CacheConfig",
     "CompactorConfig",
     "ConsolidationConfig",
     "RecallConfig",
@@ -81,6 +82,22 @@ class ToolResultConfig(_Section):
             if (op == "<=" and a > b) or (op == ">=" and a < b):
                 raise ValueError(f"[{left}] got {a!r}; expected {op} {right} ({b!r})")
         return self
+
+
+class CacheConfig(_Section):
+    """The providers' prompt caches (DESIGN.md §18, docs/providers.md): where the package
+    tells a provider that the prompt's stable prefix ends."""
+
+    mode: Literal["auto", "explicit", "off"] = "auto"
+    """``auto``: `cache_control` breakpoints where the provider caches only up to an explicit
+    mark (Anthropic; Alibaba Model Studio, by its DashScope URL), and a `prompt_cache_key` per
+    tenant and session on OpenAI's own API; nothing for other servers. ``explicit``: the
+    breakpoints whatever the server (an OpenAI-compatible gateway that honours
+    `cache_control`). ``off``: the requests go as AgentScope makes them."""
+
+    ttl: Literal["5m", "1h"] = "5m"
+    """How long a breakpoint's cache entry lives, refreshed by each hit (Anthropic: ``1h``
+    costs 2x the input price to write instead of 1.25x; other providers: ``5m`` only)."""
 
 
 class CompactorConfig(_Section):
