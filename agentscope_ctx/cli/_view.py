@@ -34,7 +34,7 @@ def add_view(sub: argparse._SubParsersAction[argparse.ArgumentParser], where: st
 def cmd_view(args: argparse.Namespace) -> int:
     """Write the page; print where."""
     from ..core.config._config import ContextConfig
-    from ..viewer import load_session, render_page
+    from ..viewer import load_session, save_page
 
     config = _load_config(args.config)
     if config is not None and config.store.kind == "postgres":
@@ -47,6 +47,6 @@ def cmd_view(args: argparse.Namespace) -> int:
     if not view.calls and not view.dialog:
         raise CliError(f"no recorded steps or dialog for session {view.session!r} in {path}")
     out = Path(args.output) if args.output else path / "view.html"
-    out.write_text(render_page(view), encoding="utf-8")
+    save_page(view, out)
     print(f"{out} ({len(view.calls)} model calls, {len(view.dialog)} dialog messages)")
     return 0

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._providers import Models
+from ..core._private import private_dir
 from ..core.config._config import ContextConfig
 from ._report import DemoReport
 from ._runner import DemoSetup, model_note, run_setup
@@ -32,7 +33,7 @@ DEMOS: dict[str, str] = {
 
 def _prepare(working_dir: Path) -> Path:
     working_dir = working_dir.resolve()
-    working_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(working_dir, tighten=False)  # 0700 when made here; one given is left as it is
     return working_dir
 
 

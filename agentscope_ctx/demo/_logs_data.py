@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..core._private import private_dir, write_atomic
+
 __all__ = ["TRACE", "generate_logs"]
 
 TRACE = "7f3a9c2e"
@@ -44,8 +46,8 @@ def _service_lines(rng: random.Random, host: str, n: int, start: datetime) -> li
 
 
 def _write(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    private_dir(path.parent)
+    write_atomic(path, "\n".join(lines) + "\n")
 
 
 def generate_logs(root: Path, *, seed: int = 20261128, scale: float = 1.0) -> dict[str, Any]:

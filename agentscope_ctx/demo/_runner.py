@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from .._line import IS_1X
 from .._providers import Models
+from ..core._private import write_atomic
 from ..core.config._config import ContextConfig
 from ..core.tokens._tokens import TokenCounter
 from ..stores._dialog import DialogStore
@@ -257,10 +258,10 @@ def _report(
         context_now=_context_now(working_dir, agent_name(name)),
     )
     chart = working_dir / "report.svg"
-    chart.write_text(render_chart(report), encoding="utf-8")
+    write_atomic(chart, render_chart(report))
     report.chart = chart
     report.viewer = _viewer_page(cfg, working_dir)
     report.text_file = working_dir / "report.txt"  # written last, and counted
     report.files_written = _tree_size(working_dir)[0] + (not report.text_file.exists())
-    report.text_file.write_text(report.render() + "\n", encoding="utf-8")
+    write_atomic(report.text_file, report.render() + "\n")
     return report

@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from ..core._private import private_dir, write_atomic
 from ..tools import ShellTool
 from ._runner import DemoSetup
 from ._scripted import Move, Observation, Step, answer, call, follow
@@ -52,10 +53,10 @@ def generate_skills(root: Path, *, seed: int = 11) -> dict[str, Any]:
     rng = random.Random(seed)
     for name, description in _SKILLS.items():
         folder = root / "skills" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "SKILL.md").write_text(_skill(rng, name, description), encoding="utf-8")
+        private_dir(folder)
+        write_atomic(folder / "SKILL.md", _skill(rng, name, description))
     docs = root / "docs"
-    docs.mkdir(parents=True, exist_ok=True)
+    private_dir(docs)
     lines = ["# Operations runbook\n"]
     for chapter in range(1, 31):
         lines.append(f"\n## Chapter {chapter}: {rng.choice(_NOUNS)} procedures\n")
@@ -67,7 +68,7 @@ def generate_skills(root: Path, *, seed: int = 11) -> dict[str, Any]:
                 "writers and post in #ops.\n"
             )
         lines += [f"- {_sentence(rng)}\n" for _ in range(40)]
-    (docs / "runbook.md").write_text("".join(lines), encoding="utf-8")
+    write_atomic(docs / "runbook.md", "".join(lines))
     return {}
 
 

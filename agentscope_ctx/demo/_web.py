@@ -16,6 +16,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from ..core._private import private_dir, write_atomic
 from ..tools import ShellTool, fetch_url
 from ._runner import DemoSetup
 from ._scripted import Move, Observation, Step, answer, call, follow
@@ -52,13 +53,11 @@ def generate_site(root: Path, *, seed: int = 7) -> dict[str, Any]:
     """Write the site under `root/site/docs` and return where the answer is hidden."""
     rng = random.Random(seed)
     docs = root / "site" / "docs"
-    docs.mkdir(parents=True, exist_ok=True)
+    private_dir(docs)
     links = "\n".join(
         f'<li><a href="/docs/page-{i}.html">API guide, part {i}</a></li>' for i in range(1, 5)
     )
-    (docs / "index.html").write_text(
-        _page("Acme API documentation", [f"<ul>\n{links}\n</ul>"]), encoding="utf-8"
-    )
+    write_atomic(docs / "index.html", _page("Acme API documentation", [f"<ul>\n{links}\n</ul>"]))
     for i in range(1, 5):
         body = _paragraphs(rng, 1_000, f"s{i}")
         if i == 3:
@@ -67,14 +66,14 @@ def generate_site(root: Path, *, seed: int = 7) -> dict[str, Any]:
                 f'<div class="limits"><h2 id="batch">Limits</h2><p>{_LIMIT}.</p>'
                 "<p>Exceeding it returns HTTP 429 with a Retry-After header.</p></div>",
             )
-        (docs / f"page-{i}.html").write_text(_page(f"API guide, part {i}", body), "utf-8")
+        write_atomic(docs / f"page-{i}.html", _page(f"API guide, part {i}", body))
     body = _paragraphs(rng, 900, "c")
     body.insert(
         850,
         "<h2>2026-11-30</h2><p>Batch API limit lowered from 60 to 37 requests "
         "per minute per tenant.</p>",
     )
-    (docs / "changelog.html").write_text(_page("Changelog", body), encoding="utf-8")
+    write_atomic(docs / "changelog.html", _page("Changelog", body))
     return {"limit": _LIMIT}
 
 

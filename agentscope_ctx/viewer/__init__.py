@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from ._page import render_page
 from ._session import SessionView, load_session
-from ._write import write_page
+from ._write import save_page, write_page
 
-__all__ = ["SessionView", "load_session", "render_page", "write_page"]
+__all__ = ["SessionView", "load_session", "render_page", "save_page", "write_page"]

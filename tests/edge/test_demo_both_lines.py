@@ -5,6 +5,8 @@ within the budget."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,11 @@ async def test_demo_cuts_reads_on_relieves_and_stays_within_budget(
     name: str, tmp_path: Path
 ) -> None:
     lines: list[str] = []
-    report = await run_demo(name, tmp_path / name, out=lines.append)
+    old_umask = os.umask(0o022)  # the usual one: a plain open() makes 0644
+    try:
+        report = await run_demo(name, tmp_path / name, out=lines.append)
+    finally:
+        os.umask(old_umask)
     output = "\n".join(lines)
     assert "SCRIPTED" in lines[0]
     steps = [line for line in lines if line.startswith("  step ")]
@@ -39,6 +45,14 @@ async def test_demo_cuts_reads_on_relieves_and_stays_within_budget(
     assert "=== report" in output and "continuation reads" in output
     assert "compactions" in output and "ladder reliefs" in output
     assert report.answer and "Done." not in report.answer
+    # issue 46, item 14: every file the demo writes is 0600, every directory it makes 0700
+    # (its data, the report, the chart and the viewer page were 0644)
+    loose = [
+        f"{p.relative_to(tmp_path)} {stat.S_IMODE(p.lstat().st_mode):o}"
+        for p in [tmp_path / name, *(tmp_path / name).rglob("*")]
+        if stat.S_IMODE(p.lstat().st_mode) & 0o077 and not p.is_symlink()
+    ]
+    assert loose == []
 
 
 async def test_i20_4_default_demo_shows_every_rung(

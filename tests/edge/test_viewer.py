@@ -125,6 +125,27 @@ async def test_i32_2_view_page_in_chromium(
     assert shown.startswith(head)  # the first saved output's head
 
 
+def test_i46_14_the_page_view_writes_is_0600(
+    demo_dir: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page is the session's dialog and outputs: private as the files it shows, whatever
+    the umask, and an older page left open is replaced by a private one."""
+    path, _ = demo_dir
+    old_page = tmp_path / "old.html"
+    old_page.write_text("an older page")
+    os.chmod(old_page, 0o644)
+    old_umask = os.umask(0o022)
+    try:
+        for page_file in (tmp_path / "view.html", old_page):
+            assert main(["view", str(path), "-o", str(page_file)]) == 0
+            assert stat.S_IMODE(page_file.stat().st_mode) == 0o600
+            assert 'class="point"' in page_file.read_text(encoding="utf-8")
+    finally:
+        os.umask(old_umask)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.html", "view.html"]
+    capsys.readouterr()
+
+
 def test_i32_2_view_of_an_empty_working_dir_fails_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
