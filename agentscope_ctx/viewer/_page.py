@@ -15,7 +15,7 @@ from html import escape
 
 from ._session import Call, SessionView
 
-__all__ = ["render_page", "size_text"]
+__all__ = ["render_page", "script_json", "size_text"]
 
 _W, _H, _L, _R, _T, _B = 900, 320, 70, 20, 20, 40
 _BEFORE, _AFTER = "#e67e22", "#2471a3"
@@ -199,9 +199,24 @@ def _dialog(view: SessionView) -> str:
     return "\n".join(out)
 
 
+_INERT = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+"""What `script_json` writes as escapes: JSON's own syntax has none of these characters, so
+each is inside a string, where ``\\uXXXX`` is the same character."""
+
+
+def script_json(value: object) -> str:
+    """`value` as JSON to inline in a ``<script type="application/json">`` element: no ``<``
+    (HTML's parser reads ``</script`` as the end of the element, and ``<!--<script>`` as an
+    escape that swallows the page's next script), no ``>`` or ``&``, and no U+2028 / U+2029
+    (line ends to older JavaScript), whatever the strings hold."""
+    return json.dumps(value, ensure_ascii=False).translate(_INERT)
+
+
 def render_page(view: SessionView) -> str:
     """The page (see the module docstring)."""
-    data = json.dumps({"excerpts": view.excerpts}, ensure_ascii=False).replace("</", "<\\/")
+    data = script_json({"excerpts": view.excerpts})
     peak = max((c.before for c in view.calls), default=0)
     title = f"agentscope-ctx session {view.session}"
     return f"""<!DOCTYPE html>

@@ -14,7 +14,8 @@ import pytest
 from agentscope_ctx.cli import main
 from agentscope_ctx.demo import run_demo
 from agentscope_ctx.stores._steps_file import StepFile
-from agentscope_ctx.viewer._session import fold
+from agentscope_ctx.viewer._page import render_page, script_json
+from agentscope_ctx.viewer._session import Call, SessionView, fold
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -172,3 +173,71 @@ async def test_the_page_shows_only_its_sessions_dialog(tmp_path: Path) -> None:
     page = str(load_session(config, "s-bob").dialog)
     assert "bob's own notes" in page and "alice's secret plan" not in page
     assert "alice's secret plan" in str(load_session(config, "s-alice").dialog)
+
+
+# -- issue 46, item 5: the page's inline data is inert whatever an output holds -------------
+
+PAYLOADS = [
+    "<!--<script>",  # the issue's: the data element swallowed the page's script
+    "</script><script>window.pwned = 1</script>",
+    "<!-- --!><script>window.pwned = 2</script> -->",
+    "line\u2028separators\u2029and </SCRIPT\t> <\\/script> ]]> &amp; &lt;",
+    '<script>window.pwned = 3</script><img src=x onerror="window.pwned = 4">',
+]
+
+
+def test_i46_5_the_inline_json_holds_no_markup() -> None:
+    """The page's JSON carries no ``<``, ``>``, ``&``, U+2028 or U+2029 (each as ``\\uXXXX``),
+    and parses back to what was given."""
+    import json
+
+    value = {"excerpts": {f"tool_result/p{n}.txt": p for n, p in enumerate(PAYLOADS)}}
+    text = script_json(value)
+    assert not set("<>&\u2028\u2029") & set(text)
+    assert "\\u003c!--\\u003cscript\\u003e" in text
+    assert json.loads(text) == value
+
+
+def _markup_page(path: Path, payload: str) -> None:
+    """A page whose one saved output (and one dialog message) is `payload`."""
+    ref = "tool_result/p.txt"
+    call = Call(agent="a", before=900, after=500, threshold=800, budget=1000,
+                outputs=[{"ref": ref, "bytes": 2_000}])  # fmt: skip
+    dialog = [{"role": "tool", "name": "dump", "text": payload, "refs": f'["{ref}"]'}]
+    view = SessionView("s", "local", [call], dialog, excerpts={ref: payload})
+    path.write_text(render_page(view), encoding="utf-8")
+
+
+async def test_i46_5_a_saved_output_holding_markup_shows_as_text_in_chromium(
+    tmp_path: Path,
+) -> None:
+    """A page per payload (they must not cancel each other: a ``-->`` after ``<!--<script>``
+    ends its escape): each loads in chromium with no console error, a click on its notice
+    shows the output exactly, as text, and none of it runs."""
+    executable = _browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    errors: list[str] = []
+    shown, ran = [], []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            for n, payload in enumerate(PAYLOADS):
+                page_file = tmp_path / f"view-{n}.html"
+                _markup_page(page_file, payload)
+                page = await browser.new_page()
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                await page.goto(page_file.as_uri())
+                await page.locator("#calls a.notice").click()
+                shown.append(await page.locator("#excerpt").text_content())
+                ran.append(await page.evaluate("[window.pwned, document.scripts.length]"))
+                assert f"tool dump\n{payload}" in str(await page.locator(".msg").text_content())
+                await page.close()
+        finally:
+            await browser.close()
+    assert errors == []
+    assert shown == [f"tool_result/p.txt\n\n{payload}" for payload in PAYLOADS]
+    assert ran == [[None, 2]] * len(PAYLOADS)  # the data and the page's script, no other
