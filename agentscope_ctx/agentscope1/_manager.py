@@ -27,6 +27,7 @@ from ..core.config._config import ContextConfig
 from ..core.context._memory import ContextMemory
 from ..core.context._unanswered import unanswered
 from ..core.tokens._tokens import TokenCounter
+from ..models._cache import call_cache
 from ..models._guard import GuardedModel
 from ..recall._read_file import FileReader
 from ..services._services import READ_FILE, ContextUsage, Services
@@ -135,6 +136,13 @@ class ContextManager(Services):
             recover=lambda error: self._emergency_compaction(agent, error),
             on_prompt=lambda messages, kwargs: pipeline.compaction.prompts.keep(
                 messages, kwargs.get("tools"), kwargs.get("tool_choice"), agent.model
+            ),
+            cache=lambda: call_cache(
+                agent.model,
+                self.config.cache.mode,
+                self.config.cache.ttl,
+                pipeline.cache_marks,
+                lambda: self.tenant_of(str(agent.name)),
             ),
         )
         middleware = TruncationMiddleware(

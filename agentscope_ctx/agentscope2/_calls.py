@@ -6,6 +6,9 @@ The 2.x twin of 1.x's `GuardedModel`, run from `ContextMiddleware.on_model_call`
   are shown cut; messages compacted but not yet saved are left out; see `StateMirror.shown`);
 - the provider's usage (of the response, or of a stream's last chunk) goes to the calibration,
   so our estimate follows the provider's count (`Calibration`);
+- the provider's prompt cache is told where the stable prefix ends (`cache.mode`,
+  `models._cache`): `cache_control` breakpoints on the request the model's formatter makes
+  (Anthropic, Alibaba Model Studio), a `prompt_cache_key` per tenant and session (OpenAI);
 - a context-length error (`is_context_overflow`, any provider) teaches the calibration the
   stated window, compacts at once to half the usual kept share with the prompt fitted to 75%
   of the rejected one, and retries once with the prompt rebuilt from the state. A second
@@ -26,6 +29,7 @@ from agentscope.message import Msg, UserMsg
 from agentscope.model import AnthropicChatModel, ChatResponse
 
 from ..core.tokens._calibration import PromptUsage
+from ..models._cache import PLAN, CachePlan, KeyedModel, call_cache, marking_formatter
 from ..models._guard import is_context_overflow, note_unreachable
 
 if TYPE_CHECKING:
@@ -56,23 +60,51 @@ async def guarded_call(
     messages = binding.mirror.shown(list(kwargs["messages"]))
     model = kwargs.get("current_model")
     compaction = binding.pipeline.compaction
+    plan, keyed = _cache_call(manager, agent, binding, model)
+    token = PLAN.set(plan)
     try:
-        result = await _started(await next_handler(messages=messages))
-    except Exception as error:
-        compaction.prompts.keep(None)
-        if not is_context_overflow(error):
-            note_unreachable(error)
-            raise
-        retry = await _recover(manager, agent, binding, error, messages)
-        if retry is None:
-            raise
-        result = await _started(await next_handler(messages=retry))
-    else:
-        _keep(compaction, messages, kwargs, model)
+        try:
+            result = await _started(await next_handler(messages=messages, **keyed))
+        except Exception as error:
+            compaction.prompts.keep(None)
+            if not is_context_overflow(error):
+                note_unreachable(error)
+                raise
+            retry = await _recover(manager, agent, binding, error, messages)
+            if retry is None:
+                raise
+            PLAN.set(_cache_call(manager, agent, binding, model)[0])  # the ladder moved
+            result = await _started(await next_handler(messages=retry, **keyed))
+        else:
+            _keep(compaction, messages, kwargs, model)
+    finally:
+        PLAN.reset(token)
     if isinstance(result, ChatResponse):
         _observe(binding, result, model)
         return result
     return _observed(result, binding, model)
+
+
+def _cache_call(
+    manager: AgentRuns, agent: Agent, binding: Binding, model: Any
+) -> tuple[CachePlan | None, dict[str, Any]]:
+    """The cache marks of this call (`None`: none) and the model to call instead, if any (a
+    `KeyedModel` carrying the tenant's `prompt_cache_key` on OpenAI's API)."""
+    try:
+        config = manager.config.cache
+        plan, key = call_cache(
+            model,
+            config.mode,
+            config.ttl,
+            binding.pipeline.cache_marks,
+            lambda: manager.tenant_of(str(agent.name)),
+        )
+        if plan is not None:
+            marking_formatter(model)
+        return plan, {} if key is None else {"current_model": KeyedModel(model, key)}
+    except Exception:  # the cache is a saving: never fail the call for it
+        logger.exception("agentscope_ctx: could not place the prompt-cache marks")
+        return None, {}
 
 
 def _keep(compaction: Compaction, messages: list[Msg], kwargs: dict[str, Any], model: Any) -> None:

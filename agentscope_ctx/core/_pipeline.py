@@ -285,6 +285,12 @@ class ContextPipeline:
         """Where the prompt's tokens go (see `Accountant.breakdown`)."""
         return await self.accountant.breakdown()
 
+    def cache_marks(self) -> tuple[bool, str | None]:
+        """What the prompt-cache breakpoints of the next model call need (`models._cache`):
+        whether a summary message follows the system prompt, and the call whose result ends
+        what the ladder leaves as it is until the next trigger (`Ladder.stable_call`)."""
+        return self.memory.summary_message() is not None, self.ladder.stable_call()
+
     def message_counts(self) -> dict[str, int]:
         """Token count of each live message, by id (as of the last run)."""
         return dict(self.accountant.ledger.counts)

@@ -19,6 +19,7 @@ from agentscope.model import ChatModelBase, ChatResponse
 from ..core._overflow import is_context_overflow
 from ..core._unreachable import unreachable
 from ..core.tokens._calibration import PromptUsage, prompt_usage
+from ._cache import CachePlan, mark
 
 __all__ = ["GuardedModel", "is_context_overflow", "note_unreachable"]
 
@@ -44,6 +45,7 @@ class GuardedModel(ChatModelBase):
         on_usage: Callable[[PromptUsage], object],
         recover: Recover,
         on_prompt: Callable[[list[dict[str, Any]] | None, dict[str, Any]], object] | None = None,
+        cache: Callable[[], tuple[CachePlan | None, str | None]] | None = None,
     ) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
         self.inner = inner
@@ -52,6 +54,9 @@ class GuardedModel(ChatModelBase):
         self.on_prompt = on_prompt
         """Told each prompt the provider accepted, with the call's keyword arguments (`None`
         for a prompt it rejected: the retry's prompt is not the agent's memory)."""
+        self.cache = cache
+        """The prompt-cache marks and key of the next call (`models._cache.call_cache`),
+        applied to the request as formatted; `on_prompt` is told the request unmarked."""
 
     def __getattr__(self, name: str) -> Any:  # other attributes of the wrapped model
         inner = self.__dict__.get("inner")
@@ -64,7 +69,7 @@ class GuardedModel(ChatModelBase):
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream  # callers (e.g. query rewriting) toggle it on us
         try:
-            response = await self.inner(messages, *args, **kwargs)
+            response = await self.inner(self._cached(messages, kwargs), *args, **kwargs)
         except Exception as exc:
             self._prompt(None, kwargs)
             if not is_context_overflow(exc):
@@ -86,7 +91,7 @@ class GuardedModel(ChatModelBase):
             _explain(original, "agentscope_ctx could not compact the context any further")
             raise original
         try:
-            response = await self.inner(prompt, *args, **kwargs)
+            response = await self.inner(self._cached(prompt, kwargs), *args, **kwargs)
         except Exception as exc:
             if is_context_overflow(exc):
                 _explain(
@@ -128,6 +133,21 @@ class GuardedModel(ChatModelBase):
             return
         if last is not None:
             self._observe(last)
+
+    def _cached(
+        self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """`messages` with the prompt-cache marks; the cache key goes into `kwargs`."""
+        if self.cache is None:
+            return messages
+        try:
+            plan, key = self.cache()
+            if key is not None:
+                kwargs.setdefault("prompt_cache_key", key)
+            return messages if plan is None else mark(messages, plan)
+        except Exception:  # the cache is a saving: never fail the call for it
+            logger.exception("agentscope_ctx: could not place the prompt-cache marks")
+            return messages
 
     def _prompt(self, messages: list[dict[str, Any]] | None, kwargs: dict[str, Any]) -> None:
         if self.on_prompt is None:

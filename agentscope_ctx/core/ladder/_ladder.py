@@ -282,6 +282,23 @@ class Ladder:
                 self.plan.mark(t.tool_msgs[k], MASKED)
         t.mask_upto = upto
 
+    def stable_call(self) -> str | None:
+        """Id of the newest tool call whose result stands before every message the ladder
+        may still rewrite before the next trigger (a due cut; an output not yet planned for
+        its last level): up to that result the prompt stays as it is until the trigger, so a
+        provider's cache breakpoint there keeps being read (`models._cache`). `None`: no
+        such result."""
+        t = self.accountant.ledger
+        moving = t.old_upto if self.config.mask_after is None else t.mask_upto
+        due = [k for k, msg_id in enumerate(t.tool_msgs[:moving]) if msg_id in self.plan.due]
+        before = min([moving, *due])
+        for k in range(before - 1, -1, -1):
+            msg = t.msgs.get(t.tool_msgs[k])
+            if t.tool_msgs[k] in t.results and msg is not None:
+                ids = [b.get("id") for b in msg.get_content_blocks("tool_result")]
+                return str(ids[-1]) if ids else None
+        return None
+
     def pinned(self) -> set[str]:
         """Ids of the messages the pins protect now (within `pin_max_share`)."""
         if not self.accountant.ledger.pinned:

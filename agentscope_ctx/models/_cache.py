@@ -1,0 +1,264 @@
+"""Prompt-cache breakpoints on a formatted request (DESIGN.md §18, docs/providers.md).
+
+Anthropic and Alibaba Model Studio cache a prompt only up to a block marked
+``cache_control: {"type": "ephemeral"}``: at most 4 marks, each finding the longest prefix
+cached before it by looking back at most 20 blocks. AgentScope's formatters place none, so
+the package does, on the request as formatted (`mark`), where its own prompt is stable:
+
+1. the system prompt's last block: the tool schemas and the system prompt (they come first
+   in the provider's prefix), unchanged between compactions;
+2. the summary message (the first after the system prompt when there is a summary: the
+   summary, its carried block and eviction index), unchanged between compactions;
+3. the result of `stable_call`: the newest tool result before the oldest message the ladder
+   may still rewrite before the next trigger (a due cut, or an output not yet at its last
+   level, `Ladder.volatile_from`), so that a batch of cuts further on still reads the cache
+   up to there;
+4. the newest message, moving forward with each call (the previous call's mark is a few
+   blocks back, within the lookback).
+
+Marks that fall on one message are one mark. A block that cannot carry a mark (a thinking
+block; an assistant message with tool calls and no text, in the chat format) passes it to
+the one before it in the same message, else the message is left unmarked.
+
+Two formats: ``anthropic`` (the Messages API: a content list of typed blocks, the system
+prompt as the first message until the model moves it to ``system``) and ``chat`` (the
+OpenAI-compatible Chat Completions format Model Studio's compatible mode takes, and
+DashScope's native one: a string content becomes a list of one text part).
+
+OpenAI caches every prefix by itself; what helps there is a stable `prompt_cache_key`, so
+that one session's requests reach the same cache (`cache_key`).
+
+`provider_of` names the provider from the model's class and its server's URL. This module
+imports no AgentScope: the adapters pass the model in and call it at the model call. On 1.x
+the model is given the formatted request (`GuardedModel` marks it); a 2.x model formats the
+messages itself, so its formatter is wrapped once (`marking_formatter`) and marks what it
+formats while the 2.x adapter's model call has set `PLAN`; a call made without it (the
+compactor's, another agent's on the same model) goes out as AgentScope made it. A
+`prompt_cache_key` rides on the call through `KeyedModel`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..core._tenant import Tenant
+
+__all__ = [
+    "PLAN",
+    "CachePlan",
+    "KeyedModel",
+    "Provider",
+    "cache_key",
+    "call_cache",
+    "mark",
+    "marking_formatter",
+    "provider_of",
+    "style_of",
+]
+
+Provider = Literal["anthropic", "dashscope", "openai", "compatible", "other"]
+"""Who serves a model: Anthropic, Alibaba Model Studio (DashScope), OpenAI's own API,
+another OpenAI-compatible server (vLLM, Ollama, a gateway), anything else."""
+
+Style = Literal["anthropic", "chat"]
+
+MAX_MARKS = 4
+"""Anthropic's and Model Studio's limit of `cache_control` breakpoints in one request."""
+
+_UNMARKABLE = ("thinking", "redacted_thinking")
+"""Block types a provider refuses a `cache_control` on."""
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    """Where the marks of one model call go (see the module docstring)."""
+
+    style: Style
+    summary: bool
+    """The message after the system prompt is the summary."""
+    stable_call: str | None
+    """Id of the tool call whose result message gets mark 3 (`None`: no such mark)."""
+    ttl: Literal["5m", "1h"] = "5m"
+
+
+PLAN: ContextVar[CachePlan | None] = ContextVar("agentscope_ctx_cache_plan", default=None)
+"""The marks of the model call under way in this task (set by the 2.x adapter's model call)."""
+
+
+class _MarkingFormatter:
+    """A 2.x model's formatter that marks what it formats while `PLAN` is set; every other
+    attribute is the wrapped formatter's (read and written through)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: Any) -> None:
+        object.__setattr__(self, "_inner", inner)
+
+    async def format(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        formatted: list[dict[str, Any]] = await self._inner.format(*args, **kwargs)
+        plan = PLAN.get()
+        return formatted if plan is None else mark(formatted, plan)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)
+
+
+def marking_formatter(model: Any) -> None:
+    """Wrap `model.formatter` (once) so that it marks its requests while `PLAN` is set."""
+    formatter = getattr(model, "formatter", None)
+    if formatter is not None and not isinstance(formatter, _MarkingFormatter):
+        model.formatter = _MarkingFormatter(formatter)
+
+
+class KeyedModel:
+    """`model` called with a `prompt_cache_key` (OpenAI): what the 2.x adapter's model call
+    passes on as the call's model; every other attribute is the model's."""
+
+    def __init__(self, model: Any, key: str) -> None:
+        self.inner = model
+        self.key = key
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("prompt_cache_key", self.key)
+        return await self.inner(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["inner"], name)
+
+
+def provider_of(model: Any) -> Provider:
+    """The provider of an AgentScope chat model (1.x or 2.x; a wrapper's ``inner`` model),
+    from its class names and the URL of its client."""
+    inner = getattr(model, "__dict__", {}).get("inner")
+    if inner is not None:
+        model = inner
+    names = {cls.__name__ for cls in type(model).__mro__}
+    if "AnthropicChatModel" in names:
+        return "anthropic"
+    if "DashScopeChatModel" in names:
+        return "dashscope"
+    if "OpenAIChatModel" not in names:
+        return "other"
+    url = _base_url(model)
+    if "dashscope" in url or "aliyuncs.com" in url:
+        return "dashscope"
+    if not url or "api.openai.com" in url:
+        return "openai"
+    return "compatible"
+
+
+def style_of(provider: Provider, mode: str) -> Style | None:
+    """The format the marks take for `provider` under `cache.mode` (`None`: no marks)."""
+    if mode == "off":
+        return None
+    if provider == "anthropic":
+        return "anthropic"
+    if provider == "dashscope" or (mode == "explicit" and provider in ("openai", "compatible")):
+        return "chat"
+    return None
+
+
+def call_cache(
+    model: Any,
+    mode: str,
+    ttl: Literal["5m", "1h"],
+    marks: Callable[[], tuple[bool, str | None]],
+    tenant: Callable[[], Tenant],
+) -> tuple[CachePlan | None, str | None]:
+    """What one model call of `model` gets under `cache.mode`: its marks (`None`: none;
+    `marks` gives the pipeline's `cache_marks`) and its `prompt_cache_key` (`None`: none;
+    OpenAI's API only, from the `tenant`'s agent key and session)."""
+    provider = provider_of(model)
+    style = style_of(provider, mode)
+    plan = None
+    if style is not None:
+        summary, stable = marks()
+        plan = CachePlan(style, summary, stable, ttl)
+    owner = tenant() if provider == "openai" and mode != "off" else None
+    key = None if owner is None else cache_key(owner.agent, owner.session)
+    return plan, key
+
+
+def cache_key(*parts: str) -> str:
+    """A `prompt_cache_key` for one tenant's session: stable, and naming nobody (a hash)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return f"actx-{digest[:32]}"
+
+
+def mark(messages: list[dict[str, Any]], plan: CachePlan) -> list[dict[str, Any]]:
+    """`messages` (a formatted request) with the plan's marks; the messages that get one are
+    copied, the others are the same objects (nothing given is changed)."""
+    if not messages:
+        return messages
+    at: list[int] = []
+    if messages[0].get("role") == "system":
+        at.append(0)
+        if plan.summary and len(messages) > 1:
+            at.append(1)
+    if plan.stable_call is not None:
+        found = _result_of(messages, plan.stable_call, plan.style)
+        if found is not None:
+            at.append(found)
+    at.append(len(messages) - 1)
+    control: dict[str, Any] = {"type": "ephemeral"}
+    if plan.ttl != "5m":
+        control["ttl"] = plan.ttl
+    out = list(messages)
+    for i in sorted(set(at))[-MAX_MARKS:]:
+        marked = _marked(messages[i], control)
+        if marked is not None:
+            out[i] = marked
+    return out
+
+
+def _result_of(messages: list[dict[str, Any]], call_id: str, style: Style) -> int | None:
+    """Index of the message holding the result of `call_id`."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if style == "chat" and msg.get("role") == "tool" and msg.get("tool_call_id") == call_id:
+            return i
+        content = msg.get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, dict)
+            and b.get("type") == "tool_result"
+            and (b.get("tool_use_id") == call_id or b.get("id") == call_id)
+            for b in content
+        ):
+            return i
+    return None
+
+
+def _marked(msg: dict[str, Any], control: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of `msg` whose last markable block carries `control` (`None`: none can)."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        if not content:
+            return None
+        return {**msg, "content": [{"type": "text", "text": content, "cache_control": control}]}
+    if not isinstance(content, list):
+        return None
+    for k in range(len(content) - 1, -1, -1):
+        block = content[k]
+        if isinstance(block, dict) and block.get("type") not in _UNMARKABLE:
+            blocks = list(content)
+            blocks[k] = {**copy.copy(block), "cache_control": control}
+            return {**msg, "content": blocks}
+    return None
+
+
+def _base_url(model: Any) -> str:
+    """The URL of the model's server, as far as the model shows it ('' when it does not)."""
+    for holder in (getattr(model, "client", None), getattr(model, "credential", None), model):
+        url = getattr(holder, "base_url", None)
+        if url:
+            return str(url).lower()
+    return ""

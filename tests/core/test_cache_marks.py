@@ -1,0 +1,51 @@
+"""`ContextPipeline.cache_marks` (issue 45): the call whose result ends what the ladder leaves
+as it is until the next trigger, where the third cache breakpoint goes (`models._cache`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.core.test_pipeline import Agent, pipeline, run, turn
+from tests.support.lines import Msg
+
+
+async def test_the_stable_call_ends_what_no_cut_will_touch_before_the_trigger(
+    tmp_path: Path,
+) -> None:
+    """At every step of a session that masks and compacts: no cut is due or to come at or
+    before the stable call's result, and the next tool message has one due or to come."""
+    pipe, memory, _ = pipeline(
+        tmp_path,
+        tool_result={
+            "recent_n": 1,
+            "recent_max_bytes": 3_000,
+            "old_max_bytes": 1_100,
+            "mask_after": 2,
+        },
+        clear_at_least=None,
+    )
+    agent = Agent()
+    await memory.add(Msg("user", "read everything", "user"))
+    seen: list[str | None] = []
+    for i in range(16):
+        for msg in turn(i, size=120):
+            await memory.add(msg)
+        await run(pipe, agent)
+        summary, stable = pipe.cache_marks()
+        assert summary == (memory.summary_message() is not None)
+        seen.append(stable)
+        ladder = pipe.ladder
+        t = pipe.accountant.ledger
+        moving = t.mask_upto
+        if stable is None:
+            continue
+        (at,) = [
+            k
+            for k, mid in enumerate(t.tool_msgs)
+            if any(b.get("id") == stable for b in t.msgs[mid].get_content_blocks("tool_result"))
+        ]
+        assert at < moving
+        assert not any(mid in ladder.plan.due for mid in t.tool_msgs[: at + 1])
+        nxt = t.tool_msgs[at + 1 : at + 3]
+        assert any(mid in ladder.plan.due for mid in nxt) or at + 2 >= moving
+    assert any(s is not None for s in seen)

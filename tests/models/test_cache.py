@@ -1,0 +1,211 @@
+"""Prompt-cache breakpoints on a formatted request (`agentscope_ctx.models._cache`, issue 45):
+where the marks go in each format, at most four, never on a thinking block, nothing given
+changed; and which provider a real AgentScope model class is (both lines)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentscope_ctx._line import IS_1X
+from agentscope_ctx.core._tenant import Tenant
+from agentscope_ctx.models._cache import (
+    CachePlan,
+    cache_key,
+    call_cache,
+    mark,
+    provider_of,
+    style_of,
+)
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _anthropic_prompt() -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": [{"type": "text", "text": "You are careful."}]},
+        {"role": "user", "content": [{"type": "text", "text": "<summary>...</summary>"}]},
+        {"role": "user", "content": [{"type": "text", "text": "review the logs"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "plan", "signature": "s"},
+                {"type": "tool_use", "id": "c1", "name": "shell", "input": {}},
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": []}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c2", "name": "shell", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c2", "content": []}]},
+    ]
+
+
+def _marked_at(messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    return [
+        (i, k)
+        for i, msg in enumerate(messages)
+        if isinstance(msg.get("content"), list)
+        for k, block in enumerate(msg["content"])
+        if "cache_control" in block
+    ]
+
+
+def test_anthropic_marks_system_summary_stable_result_and_the_newest() -> None:
+    prompt = _anthropic_prompt()
+    before = copy.deepcopy(prompt)
+    out = mark(prompt, CachePlan("anthropic", summary=True, stable_call="c1"))
+    assert prompt == before  # nothing given is changed
+    assert _marked_at(out) == [(0, 0), (1, 0), (4, 0), (6, 0)]
+    assert all(out[i] is prompt[i] for i in (2, 3, 5))  # unmarked messages are the same objects
+    assert out[4]["content"][0]["cache_control"] == EPHEMERAL
+    ttl = mark(prompt, CachePlan("anthropic", summary=False, stable_call=None, ttl="1h"))
+    assert _marked_at(ttl) == [(0, 0), (6, 0)]
+    assert ttl[0]["content"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_a_thinking_block_never_carries_a_mark() -> None:
+    """The newest message opening a thinking loop: its tool call carries the mark; a message
+    of thinking alone gets none."""
+    prompt = _anthropic_prompt()[:4]
+    out = mark(prompt, CachePlan("anthropic", summary=False, stable_call=None))
+    assert _marked_at(out) == [(0, 0), (3, 1)]
+    alone = [prompt[0], {"role": "assistant", "content": [prompt[3]["content"][0]]}]
+    assert _marked_at(mark(alone, CachePlan("anthropic", False, None))) == [(0, 0)]
+
+
+def test_chat_format_marks_string_contents_and_tool_messages() -> None:
+    prompt: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are careful."},
+        {"role": "user", "content": "summary"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out 1"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "out 2"},
+    ]
+    out = mark(prompt, CachePlan("chat", summary=True, stable_call="c1"))
+    assert _marked_at(out) == [(0, 0), (1, 0), (3, 0), (5, 0)]
+    assert out[3]["content"] == [{"type": "text", "text": "out 1", "cache_control": EPHEMERAL}]
+    # a message that cannot carry one (tool calls, no text) is left unmarked
+    tail = mark(prompt[:5], CachePlan("chat", summary=False, stable_call=None))
+    assert _marked_at(tail) == [(0, 0)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.sampled_from(["text", "thinking", "call", "result"]), min_size=1, max_size=30),
+    st.booleans(),
+    st.sampled_from([None, "c0", "c3", "c9"]),
+)
+def test_at_most_four_marks_and_the_text_unchanged(
+    kinds: list[str], summary: bool, stable: str | None
+) -> None:
+    prompt: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
+    for i, kind in enumerate(kinds):
+        if kind == "text":
+            prompt.append({"role": "user", "content": f"t{i}"})
+        elif kind == "thinking":
+            prompt.append({"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]})
+        elif kind == "call":
+            block = {"type": "tool_use", "id": f"c{i}", "name": "f", "input": {}}
+            prompt.append({"role": "assistant", "content": [block]})
+        else:
+            block = {"type": "tool_result", "tool_use_id": f"c{i}", "content": "r"}
+            prompt.append({"role": "user", "content": [block]})
+    out = mark(prompt, CachePlan("anthropic", summary, stable))
+    assert len(_marked_at(out)) <= 4
+    blocks = [b for m in out if isinstance(m["content"], list) for b in m["content"]]
+    assert not any("cache_control" in b for b in blocks if b.get("type") == "thinking")
+
+    def strip(msgs: list[dict[str, Any]]) -> list[Any]:
+        def text(content: Any) -> Any:
+            if isinstance(content, str):
+                return [{"type": "text", "text": content}]
+            return [{k: v for k, v in b.items() if k != "cache_control"} for b in content]
+
+        return [(m["role"], text(m["content"])) for m in msgs]
+
+    assert strip(out) == strip(prompt)
+
+
+def _models() -> dict[str, Any]:
+    """Real AgentScope model objects of this line (no request is made)."""
+    from agentscope.model import AnthropicChatModel, DashScopeChatModel, OpenAIChatModel
+
+    if IS_1X:
+        return {
+            "anthropic": AnthropicChatModel("claude-sonnet-4-5", api_key="k"),
+            "dashscope": DashScopeChatModel("qwen-plus", api_key="k"),
+            "openai": OpenAIChatModel("gpt-5", api_key="k"),
+            "compatible": OpenAIChatModel(
+                "llama", api_key="k", client_kwargs={"base_url": "http://127.0.0.1:8000/v1"}
+            ),
+            "studio": OpenAIChatModel(
+                "qwen-plus",
+                api_key="k",
+                client_kwargs={"base_url": "https://dashscope.aliyuncs.com/compatible-mode/v1"},
+            ),
+        }
+    from agentscope.credential import (
+        AnthropicCredential,
+        DashScopeCredential,
+        OpenAICredential,
+    )
+    from pydantic import SecretStr
+
+    key = SecretStr("k")
+    return {
+        "anthropic": AnthropicChatModel(
+            credential=AnthropicCredential(api_key=key), model="claude-sonnet-4-5"
+        ),
+        "dashscope": DashScopeChatModel(
+            credential=DashScopeCredential(api_key=key), model="qwen-plus"
+        ),
+        "openai": OpenAIChatModel(credential=OpenAICredential(api_key=key), model="gpt-5"),
+        "compatible": OpenAIChatModel(
+            credential=OpenAICredential(api_key=key, base_url="http://127.0.0.1:8000/v1"),
+            model="llama",
+        ),
+        "studio": OpenAIChatModel(
+            credential=OpenAICredential(
+                api_key=key, base_url="https://dashscope.aliyuncs.com/compatible-mode/v1"
+            ),
+            model="qwen-plus",
+        ),
+    }
+
+
+def test_provider_of_real_model_classes_and_what_each_mode_gives() -> None:
+    models = _models()
+    assert {name: provider_of(m) for name, m in models.items()} == {
+        "anthropic": "anthropic",
+        "dashscope": "dashscope",
+        "openai": "openai",
+        "compatible": "compatible",
+        "studio": "dashscope",
+    }
+    assert [style_of(p, "auto") for p in ("anthropic", "dashscope", "openai", "compatible")] == [
+        "anthropic",
+        "chat",
+        None,
+        None,
+    ]
+    assert style_of("compatible", "explicit") == "chat"
+    assert style_of("anthropic", "off") is None
+
+    def marks() -> tuple[bool, str | None]:
+        return True, "c1"
+
+    tenant = Tenant.of("assistant", "s1", user="alice")
+    plan, key = call_cache(models["anthropic"], "auto", "5m", marks, lambda: tenant)
+    assert plan == CachePlan("anthropic", True, "c1") and key is None
+    plan, key = call_cache(models["openai"], "auto", "5m", marks, lambda: tenant)
+    assert plan is None and key == cache_key(tenant.agent, tenant.session)
+    assert key.startswith("actx-") and "alice" not in key  # names nobody
+    assert call_cache(models["openai"], "off", "5m", marks, lambda: tenant) == (None, None)
+    other = Tenant.of("assistant", "s2", user="alice")
+    assert cache_key(other.agent, other.session) != key
