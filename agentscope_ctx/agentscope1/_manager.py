@@ -296,11 +296,14 @@ class ContextManager(Services):
         try:
             await binding.memory.refresh()
             await self._move_unanswered(binding)
-            self.ensure_scheduler()
-            if not binding.note_loaded:
-                await self._load_note(binding)
         except Exception:
-            logger.exception("agentscope_ctx: could not refresh the memory or load MEMORY.md")
+            logger.exception("agentscope_ctx: could not refresh the memory")
+        try:
+            self.ensure_scheduler()
+        except Exception:
+            logger.exception("agentscope_ctx: could not start the consolidation job")
+        if not binding.note_loaded:  # (not read: tried again at the next reply)
+            binding.note_loaded = await self.offer_note(binding.memory, str(agent.name))
         try:
             await self._run(agent, "reply")
         except PromptTooLargeError:  # no prompt is sent before pre_reasoning judges it again,
@@ -329,19 +332,12 @@ class ContextManager(Services):
             binding.pipeline.dialog.dialog_dir,
         )
 
-    async def _load_note(self, binding: _Binding) -> None:
-        await self.load_note(binding.memory, str(binding.agent.name))
-        binding.note_loaded = True
-
     async def _compacted(self, agent: Any, older: list[Msg]) -> None:
         """After a compaction (the summary changed, so the prompt's prefix did anyway):
         offer MEMORY.md as it is now, and start the Summarizer."""
         binding = self._bindings.get(agent.id)
         if binding is not None:
-            try:
-                await self._load_note(binding)
-            except Exception:
-                logger.exception("agentscope_ctx: could not load MEMORY.md")
+            binding.note_loaded = await self.offer_note(binding.memory, str(agent.name))
         await self.start_summarizer(older, str(agent.name))
 
     async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:

@@ -68,10 +68,7 @@ class AgentRuns(Services):
         name = str(agent.name)
 
         async def compacted(older: list[Msg]) -> None:
-            try:
-                await self.load_note(memory, name)
-            except Exception:
-                logger.exception("agentscope_ctx: could not load MEMORY.md")
+            await self.offer_note(memory, name)
             await self.start_summarizer(older, name)
 
         binding.pipeline, binding.recall, binding.store = self.make_pipeline(
@@ -142,13 +139,18 @@ class AgentRuns(Services):
             before = list(state.context)
             try:
                 await binding.mirror.pull(state)
-                if not binding.note_loaded:
-                    binding.note_loaded = True
-                    await self.load_note(binding.memory, str(binding.agent.name))
-                self.ensure_scheduler()
-            except Exception:
+            except Exception:  # the memory is not the state: the pipeline cannot run on it
                 logger.exception("agentscope_ctx: could not read the agent's state")
                 return None
+            # Neither the store nor the job keeps the pipeline from running: a prompt is
+            # never sent unmanaged (issue 46 item 15)
+            if not binding.note_loaded:
+                name = str(binding.agent.name)
+                binding.note_loaded = await self.offer_note(binding.memory, name)
+            try:
+                self.ensure_scheduler()
+            except Exception:
+                logger.exception("agentscope_ctx: could not start the consolidation job")
             report = None
             pushed = False
             try:

@@ -2,7 +2,10 @@
 
 A pressure ladder of small stages, each a unit with one job, in order:
 
-1. `Ladder.first_cuts`: each new tool message within its recent limits;
+0. `Compaction.save_hidden`: what an earlier compaction kept in memory because the dialog
+   store failed, saved (and removed) once it works again;
+1. `Ladder.first_cuts`: each new tool message within its recent limits (and the outputs kept
+   whole because the store failed, saved and cut once it works again);
 2. the `Accountant` counts system prompt + tool schemas + summary + messages;
 3. `Ladder.relieve`, no model call: under `compact_trigger_ratio`, due cuts of older
    outputs wait for a batch worth `clear_at_least`; over it, the second truncation, then
@@ -16,6 +19,11 @@ A pressure ladder of small stages, each a unit with one job, in order:
    prompt, tool schemas, the current user turn; pins) are, a `PromptTooLargeError`; not
    while a tool call of the turn waits for its result (no prompt is sent before it comes:
    1.x runs the pipeline after each tool of a step; the run before the model call judges).
+
+Whatever the store does, the budget holds: a part that cannot be saved stays whole in memory
+and the model is shown it cut (`Cut.view`), messages that cannot be saved stay in memory,
+hidden (`Compaction`), and a run that fails anyway is followed by `hold`: the last-resort fit
+on what memory holds, then `ensure_fits` (issue 46 item 15).
 
 The core takes plain inputs (`PromptParts`, messages in `ContextMemory`) and writes no user
 output: the adapter gives `prompt_parts` and `notify`.
@@ -186,6 +194,8 @@ class ContextPipeline:
             accountant = self.accountant
             report = PipelineReport(threshold=self.threshold, scale=self.scale)
             refs, size = self.cutter.saved_refs, self.cutter.saved_bytes
+            # what a compaction kept in memory while the dialog store failed, saved now
+            saved = report.compacted = await self.compaction.save_hidden()
             await accountant.sync()
             report.truncated = await self.ladder.first_cuts()
             report.tokens_before = await accountant.calibrated()
@@ -205,8 +215,8 @@ class ContextPipeline:
                     extra_instruction=extra_instruction,
                     keep_ratio=keep_ratio,
                 )
-                report.compacted, report.summary_source = outcome.compacted, outcome.source
-                report.note = outcome.note
+                report.compacted += outcome.compacted
+                report.summary_source, report.note = outcome.source, outcome.note
                 # tool outputs that arrived while the compactor ran (parallel tool calls)
                 report.truncated += await self.ladder.first_cuts()
                 report.tokens_after = await accountant.calibrated()
@@ -237,15 +247,37 @@ class ContextPipeline:
                 self.memory.content
             ):  # with a tool call waiting no prompt is sent: the run after its result judges
                 await ensure_fits(accountant, self.calibration.budget)  # raises: not sent
-            if report.compacted:
+            if report.compacted > saved:
                 how = str(report.summary_source) + (f" ({report.note})" if report.note else "")
                 await self._notify(
-                    f"[agentscope_ctx] compacted {report.compacted} messages: "
+                    f"[agentscope_ctx] compacted {report.compacted - saved} messages: "
                     f"{report.tokens_before} -> {report.tokens_after} tokens; summary by {how}; "
                     f"raw messages saved in {self.dialog.dialog_dir}",
                 )
             self.last_estimate = await accountant.prompt_tokens()
             return report
+
+    async def hold(self) -> None:
+        """After a run that raised (a bug, or a failure no stage expected): the prompt within
+        the budget all the same, or no model call. The last-resort fit on what the memory
+        holds (a part that cannot be saved is shown cut, kept whole), the summary out of view
+        if only that makes the prompt fit, then `ensure_fits`, as a run ends.
+
+        Raises:
+            PromptTooLargeError: the prompt is still over the budget, and no tool call waits:
+                no model call should be made with it.
+            Exception: what the fit raises (the caller must not send the prompt either)."""
+        async with self._lock:
+            accountant = self.accountant
+            budget = self.calibration.budget
+            await accountant.sync()
+            if await accountant.calibrated() > budget:
+                await self.ladder.fit(budget)
+            if await accountant.calibrated() > budget:
+                await self.ladder.drop_summary(budget)
+            self.last_estimate = await accountant.prompt_tokens()
+            if await accountant.calibrated() > budget and not waiting(self.memory.content):
+                await ensure_fits(accountant, budget)
 
     async def prepare(self) -> int:
         """The cheap part of a run, without a model call: the first truncation of outputs

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core._entry import Msg
-from ..core._errors import ContextUsageError, PromptTooLargeError
+from ..core._errors import ContextRuntimeError, ContextUsageError, PromptTooLargeError
 from ..core._failures import FailureLog
 from ..core._pipeline import ContextPipeline, PipelineReport, PromptParts
 from ..core._private import STORE_DIRS, private_dir
@@ -278,21 +278,52 @@ class Services:
         `traced_run`), its record for the session viewer (a model call follows it when `when`
         is ``model_call``), then the store's occasional cleanup; failures are logged (`None`:
         the run failed), except a `PromptTooLargeError`, which is raised: that prompt must not
-        be sent."""
+        be sent.
+
+        A run that fails is followed by `ContextPipeline.hold` (the prompt fitted to the
+        budget on what the memory holds), so that the agent goes on within its budget: a
+        prompt is never sent unmanaged (DESIGN.md §14).
+
+        Raises:
+            PromptTooLargeError: the prompt cannot fit (see `ContextPipeline.run`).
+            ContextRuntimeError: before a model call (`when` ``model_call``), the run and
+                the fit after it both failed: the prompt may be over the budget, and is not
+                sent."""
         try:
             report = await traced_run(pipeline, when, **kwargs)
-            recorder = self._steps.get(id(pipeline))
-            if recorder is not None:
-                await recorder.note(pipeline, report, call=when == "model_call")
-            removed = [os.fspath(ref) for ref in self.store.maybe_cleanup(self._referenced_files)]
-            if removed:
-                await asyncio.to_thread(self.search_index.drop_outputs, removed)
-            return report
         except (asyncio.CancelledError, PromptTooLargeError):
             raise  # a prompt that cannot fit is not sent: the setup must change
         except Exception:
             logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
+            await self._hold(pipeline, when)
             return None
+        recorder = self._steps.get(id(pipeline))
+        if recorder is not None:
+            await recorder.note(pipeline, report, call=when == "model_call")  # (never raises)
+        try:
+            removed = [os.fspath(ref) for ref in self.store.maybe_cleanup(self._referenced_files)]
+            if removed:
+                await asyncio.to_thread(self.search_index.drop_outputs, removed)
+        except Exception:  # the next cleanup removes them: the run's report stands
+            logger.exception("agentscope_ctx: the cleanup of saved outputs failed")
+        return report
+
+    @staticmethod
+    async def _hold(pipeline: ContextPipeline, when: str) -> None:
+        """`pipeline.hold()` after a failed run (see `run_pipeline`)."""
+        try:
+            await pipeline.hold()
+        except (asyncio.CancelledError, PromptTooLargeError):
+            raise
+        except Exception as exc:
+            if when != "model_call":  # no prompt is sent before the next run judges it
+                logger.exception("agentscope_ctx: could not fit the prompt after a failed run")
+                return
+            raise ContextRuntimeError(
+                "the context pipeline failed, and so did the fit of the prompt to its budget "
+                f"after it ({type(exc).__name__}: {exc}); the model is not called with a "
+                "prompt that may be over the budget"
+            ) from exc
 
     @property
     def memory_per_agent(self) -> bool:
@@ -319,6 +350,18 @@ class Services:
         memory.offer_long_term(
             await long_term.memory_prompt(self.counter, self.config.memory_max_tokens)
         )
+
+    async def offer_note(self, memory: ContextMemory, agent_name: str | None = None) -> bool:
+        """`load_note`; whether it was read. A failure (the store is unreachable) is logged
+        once while it lasts, and the memory keeps the note it had: the caller tries again
+        later, and runs the pipeline meanwhile."""
+        try:
+            await self.load_note(memory, agent_name)
+        except Exception as exc:
+            self.failures.failed("MEMORY.md", f"could not read MEMORY.md ({exc}); tried again")
+            return False
+        self.failures.recovered("MEMORY.md")
+        return True
 
     async def close(self, grace_seconds: float = 10.0) -> None:
         """Stop the consolidation job, start a Summarizer run on the evicted messages still

@@ -16,6 +16,7 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
+from ..core._errors import PersistenceError
 from ..core._pipeline import ContextPipeline, PipelineReport
 from ..core.context._memory import ContextMemory
 from ..core.truncation._truncation import notice_paths
@@ -65,11 +66,18 @@ class StepRecorder:
                 if ref in self._refs:
                     continue
                 self._refs.add(ref)
-                outputs.append({"ref": os.fspath(ref), "bytes": self.store.size(ref)})
+                outputs.append({"ref": os.fspath(ref), "bytes": self._size(ref)})
         self._seen = live
         self._revision = memory.revision
         self._upto = (len(content), content[-1][0] if content else None)
         return outputs
+
+    def _size(self, ref: str) -> int | None:
+        """The saved output's size, `None` when the store cannot say (unreachable)."""
+        try:
+            return self.store.size(ref)
+        except PersistenceError:
+            return None
 
     async def note(
         self, pipeline: ContextPipeline, report: PipelineReport, *, call: bool = True

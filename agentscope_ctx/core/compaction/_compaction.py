@@ -48,7 +48,7 @@ from ..summary._carry import carried
 from ..summary._carry_text import with_carry
 from ..summary._eviction import IndexEntry, eviction_index, with_index
 from ..summary._extractive import _result_text
-from ..summary._kept import compose
+from ..summary._kept import Kept, compose
 from ..summary._outcome import ReadSaved, judge_ahead
 from ..tokens._calibration import CacheStats
 from ._prefix import Prefix, PromptKeeper
@@ -127,6 +127,9 @@ class Compaction:
         self.internal = internal
         self.cache = cache
         self._stalled_at: int | None = None
+        self._pending: tuple[str, Kept | None] | None = None
+        """The summary standing for the messages hidden because the dialog store failed, and
+        what it carries by code (`save_hidden` makes it the summary once they are saved)."""
         self.prompts = PromptKeeper(config, self.memory, cache)
         """The agent's last prompt, for the compactor's prefix request: the adapter says
         when the agent's model is called next (`expect`) and with what (`keep`)."""
@@ -243,9 +246,10 @@ class Compaction:
             await self.dialog.append(leaving)  # write-ahead: durable before removal
         except PersistenceError as exc:
             # Nothing is removed; the older messages are only not shown, the new summary
-            # standing for them, until a later compaction can save them.
+            # standing for them, until they can be saved (`save_hidden`, at each run).
             self.failures.failed("dialog", f"messages kept in memory, not saved: {exc}")
             self.memory.hide([m.id for m in older], summary)
+            self._pending = (summary, kept)
             await self.notify(
                 f"[agentscope_ctx] could not save to {self.dialog.dialog_dir} ({exc}); "
                 f"{len(older)} older messages are kept in memory but not shown",
@@ -263,6 +267,41 @@ class Compaction:
         if self.on_compacted is not None:
             await self.on_compacted(older)
         return CompactionOutcome(len(older), result.source, result.reason)
+
+    async def save_hidden(self) -> int:
+        """The messages a compaction hid because the dialog store failed (`memory.hidden`,
+        `pending_summary` standing for them): saved now, with the messages before them (the
+        dialog keeps the conversation's order, as a compaction writes it), then removed, the
+        pending summary becoming the summary. The number removed; 0 while the store still
+        fails (one attempt per run, the failure logged once) or when none is hidden. The
+        prompt does not grow: the model is shown the same summary, without the hidden ones."""
+        memory = self.memory
+        hidden = memory.hidden
+        if not hidden:
+            return 0
+        msgs = memory.messages()
+        last = max((i for i, m in enumerate(msgs) if m.id in hidden), default=-1)
+        try:
+            await self.dialog.append(msgs[: last + 1])
+        except PersistenceError as exc:
+            self.failures.failed("dialog", f"messages kept in memory, not saved: {exc}")
+            return 0
+        self.failures.recovered("dialog")
+        older = [m for m in msgs if m.id in hidden]
+        pending, self._pending = self._pending, None
+        if pending is None or pending[0] != memory.pending_summary:
+            pending = (memory.pending_summary or "", None)  # (not this compaction's: none)
+        summary, kept = pending
+        self.prompts.drop()
+        await memory.delete([m.id for m in older])
+        await memory.update_compressed_summary(summary, kept=kept)
+        await self.notify(
+            f"[agentscope_ctx] {len(older)} messages kept in memory while "
+            f"{self.dialog.dialog_dir} could not be written are saved there now"
+        )
+        if self.on_compacted is not None:
+            await self.on_compacted(older)
+        return len(older)
 
     async def _arrived_tokens(self, known: set[str]) -> int:
         """Calibrated tokens of the shown messages that are not in `known`."""
