@@ -282,6 +282,13 @@ class StoreConfig(_Section):
     without trying again: an unreachable database then costs one attempt per period, not
     one (of up to `connect_timeout_seconds`) per save or read. 0: try every time."""
 
+    max_connections: int = Field(default=8, ge=2, le=10_000)
+    """Most connections this process holds to the database: every manager on the same DSN
+    and connection settings shares them, however many sessions it serves. A save or read
+    that finds them all in use waits for one, up to `connect_timeout_seconds`, then fails as
+    an unreachable database does (the output stays whole, the budget holds). At least 2: the
+    consolidation's lock holds one while it reads and writes through another."""
+
     @model_validator(mode="after")
     def _check_postgres(self) -> StoreConfig:
         # Named "[field] ...": the message never repeats the DSN (it might hold a secret).
