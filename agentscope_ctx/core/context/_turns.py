@@ -8,7 +8,10 @@ the current user turn, when it opens with a ``thinking`` (or ``redacted_thinking
 stays with the turn with the results of its calls (`_thinking_head`). Anthropic refuses a
 tool loop whose first assistant message lost the signed thinking block the API issued for it
 ("a final assistant message must start with a thinking block"); the loop's later steps may
-still leave for the summary, which the API accepts.
+still leave for the summary, which the API accepts. The newest hint stays too (AgentScope
+2.x's runtime state, the time above all): AgentScope injects it again when none is left in
+the context, and a hint injected mid-loop is a user text between the tool results, which
+opens a new turn for the provider, one that does not start with thinking.
 """
 
 from __future__ import annotations
@@ -51,23 +54,31 @@ def _turn_index(content: Sequence[tuple[Msg, Sequence[str]]]) -> int | None:
 
 def turn_ids(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
     """Ids of what never leaves the prompt as the current turn: the current user turn
-    (`current_turn`) and the messages after it that hold a call still waiting (`waiting`)."""
+    (`current_turn`), the messages after it that hold a call still waiting (`waiting`), the
+    first step of a thinking tool loop (`_thinking_head`) and the newest hint (see the
+    module)."""
     at = _turn_index(content)
     ids = _waiting_after(content, at)
+    hint = next((str(m.id) for m, marks in reversed(content) if HINT_MARK in marks), None)
+    ids |= set() if hint is None else {hint}
     return ids if at is None else ids | {str(content[at][0].id)} | _thinking_head(content, at)
 
 
 def _thinking_head(content: Sequence[tuple[Msg, Sequence[str]]], turn: int) -> set[str]:
     """Ids of the current tool loop's first step when it opens with a thinking block: that
-    assistant message and the messages holding its calls' results (see the module)."""
-    head = next((m for m, _ in content[turn + 1 :] if m.role == "assistant"), None)
-    if head is None:
+    assistant message, the hints before it and the messages holding its calls' results (see
+    the module)."""
+    at = next((i for i in range(turn + 1, len(content)) if content[i][0].role == "assistant"), None)
+    if at is None:
         return set()
+    head = content[at][0]
     blocks = head.get_content_blocks()
     if not blocks or blocks[0].get("type") not in THINKING_KINDS:
         return set()
     calls = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
-    return {str(head.id)} | {
+    # with the hints before it (AgentScope 2.x's runtime state: one that left would be
+    # injected again mid-loop, a user text that opens a new turn for the provider)
+    return {str(m.id) for m, _ in content[turn + 1 : at + 1]} | {
         str(m.id)
         for m, _ in content[turn + 1 :]
         if any(
