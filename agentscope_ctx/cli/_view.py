@@ -20,11 +20,16 @@ def add_view(sub: argparse._SubParsersAction[argparse.ArgumentParser], where: st
         "the prompt's size per model call before and after relief, the trigger and the "
         "budget, what each rung freed, each compaction with its summary, each notice linked "
         "to its saved output's excerpt, and a search box over the dialog that left the "
-        "context. Reads the working dir's files, or the fleet store --config names.",
+        "context. Reads the working dir's files, or the fleet store --config names; an "
+        "excerpt as the session's agents' read_file reads it (their saved outputs, files "
+        "below read_roots).",
     )
     view.add_argument("working_dir", nargs="?", metavar="WORKING_DIR", help=where)
     view.add_argument("--config", metavar="FILE", help="config YAML (working_dir, store)")
     view.add_argument("--session", metavar="ID", help="the session (default: 'default')")
+    view.add_argument(
+        "--user", metavar="ID", help="the end user of the session's agents (recall.user)"
+    )
     view.add_argument(
         "-o", "--output", metavar="FILE", help="where to write (default: WORKING_DIR/view.html)"
     )
@@ -43,7 +48,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     else:
         path = _state_dir(args.working_dir, config)
         config = (config or ContextConfig()).model_copy(update={"working_dir": path})
-    view = load_session(config, args.session)
+    view = load_session(config, args.session, user=args.user)
     if not view.calls and not view.dialog:
         raise CliError(f"no recorded steps or dialog for session {view.session!r} in {path}")
     out = Path(args.output) if args.output else path / "view.html"

@@ -55,6 +55,7 @@ from ._opening import KINDS, PROC_FD, open_below, open_error
 from ._read_scope import CALLER, ReadScope
 
 if TYPE_CHECKING:
+    from ..stores.factory import Backend
     from ..stores.seams import RangedSource
 
 __all__ = ["FileReader", "ReadFileError"]
@@ -125,6 +126,31 @@ class FileReader:
             tenant=tenant,
         )
         return reader
+
+    @classmethod
+    def on_store(
+        cls,
+        backend: Backend,
+        roots: Sequence[Path],
+        policy: ToolResultPolicy,
+        *,
+        working_dir: Path,
+    ) -> FileReader:
+        """The reader of the agents of `backend`'s store in `working_dir`: files below `roots`,
+        the store's saved outputs and its refs that are not files, and each tenant's records
+        hidden from the others where the working dir keeps them (`ReadScope`)."""
+        local = backend.store_dir is not None
+        return cls(
+            roots,
+            policy,
+            store_dir=backend.store_dir,
+            sources=backend.source,
+            scope=ReadScope(
+                store_dir=backend.store_dir,
+                dialog_dir=working_dir / "dialog" if local else None,
+                media_dir=working_dir / "media",
+            ),
+        )
 
     @property
     def caller(self) -> Tenant | None:
@@ -200,9 +226,17 @@ class FileReader:
         """`read_now`, off the event loop."""
         return await asyncio.to_thread(self.read_now, file_path, start_line, line_offset)
 
-    def read_now(self, file_path: str, start_line: object = 1, line_offset: object = 0) -> str:
+    def read_now(
+        self,
+        file_path: str,
+        start_line: object = 1,
+        line_offset: object = 0,
+        *,
+        max_bytes: int | None = None,
+    ) -> str:
         """What `read_file` shows (the excerpt, and the notice when there is more), for callers
-        that are not the agent (the CLI's ``read``). Blocks on the file or the store.
+        that are not the agent (the CLI's ``read``, the session viewer). Blocks on the file or
+        the store. `max_bytes`: the excerpt's size (`None`: the policy's, as `read_file`).
 
         Raises:
             ReadFileError: the call cannot be answered (its message says why).
@@ -212,9 +246,10 @@ class FileReader:
         )
         source = self._source(file_path)
         if source is not None:
-            return self._read_stored(source, str(file_path).strip(), start)
+            return self._read_stored(source, str(file_path).strip(), start, max_bytes)
         root, real = self.locate(file_path)
-        max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
+        if max_bytes is None:
+            max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
         tenant = self.caller
         if tenant is not None and tenant.scope != "shared" and self.scope.is_day(real):
             return self._read_day(file_path, root, real, tenant, start, max_bytes)
@@ -225,9 +260,12 @@ class FileReader:
             return None
         return self.sources(file_path.strip(), self.caller)
 
-    def _read_stored(self, source: RangedSource, ref: str, start: Position) -> str:
+    def _read_stored(
+        self, source: RangedSource, ref: str, start: Position, max_bytes: int | None
+    ) -> str:
         """`ref` of a store that is not files, from `start` (see the module docstring)."""
-        max_bytes = self.policy.limits("read_file", {"file_path": ref}).recent
+        if max_bytes is None:
+            max_bytes = self.policy.limits("read_file", {"file_path": ref}).recent
         try:
             return excerpt(source, ref, start, max_bytes)
         except KeyError:

@@ -34,7 +34,6 @@ from ..memory._schedule import ConsolidationScheduler
 from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader
-from ..recall._read_scope import ReadScope
 from ..recall._recall import Recall, RecallConfig
 from ..stores._usage_file import write_usage
 from ..stores.factory import Backend, open_backend
@@ -129,18 +128,7 @@ class Services:
         """The working directory's memory (the local store's, shared by the agents)."""
         self._long_terms: dict[str, LongTermMemory] = {}
         roots = self.config.read_roots or [working_dir, Path.cwd()]
-        local = self.backend.store_dir is not None
-        self.reader = FileReader(
-            roots,
-            self.policy,
-            store_dir=self.backend.store_dir,
-            sources=self.backend.source,
-            scope=ReadScope(
-                store_dir=self.backend.store_dir,
-                dialog_dir=working_dir / "dialog" if local else None,
-                media_dir=working_dir / "media",
-            ),
-        )
+        self.reader = FileReader.on_store(self.backend, roots, self.policy, working_dir=working_dir)
         self.compactor = Compactor(
             self.config.compactor,
             model=model,

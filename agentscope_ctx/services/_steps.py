@@ -1,7 +1,9 @@
 """`StepRecorder`: after each pipeline run, one record of what it did in the agent's steps
 file (`stores._steps_file`), for the session viewer: the prompt's size before and after
 relief, the trigger and the budget, what each rung freed, a compaction's summary, and the
-saved outputs that entered the context (their notices link to them).
+saved outputs that entered the context (their notices link to them): the notices ending a
+tool's result, which the package wrote, never one in a user's or the model's text (a
+notice there is anyone's words, and may name any file).
 
 Cheap per step: only the messages new since the last run are read for notices, the output
 sizes come from the store's metadata, and the line is appended off the event loop. A failure
@@ -19,7 +21,7 @@ from typing import Any
 from ..core._errors import PersistenceError
 from ..core._pipeline import ContextPipeline, PipelineReport
 from ..core.context._memory import ContextMemory
-from ..core.truncation._truncation import notice_paths
+from ..core.search._search_text import record_parts
 from ..stores._steps_file import SUMMARY_CHARS, StepSeam
 from ..stores.seams import OutputSeam
 
@@ -62,7 +64,7 @@ class StepRecorder:
                 live.add(msg.id)
                 continue
             live.add(msg.id)
-            for ref in notice_paths(msg.content):
+            for ref, _, _ in record_parts({"content": msg.content}).outputs:
                 if ref in self._refs:
                     continue
                 self._refs.add(ref)

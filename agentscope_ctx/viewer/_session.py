@@ -1,19 +1,29 @@
 """`load_session`: what the viewer shows of one session, read through the stores: the steps
 record (one per model call, with the runs before it folded in), the dialog that left the
-context, and an excerpt of each saved output a notice names."""
+context, and an excerpt of each saved output a notice names.
+
+The page is made to be shared (a bug report), and a notice is text anyone can write, so
+an excerpt is read only as the session's agents' own `read_file` reads it (`FileReader`,
+scoped to each agent of the session in turn): a saved output of the session, or a file
+below ``read_roots`` (none set: the working dir; never the viewer's own current directory,
+which is not the agents'). Another session's output, a file elsewhere, a FIFO or a device
+shows as "not readable now". The dialog's notices are taken from tool results only, as the
+steps record's are (`services._steps`).
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ..core._tenant import Tenant
 from ..core.config._config import ContextConfig
+from ..core.ladder._tool_policy import ToolResultPolicy
 from ..core.search._search_text import record_parts
-from ..core.truncation._truncation import Position
+from ..recall._read_file import FileReader, ReadFileError
 from ..stores.factory import Backend, open_backend
-from ..stores.seams import excerpt
 
 __all__ = ["EXCERPT_BYTES", "Call", "SessionView", "load_session"]
 
@@ -88,30 +98,44 @@ def _text(parts: list[str]) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def load_session(config: ContextConfig, session: str | None = None) -> SessionView:
-    """Read a session from the store `config` names (``default``: records without one)."""
+def load_session(
+    config: ContextConfig, session: str | None = None, *, user: str | None = None
+) -> SessionView:
+    """Read a session from the store `config` names (``default``: records without one); its
+    agents are `user`'s (`None`: ``recall.user`` of `config`), as their saved outputs are."""
     backend = open_backend(config)
     try:
-        return _load(backend, session or "default")
+        reader = FileReader.on_store(
+            backend,
+            config.read_roots or [Path(config.working_dir).resolve()],
+            ToolResultPolicy(config.tool_result),
+            working_dir=Path(config.working_dir).resolve(),
+        )
+        return _load(backend, reader, session or "default", user or config.recall.user)
     finally:
         backend.close()
 
 
-def _load(backend: Backend, session: str) -> SessionView:
+def _load(backend: Backend, reader: FileReader, session: str, user: str | None) -> SessionView:
     view = SessionView(session=session, store=backend.kind)
     records = backend.steps.read(session) if backend.steps is not None else []
     view.calls = fold(records)
     # the session's own dialog (``default``: the records written without a session)
-    msgs, _ = backend.dialog().read(session="" if session == "default" else session)
+    own = "" if session == "default" else session
+    msgs, _ = backend.dialog().read(session=own)
     refs: list[str] = []
+    agents = dict.fromkeys(call.agent for call in view.calls)
     for msg in msgs[-MAX_DIALOG:]:
         parts = record_parts(msg.to_dict())
-        found = [ref for ref, _, _ in parts.outputs]
+        found = [ref for ref, _, _ in parts.outputs]  # the notices ending a tool's result
         refs += found
+        name = str(getattr(msg, "name", "") or "")
+        if parts.role == "assistant" and name:
+            agents[name] = None
         view.dialog.append(
             {
                 "role": parts.role,
-                "name": str(getattr(msg, "name", "") or ""),
+                "name": name,
                 "text": _text(parts.texts),
                 "refs": json.dumps(found),
             }
@@ -121,9 +145,10 @@ def _load(backend: Backend, session: str) -> SessionView:
             refs.append(str(output.get("ref")))
             if output.get("bytes") is not None:
                 view.sizes[str(output["ref"])] = int(output["bytes"])
+    readers = [reader.scoped(Tenant.of(agent, own, user=user)) for agent in agents]
     outputs = backend.outputs()
     for ref in dict.fromkeys(refs):
-        text = _excerpt(backend, outputs, ref)
+        text = next(filter(None, (_excerpt(tenant, ref) for tenant in readers)), None)
         if text is not None:
             view.excerpts[ref] = text
             if ref not in view.sizes:
@@ -133,17 +158,10 @@ def _load(backend: Backend, session: str) -> SessionView:
     return view
 
 
-def _excerpt(backend: Backend, outputs: Any, ref: str) -> str | None:
-    """The head of a saved output (or of a file a notice names), `None` when unreadable."""
+def _excerpt(reader: FileReader, ref: str) -> str | None:
+    """The head of what `ref` names as `read_file` shows it to the reader's tenant (a saved
+    output of its own, a file below the roots); `None` when it shows nothing."""
     try:
-        if outputs.owns(ref):
-            return excerpt(outputs, ref, Position(1, 0), EXCERPT_BYTES)
-        source = backend.source(ref)
-        if source is not None:
-            return excerpt(source, ref, Position(1, 0), EXCERPT_BYTES)
-        if os.path.isfile(ref):
-            with open(ref, "rb") as fh:
-                return fh.read(EXCERPT_BYTES).decode("utf-8", "replace")
-    except (OSError, ValueError, LookupError):
+        return reader.read_now(ref, 1, 0, max_bytes=EXCERPT_BYTES)
+    except (ReadFileError, OSError, ValueError, LookupError):
         return None
-    return None
