@@ -87,13 +87,17 @@ async def test_no_rung_rewrites_a_thinking_block(tmp_path: Path) -> None:
     assert kept.get_content_blocks()[0] == blocks[0]  # ... and left its thinking whole
 
 
-def test_the_newest_hint_stays_with_the_turn() -> None:
+def test_the_newest_hint_stays_with_a_thinking_loop() -> None:
     """AgentScope 2.x injects its runtime state (the time) again when none is left: a hint
-    injected mid-loop would open a new turn for the provider, one without thinking."""
+    injected mid-loop would open a new turn for the provider, one without thinking. Without
+    thinking, hints leave like any message."""
     from agentscope_ctx.core.context._turns import HINT_MARK
 
     old_hint = Msg("user", "<system-reminder>time 10:00</system-reminder>", "user")
     hint = Msg("user", "<system-reminder>time 11:00</system-reminder>", "user")
     ask = Msg("user", "go on", "user")
-    content = [(old_hint, [HINT_MARK]), (hint, [HINT_MARK]), (ask, [])]
-    assert turn_ids(content) == {hint.id, ask.id}
+    head = _head(1, _thinking("plan"))
+    content = [(old_hint, [HINT_MARK]), (hint, [HINT_MARK]), (ask, []), *((m, []) for m in head)]
+    assert turn_ids(content) == {hint.id, ask.id, *(m.id for m in head)}
+    plain = [(old_hint, [HINT_MARK]), (hint, [HINT_MARK]), (ask, []), *((m, []) for m in turn(2))]
+    assert turn_ids(plain) == {ask.id}

@@ -8,10 +8,10 @@ the current user turn, when it opens with a ``thinking`` (or ``redacted_thinking
 stays with the turn with the results of its calls (`_thinking_head`). Anthropic refuses a
 tool loop whose first assistant message lost the signed thinking block the API issued for it
 ("a final assistant message must start with a thinking block"); the loop's later steps may
-still leave for the summary, which the API accepts. The newest hint stays too (AgentScope
-2.x's runtime state, the time above all): AgentScope injects it again when none is left in
-the context, and a hint injected mid-loop is a user text between the tool results, which
-opens a new turn for the provider, one that does not start with thinking.
+still leave for the summary, which the API accepts. In such a loop the newest hint stays
+too (AgentScope 2.x's runtime state, the time above all): AgentScope injects it again when
+none is left in the context, and a hint injected mid-loop is a user text between the tool
+results, which opens a new turn for the provider, one that does not start with thinking.
 """
 
 from __future__ import annotations
@@ -59,9 +59,13 @@ def turn_ids(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
     module)."""
     at = _turn_index(content)
     ids = _waiting_after(content, at)
-    hint = next((str(m.id) for m, marks in reversed(content) if HINT_MARK in marks), None)
-    ids |= set() if hint is None else {hint}
-    return ids if at is None else ids | {str(content[at][0].id)} | _thinking_head(content, at)
+    if at is None:
+        return ids
+    head = _thinking_head(content, at)
+    if head:  # a thinking loop: the newest hint stays too (see the module)
+        hint = next((str(m.id) for m, marks in reversed(content) if HINT_MARK in marks), None)
+        head |= set() if hint is None else {hint}
+    return ids | {str(content[at][0].id)} | head
 
 
 def _thinking_head(content: Sequence[tuple[Msg, Sequence[str]]], turn: int) -> set[str]:
