@@ -27,6 +27,7 @@ from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.recall._recall import Recall
 from agentscope_ctx.stores._tool_results import ToolResultPolicy
 from agentscope_ctx.stores.factory import open_backend
+from agentscope_ctx.stores.postgres._secrets import Secrets
 from tests.fleet.pg_config import PgStore, config_file
 from tests.fleet.postgres_server import PASSWORD, PORT, PostgresServer
 from tests.support.lines import Msg, text_of
@@ -302,3 +303,22 @@ def test_a_working_store_is_named_by_its_schema_in_the_cli(
     assert f"store: the PostgreSQL store (schema {pg_store.schema})" in out, out
     assert str(pg_store.server.root) not in out and "actx-pg" not in out
     assert pg_store.password not in out
+
+
+# -- issue 46, item 9: whole names only -------------------------------------------------------
+
+
+def test_i46_9_names_are_scrubbed_as_whole_tokens() -> None:
+    """The docs' role ``agent`` and database ``ctx``: an error naming the schema
+    ``adv4_agentscope_ctx`` keeps it whole (it read ``adv4_***scope_***``: the difference gave
+    both names away), and the names standing alone are replaced, a sentence's full stop or a
+    hostname's dots and dashes around them or not."""
+    secrets = Secrets("host=db-1.internal user=agent dbname=ctx")
+    said = (
+        'permission denied for schema adv4_agentscope_ctx of database "ctx" (role agent); '
+        "user agent. host db-1.internal, not db-1.internal.example or ctx-2 or agent_ctx"
+    )
+    assert secrets.scrub(said) == (
+        'permission denied for schema adv4_agentscope_ctx of database "***" (role ***); '
+        "user ***. host ***, not db-1.internal.example or ctx-2 or agent_ctx"
+    )

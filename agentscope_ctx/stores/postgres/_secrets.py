@@ -15,8 +15,15 @@ said of a failure is told by `Secrets.describe`:
 The names are those libpq would use: the DSN's options as libpq's parser reads them
 (`core.config._dsn.parse_dsn`: percent-encoded, quoted, any spelling), libpq's environment
 (``PGHOST``, ``PGUSER``, ``PGDATABASE``, ``PGPASSWORD``, ...), the variable named by
-``password_env``, and the OS user (libpq's default user and database). A name of three
-characters or more is replaced wherever it appears; a shorter one where it stands alone.
+``password_env``, and the OS user (libpq's default user and database).
+
+A name is replaced where it stands as a whole token, never inside a longer one: no letter,
+digit, ``_`` or ``$`` next to it, nor a ``.`` or ``-`` joining it to one (``db-1.internal``
+is a host, ``db`` in it is not the database ``db``). With the role ``agent`` and the database
+``ctx``, the schema ``adv4_agentscope_ctx`` stays whole: replaced inside it, as
+``adv4_***scope_***``, it garbled the message and gave both names away beside the same
+name shown whole elsewhere. A name's own edges that are not such characters (a socket path's
+``/``) need nothing next to them.
 
 psycopg's own log records (its ``psycopg`` logger: connection attempts, "error ignored in
 rollback on <connection host=...>") are scrubbed too, by a filter on that logger that knows
@@ -25,6 +32,7 @@ the names of every live store (`Secrets` registers itself).
 
 from __future__ import annotations
 
+import functools
 import getpass
 import logging
 import os
@@ -49,7 +57,6 @@ _ENV = (
     "PGHOST", "PGHOSTADDR", "PGUSER", "PGDATABASE", "PGSERVICE", "PGPASSWORD",
     "PGPASSFILE", "PGSSLCERT", "PGSSLKEY", "PGSSLROOTCERT", "PGAPPNAME",
 )  # fmt: skip
-_SHORT = 3
 _CONNECT_FAILURES = tuple(
     (re.compile(pattern, re.I), said)
     for pattern, said in (
@@ -94,7 +101,7 @@ class Secrets:
     def __init__(self, dsn: str, password_env: str | None = None) -> None:
         self._dsn = dsn
         self._password_env = password_env
-        self._names: list[str] | None = None
+        self._names: frozenset[str] | None = None
         _LIVE.add(self)
         _guard_psycopg_logs()
 
@@ -102,11 +109,9 @@ class Secrets:
         return "Secrets(...)"
 
     def scrub(self, text: str) -> str:
-        """`text` with every name this store knows replaced by ``***``."""
-        long, short = self._known()
-        for name in long:
-            text = text.replace(name, "***")
-        return short.sub("***", text) if short is not None else text
+        """`text` with every name this store knows, as a whole token, replaced by ``***``."""
+        pattern = _tokens(self._known())
+        return pattern.sub("***", text) if pattern is not None else text
 
     def describe(self, exc: BaseException) -> str:
         """What may be said of `exc` (see the module docstring)."""
@@ -146,7 +151,7 @@ class Secrets:
             words = re.split(r"[\s=&?/:@,;'\"\\]+", self._dsn)
             return {f"word{n}": word for n, word in enumerate(words) if word}
 
-    def _known(self) -> tuple[list[str], re.Pattern[str] | None]:
+    def _known(self) -> frozenset[str]:
         # The environment is read each time (cheap): the password variable may change.
         if self._names is None:
             names = set()
@@ -158,7 +163,7 @@ class Secrets:
                 names.add(getpass.getuser())  # libpq's default user and database
             except Exception:  # no user name known: libpq would have none either
                 pass
-            self._names = sorted(names, key=len, reverse=True)
+            self._names = frozenset(names)
         found = set(self._names)
         for variable in (self._password_env, *_ENV):
             env_value = os.environ.get(variable) if variable else None
@@ -166,13 +171,25 @@ class Secrets:
                 found.add(env_value)
                 found.update(env_value.split(","))
         found.discard("")
-        long = sorted((n for n in found if len(n) >= _SHORT), key=len, reverse=True)
-        short = sorted((n for n in found if len(n) < _SHORT), key=len, reverse=True)
-        pattern = None
-        if short:
-            alternatives = "|".join(map(re.escape, short))
-            pattern = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w.-])")
-        return long, pattern
+        return frozenset(found)
+
+
+_WORD_CHAR = re.compile(r"[\w$]")
+"""A character of an identifier (PostgreSQL's: letters of any script, digits, ``_``, ``$``)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _tokens(names: frozenset[str]) -> re.Pattern[str] | None:
+    """One pattern finding each of `names` as a whole token (see the module docstring), the
+    longest first where several begin at one place; `None` for no names."""
+    if not names:
+        return None
+    parts = []
+    for name in sorted(names, key=len, reverse=True):
+        before = r"(?<![\w$])(?<![\w$][.-])" if _WORD_CHAR.fullmatch(name[0]) else ""
+        after = r"(?![\w$]|[.-][\w$])" if _WORD_CHAR.fullmatch(name[-1]) else ""
+        parts.append(f"{before}{re.escape(name)}{after}")
+    return re.compile("|".join(parts))
 
 
 _LIVE: weakref.WeakSet[Secrets] = weakref.WeakSet()
