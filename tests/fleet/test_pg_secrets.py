@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
+import uuid
 from pathlib import Path
 from urllib.parse import quote
 
@@ -305,7 +306,7 @@ def test_a_working_store_is_named_by_its_schema_in_the_cli(
     assert pg_store.password not in out
 
 
-# -- issue 46, item 9: whole names only -------------------------------------------------------
+# -- issue 46, items 9 and 3: whole names only, and the names of a service ---------------------
 
 
 def test_i46_9_names_are_scrubbed_as_whole_tokens() -> None:
@@ -322,3 +323,74 @@ def test_i46_9_names_are_scrubbed_as_whole_tokens() -> None:
         'permission denied for schema adv4_agentscope_ctx of database "***" (role ***); '
         "user ***. host ***, not db-1.internal.example or ctx-2 or agent_ctx"
     )
+
+
+def _service_file(path: Path, service: str, names: dict[str, str]) -> Path:
+    """A `pg_service.conf` whose section `service` holds `names`, among others', as libpq
+    reads it (comments, blank lines, indented lines)."""
+    lines = ["# the operator's services", "[other]", "host=zqhostother", ""]
+    lines += [f"  [{service}]  # ours"] + [f"{k}={v}" for k, v in names.items()]
+    lines += ["", "[after]", "user=zquserafter"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_i46_3_a_services_names_are_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``service=NAME``: host, user, database and password come from the section of
+    `pg_service.conf` (``PGSERVICEFILE``; else the system's, ``PGSYSCONFDIR``, when the
+    user's file has no such section), and are scrubbed as the DSN's own names are; another
+    section's are not the store's."""
+    names = {"host": "zqhostsvc.example", "user": "zqusersvc", "dbname": "zqdbsvc",
+             "password": "zqpwsvc!"}  # fmt: skip
+    said = 'permission denied for database "zqdbsvc" (user zqusersvc at zqhostsvc.example) zqpwsvc!'
+    monkeypatch.setenv("PGSERVICEFILE", str(_service_file(tmp_path / "user.conf", "ours", names)))
+    assert (
+        Secrets("service=ours").scrub(said)
+        == 'permission denied for database "***" (user *** at ***) ***'
+    )
+    assert "zqhostother" in Secrets("service=ours").scrub("zqhostother zquserafter zqusersvc")
+    system = tmp_path / "etc"
+    system.mkdir()
+    _service_file(system / "pg_service.conf", "sys", names)
+    monkeypatch.setenv("PGSYSCONFDIR", str(system))
+    monkeypatch.setenv("PGSERVICE", "sys")  # the service named by libpq's environment
+    assert Secrets("dbname=zqother").scrub(said).count("***") == 4
+
+
+def test_i46_3_a_service_refused_by_the_server_shows_none_of_its_names(
+    tmp_path: Path,
+    pg_server: PostgresServer,
+    pg_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The issue's case: a ``service=NAME`` DSN whose user may connect to its database but not
+    make the store's schema there. "permission denied for database ..." is a database error,
+    told by its first line: the database's name, from the service file, reached the errors,
+    the CLI and the model."""
+    import psycopg
+
+    user, db, password, service = (f"zq{k}{uuid.uuid4().hex[:8]}" for k in ("u", "d", "p", "s"))
+    admin = psycopg.connect(pg_server.dsn, password=PASSWORD, autocommit=True)
+    try:
+        admin.execute(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
+        admin.execute(f"CREATE DATABASE {db}")
+        names = {"host": str(pg_server.root), "port": str(PORT), "user": user, "dbname": db,
+                 "password": password}  # fmt: skip
+        service_file = _service_file(tmp_path / "pg_service.conf", service, names)
+        monkeypatch.setenv("PGSERVICEFILE", str(service_file))
+        monkeypatch.delenv("PGPASSWORD", raising=False)
+        monkeypatch.setenv(ENV, password)  # (the helper's password_env)
+        caplog.set_level(logging.DEBUG)
+        shown = _shown_by_a_store_that_fails(
+            tmp_path, f"service={service}", pg_schema, caplog, capsys
+        )
+    finally:
+        admin.execute(f"DROP DATABASE IF EXISTS {db}")
+        admin.execute(f"DROP ROLE IF EXISTS {user}")
+        admin.close()
+    assert "permission denied for database" in shown[0], shown[0]
+    assert not _leaks(shown, str(pg_server.root), user, db, password)

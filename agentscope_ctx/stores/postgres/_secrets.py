@@ -13,9 +13,11 @@ said of a failure is told by `Secrets.describe`:
 - any other exception by its type and its text, scrubbed the same way.
 
 The names are those libpq would use: the DSN's options as libpq's parser reads them
-(`core.config._dsn.parse_dsn`: percent-encoded, quoted, any spelling), libpq's environment
-(``PGHOST``, ``PGUSER``, ``PGDATABASE``, ``PGPASSWORD``, ...), the variable named by
-``password_env``, and the OS user (libpq's default user and database).
+(`core.config._dsn.parse_dsn`: percent-encoded, quoted, any spelling), those of its service
+(``service=NAME`` or ``PGSERVICE``: the section of ``pg_service.conf``, found and read as
+libpq does, `core.config._pg_service`), libpq's environment (``PGHOST``, ``PGUSER``,
+``PGDATABASE``, ``PGPASSWORD``, ...), the variable named by ``password_env``, and the OS
+user (libpq's default user and database).
 
 A name is replaced where it stands as a whole token, never inside a longer one: no letter,
 digit, ``_`` or ``$`` next to it, nor a ``.`` or ``-`` joining it to one (``db-1.internal``
@@ -41,12 +43,13 @@ import threading
 import weakref
 
 from ...core.config._dsn import is_secret, parse_dsn
+from ...core.config._pg_service import service_options
 
 __all__ = ["Secrets", "store_name"]
 
 _NAMED = frozenset(
     {
-        "host", "hostaddr", "user", "dbname", "service", "passfile", "options",
+        "host", "hostaddr", "user", "dbname", "service", "servicefile", "passfile", "options",
         "sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir", "requirepeer",
         "krbsrvname", "application_name", "fallback_application_name", "oauth_issuer",
         "oauth_client_id", "oauth_scope",
@@ -155,7 +158,8 @@ class Secrets:
         # The environment is read each time (cheap): the password variable may change.
         if self._names is None:
             names = set()
-            for key, value in self._options().items():
+            options = self._options()
+            for key, value in [*options.items(), *service_options(options).items()]:
                 if key in _NAMED or key.startswith("word") or is_secret(key):
                     names.add(value)
                     names.update(value.split(","))
