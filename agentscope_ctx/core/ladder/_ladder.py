@@ -283,15 +283,22 @@ class Ladder:
         t.mask_upto = upto
 
     def stable_call(self) -> str | None:
-        """Id of the newest tool call whose result stands before every message the ladder
-        may still rewrite before the next trigger (a due cut; an output not yet planned for
-        its last level): up to that result the prompt stays as it is until the trigger, so a
-        provider's cache breakpoint there keeps being read (`models._cache`). `None`: no
-        such result."""
+        """Id of the newest tool call whose result stands before every tool message the
+        ladder may still rewrite (a due cut; one not yet at its last level, masked, or cut
+        to the old limits where nothing is masked): up to that result the prompt stays as it
+        is until a compaction, so a provider's cache breakpoint there keeps being read
+        (`models._cache`), whatever batch of cuts comes next. `None`: no such result."""
         t = self.accountant.ledger
-        moving = t.old_upto if self.config.mask_after is None else t.mask_upto
-        due = [k for k, msg_id in enumerate(t.tool_msgs[:moving]) if msg_id in self.plan.due]
-        before = min([moving, *due])
+        last = OLD if self.config.mask_after is None else MASKED
+        plan = self.plan
+        before = next(
+            (
+                k
+                for k, msg_id in enumerate(t.tool_msgs)
+                if msg_id in plan.due or plan.applied.get(msg_id, 0) < last
+            ),
+            len(t.tool_msgs),
+        )
         for k in range(before - 1, -1, -1):
             msg = t.msgs.get(t.tool_msgs[k])
             if t.tool_msgs[k] in t.results and msg is not None:
