@@ -108,6 +108,8 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             schema=config.store.schema_name,
             connect_timeout=config.store.connect_timeout_seconds,
             retry_after=config.store.retry_seconds,
+            max_connections=config.store.max_connections,
+            shared=True,  # the process's connections to the DSN, whatever the managers
         )
         pg_search = PostgresSearchIndex(engine, failures=failures)
         return Backend(

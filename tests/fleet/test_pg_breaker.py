@@ -43,11 +43,11 @@ def test_a_database_that_answers_again_is_used_after_the_retry_time(
 ) -> None:
     engine = PostgresEngine(pg_server.dsn, password_env=ENV, schema=pg_schema, retry_after=0)
     outputs = _outputs(engine)
-    engine._down_until = float("inf")  # as after a failed attempt
+    engine.pool.down_until = float("inf")  # as after a failed attempt
     with pytest.raises(OffloadError, match="unreachable"):
         outputs.save("x")
     assert engine.attempts == 0
-    engine._down_until = 0.0  # the retry time has come
+    engine.pool.down_until = 0.0  # the retry time has come
     ref = outputs.save("back\n")
     assert outputs.read_range(ref, 0, 10) == b"back\n" and engine.attempts == 1
     engine.close()

@@ -6,30 +6,30 @@ variable named by `password_env`. The DSN is never shown: errors, log lines and 
 the store by its schema (`name`), and what libpq said of a failure is told without the
 server's names (`_secrets.Secrets.describe`; docs/fleet-secrets.md).
 
-Connections are pooled per engine (one per thread at a time, made when needed, autocommit
-with explicit transactions); a connection that failed is dropped, and the next call makes a
-new one (so a database that comes back is used again). The schema is made on the first
-connection (`_schema.ensure`).
+Connections come from a `ConnectionPool` (`_pool`: made when needed, autocommit with explicit
+transactions, at most `max_connections` open, a caller waiting for one when all are in use):
+the engine's own, or with ``shared=True`` (what the managers open) the process's pool for the
+DSN and connection settings, which every such engine shares (issue 46 item 16). A connection
+that failed is dropped, and the next call makes a new one (so a database that comes back is
+used again). The schema is made (or found made) on the engine's first connection
+(`_schema.ensure`).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ...core._errors import PersistenceError
+from ._pool import ConnectionPool, shared_pool
 from ._schema import ensure
 from ._secrets import Secrets, store_name
 
 __all__ = ["PostgresEngine"]
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_MAX_IDLE = 8
 _DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
 _ENSURE_TRIES = 3
 
@@ -42,9 +42,13 @@ class PostgresEngine:
         password_env: Name of an environment variable holding the password (read at each
             connection); `None`: libpq's own (``PGPASSWORD``, ``~/.pgpass``).
         schema: The PostgreSQL schema holding the tables.
-        connect_timeout: Seconds a connection attempt may take.
+        connect_timeout: Seconds a connection attempt may take, and the longest wait for a
+            connection when `max_connections` are in use.
         retry_after: Seconds after a failed connection attempt during which the engine
             fails at once without trying (0: try every time); `attempts` counts the tries.
+        max_connections: Most connections open at once in the engine's pool.
+        shared: Draw from the process's pool for these settings (`_pool.shared_pool`),
+            shared with every engine opened so, rather than from a pool of its own.
 
     Raises:
         ContextUsageError-like `ValueError`: `schema` is not a plain lower-case identifier.
@@ -58,19 +62,21 @@ class PostgresEngine:
         schema: str = "agentscope_ctx",
         connect_timeout: float = 10.0,
         retry_after: float = 0.0,
+        max_connections: int = 8,
+        shared: bool = False,
     ) -> None:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(f"schema must be a lower-case identifier; got {schema!r}")
-        self._dsn = dsn
         self.secrets = Secrets(dsn, password_env)
-        self.password_env = password_env
         self.schema = schema
-        self.connect_timeout = connect_timeout
-        self.retry_after = retry_after
-        self.attempts = 0
-        self._down_until = 0.0
-        self._idle: list[Any] = []
-        self._lock = threading.Lock()
+        settings: dict[str, Any] = {
+            "password_env": password_env,
+            "connect_timeout": connect_timeout,
+            "retry_after": retry_after,
+            "max_connections": max_connections,
+        }
+        self.pool = shared_pool(dsn, **settings) if shared else ConnectionPool(dsn, **settings)
+        self.pool.join(self)
         self._ready = False
 
     def __repr__(self) -> str:
@@ -80,6 +86,11 @@ class PostgresEngine:
     def name(self) -> str:
         """How errors, logs and the CLI name this store (never by its DSN)."""
         return store_name(self.schema)
+
+    @property
+    def attempts(self) -> int:
+        """Connection attempts made so far by the engine's pool."""
+        return self.pool.attempts
 
     def scrub(self, text: str) -> str:
         """`text` with every name and password this engine knows replaced by ``***``."""
@@ -100,92 +111,40 @@ class PostgresEngine:
         """A connection of the pool (autocommit; use ``conn.transaction()``).
 
         Raises:
-            PersistenceError: no connection could be made, or the schema not created
-                (scrubbed of the password).
+            PersistenceError: no connection could be made (or none came back in time while
+                all were in use), or the schema not created (scrubbed of the password).
         """
         conn = self._take()
         try:
             yield conn
         except BaseException:
-            self._drop(conn)
+            self.pool.drop(conn)
             raise
         else:
-            self._give_back(conn)
+            self.pool.give_back(conn)
 
     def close(self) -> None:
-        """Close the idle connections (new ones are made when needed)."""
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            self._drop(conn)
+        """Done with the pool: its connections are closed as they go idle once no other
+        engine uses it (a call made after this connects for itself)."""
+        self.pool.leave(self)
 
     # -- internals -----------------------------------------------------------------------
 
     def _take(self) -> Any:
-        with self._lock:
-            while self._idle:
-                conn = self._idle.pop()
-                if not conn.closed:
-                    return conn
-        return self._connect()
-
-    def _give_back(self, conn: Any) -> None:
-        if conn.closed or conn.info.transaction_status != 0:  # 0: idle
-            self._drop(conn)
-            return
-        with self._lock:
-            if len(self._idle) < _MAX_IDLE:
-                self._idle.append(conn)
-                return
-        self._drop(conn)
-
-    @staticmethod
-    def _drop(conn: Any) -> None:
-        try:
-            conn.close()
-        except Exception:  # already broken: nothing to release
-            pass
-
-    def _connect(self) -> Any:
-        try:
-            import psycopg
-        except ImportError as exc:
-            raise PersistenceError(
-                "the PostgreSQL store needs psycopg 3: pip install 'agentscope-ctx[fleet]'"
-            ) from exc
-        wait = self._down_until - time.monotonic()
-        if wait > 0:
-            raise PersistenceError(
-                f"{self.name} is unreachable (the last attempt failed); "
-                f"trying again in {wait:.1f} s"
-            )
-        extra: dict[str, Any] = {"connect_timeout": max(1, round(self.connect_timeout))}
-        if self.password_env is not None:
-            password = os.environ.get(self.password_env)
-            if password is None:
-                raise PersistenceError(
-                    f"{self.name}: the password variable {self.password_env!r} is not set "
-                    "in the environment"
-                )
-            extra["password"] = password
-        self.attempts += 1
-        try:
-            conn = psycopg.connect(self._dsn, autocommit=True, **extra)
-        except Exception as exc:
-            self._down_until = time.monotonic() + self.retry_after
-            raise self.error("cannot connect", exc) from None
-        self._down_until = 0.0
-        if not self._ready:
-            for attempt in range(_ENSURE_TRIES):
-                try:
-                    ensure(conn, self.schema)
-                    break
-                except Exception as exc:
-                    # Workers making a new schema at once can deadlock on its DDL: the server
-                    # aborts one of them, whose next try finds the schema made (or makes it).
-                    if _DEADLOCK == getattr(exc, "sqlstate", None) and attempt + 1 < _ENSURE_TRIES:
-                        continue
-                    self._drop(conn)
-                    raise self.error("cannot create the schema", exc) from None
-            self._ready = True
+        pool = self.pool
+        conn = pool.take(self.name)
+        if self._ready:
+            return conn
+        for attempt in range(_ENSURE_TRIES):
+            try:
+                ensure(conn, self.schema)
+                break
+            except Exception as exc:
+                # Workers making a new schema at once can deadlock on its DDL: the server
+                # aborts one of them, whose next try finds the schema made (or makes it).
+                if _DEADLOCK == getattr(exc, "sqlstate", None) and attempt + 1 < _ENSURE_TRIES:
+                    continue
+                pool.drop(conn)
+                raise self.error("cannot create the schema", exc) from None
+        self._ready = True
         return conn
