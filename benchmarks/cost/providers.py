@@ -1,17 +1,36 @@
-"""What a thinking session costs on Anthropic's rules, with the package's cache marks and
-without (issue 45): ``python -m benchmarks.cost.providers [--budget N] [--turns N]
-[--steps N] [--lines N]``.
+"""What a session costs on the providers' own rules, through AgentScope's real model classes
+(issue 45): ``python -m benchmarks.cost.providers [--provider anthropic|dashscope|openai]
+[--sessions stress,everyday,small,thinking]`` (also ``python -m benchmarks providers ...``).
 
-The session is `tests.support.thinking_session`: a real agent on the installed AgentScope line
-(2.x `Agent` or 1.x `ReActAgent`) through AgentScope's real `AnthropicChatModel`, streaming,
-extended thinking on, against the offline Anthropic simulator (`tests.support.anthropic_sim`:
-validation, signed thinking, breakpoints with the 20-block lookback, TTLs, Sonnet 4.5's list
-prices). Each user turn is a tool loop of `steps` log reads; the context manager (defaults but
-the budget, extractive summaries: no helper calls) holds the budget. The simulator's clock is
-virtual, 5 seconds a call: every entry lives within its 5-minute TTL, as in a session that does
-not pause. Printed per `cache.mode`: calls, rejected, the cache read ratio (reads / prompt
-tokens), the cost in USD at list prices, and the append-only bound (what the same prompt sizes
-would cost if each call read the whole previous prompt from the cache and wrote the rest).
+Each session runs against an offline simulator of the provider's HTTP API written from its
+documentation (`tests/support/anthropic_sim.py`; `tests/support/chat_sim.py` with the
+``dashscope`` and ``openai`` profiles): requests are validated, the prompt cache is accounted
+as the provider bills it (breakpoints, the 20-block lookback, TTLs; OpenAI's automatic
+prefixes in 128-token steps), costs at the model's list prices (Claude Sonnet 4.5; Qwen-Plus
+on Model Studio; gpt-5 on OpenAI). The simulator's clock is virtual, 5 s a call: no entry
+expires, as in a session that does not pause. Only the model's answers are scripted.
+
+Sessions (`benchmarks/cost/session.py`: the same files and script as the cost benchmark):
+
+- ``stress``: 6 turns of 8 `view_text_file` calls, outputs of 30 KB-1.3 MB, budget 24,000;
+- ``everyday``: 10 turns of 10 calls, outputs of 1.5-40 KB (every 23rd 200 KB), budget 128,000;
+- ``small``: 4 turns of 6 calls, outputs of 1.5-12 KB, a 4,000-token window;
+- ``thinking`` (Anthropic only): `tests/support/thinking_session.py`, extended thinking on, 6
+  turns of 8 log reads, budget 24,000; AgentScope's own compression cannot run there (its
+  structured-output call forces `tool_choice`, which thinking refuses).
+
+Systems, on AgentScope 2.x (the 2.x `Agent`):
+
+- ``agentscope_ctx``: the middleware, defaults but the budget; its compactor and Summarizer on
+  the same provider (their calls are counted in the cost);
+- ``builtin``: AgentScope's own context management (`ContextConfig(trigger_ratio=0.75,
+  tool_result_limit=recent_max_bytes // 4)`), its summary by the same provider.
+
+Printed per session and system: the agent's calls and the helpers' (compactor, Summarizer,
+the built-in's summary), rejected calls, the agent's cache read ratio (cache reads / prompt
+tokens) beside the append-only bound's (each call reading all of the previous prompt from
+the cache, writing the rest), the agent's cost in USD beside the bound's and their ratio, and
+the cost of every call (the helpers' too: what the user pays).
 """
 
 from __future__ import annotations
@@ -19,8 +38,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
+import logging
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,27 +51,261 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support import anthropic_sim  # noqa: E402
-from tests.support.thinking_session import MODEL, run_session  # noqa: E402
+from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X  # noqa: E402
+from benchmarks.cost import script as cost_script  # noqa: E402
+from benchmarks.cost.session import (  # noqa: E402
+    SYS_PROMPT,
+    Scenario,
+    Step,
+    everyday,
+    stress,
+    user_task,
+    write_files,
+)
 
 SECONDS_PER_CALL = 5.0
+PROVIDERS = ("anthropic", "dashscope", "openai")
+SESSIONS = ("stress", "everyday", "small", "thinking")
+MODELS = {"anthropic": "claude-sonnet-4-5", "dashscope": "qwen-plus", "openai": "gpt-5"}
+WINDOWS = {"anthropic": 200_000, "dashscope": 131_072, "openai": 400_000}
+"""The models' own windows: the provider refuses a prompt over it; the session's budget
+(`max_input_tokens`, and the agent model's `context_size` for AgentScope's own compression)
+is the scenario's."""
+STRUCTURED = "generate_structured_output"
+TRIGGER_RATIO = 0.75
+
+logger = logging.getLogger(__name__)
 
 
-def append_only_bound(calls: list[anthropic_sim.Call]) -> float:
-    """USD of the same prompts if each read all of the previous one and wrote the rest."""
-    price = anthropic_sim.spec_of(MODEL).price
-    total, previous = 0.0, 0
-    for call in calls:
-        read = min(previous, call.prompt_tokens)
-        units = (
-            read * price.read + (call.prompt_tokens - read) * price.write_5m
-        ) * price.input + call.output_tokens * price.output
-        total += units / 1_000_000
-        previous = call.prompt_tokens
-    return total
+def small(turns: int = 4, calls: int = 6, budget: int = 4_000, seed: int = 3) -> Scenario:
+    """A 4,000-token window, outputs of 1.5 to 12 KB (log-uniform)."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    sizes = tuple(
+        int(math.exp(rng.uniform(math.log(1_500), math.log(12_000)))) for _ in range(turns * calls)
+    )
+    return Scenario("small", budget, turns, calls, sizes, seed)
 
 
-async def measure(mode: str, **session: Any) -> dict[str, Any]:
+SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "stress": stress,
+    "everyday": everyday,
+    "small": small,
+}
+
+
+# -- the model's answers -------------------------------------------------------------------
+
+
+def _tool_names(body: dict[str, Any]) -> list[str]:
+    return [
+        str(t.get("name") or t.get("function", {}).get("name")) for t in body.get("tools") or []
+    ]
+
+
+def kind_of(body: dict[str, Any]) -> str:
+    """Who made a request: ``agent``, ``compactor``, ``summarizer`` or ``compression``."""
+    names = _tool_names(body)
+    if STRUCTURED in names:
+        return "compression"
+    if any(n.endswith("memory_file") for n in names):
+        return "summarizer"
+    if "You are the context compactor" in json.dumps(body, ensure_ascii=False):
+        return "compactor"
+    return "agent"
+
+
+class Script:
+    """The scripted model of one session: the agent's steps turn by turn (counted by the
+    answers it gave itself: compaction takes the older calls out of the prompt), and the
+    helpers' answers (`cost.script`)."""
+
+    def __init__(self, plan: list[list[Step]], make: Callable[..., Any]) -> None:
+        self.answers = cost_script.agent_answers(plan)
+        self.make = make
+        self.given: dict[int, int] = {}
+        self.issued: set[str] = set()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        kind = kind_of(body)
+        text = cost_script.dumps(body.get("messages"))
+        if kind == "compression":
+            tool = next(t for t in body["tools"] if STRUCTURED in json.dumps(t))
+            schema = tool.get("input_schema") or tool.get("function", {}).get("parameters", {})
+            fields = cost_script.structured_summary(
+                schema.get("properties", {}), *cost_script.goal_and_paths(text)
+            )
+            return self.make(tool_calls=[(STRUCTURED, fields)])
+        if kind == "compactor":
+            return self.make(text=cost_script.summary(*cost_script.goal_and_paths(text)))
+        if kind == "summarizer":
+            done = text.count("tool_result") + text.count('"role": "tool"')
+            step = cost_script.summarizer_step(done, text)
+            if step is None:
+                return self.make(text="Recorded one lesson.")
+            return self.make(tool_calls=[step])
+        tasks = [int(n) for n in _task_numbers(text)]
+        turn = (tasks[-1] - 1) if tasks else 0
+        answers = self.answers[turn] if turn < len(self.answers) else []
+        at = self.given.get(turn, 0)
+        if at >= len(answers):
+            return self.make(text="Nothing more to do.")
+        self.given[turn] = at + 1
+        answer = answers[at]
+        if answer.step is None:
+            return self.make(text=answer.text)
+        self.issued.add(answer.step.call_id)
+        return self.make(text=answer.text, tool_calls=[(cost_script.TOOL, answer.arguments)])
+
+
+def _task_numbers(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"Task (\d+): review these files", text)
+
+
+# -- the providers -------------------------------------------------------------------------
+
+
+@contextmanager
+def provider(name: str, responder: Callable[[dict[str, Any]], Any], window: int) -> Iterator[Any]:
+    """(simulator, model factory) of provider `name`; the clock virtual (see the module)."""
+    ticks = itertools.count()
+
+    def clock() -> float:
+        return next(ticks) * SECONDS_PER_CALL
+
+    if name == "anthropic":
+        from tests.support import anthropic_sim
+
+        sim = anthropic_sim.AnthropicSim(responder, model_window=window, clock=clock)
+        with anthropic_sim.serve(sim) as url:
+            yield sim, lambda: _anthropic(url)
+        return
+    from tests.support import chat_sim
+
+    sim = chat_sim.ChatSim(responder, profile=name, model_window=window, clock=clock)
+    with chat_sim.serve(sim) as url:
+        yield sim, lambda: _chat(name, url)
+
+
+def _make_turn(name: str) -> Callable[..., Any]:
+    if name == "anthropic":
+        from tests.support.anthropic_sim import Turn
+    else:
+        from tests.support.chat_sim import Turn  # type: ignore[assignment]
+
+    def make(text: str = "", tool_calls: list[tuple[str, dict[str, Any]]] | None = None) -> Any:
+        return Turn(text=text, tool_calls=list(tool_calls or []))
+
+    return make
+
+
+def _anthropic(url: str) -> Any:
+    from agentscope.credential import AnthropicCredential
+    from agentscope.model import AnthropicChatModel
+
+    return AnthropicChatModel(
+        credential=AnthropicCredential(api_key="sk-bench", base_url=url),
+        model=MODELS["anthropic"],
+        parameters=AnthropicChatModel.Parameters(max_tokens=2048),
+        stream=True,
+        max_retries=0,
+        client_kwargs={"max_retries": 0},
+    )
+
+
+def _chat(name: str, url: str) -> Any:
+    from agentscope.credential import DashScopeCredential, OpenAICredential
+    from agentscope.model import DashScopeChatModel, OpenAIChatModel
+
+    if name == "dashscope":
+        return DashScopeChatModel(
+            credential=DashScopeCredential(api_key="sk-bench", base_url=url),
+            model=MODELS["dashscope"],
+            stream=True,
+            max_retries=0,
+        )
+    return OpenAIChatModel(
+        credential=OpenAICredential(api_key="sk-bench", base_url=url),
+        model=MODELS["openai"],
+        stream=True,
+        max_retries=0,
+    )
+
+
+# -- one session ---------------------------------------------------------------------------
+
+
+def view_text_file(file_path: str) -> str:
+    """View a text file, with line numbers.
+
+    Args:
+        file_path (str): The target file path.
+    """
+    with open(file_path, encoding="utf-8") as file:
+        numbered = "".join(f"{i + 1}: {line}" for i, line in enumerate(file))
+    return f"The content of {file_path}:\n```\n{numbered}```"
+
+
+async def run_system(system: str, name: str, scenario: Scenario, work: Path) -> dict[str, Any]:
+    """One system on one scenario of provider `name`: its row."""
+    from agentscope.agent import Agent, InjectionConfig, ReActConfig
+    from agentscope.agent import ContextConfig as AgentContextConfig
+    from agentscope.message import UserMsg
+    from agentscope.tool import Toolkit
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from agentscope_ctx.agentscope2._tools import function_tool
+
+    plan = write_files(scenario, work / "repo")
+    script = Script(plan, _make_turn(name))
+    with provider(name, script, WINDOWS[name]) as (sim, make_model):
+        model = make_model()
+        model.context_size = scenario.budget
+        extra: dict[str, Any] = {}
+        manager = None
+        if system == "agentscope_ctx":
+            config = ContextConfig(
+                working_dir=work / "ctx",
+                max_input_tokens=scenario.budget,
+                token_counter="cl100k_base",
+            )
+            manager = ContextManager(config, model=make_model())
+            extra["middlewares"] = [manager.middleware()]
+        else:
+            extra["context_config"] = AgentContextConfig(
+                trigger_ratio=TRIGGER_RATIO,
+                tool_result_limit=ContextConfig().tool_result.recent_max_bytes // 4,
+            )
+        agent = Agent(
+            name="worker",
+            system_prompt=SYS_PROMPT,
+            model=model,
+            toolkit=Toolkit(tools=[function_tool(view_text_file, read_only=True)]),
+            react_config=ReActConfig(max_iters=scenario.calls + 2),
+            injection_config=InjectionConfig(inject_runtime_state=False),
+            **extra,
+        )
+        failed = 0
+        for turn, steps in enumerate(plan):
+            try:
+                await agent.reply(UserMsg(name="user", content=user_task(turn, steps)))
+            except Exception as exc:  # the provider's error ends the reply, not the session
+                failed += 1
+                logger.info("turn %d failed: %s", turn + 1, str(exc)[:200])
+        if manager is not None:
+            await manager.close()
+    return row(sim, failed)
+
+
+async def run_thinking(work: Path) -> dict[str, Any]:
+    """The thinking session (Anthropic; `tests.support.thinking_session`)."""
+    from tests.support import anthropic_sim
+    from tests.support.thinking_session import run_session
+
     ticks = itertools.count()
     original = anthropic_sim.AnthropicSim.__init__
 
@@ -58,38 +315,118 @@ async def measure(mode: str, **session: Any) -> dict[str, Any]:
 
     anthropic_sim.AnthropicSim.__init__ = init  # type: ignore[method-assign]
     try:
-        with tempfile.TemporaryDirectory(prefix="providers-") as tmp:
-            sim, _ = await run_session(Path(tmp), cache={"mode": mode}, **session)
+        sim, _ = await run_session(
+            work, budget=24_000, turns=6, steps=8, lines=300, window=WINDOWS["anthropic"]
+        )
     finally:
         anthropic_sim.AnthropicSim.__init__ = original  # type: ignore[method-assign]
+    return row(sim, 0)
+
+
+def row(sim: Any, failed_turns: int) -> dict[str, Any]:
+    """The figures of one run from its simulator's calls (see the module docstring)."""
+    kinds = [kind_of(body) if isinstance(body, dict) else "agent" for body in sim.requests]
+    calls = list(sim.calls)
+    agent = [c for c, k in zip(calls, kinds, strict=True) if k == "agent"]
+    prompts = [_prompt_tokens(c) for c in agent]
+    read = sum(_read_tokens(c) for c in agent)
+    bound_read = sum(min(a, b) for a, b in zip([0, *prompts], prompts, strict=False))
     totals = sim.summary()
+    bound = append_only_bound(agent, sim)
+    agent_cost = sum(c.cost_usd for c in agent)
     return {
-        "mode": mode,
-        "calls": totals["calls"],
+        "agent_calls": len(agent),
+        "helper_calls": len(calls) - len(agent),
         "rejected": totals["rejected"],
-        "read_ratio": round(totals["read_ratio"], 3),
+        "failed_turns": failed_turns,
+        "read_ratio": round(read / sum(prompts), 3) if sum(prompts) else 0.0,
+        "bound_read_ratio": round(bound_read / sum(prompts), 3) if sum(prompts) else 0.0,
+        "agent_cost_usd": round(agent_cost, 4),
         "cost_usd": round(totals["cost_usd"], 4),
-        "bound_usd": round(append_only_bound(sim.calls), 4),
+        "bound_usd": round(bound, 4),
+        "cost_over_bound": round(agent_cost / bound, 2) if bound else None,
     }
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+def append_only_bound(calls: list[Any], sim: Any) -> float:
+    """USD of the agent's prompts if each read all of the previous one and wrote the rest
+    (cache writes at the provider's price: 1.25x on Anthropic and Model Studio, 1x on
+    OpenAI's automatic cache), the answers at the output price."""
+    total, previous = 0.0, 0
+    for call in calls:
+        prompt = _prompt_tokens(call)
+        if not prompt:
+            continue
+        read = min(previous, prompt)
+        total += _price(sim, call, read, prompt - read)
+        previous = prompt
+    return total
+
+
+def _read_tokens(call: Any) -> int:
+    return int(getattr(call, "cache_read_input_tokens", getattr(call, "cached_tokens", 0)) or 0)
+
+
+def _prompt_tokens(call: Any) -> int:
+    return int(getattr(call, "prompt_tokens", 0) or 0)
+
+
+def _price(sim: Any, call: Any, read: int, written: int) -> float:
+    from tests.support import anthropic_sim
+
+    if isinstance(sim, anthropic_sim.AnthropicSim):
+        price = anthropic_sim.spec_of(call.model or MODELS["anthropic"]).price
+        units = (read * price.read + written * price.write_5m) * price.input
+        return (units + call.output_tokens * price.output) / 1_000_000
+    from tests.support import chat_sim
+
+    price = chat_sim.price_for(sim.profile, call.model)
+    write = 1.25 if sim.profile == "dashscope" else 1.0
+    units = (read * price.cache_read + written * write) * price.input
+    return (units + call.completion_tokens * price.output) / 1_000_000
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=int, default=24_000)
-    parser.add_argument("--turns", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--lines", type=int, default=300)
+    parser.add_argument("--provider", choices=PROVIDERS, default="anthropic")
+    parser.add_argument("--sessions", default=",".join(SESSIONS))
     args = parser.parse_args(argv)
-    session = {"budget": args.budget, "turns": args.turns, "steps": args.steps, "lines": args.lines}
-    rows = [asyncio.run(measure(mode, **session)) for mode in ("auto", "off")]
-    print(f"thinking session on Anthropic's rules ({MODEL}), {session}")
-    print(f"{'cache.mode':<12}{'calls':>6}{'rejected':>10}{'read':>8}{'cost $':>10}{'bound $':>10}")
-    for row in rows:
-        print(
-            f"{row['mode']:<12}{row['calls']:>6}{row['rejected']:>10}{row['read_ratio']:>8.3f}"
-            f"{row['cost_usd']:>10.4f}{row['bound_usd']:>10.4f}"
-        )
-    return rows
+    if IS_1X:
+        print(f"skipped: the 2.x Agent (AgentScope {AGENTSCOPE_VERSION} is installed)")
+        return {}
+    logging.getLogger("agentscope").setLevel(logging.ERROR)
+    sessions = [s.strip() for s in args.sessions.split(",") if s.strip()]
+    results: dict[str, Any] = {}
+    print(f"provider {args.provider} ({MODELS[args.provider]}), AgentScope {AGENTSCOPE_VERSION}")
+    header = (
+        f"{'session':<10}{'system':<16}{'calls':>6}{'helper':>7}{'rejected':>9}{'read':>7}"
+        f"{'bound':>7}{'agent $':>9}{'bound $':>9}{'x bound':>8}{'all $':>8}"
+    )
+    print(header)
+    for session in sessions:
+        systems = ["agentscope_ctx"] if session == "thinking" else ["agentscope_ctx", "builtin"]
+        if session == "thinking" and args.provider != "anthropic":
+            continue
+        for system in systems:
+            with tempfile.TemporaryDirectory(prefix="providers-") as tmp:
+                if session == "thinking":
+                    figures = asyncio.run(run_thinking(Path(tmp)))
+                else:
+                    scenario = SCENARIOS[session]()
+                    figures = asyncio.run(run_system(system, args.provider, scenario, Path(tmp)))
+            results[f"{session}/{system}"] = figures
+            f = figures
+            print(
+                f"{session:<10}{system:<16}{f['agent_calls']:>6}{f['helper_calls']:>7}"
+                f"{f['rejected']:>9}{f['read_ratio']:>7.3f}{f['bound_read_ratio']:>7.3f}"
+                f"{f['agent_cost_usd']:>9.3f}{f['bound_usd']:>9.3f}"
+                f"{f['cost_over_bound'] or 0:>8.2f}{f['cost_usd']:>8.3f}",
+                flush=True,
+            )
+    return results
 
 
 if __name__ == "__main__":
