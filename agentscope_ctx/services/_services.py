@@ -12,6 +12,7 @@ import asyncio
 import logging
 import math
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,8 +144,11 @@ class Services:
         self._background: set[asyncio.Task[Any]] = set()
         self._summaries: dict[str | None, SummarizerQueue] = {}
         """A Summarizer's queue per long-term memory (locally one: key `None`)."""
-        self._steps: dict[int, StepRecorder] = {}
-        """Each pipeline's recorder of its runs (by the pipeline's id)."""
+        self._steps: weakref.WeakKeyDictionary[ContextPipeline, StepRecorder] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Each live pipeline's recorder of its runs: released with the pipeline (a 2.x app
+        makes an agent, so a pipeline, per turn; issue 46 item 17)."""
 
     def make_pipeline(
         self,
@@ -178,7 +182,7 @@ class Services:
             describe=None if recall is None else recall.describe_saved,
         )
         if self.backend.steps is not None:
-            self._steps[id(pipeline)] = StepRecorder(
+            self._steps[pipeline] = StepRecorder(
                 self.backend.steps, store, agent=agent_name, session=self.recall_config.session
             )
         return pipeline, recall, store
@@ -285,7 +289,7 @@ class Services:
             logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
             await self._hold(pipeline, when)
             return None
-        recorder = self._steps.get(id(pipeline))
+        recorder = self._steps.get(pipeline)
         if recorder is not None:
             await recorder.note(pipeline, report, call=when == "model_call")  # (never raises)
         try:

@@ -2,7 +2,10 @@
 attached agent in each session, written at the end of each reply, for `agentscope-ctx inspect`.
 
 One file per agent AND session (``recall.session``), replaced atomically, private to its
-owner: two apps' agents of the same name no longer overwrite each other's record. Its name is
+owner: two apps' agents of the same name no longer overwrite each other's record. A working
+dir keeps the records of the `MAX_RECORDS` sessions served last (the oldest written are
+removed as new ones come), so a worker that served a thousand sessions keeps no more; a
+session that comes back writes its record again. Its name is
 made of the two, reduced to safe characters and cut (no path tricks: ``../``, ``/``, NUL and
 the like become ``_``), and a hash of the exact pair, so that names that reduce alike stay
 apart: ``usage/assistant.s-42.5f0c2e9a1b3d.json``. Files of older versions, named by the
@@ -29,18 +32,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..core._private import private_dir, write_atomic
 
-__all__ = ["read_usage", "usage_path", "write_usage"]
+__all__ = ["MAX_RECORDS", "read_usage", "usage_path", "write_usage"]
 
 logger = logging.getLogger("agentscope_ctx")
 
 USAGE_VERSION = 1
+MAX_RECORDS = 256
+"""Records a working dir keeps: those written last (issue 46 item 17)."""
 _UNSAFE = re.compile(r"[^\w.-]+")
 
 
@@ -63,11 +70,17 @@ def usage_path(working_dir: Path, agent: str, session: str | None = None) -> Pat
 
 
 def write_usage(
-    working_dir: Path, agent: str, fields: dict[str, Any], *, session: str | None = None
+    working_dir: Path,
+    agent: str,
+    fields: dict[str, Any],
+    *,
+    session: str | None = None,
+    most: int = MAX_RECORDS,
 ) -> None:
     """Replace the record of `agent` in `session` (best effort: a failure is logged, never
-    raised)."""
+    raised); a new record past `most` in the folder removes the oldest written."""
     path = usage_path(working_dir, agent, session)
+    new = not path.exists()
     record = {
         "v": USAGE_VERSION,
         "agent": agent,
@@ -78,8 +91,35 @@ def write_usage(
     try:
         private_dir(path.parent)
         write_atomic(path, json.dumps(record, ensure_ascii=False))
+        now = time.time_ns()  # (the file system's own clock may be coarser: the prune's order)
+        os.utime(path, ns=(now, now))
     except OSError as exc:
         logger.debug("agentscope_ctx: cannot write %s: %s", path, exc)
+        return
+    if new:  # (a record replaced adds nothing: the folder is only listed when one is added)
+        _prune(path.parent, path, most)
+
+
+def _prune(folder: Path, written: Path, most: int) -> None:
+    """Remove the oldest records of `folder` (by the time they were written) past `most`,
+    never `written`."""
+    try:
+        with os.scandir(folder) as entries:
+            records = [
+                (entry.stat(follow_symlinks=False).st_mtime_ns, entry.path)
+                for entry in entries
+                if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)
+            ]
+    except OSError as exc:
+        logger.debug("agentscope_ctx: cannot list %s: %s", folder, exc)
+        return
+    records.sort()
+    for _, path in records[: max(len(records) - most, 0)]:
+        if path != str(written):
+            try:
+                os.unlink(path)
+            except OSError:  # removed meanwhile (another worker's prune): nothing to do
+                pass
 
 
 def read_usage(working_dir: Path) -> list[dict[str, Any]]:

@@ -115,3 +115,16 @@ def test_i31_a_usage_file_name_stays_in_usage_and_apart(
     assert len(path.name.encode("utf-8")) <= 255
     assert path != usage_path(root, other, session) or other == agent
     assert path != usage_path(root, agent, "other:" + (session or ""))
+
+
+def test_a_worker_keeps_the_records_of_the_sessions_it_served_last(tmp_path: Path) -> None:
+    """Issue 46 item 17: a record per session ever served, 1,000 at 1,000 sessions; now the
+    256 written last (`MAX_RECORDS`), a session that comes back written again."""
+    most = 256
+    served = most + 50
+    for n in range(served):
+        write_usage(tmp_path, "assistant", {"prompt_tokens": n}, session=f"s{n}")
+    write_usage(tmp_path, "assistant", {"prompt_tokens": 0}, session="s0")  # it comes back
+    assert len(list((tmp_path / "usage").glob("*.json"))) == most
+    kept = {record["session"] for record in read_usage(tmp_path)}
+    assert kept == {"s0"} | {f"s{n}" for n in range(51, served)}
