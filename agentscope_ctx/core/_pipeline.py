@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..telemetry import note_model_usage
 from ._entry import Msg
 from ._failures import FailureLog
 from .compaction._compaction import Compaction, CompactorLike
@@ -171,6 +172,8 @@ class ContextPipeline:
             cache=self.cache,
         )
         self.last_estimate = 0
+        self._stable: str | None = None
+        """The stable call of the last model call's cache marks (`cache_marks`)."""
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
 
@@ -305,8 +308,9 @@ class ContextPipeline:
 
     def observe_usage(self, usage: PromptUsage) -> float | None:
         """Fold the provider's count of the last prompt into the calibration (and its cache
-        reads into `cache`)."""
+        reads and writes into `cache`, and into a span when tracing: `note_model_usage`)."""
         self.cache.observe(usage)
+        note_model_usage(self.calibration.key, usage.prompt, usage.cached, usage.created)
         return self.calibration.observe(usage.tokens, self.last_estimate, complete=usage.complete)
 
     async def prompt_tokens(self) -> int:
@@ -317,11 +321,16 @@ class ContextPipeline:
         """Where the prompt's tokens go (see `Accountant.breakdown`)."""
         return await self.accountant.breakdown()
 
-    def cache_marks(self) -> tuple[bool, str | None]:
+    def cache_marks(self) -> tuple[bool, tuple[str, ...]]:
         """What the prompt-cache breakpoints of the next model call need (`models._cache`):
-        whether a summary message follows the system prompt, and the call whose result ends
-        what the ladder leaves as it is until the next trigger (`Ladder.stable_call`)."""
-        return self.memory.summary_message() is not None, self.ladder.stable_call()
+        whether a summary message follows the system prompt, and the calls whose results
+        end what the ladder leaves as it is (`Ladder.stable_call`): the one of the call
+        before, where this call reads after a batch of cuts, then this call's. Asked once
+        per model call."""
+        stable = self.ladder.stable_call()
+        calls = tuple(dict.fromkeys(c for c in (self._stable, stable) if c is not None))
+        self._stable = stable
+        return self.memory.summary_message() is not None, calls
 
     def message_counts(self) -> dict[str, int]:
         """Token count of each live message, by id (as of the last run)."""

@@ -9,16 +9,21 @@ the package does, on the request as formatted (`mark`), where its own prompt is 
    in the provider's prefix), unchanged between compactions;
 2. the summary message (the first after the system prompt when there is a summary: the
    summary, its carried block and eviction index), unchanged between compactions;
-3. the result of `stable_call`: the newest tool result before the oldest message the ladder
-   may still rewrite before the next trigger (a due cut, or an output not yet at its last
-   level, `Ladder.volatile_from`), so that a batch of cuts further on still reads the cache
-   up to there;
+3. the result of the stable call: the newest tool result before the oldest tool message the
+   ladder may still rewrite (a due cut, or an output not yet at its last level,
+   `Ladder.stable_call`), so that a batch of cuts further on still reads the cache up to
+   there; and, when the ladder has just cut, the previous call's stable call too: that is
+   where this call reads, and the new one may be more than 20 blocks on, beyond the
+   lookback;
 4. the newest message, moving forward with each call (the previous call's mark is a few
    blocks back, within the lookback).
 
-Marks that fall on one message are one mark. A block that cannot carry a mark (a thinking
-block; an assistant message with tool calls and no text, in the chat format) passes it to
-the one before it in the same message, else the message is left unmarked.
+Marks that fall on one message are one mark. Of more than four, the newest message, the
+previous stable call, the stable call, the summary and the system prompt are kept in that
+order (the summary mark holds the system prompt's prefix too). A block that cannot carry a
+mark (a thinking block; an assistant message with tool calls and no text, in the chat
+format) passes it to the one before it in the same message, else the message is left
+unmarked.
 
 Two formats: ``anthropic`` (the Messages API: a content list of typed blocks, the system
 prompt as the first message until the model moves it to ``system``) and ``chat`` (the
@@ -82,8 +87,9 @@ class CachePlan:
     style: Style
     summary: bool
     """The message after the system prompt is the summary."""
-    stable_call: str | None
-    """Id of the tool call whose result message gets mark 3 (`None`: no such mark)."""
+    stable_calls: tuple[str, ...]
+    """Ids of the tool calls whose result messages get mark 3: the previous call's stable
+    call (if it differs) and this call's, in that order."""
     ttl: Literal["5m", "1h"] = "5m"
 
 
@@ -171,7 +177,7 @@ def call_cache(
     model: Any,
     mode: str,
     ttl: Literal["5m", "1h"],
-    marks: Callable[[], tuple[bool, str | None]],
+    marks: Callable[[], tuple[bool, tuple[str, ...]]],
     tenant: Callable[[], Tenant],
 ) -> tuple[CachePlan | None, str | None]:
     """What one model call of `model` gets under `cache.mode`: its marks (`None`: none;
@@ -199,21 +205,22 @@ def mark(messages: list[dict[str, Any]], plan: CachePlan) -> list[dict[str, Any]
     copied, the others are the same objects (nothing given is changed)."""
     if not messages:
         return messages
-    at: list[int] = []
-    if messages[0].get("role") == "system":
-        at.append(0)
-        if plan.summary and len(messages) > 1:
-            at.append(1)
-    if plan.stable_call is not None:
-        found = _result_of(messages, plan.stable_call, plan.style)
+    last = len(messages) - 1
+    at = [last]  # by priority (see the module)
+    for call in reversed(plan.stable_calls):  # the previous one first: this call reads there
+        found = _result_of(messages, call, plan.style)
         if found is not None:
-            at.append(found)
-    at.append(len(messages) - 1)
+            at.insert(1, found)
+    if messages[0].get("role") == "system":
+        if plan.summary and last > 1:
+            at.append(1)
+        at.append(0)
+    at = list(dict.fromkeys(at))[:MAX_MARKS]
     control: dict[str, Any] = {"type": "ephemeral"}
     if plan.ttl != "5m":
         control["ttl"] = plan.ttl
     out = list(messages)
-    for i in sorted(set(at))[-MAX_MARKS:]:
+    for i in at:
         marked = _marked(messages[i], control)
         if marked is not None:
             out[i] = marked

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -39,6 +38,8 @@ from ..recall._recall import Recall, RecallConfig
 from ..stores._usage_file import write_usage
 from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
+from ._cleanup import cleanup_due
+from ._cleanup import join as join_cleanup
 from ._steps import StepRecorder
 from ._traced import traced_run
 
@@ -140,6 +141,7 @@ class Services:
         )
         self.recall_config: RecallConfig = self.config.recall
         self.search_index: SearchSeam = self.backend.search
+        join_cleanup(self.backend.scope, self._referenced_files)
         self.scheduler: ConsolidationScheduler | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._summaries: dict[str | None, SummarizerQueue] = {}
@@ -268,7 +270,8 @@ class Services:
     ) -> PipelineReport | None:
         """One pipeline run (`kwargs` go to `ContextPipeline.run`; traced as `when`, see
         `traced_run`), its record for the session viewer (a model call follows it when `when`
-        is ``model_call``), then the store's occasional cleanup; failures are logged (`None`:
+        is ``model_call``), then the outputs' cleanup when due (`_cleanup`: hourly per
+        process and store, in a worker thread); failures are logged (`None`:
         the run failed), except a `PromptTooLargeError`, which is raised: that prompt must not
         be sent.
 
@@ -292,12 +295,8 @@ class Services:
         recorder = self._steps.get(pipeline)
         if recorder is not None:
             await recorder.note(pipeline, report, call=when == "model_call")  # (never raises)
-        try:
-            removed = [os.fspath(ref) for ref in self.store.maybe_cleanup(self._referenced_files)]
-            if removed:
-                await asyncio.to_thread(self.search_index.drop_outputs, removed)
-        except Exception:  # the next cleanup removes them: the run's report stands
-            logger.exception("agentscope_ctx: the cleanup of saved outputs failed")
+        # the outputs' retention: hourly per process and store, off the loop (`_cleanup`)
+        await cleanup_due(self.backend.scope, self.store, self.search_index.drop_outputs)
         return report
 
     @staticmethod

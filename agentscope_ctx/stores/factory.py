@@ -55,6 +55,9 @@ class Backend:
     """The agents that have a long-term memory in the store (`None`: not per agent)."""
     steps: StepSeam | None = None
     """Where each pipeline run is recorded for the session viewer (`None`: not recorded)."""
+    scope: tuple[str, ...] = ()
+    """What the outputs' retention covers, one cleanup per process for the managers on it
+    (`services._cleanup`): the ``tool_result/`` directory, or the database and schema."""
 
     def dialog(
         self,
@@ -136,6 +139,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             ],
             memory=lambda agent: PostgresMemoryDocs(engine, agent),
             memory_agents=lambda: memory_agents(engine),
+            scope=("postgres", config.store.dsn, config.store.schema_name),
         )
 
     from ._dialog import DialogStore
@@ -156,6 +160,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         close=search.close,
         store_dir=(working_dir / "tool_result").resolve(),
         steps=StepFile(working_dir),
+        scope=("local", str((working_dir / "tool_result").resolve())),
     )
 
 

@@ -38,6 +38,7 @@ from agentscope.message import Msg
 from agentscope_ctx import ContextManager
 from agentscope_ctx.core.tokens._tokens import TokenCounter
 from agentscope_ctx.memory._consolidation import consolidate
+from agentscope_ctx.services._cleanup import forget
 from agentscope_ctx.stores._dialog import DialogStore
 from tests.support.consolidate_proc import MODEL_ANSWER, SlowModel
 from tests.support.crash_checks import check_notices, duplicates
@@ -327,7 +328,7 @@ async def test_another_manager_does_not_delete_files_a_live_agent_points_to(
     for path in files:
         os.utime(path, (eight_days_ago, eight_days_ago))
     # a live agent keeps working: its hourly cleanup marks the files it points to as used
-    manager.store._last_cleanup = None  # an hour has passed
+    forget()  # an hour has passed
     await manager._run(agent)
     orphan = working_dir / "tool_result" / "0123456789abcdef0123456789abcdef.txt"
     orphan.write_text("nobody points here\n")
@@ -336,6 +337,7 @@ async def test_another_manager_does_not_delete_files_a_live_agent_points_to(
     other = ContextManager(make_config(working_dir), token_counter=counter)
     other_agent = make_agent(FakeChatModel(), name="other")
     other.attach(other_agent)
+    forget()  # (a process of its own cleans up on its own clock)
     await other._run(other_agent)
     missing = [path for path in files if not Path(path).exists()]
     assert not missing, f"{len(missing)} files of a live agent deleted by another manager"

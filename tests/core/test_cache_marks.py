@@ -33,8 +33,11 @@ async def test_the_stable_call_ends_what_no_cut_will_touch(
         for msg in turn(i, size=120):
             await memory.add(msg)
         await run(pipe, agent)
-        summary, stable = pipe.cache_marks()
+        summary, calls = pipe.cache_marks()
         assert summary == (memory.summary_message() is not None)
+        stable = pipe.ladder.stable_call()
+        assert calls[-1:] == ((stable,) if stable is not None else ())
+        assert len(calls) <= 2 and (len(calls) < 2 or calls[0] == seen[-1])
         seen.append(stable)
         plan = pipe.ladder.plan
         t = pipe.accountant.ledger

@@ -58,12 +58,17 @@ def _marked_at(messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
 def test_anthropic_marks_system_summary_stable_result_and_the_newest() -> None:
     prompt = _anthropic_prompt()
     before = copy.deepcopy(prompt)
-    out = mark(prompt, CachePlan("anthropic", summary=True, stable_call="c1"))
+    out = mark(prompt, CachePlan("anthropic", summary=True, stable_calls=("c1",)))
     assert prompt == before  # nothing given is changed
     assert _marked_at(out) == [(0, 0), (1, 0), (4, 0), (6, 0)]
     assert all(out[i] is prompt[i] for i in (2, 3, 5))  # unmarked messages are the same objects
     assert out[4]["content"][0]["cache_control"] == EPHEMERAL
-    ttl = mark(prompt, CachePlan("anthropic", summary=False, stable_call=None, ttl="1h"))
+    # after a batch of cuts: the previous stable call (where this call reads) and the new
+    # one; five candidates, the system prompt's mark gives way (the summary's holds it)
+    longer = [*prompt, {"role": "user", "content": "and now?"}]
+    both = mark(longer, CachePlan("anthropic", summary=True, stable_calls=("c1", "c2")))
+    assert _marked_at(both) == [(1, 0), (4, 0), (6, 0), (7, 0)]
+    ttl = mark(prompt, CachePlan("anthropic", summary=False, stable_calls=(), ttl="1h"))
     assert _marked_at(ttl) == [(0, 0), (6, 0)]
     assert ttl[0]["content"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
 
@@ -72,10 +77,10 @@ def test_a_thinking_block_never_carries_a_mark() -> None:
     """The newest message opening a thinking loop: its tool call carries the mark; a message
     of thinking alone gets none."""
     prompt = _anthropic_prompt()[:4]
-    out = mark(prompt, CachePlan("anthropic", summary=False, stable_call=None))
+    out = mark(prompt, CachePlan("anthropic", summary=False, stable_calls=()))
     assert _marked_at(out) == [(0, 0), (3, 1)]
     alone = [prompt[0], {"role": "assistant", "content": [prompt[3]["content"][0]]}]
-    assert _marked_at(mark(alone, CachePlan("anthropic", False, None))) == [(0, 0)]
+    assert _marked_at(mark(alone, CachePlan("anthropic", False, ()))) == [(0, 0)]
 
 
 def test_chat_format_marks_string_contents_and_tool_messages() -> None:
@@ -87,11 +92,11 @@ def test_chat_format_marks_string_contents_and_tool_messages() -> None:
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c2"}]},
         {"role": "tool", "tool_call_id": "c2", "content": "out 2"},
     ]
-    out = mark(prompt, CachePlan("chat", summary=True, stable_call="c1"))
+    out = mark(prompt, CachePlan("chat", summary=True, stable_calls=("c1",)))
     assert _marked_at(out) == [(0, 0), (1, 0), (3, 0), (5, 0)]
     assert out[3]["content"] == [{"type": "text", "text": "out 1", "cache_control": EPHEMERAL}]
     # a message that cannot carry one (tool calls, no text) is left unmarked
-    tail = mark(prompt[:5], CachePlan("chat", summary=False, stable_call=None))
+    tail = mark(prompt[:5], CachePlan("chat", summary=False, stable_calls=()))
     assert _marked_at(tail) == [(0, 0)]
 
 
@@ -99,10 +104,10 @@ def test_chat_format_marks_string_contents_and_tool_messages() -> None:
 @given(
     st.lists(st.sampled_from(["text", "thinking", "call", "result"]), min_size=1, max_size=30),
     st.booleans(),
-    st.sampled_from([None, "c0", "c3", "c9"]),
+    st.sampled_from([(), ("c0",), ("c3",), ("c1", "c9"), ("c0", "c3")]),
 )
 def test_at_most_four_marks_and_the_text_unchanged(
-    kinds: list[str], summary: bool, stable: str | None
+    kinds: list[str], summary: bool, stable: tuple[str, ...]
 ) -> None:
     prompt: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
     for i, kind in enumerate(kinds):
@@ -197,12 +202,12 @@ def test_provider_of_real_model_classes_and_what_each_mode_gives() -> None:
     assert style_of("compatible", "explicit") == "chat"
     assert style_of("anthropic", "off") is None
 
-    def marks() -> tuple[bool, str | None]:
-        return True, "c1"
+    def marks() -> tuple[bool, tuple[str, ...]]:
+        return True, ("c1",)
 
     tenant = Tenant.of("assistant", "s1", user="alice")
     plan, key = call_cache(models["anthropic"], "auto", "5m", marks, lambda: tenant)
-    assert plan == CachePlan("anthropic", True, "c1") and key is None
+    assert plan == CachePlan("anthropic", True, ("c1",)) and key is None
     plan, key = call_cache(models["openai"], "auto", "5m", marks, lambda: tenant)
     assert plan is None and key == cache_key(tenant.agent, tenant.session)
     assert key.startswith("actx-") and "alice" not in key  # names nobody
