@@ -29,6 +29,7 @@ temporary directory's name appear in the prompts, and tokenize differently each 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from agentscope.tool import Toolkit, view_text_file
 from agentscope_ctx import ContextConfig, ContextManager, TokenCounter
 from benchmarks.cost import checks as cost_checks
 from benchmarks.cost import meter as cost_meter
+from benchmarks.cost import providers as cost_providers
 from benchmarks.cost import report as cost_report
 from benchmarks.cost.models1 import AgentScript, HelperModel
 from benchmarks.cost.session import (
@@ -156,10 +158,23 @@ async def run_builtin(scenario: Scenario, plan: list[list[Step]], work: Path) ->
     )
 
 
-def main(scenarios: Sequence[Scenario] | None = None) -> dict[str, Any]:
-    """Run the scenarios (`cost.report.main`), print the tables, return the numbers."""
+def main(
+    scenarios: Sequence[Scenario] | None = None,
+    provider: str | None = None,
+    sessions: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Run the scenarios (`cost.report.main`), print the tables, return the numbers; with a
+    `provider`, the sessions on that provider's simulator instead (`cost.providers`)."""
+    if provider is not None:
+        return cost_providers.main(provider=provider, sessions=sessions)
     return cost_report.main(scenarios, [("agentscope_ctx", run_ours), ("builtin", run_builtin)])
 
 
+def options(argv: Sequence[str]) -> dict[str, Any]:
+    """`main`'s keyword arguments from ``python -m benchmarks cost [--provider NAME]
+    [--sessions A,B]`` (`cost.providers`)."""
+    return cost_providers.options(argv)
+
+
 if __name__ == "__main__":
-    main()
+    main(**options(sys.argv[1:]))

@@ -1,6 +1,6 @@
 """What a session costs on the providers' own rules, through AgentScope's real model classes
-(issue 45): ``python -m benchmarks.cost.providers [--provider anthropic|dashscope|openai]
-[--sessions stress,everyday,small,thinking]`` (also ``python -m benchmarks providers ...``).
+(issue 45): ``python -m benchmarks cost --provider anthropic|dashscope|openai
+[--sessions stress,everyday,small,thinking]`` (or ``python -m benchmarks.cost.providers``).
 
 Each session runs against an offline simulator of the provider's HTTP API written from its
 documentation (`tests/support/anthropic_sim.py`; `tests/support/chat_sim.py` with the
@@ -42,7 +42,7 @@ import json
 import logging
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -389,34 +389,55 @@ def _price(sim: Any, call: Any, read: int, written: int) -> float:
 # -- the command ---------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def options(argv: Sequence[str]) -> dict[str, Any]:
+    """`main`'s keyword arguments from the command line (this module's, and those after
+    ``cost`` in ``python -m benchmarks cost --provider NAME``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", choices=PROVIDERS, default="anthropic")
     parser.add_argument("--sessions", default=",".join(SESSIONS))
-    args = parser.parse_args(argv)
+    args = parser.parse_args(list(argv))
+    sessions = [s.strip() for s in args.sessions.split(",") if s.strip()]
+    unknown = sorted(set(sessions) - set(SESSIONS))
+    if unknown:
+        parser.error(f"unknown session(s) {unknown}; expected some of {', '.join(SESSIONS)}")
+    return {"provider": args.provider, "sessions": sessions}
+
+
+def main(provider: str = "anthropic", sessions: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the sessions on `provider`'s simulator, print the table, return the numbers."""
     if IS_1X:
         print(f"skipped: the 2.x Agent (AgentScope {AGENTSCOPE_VERSION} is installed)")
         return {}
-    logging.getLogger("agentscope").setLevel(logging.ERROR)
-    sessions = [s.strip() for s in args.sessions.split(",") if s.strip()]
+    loggers = [logging.getLogger(name) for name in ("as", "agentscope", "agentscope_ctx")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:  # both log every compaction at INFO/WARNING
+        lg.setLevel(logging.CRITICAL)
+    try:
+        return _run(provider, list(sessions or SESSIONS))
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def _run(provider: str, sessions: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    print(f"provider {args.provider} ({MODELS[args.provider]}), AgentScope {AGENTSCOPE_VERSION}")
+    print(f"provider {provider} ({MODELS[provider]}), AgentScope {AGENTSCOPE_VERSION}")
     header = (
         f"{'session':<10}{'system':<16}{'calls':>6}{'helper':>7}{'rejected':>9}{'read':>7}"
         f"{'bound':>7}{'agent $':>9}{'bound $':>9}{'x bound':>8}{'all $':>8}"
     )
     print(header)
     for session in sessions:
-        systems = ["agentscope_ctx"] if session == "thinking" else ["agentscope_ctx", "builtin"]
-        if session == "thinking" and args.provider != "anthropic":
+        if session == "thinking" and provider != "anthropic":
             continue
+        systems = ["agentscope_ctx"] if session == "thinking" else ["agentscope_ctx", "builtin"]
         for system in systems:
             with tempfile.TemporaryDirectory(prefix="providers-") as tmp:
                 if session == "thinking":
                     figures = asyncio.run(run_thinking(Path(tmp)))
                 else:
                     scenario = SCENARIOS[session]()
-                    figures = asyncio.run(run_system(system, args.provider, scenario, Path(tmp)))
+                    figures = asyncio.run(run_system(system, provider, scenario, Path(tmp)))
             results[f"{session}/{system}"] = figures
             f = figures
             print(
@@ -426,8 +447,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 f"{f['cost_over_bound'] or 0:>8.2f}{f['cost_usd']:>8.3f}",
                 flush=True,
             )
-    return results
+    return {"provider": provider, "model": MODELS[provider], "sessions": results}
 
 
 if __name__ == "__main__":
-    main()
+    main(**options(sys.argv[1:]))
