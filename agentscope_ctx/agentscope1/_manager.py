@@ -33,6 +33,7 @@ from ..recall._read_file import FileReader
 from ..services._services import READ_FILE, ContextUsage, Services
 from ..services._traced import traced_run
 from ._middleware import TruncationMiddleware
+from ._native import NativeHooks
 from ._takeover import say, take_over
 
 __all__ = ["ContextManager", "ContextUsage"]
@@ -130,6 +131,7 @@ class ContextManager(Services):
             notify=lambda text: say(agent, text),
             on_compacted=lambda older: self._compacted(agent, older),
         )
+        native = NativeHooks(self.config, agent.model, memory, pipeline)
         guard = GuardedModel(
             agent.model,
             on_usage=pipeline.observe_usage,
@@ -144,6 +146,8 @@ class ContextManager(Services):
                 pipeline.cache_marks,
                 lambda: self.tenant_of(str(agent.name)),
             ),
+            native=native.call,
+            on_native=native.taken,
         )
         middleware = TruncationMiddleware(
             store, self.policy, skip_tools=frozenset({READ_FILE}), failures=self.failures

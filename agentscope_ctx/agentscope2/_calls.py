@@ -9,6 +9,8 @@ The 2.x twin of 1.x's `GuardedModel`, run from `ContextMiddleware.on_model_call`
 - the provider's prompt cache is told where the stable prefix ends (`cache.mode`,
   `models._cache`): `cache_control` breakpoints on the request the model's formatter makes
   (Anthropic, Alibaba Model Studio), a `prompt_cache_key` per tenant and session (OpenAI);
+- in native mode (`compactor.mode`), the provider's compaction is asked for and its block
+  kept in the state, to be taken into the memory before the next run (`_native`);
 - a context-length error (`is_context_overflow`, any provider) teaches the calibration the
   stated window, compacts at once to half the usual kept share with the prompt fitted to 75%
   of the rejected one, and retries once with the prompt rebuilt from the state. A second
@@ -31,6 +33,8 @@ from agentscope.model import AnthropicChatModel, ChatResponse
 from ..core.tokens._calibration import PromptUsage
 from ..models._cache import PLAN, CachePlan, KeyedModel, call_cache, marking_formatter
 from ..models._guard import is_context_overflow, note_unreachable
+from ..models._native_client import NATIVE
+from ._native import keep_native, native_call
 
 if TYPE_CHECKING:
     from agentscope.agent import Agent
@@ -61,7 +65,8 @@ async def guarded_call(
     model = kwargs.get("current_model")
     compaction = binding.pipeline.compaction
     plan, keyed = _cache_call(manager, agent, binding, model)
-    token = PLAN.set(plan)
+    native = native_call(manager, agent, binding, model)  # compactor.mode native (`_native`)
+    token, native_token = PLAN.set(plan), NATIVE.set(native)
     try:
         try:
             result = await _started(await next_handler(messages=messages, **keyed))
@@ -79,10 +84,12 @@ async def guarded_call(
             _keep(compaction, messages, kwargs, model)
     finally:
         PLAN.reset(token)
+        NATIVE.reset(native_token)
     if isinstance(result, ChatResponse):
         _observe(binding, result, model)
+        keep_native(agent, native)
         return result
-    return _observed(result, binding, model)
+    return _observed(result, binding, model, lambda: keep_native(agent, native))
 
 
 def _cache_call(
@@ -163,12 +170,17 @@ async def _empty() -> AsyncGenerator[ChatResponse, None]:
 
 
 async def _observed(
-    stream: AsyncGenerator[ChatResponse, None], binding: Binding, model: Any
+    stream: AsyncGenerator[ChatResponse, None],
+    binding: Binding,
+    model: Any,
+    done: Callable[[], None],
 ) -> AsyncGenerator[ChatResponse, None]:
     async for chunk in stream:
         if chunk.is_last:
             _observe(binding, chunk, model)
+            done()
         yield chunk
+    done()
 
 
 def _observe(binding: Binding, response: ChatResponse, model: Any) -> None:

@@ -58,6 +58,7 @@ from ..core.truncation._truncation import parse_notice
 from ..recall._read_scope import CALLER
 from ..services._traced import notice_figures
 from ._calls import guarded_call
+from ._native import take_pending
 from ._read_file import READ_FILE, ReadFileTool
 from ._workspace import offload_output
 
@@ -129,6 +130,7 @@ class MiddlewareHooks(MiddlewareBase):
     ) -> AsyncGenerator[Any, None]:
         """Run the pipeline on the agent's state, then reason as usual."""
         binding = self.manager.bind(agent)
+        await take_pending(self.manager, agent, binding)  # a provider's compaction (native)
         await self.manager.refresh_parts(agent, binding)
         report = await self.manager.run(binding)
         binding.pipeline.compaction.prompts.expect()  # the model call sends the state next

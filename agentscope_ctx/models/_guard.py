@@ -20,6 +20,8 @@ from ..core._overflow import is_context_overflow
 from ..core._unreachable import unreachable
 from ..core.tokens._calibration import PromptUsage, prompt_usage
 from ._cache import CachePlan, mark
+from ._native import NativeCall
+from ._native_client import NATIVE
 
 __all__ = ["GuardedModel", "is_context_overflow", "note_unreachable"]
 
@@ -46,6 +48,8 @@ class GuardedModel(ChatModelBase):
         recover: Recover,
         on_prompt: Callable[[list[dict[str, Any]] | None, dict[str, Any]], object] | None = None,
         cache: Callable[[], tuple[CachePlan | None, str | None]] | None = None,
+        native: Callable[[], NativeCall | None] | None = None,
+        on_native: Callable[[NativeCall], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
         self.inner = inner
@@ -57,6 +61,11 @@ class GuardedModel(ChatModelBase):
         self.cache = cache
         """The prompt-cache marks and key of the next call (`models._cache.call_cache`),
         applied to the request as formatted; `on_prompt` is told the request unmarked."""
+        self.native = native
+        """The native-mode part of the next call (`compactor.mode: native`), set for the
+        model's client while the call is made (`models._native_client`)."""
+        self.on_native = on_native
+        """Given the call after a response that opened with the provider's block."""
 
     def __getattr__(self, name: str) -> Any:  # other attributes of the wrapped model
         inner = self.__dict__.get("inner")
@@ -68,6 +77,8 @@ class GuardedModel(ChatModelBase):
         self, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         self.inner.stream = self.stream  # callers (e.g. query rewriting) toggle it on us
+        call = self.native() if self.native is not None else None
+        token = NATIVE.set(call)
         try:
             response = await self.inner(self._cached(messages, kwargs), *args, **kwargs)
         except Exception as exc:
@@ -76,11 +87,14 @@ class GuardedModel(ChatModelBase):
                 note_unreachable(exc)
                 raise
             return await self._retry(exc, args, kwargs)
+        finally:
+            NATIVE.reset(token)
         self._prompt(messages, kwargs)
         if isinstance(response, ChatResponse):
             self._observe(response)
+            await self._native_done(call)
             return response
-        return self._stream(response, args, kwargs)
+        return self._stream(response, args, kwargs, call=call)
 
     async def _retry(
         self, original: Exception, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -114,6 +128,7 @@ class GuardedModel(ChatModelBase):
         kwargs: dict[str, Any],
         *,
         retried: bool = False,
+        call: NativeCall | None = None,
     ) -> AsyncGenerator[ChatResponse, None]:
         last: ChatResponse | None = None
         try:
@@ -133,6 +148,17 @@ class GuardedModel(ChatModelBase):
             return
         if last is not None:
             self._observe(last)
+        await self._native_done(call)
+
+    async def _native_done(self, call: NativeCall | None) -> None:
+        """Hand a block the response opened with to `on_native` (once)."""
+        if call is None or call.captured is None or self.on_native is None:
+            return
+        try:
+            await self.on_native(call)
+        except Exception:  # native mode is a saving: never fail the reply for it
+            logger.exception("agentscope_ctx: could not keep the provider's compaction")
+        call.captured = None
 
     def _cached(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]

@@ -154,6 +154,12 @@ class ContextConfig(_Section):
                 f"[keep_recent_ratio] got {self.keep_recent_ratio!r}; expected below "
                 f"compact_trigger_ratio ({self.compact_trigger_ratio!r})"
             )
+        native = self.compactor.native_trigger_ratio
+        if self.compactor.mode == "native" and native >= self.compact_trigger_ratio:
+            raise ValueError(
+                f"[compactor.native_trigger_ratio] got {native!r}; expected below "
+                f"compact_trigger_ratio ({self.compact_trigger_ratio!r}) in native mode"
+            )
         return self
 
     @classmethod

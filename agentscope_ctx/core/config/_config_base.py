@@ -152,7 +152,7 @@ def _config_error(exc: ValidationError, model: type[BaseModel] | None = None) ->
     loc = [str(part) for part in error["loc"]]
     message = str(error["msg"]).removeprefix("Value error, ")
     # Cross-field checks name their field as "[name] ..." because pydantic gives them no loc.
-    named = re.match(r"\[(\w+)\] (.*)", message, re.S)
+    named = re.match(r"\[([\w.]+)\] (.*)", message, re.S)
     if named:
         loc.append(named[1])
         message = named[2]

@@ -134,6 +134,18 @@ class CompactorConfig(_Section):
     read, edited, written; commands and their outcome; the newest errors). It is also held to
     a tenth of `max_input_tokens` (at about 3.5 characters a token) when that is smaller."""
 
+    mode: Literal["local", "native"] = "local"
+    """``local``: only this package compacts. ``native``: the provider compacts too, where it
+    can (Anthropic's ``compact_20260112``; OpenAI Responses' compaction item): its opaque
+    block is kept with the session and sent back in place of what it replaced, which is
+    saved to `dialog/` first. The local ladder still runs before every call and holds the
+    budget; it is all there is where the provider refuses (see docs/providers.md)."""
+
+    native_trigger_ratio: float = Field(default=0.6, gt=0, le=1)
+    """In ``native`` mode, the provider compacts when the prompt reaches this share of
+    `max_input_tokens` (Anthropic: at least 50,000 tokens, its floor). Below
+    `compact_trigger_ratio`, so that the provider compacts before the local ladder must."""
+
 
 class SummarizerConfig(_Section):
     """The Summarizer: writes long-term notes to `memory/YYYY-MM-DD.md` at compaction."""
