@@ -125,3 +125,33 @@ async def test_off_sends_no_marks_and_another_call_on_the_model_none(tmp_path: P
         await _session(model, tmp_path / "off", turns=1, cache={"mode": "off"})
     assert len(sim.requests) > marked + 1
     assert all(_markers(body) == 0 for body in sim.requests[marked:])
+
+
+async def test_a_keyed_call_puts_the_tenants_prompt_cache_key_on_the_wire() -> None:
+    """On OpenAI's API the 2.x adapter calls the model through `KeyedModel` (`call_cache`
+    gives the key for `provider_of(model) == "openai"`, tests/models/test_cache.py): the key
+    reaches the request body through AgentScope's real `OpenAIChatModel`, and the simulator
+    routes the session's requests to one cache by it."""
+    from agentscope.credential import OpenAICredential
+    from agentscope.message import SystemMsg, UserMsg
+    from agentscope.model import OpenAIChatModel
+
+    from agentscope_ctx.core._tenant import Tenant
+    from agentscope_ctx.models._cache import KeyedModel, cache_key
+
+    tenant = Tenant.of("analyst", "s1", user="alice")
+    key = cache_key(tenant.agent, tenant.session)
+    sim = chat_sim.ChatSim(_responder(0), profile="openai", clock=chat_sim.ManualClock())
+    with chat_sim.serve(sim) as url:
+        model = OpenAIChatModel(
+            credential=OpenAICredential(api_key="sk-test", base_url=url),
+            model="gpt-5",
+            stream=False,
+            max_retries=0,
+        )
+        keyed = KeyedModel(model, key)
+        history = [SystemMsg("system", "You read logs. " * 400), UserMsg("user", "Task 0: go")]
+        await keyed(messages=history, tools=None, tool_choice=None)
+        await keyed(messages=[*history, UserMsg("user", "and again")], tools=None)
+    assert [body.get("prompt_cache_key") for body in sim.requests] == [key, key]
+    assert sim.calls[1].cached_tokens >= 1_024
