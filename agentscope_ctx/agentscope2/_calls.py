@@ -136,15 +136,20 @@ def prompt_usage(usage: Any, model: Any) -> PromptUsage | None:
     2.x models report the prompt's tokens in `input_tokens` (OpenAI, DashScope, Ollama,
     Gemini: the whole prompt, cache reads included) and the cache reads in
     `cache_input_tokens`; Anthropic's `input_tokens` leaves both cache fields out, so they are
-    added. A cache read of 0 counts as reported (2.x cannot say "not reported")."""
+    added. A cache read of 0 counts as reported (2.x cannot say "not reported"); cache writes
+    (`cache_creation_input_tokens`) only AgentScope's Anthropic model fills in: elsewhere they
+    are not reported (`None`)."""
     tokens = getattr(usage, "input_tokens", None)
-    if not isinstance(tokens, int) or tokens <= 0:
+    if not isinstance(tokens, int) or tokens < 0:
         return None
     cached = int(getattr(usage, "cache_input_tokens", 0) or 0)
     created = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
     if isinstance(getattr(model, "inner", model), AnthropicChatModel):  # (a wrapper's inner)
-        tokens += cached + created
-    return PromptUsage(tokens, complete=True, cached=cached)
+        tokens += cached + created  # (its input_tokens is 0 when all of it was cached)
+        return (
+            PromptUsage(tokens, complete=True, cached=cached, created=created) if tokens else None
+        )
+    return PromptUsage(tokens, complete=True, cached=cached) if tokens else None
 
 
 async def _started(result: ModelResult) -> ModelResult:

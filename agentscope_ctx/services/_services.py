@@ -76,9 +76,22 @@ class ContextUsage:
     """The provider's own count of the last prompt sent (`None` before it reported one)."""
     provider_cached_tokens: int | None = None
     """The part of it the provider read from its prompt cache, where it reports that."""
+    provider_cache_creation_tokens: int | None = None
+    """The part of the last prompt the provider wrote to its prompt cache (billed above the
+    input price), where it reports that (Anthropic, Model Studio's explicit cache; `None`
+    where it does not: OpenAI has no cache writes)."""
     cache_reuse: float | None = None
     """Share of the provider's prompt tokens read from its cache over the session (billed
     at about a tenth), where it reports cache reads; `None` where it does not."""
+    session_prompt_tokens: int | None = None
+    """The provider's prompt tokens over the session's model calls that reported cache reads
+    (the share `cache_reuse` is of); `None` before one did. "The session" is this manager's
+    time with the agent: the totals are not stored with the agent's state."""
+    session_cache_read_tokens: int | None = None
+    """The prompt tokens the provider read from its cache over the session."""
+    session_cache_creation_tokens: int | None = None
+    """The prompt tokens the provider wrote to its cache over the session (`None` before a
+    call reported cache writes)."""
 
     @property
     def ratio(self) -> float:
@@ -223,7 +236,8 @@ class Services:
     async def usage(self, pipeline: ContextPipeline, memory: ContextMemory) -> ContextUsage:
         """Tokens by part of the prompt the agent would send now."""
         parts = await pipeline.breakdown()
-        last = pipeline.cache.last
+        cache = pipeline.cache
+        last = cache.last
         total = parts["system_prompt"] + parts["tool_schemas"] + parts["summary"]
         total += parts["messages"]
         return ContextUsage(
@@ -239,11 +253,21 @@ class Services:
             message_count=len(memory.content),
             provider_prompt_tokens=None if last is None else last.tokens,
             provider_cached_tokens=None if last is None else last.cached,
-            cache_reuse=pipeline.cache.reuse,
+            provider_cache_creation_tokens=None if last is None else last.created,
+            cache_reuse=cache.reuse,
+            session_prompt_tokens=cache.prompt_tokens if cache.reports else None,
+            session_cache_read_tokens=cache.cached_tokens if cache.reports else None,
+            session_cache_creation_tokens=(
+                cache.created_tokens if cache.creation_reports else None
+            ),
         )
 
     async def note_usage(self, agent_name: str, pipeline: ContextPipeline) -> None:
-        """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect`."""
+        """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect` (and
+        its last model call's usage in the steps record)."""
+        recorder = self._steps.get(pipeline)
+        if recorder is not None:
+            await recorder.flush(pipeline)  # (never raises)
         try:
             last = pipeline.cache.last
             fields = {

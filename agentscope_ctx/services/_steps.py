@@ -5,6 +5,11 @@ saved outputs that entered the context (their notices link to them): the notices
 tool's result, which the package wrote, never one in a user's or the model's text (a
 notice there is anyone's words, and may name any file).
 
+What the provider then reported of the model call (its prompt, cache reads and writes:
+`PromptUsage`, kept in `ContextPipeline.cache`) follows in a usage line, appended before the
+agent's next record or by `flush` at the end of its reply (the record is written before the
+call, the usage arrives inside it).
+
 Cheap per step: only the messages new since the last run are read for notices, the output
 sizes come from the store's metadata, and the line is appended off the event loop. A failure
 is logged and the agent goes on.
@@ -46,6 +51,10 @@ class StepRecorder:
         self._revision = -1
         self._upto: tuple[int, object] = (0, None)
         """The memory's revision and length at the last run, and its last message then."""
+        self._call_run: int | None = None
+        """The run of the last record a model call followed."""
+        self._usages = 0
+        """`CacheStats.calls` when the last usage line was written."""
 
     def _new_outputs(self, memory: ContextMemory) -> list[dict[str, Any]]:
         content = memory.content
@@ -81,12 +90,43 @@ class StepRecorder:
         except PersistenceError:
             return None
 
+    def _usage(self, pipeline: ContextPipeline) -> dict[str, Any] | None:
+        """The usage line of the last model call, when its usage came since the last line."""
+        cache = pipeline.cache
+        if cache.calls == self._usages or cache.last is None or self._call_run is None:
+            return None
+        self._usages = cache.calls
+        last = cache.last
+        return {
+            "kind": "usage",
+            "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            "agent": self.agent,
+            "session": self.session or "default",
+            "run": self._call_run,
+            "input": last.prompt,
+            "cache_read": last.cached,
+            "cache_creation": last.created,
+        }
+
+    async def flush(self, pipeline: ContextPipeline) -> None:
+        """Append the usage line of the last model call, if not written yet (end of a reply)."""
+        try:
+            usage = self._usage(pipeline)
+            if usage is not None:
+                await asyncio.to_thread(self.log.append, usage)
+        except Exception:
+            logger.exception("agentscope_ctx: could not record the model call's usage")
+
     async def note(
         self, pipeline: ContextPipeline, report: PipelineReport, *, call: bool = True
     ) -> None:
-        """Append the record of the run that made `report`."""
+        """Append the record of the run that made `report` (after the usage line of the
+        previous model call, when it is due)."""
+        await self.flush(pipeline)
         try:
             self.runs += 1
+            if call:
+                self._call_run = self.runs
             summary = None
             if report.compacted:
                 summary = pipeline.memory.compact_summary[:SUMMARY_CHARS]

@@ -5,7 +5,7 @@ Append-only, private to its owner (0600 files in 0700 folders), bounded: past `M
 file moves to ``{agent}.1.jsonl`` (replacing the older one) and a new one starts, so an agent
 keeps at most twice `MAX_BYTES` of steps. One record (``v`` is the format's version)::
 
-    {"v": 1, "at": "2026-12-04T06:50:00+00:00", "agent": "worker", "session": "s1",
+    {"v": 2, "at": "2026-12-04T06:50:00+00:00", "agent": "worker", "session": "s1",
      "run": 7, "call": true, "before": 7212, "after": 5992, "threshold": 6000,
      "budget": 8000, "freed": {"second truncation": 625, "masking": 595},
      "compacted": 0, "summary_source": null, "summary": null, "truncated": 2,
@@ -17,6 +17,20 @@ after each tool, and those runs' rungs belong to the next call); ``summary``: th
 compaction wrote (its first `SUMMARY_CHARS` characters), when it compacted; ``outputs``: the
 outputs first seen in the context in this run, saved whole (a truncation notice names them),
 with their full size in bytes. A session of `None` is recorded as ``default``.
+
+The record is written before its model call; what the provider then reported of the call
+follows in a usage line (version 2), written before the agent's next record or at the end of
+its reply::
+
+    {"v": 2, "kind": "usage", "at": "2026-12-04T06:50:02+00:00", "agent": "worker",
+     "session": "s1", "run": 7, "input": 5890, "cache_read": 5120, "cache_creation": 640}
+
+``input``: the provider's count of the whole prompt, cache reads and writes included;
+``cache_read``: the part read from its prompt cache; ``cache_creation``: the part written to
+it; each `null` where the provider did not report it (1.x passes no cache figures of some
+providers; OpenAI has no cache writes). Readers (`step_records`) fold a usage line into the
+step record of the same agent and ``run`` before it, so every step record read has the three
+fields (`null` when no usage line followed: a version-1 record, a call that failed).
 """
 
 from __future__ import annotations
@@ -31,11 +45,23 @@ from typing import Any, Protocol
 
 from ..core._private import private_dir, tighten_fd
 
-__all__ = ["MAX_BYTES", "SUMMARY_CHARS", "StepFile", "StepSeam", "read_steps", "step_records"]
+__all__ = [
+    "MAX_BYTES",
+    "SUMMARY_CHARS",
+    "USAGE_FIELDS",
+    "StepFile",
+    "StepSeam",
+    "read_steps",
+    "step_records",
+]
 
 logger = logging.getLogger("agentscope_ctx")
 
-STEPS_VERSION = 1
+STEPS_VERSION = 2
+READABLE = (1, 2)
+"""The versions `step_records` reads (version 1: no usage lines)."""
+USAGE_FIELDS = ("input", "cache_read", "cache_creation")
+"""What a usage line adds to its step record."""
 MAX_BYTES = 4 * 1024 * 1024
 """Size past which the steps file of an agent is rotated (one older file is kept)."""
 SUMMARY_CHARS = 4_000
@@ -105,7 +131,13 @@ class StepFile:
         paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
         # an agent's rotated file (.1.jsonl) holds its older steps: read first
         paths.sort(key=lambda p: (p.name.split(".")[0], not p.name.endswith(".1.jsonl")))
-        return [r for p in paths for r in read_steps(p)]
+        lines: list[str] = []
+        for p in paths:  # one pass: a usage line may follow its step into the newer file
+            try:
+                lines += p.read_text(encoding="utf-8").splitlines()
+            except OSError:
+                continue
+        return step_records(lines)
 
 
 def read_steps(path: Path) -> list[dict[str, Any]]:
@@ -119,14 +151,25 @@ def read_steps(path: Path) -> list[dict[str, Any]]:
 
 
 def step_records(lines: Iterable[str]) -> list[dict[str, Any]]:
-    """The step records among `lines` (JSON, one a line, in either store): lines that are
-    not a record of this version are skipped."""
+    """The step records among `lines` (JSON, one a line, in either store), each usage line
+    folded into the step record of its agent and run (see the module docstring): lines that
+    are not a record of a version read here are skipped."""
     records: list[dict[str, Any]] = []
+    latest: dict[tuple[object, object], dict[str, Any]] = {}
     for line in lines:
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("v") == STEPS_VERSION:
-            records.append(record)
+        if not isinstance(record, dict) or record.get("v") not in READABLE:
+            continue
+        key = (record.get("agent"), record.get("run"))
+        if record.get("kind") == "usage":
+            step = latest.get(key)
+            if step is not None:
+                step.update({name: record.get(name) for name in USAGE_FIELDS})
+            continue
+        record.update({name: record.get(name) for name in USAGE_FIELDS})
+        latest[key] = record
+        records.append(record)
     return records

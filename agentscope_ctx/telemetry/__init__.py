@@ -1,6 +1,7 @@
 """OpenTelemetry spans and metrics for what the package does to a context (DESIGN.md §17).
 
-The pipeline's runs and the helper model calls (Compactor, Summarizer, consolidation) appear in
+The pipeline's runs, the helper model calls (Compactor, Summarizer, consolidation) and the
+provider's usage of each of the agent's model calls (cache reads and writes) appear in
 AgentScope's own trace, children of the span that is current (AgentScope's reply span), with
 counters and histograms for the same figures. Only `opentelemetry-api` is used (the ``otel``
 extra), imported on first use; with no SDK tracer provider set (tracing off) every entry point
@@ -21,12 +22,14 @@ from ._spans import (
     noted_stream,
     pipeline_span,
 )
+from ._usage import note_model_usage
 
 __all__ = [
     "HelperCall",
     "enabled",
     "helper_span",
     "note_helper_usage",
+    "note_model_usage",
     "note_response",
     "noted_stream",
     "pipeline_span",

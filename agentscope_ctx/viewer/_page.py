@@ -2,9 +2,11 @@
 script: no CDN, works offline).
 
 The timeline draws, per model call, the prompt before relief (orange) and as sent (blue),
-with the compaction trigger and the budget; a mark at each call where a rung ran, labelled
-with what it freed. Below, a row per call: its rungs, a compaction's summary (unfolds), and
-the saved outputs that entered the context; clicking a notice shows its output's excerpt.
+the part of it the provider read from its prompt cache (green, where it reported that), with
+the compaction trigger and the budget; a mark at each call where a rung ran, labelled with
+what it freed. Below, a row per call: the provider's cache reads and writes, its rungs, a
+compaction's summary (unfolds), and the saved outputs that entered the context; clicking a
+notice shows its output's excerpt.
 Last, the dialog that left the context, with a search box.
 """
 
@@ -18,7 +20,7 @@ from ._session import Call, SessionView
 __all__ = ["render_page", "script_json", "size_text"]
 
 _W, _H, _L, _R, _T, _B = 900, 320, 70, 20, 20, 40
-_BEFORE, _AFTER = "#e67e22", "#2471a3"
+_BEFORE, _AFTER, _READ = "#e67e22", "#2471a3", "#16a085"
 
 _CSS = """
 body{font:14px/1.4 sans-serif;margin:0 auto;max-width:960px;padding:12px;color:#222}
@@ -90,7 +92,7 @@ def _freed(call: Call) -> str:
 
 def _timeline(calls: list[Call]) -> str:
     n = len(calls)
-    top = max([1, *(max(c.before, c.after, c.budget) for c in calls)]) * 1.08
+    top = max([1, *(max(c.before, c.after, c.budget, c.cache_read or 0) for c in calls)]) * 1.08
     pw, ph = _W - _L - _R, _H - _T - _B
 
     def x(i: int) -> float:
@@ -138,8 +140,17 @@ def _timeline(calls: list[Call]) -> str:
         out.append(
             f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>'
         )
+    read = [(i, c.cache_read) for i, c in enumerate(calls) if c.cache_read is not None]
+    if read:
+        pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in read)
+        out.append(
+            f'<polyline class="cache_read" points="{pts}" fill="none" stroke="{_READ}" '
+            'stroke-width="1.5"><title>read from the provider\'s prompt cache</title></polyline>'
+        )
     for i, call in enumerate(calls):
         tip = f"call {i + 1}: {call.before:,} before relief, {call.after:,} sent"
+        if call.cache_read is not None:
+            tip += f", {call.cache_read:,} read from the provider's cache"
         extra = _freed(call)
         tip += f"; {extra}" if extra else ""
         out.append(
@@ -149,6 +160,7 @@ def _timeline(calls: list[Call]) -> str:
     out.append(
         f'<text x="{_L + 4}" y="{_T + 10}" fill="{_BEFORE}">before relief</text>'
         f'<text x="{_L + 90}" y="{_T + 10}" fill="{_AFTER}">as sent</text>'
+        f'<text x="{_L + 150}" y="{_T + 10}" fill="{_READ}">cache read</text>'
     )
     out.append("</svg>")
     return "\n".join(out)
@@ -163,6 +175,16 @@ def _notice(ref: str, view: SessionView, tool: str = "") -> str:
         f'<a class="notice" href="#excerpt" data-ref="{escape(ref)}">{escape(what)}'
         f"{escape(name)}{' (' + size + ')' if size else ''}</a>"
     )
+
+
+def _cache(call: Call) -> str:
+    """The provider's cache figures of a call: ``5,120`` read, ``+640`` written (``–``: not
+    reported)."""
+    if call.cache_read is None and call.cache_creation is None:
+        return "–"
+    read = "–" if call.cache_read is None else f"{call.cache_read:,}"
+    written = "" if call.cache_creation is None else f" (+{call.cache_creation:,} written)"
+    return read + written
 
 
 def _rows(view: SessionView) -> str:
@@ -180,7 +202,8 @@ def _rows(view: SessionView) -> str:
         outputs = "".join(_notice(str(o.get("ref")), view) for o in call.outputs)
         rows.append(
             f'<tr class="call"><td class="n">{i}</td><td class="n">{call.before:,}</td>'
-            f'<td class="n">{call.after:,}</td><td><span class="rung">{freed}</span>{summary}'
+            f'<td class="n">{call.after:,}</td><td class="n cache">{_cache(call)}</td>'
+            f'<td><span class="rung">{freed}</span>{summary}'
             f"</td><td>{outputs}</td></tr>"
         )
     return "\n".join(rows)
@@ -231,6 +254,7 @@ outputs.</p>
 {_timeline(view.calls)}
 <h2>Model calls</h2>
 <table id="calls"><thead><tr><th>call</th><th>before relief</th><th>sent</th>
+<th title="prompt tokens the provider read from its cache (and wrote to it)">cache read</th>
 <th>rungs and compactions</th><th>saved outputs (click: excerpt)</th></tr></thead>
 <tbody>
 {_rows(view)}

@@ -1,6 +1,7 @@
 """`load_session`: what the viewer shows of one session, read through the stores: the steps
-record (one per model call, with the runs before it folded in), the dialog that left the
-context, and an excerpt of each saved output a notice names.
+record (one per model call, with the runs before it folded in, and what the provider
+reported of the call: its prompt, cache reads and writes), the dialog that left the context,
+and an excerpt of each saved output a notice names.
 
 The page is made to be shared (a bug report), and a notice is text anyone can write, so
 an excerpt is read only as the session's agents' own `read_file` reads it (`FileReader`,
@@ -47,6 +48,12 @@ class Call:
     summary: str | None = None
     summary_source: str | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
+    input: int | None = None
+    """The provider's count of the prompt sent (cache included); `None`: not reported."""
+    cache_read: int | None = None
+    """The part of it read from the provider's prompt cache; `None`: not reported."""
+    cache_creation: int | None = None
+    """The part of it written to the cache; `None`: not reported."""
 
 
 @dataclass
@@ -80,6 +87,9 @@ def fold(records: list[dict[str, Any]]) -> list[Call]:
             after=int(record.get("after", 0)),
             threshold=int(record.get("threshold", 0)),
             budget=int(record.get("budget", 0)),
+            input=_figure(record.get("input")),
+            cache_read=_figure(record.get("cache_read")),
+            cache_creation=_figure(record.get("cache_creation")),
         )
         for run in pending:
             for rung, tokens in (run.get("freed") or {}).items():
@@ -92,6 +102,10 @@ def fold(records: list[dict[str, Any]]) -> list[Call]:
         calls.append(call)
         pending = []
     return calls
+
+
+def _figure(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(parts: list[str]) -> str:

@@ -94,7 +94,7 @@ def test_i11_06_usage_reads_the_cache_fields_agentscope_passes_on() -> None:
 
     # cached included; and the cache reads (issue 12, item 5) read off each SDK's own object
     assert usage(900, openai_usage) == PromptUsage(900, complete=True, cached=800)
-    assert usage(100, anthropic_usage) == PromptUsage(950, complete=True, cached=800)
+    assert usage(100, anthropic_usage) == PromptUsage(950, complete=True, cached=800, created=50)
     assert usage(900, dashscope_usage) == PromptUsage(900, complete=True, cached=800)
     assert usage(100) == PromptUsage(100, complete=False)  # Anthropic/Ollama via AgentScope
     assert usage(0) is None and prompt_usage(None) is None

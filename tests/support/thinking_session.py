@@ -9,6 +9,7 @@ responder saw of each request."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,9 +111,11 @@ async def run_session(
     budget: int = 6_000,
     stream: bool = True,
     window: int | None = None,
+    after: Callable[[ContextManager, Any], Awaitable[None]] | None = None,
     **config: Any,
 ) -> tuple[AnthropicSim, Seen]:
-    """The session (see the module docstring); `config`: more `ContextConfig` fields."""
+    """The session (see the module docstring); `config`: more `ContextConfig` fields;
+    `after`: given the manager and the agent at the end, before the manager closes."""
     seen = Seen()
     sim = AnthropicSim(responder(steps, seen), model_window=window or budget * 2)
     cfg = ContextConfig(
@@ -123,15 +126,17 @@ async def run_session(
         model = _model(url, stream)
         try:
             if IS_1X:
-                await _run_1x(manager, model, turns, steps, lines)
+                agent = await _run_1x(manager, model, turns, steps, lines)
             else:
-                await _run_2x(manager, model, turns, steps, lines)
+                agent = await _run_2x(manager, model, turns, steps, lines)
+            if after is not None:
+                await after(manager, agent)
         finally:
             await manager.close()
     return sim, seen
 
 
-async def _run_2x(manager: Any, model: Any, turns: int, steps: int, lines: int) -> None:
+async def _run_2x(manager: Any, model: Any, turns: int, steps: int, lines: int) -> Any:
     from agentscope.agent import Agent
     from agentscope.message import UserMsg
     from agentscope.tool import FunctionTool, Toolkit
@@ -156,9 +161,10 @@ async def _run_2x(manager: Any, model: Any, turns: int, steps: int, lines: int) 
     for turn in range(1, turns + 1):
         task = TASK.format(turn=turn, first=turn * 100, last=turn * 100 + steps - 1)
         await agent.reply(UserMsg(name="user", content=task))
+    return agent
 
 
-async def _run_1x(manager: Any, model: Any, turns: int, steps: int, lines: int) -> None:
+async def _run_1x(manager: Any, model: Any, turns: int, steps: int, lines: int) -> Any:
     from agentscope.agent import ReActAgent
     from agentscope.formatter import AnthropicChatFormatter
     from agentscope.message import Msg, TextBlock
@@ -187,6 +193,7 @@ async def _run_1x(manager: Any, model: Any, turns: int, steps: int, lines: int) 
     for turn in range(1, turns + 1):
         task = TASK.format(turn=turn, first=turn * 100, last=turn * 100 + steps - 1)
         await agent(Msg("user", task, "user"))
+    return agent
 
 
 def dumps(value: Any) -> str:

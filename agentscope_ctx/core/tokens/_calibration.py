@@ -82,7 +82,18 @@ class PromptUsage:
     cached: int | None = None
     """The part of `tokens` the provider read from its prompt cache, where it says so
     (OpenAI and DashScope: ``prompt_tokens_details.cached_tokens``; Anthropic:
-    ``cache_read_input_tokens``)."""
+    ``cache_read_input_tokens``); `None`: not said."""
+    created: int | None = None
+    """The part of `tokens` the provider wrote to its prompt cache, where it says so
+    (Anthropic: ``cache_creation_input_tokens``; Alibaba Model Studio's explicit cache:
+    ``prompt_tokens_details.cache_creation_input_tokens``); `None`: not said (OpenAI's
+    automatic cache has no such figure)."""
+
+    @property
+    def prompt(self) -> int | None:
+        """The provider's count of the whole prompt (cache reads and writes included), or
+        `None` when the report may cover only part of it."""
+        return self.tokens if self.complete else None
 
 
 def _field(obj: object, name: str) -> object:
@@ -101,23 +112,25 @@ def _int(value: object) -> int | None:
 def prompt_usage(usage: object) -> PromptUsage | None:
     """The prompt size a response's `ChatUsage` reports, or `None` when it reports none."""
     tokens = _int(_field(usage, "input_tokens"))
-    if tokens is None or tokens <= 0:
+    if tokens is None or tokens < 0:
         return None
     raw = _field(usage, "metadata")
     if raw is None:
-        return PromptUsage(tokens, complete=False)
+        return PromptUsage(tokens, complete=False) if tokens else None
     read = _int(_field(raw, "cache_read_input_tokens"))
     created = _int(_field(raw, "cache_creation_input_tokens"))
     if read is not None or created is not None:  # Anthropic: input_tokens excludes both
         base = _int(_field(raw, "input_tokens")) or tokens
-        return PromptUsage(base + (read or 0) + (created or 0), complete=True, cached=read)
+        total = base + (read or 0) + (created or 0)  # (input_tokens is 0 when all was cached)
+        return PromptUsage(total, complete=True, cached=read, created=created) if total else None
     details = _field(raw, "prompt_tokens_details") or _field(raw, "input_tokens_details")
     cached = _int(_field(details, "cached_tokens")) if details is not None else None
+    created = _int(_field(details, "cache_creation_input_tokens")) if details is not None else None
     for name in ("prompt_tokens", "input_tokens"):  # OpenAI, Responses API, DashScope
         whole = _int(_field(raw, name))
         if whole is not None and whole > 0:
-            return PromptUsage(whole, complete=True, cached=cached)
-    return PromptUsage(tokens, complete=False)
+            return PromptUsage(whole, complete=True, cached=cached, created=created)
+    return PromptUsage(tokens, complete=False) if tokens else None
 
 
 @dataclass
@@ -130,14 +143,25 @@ class CacheStats:
     """The provider's prompt tokens over those reports."""
     cached_tokens: int = 0
     """The part of them read from the cache (billed at about a tenth)."""
+    creation_reports: int = 0
+    """Usage reports that gave a cache-write count."""
+    created_tokens: int = 0
+    """The prompt tokens written to the cache over those reports (billed above the input
+    price: 1.25x on Anthropic and Model Studio)."""
+    calls: int = 0
+    """Usage reports of any kind: one per model call whose response reported usage."""
     last: PromptUsage | None = None
 
     def observe(self, usage: PromptUsage) -> None:
         self.last = usage
+        self.calls += 1
         if usage.cached is not None:
             self.reports += 1
             self.prompt_tokens += usage.tokens
             self.cached_tokens += usage.cached
+        if usage.created is not None:
+            self.creation_reports += 1
+            self.created_tokens += usage.created
 
     @property
     def reuse(self) -> float | None:
