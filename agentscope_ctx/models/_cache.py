@@ -151,7 +151,9 @@ def provider_of(model: Any) -> Provider:
     if "AnthropicChatModel" in names:
         return "anthropic"
     if "DashScopeChatModel" in names:
-        return "dashscope"
+        # 2.x speaks Model Studio's OpenAI-compatible API (an OpenAI client); 1.x its native
+        # API through the dashscope SDK, whose content format the marks are not made for
+        return "dashscope" if hasattr(model, "client") else "other"
     if "OpenAIChatModel" not in names:
         return "other"
     url = _base_url(model)
