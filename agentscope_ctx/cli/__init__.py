@@ -13,6 +13,9 @@ Commands::
                           [--tool NAME] [--since TIME] [--until TIME] [--session ID]
                           [--limit N] [--json]
     agentscope-ctx read [WORKING_DIR] REF [--start-line N] [--line-offset C] [--config FILE]
+    agentscope-ctx view [WORKING_DIR] [--config FILE] [--session ID] [--user ID] [-o FILE]
+
+A command's options may come anywhere among its arguments (``search DIR --json QUERY``).
 
 Exit codes: 0 ok, 1 runtime failure (a working dir that holds no state or is corrupt, an I/O
 error, a failed demo, an unreachable model server: named by its URL), 2 usage error (bad
@@ -56,8 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
     try:
-        args, extra = parser.parse_known_args(argv)
+        args, extra = parser.parse_known_args(words)
+        if extra:  # options anywhere: `search DIR --json QUERY` (issue 48)
+            args, extra = _intermixed(args, words)
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
     command: argparse.ArgumentParser = args.command_parser
@@ -66,6 +72,20 @@ def _main(argv: Sequence[str] | None) -> int:
     if getattr(args, "days", None) is not None and args.days < 1:
         return _usage(command, f"--days must be >= 1, got {args.days}")
     return _run(args)
+
+
+def _intermixed(args: argparse.Namespace, words: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The command's arguments parsed again with its options anywhere among its positionals.
+
+    argparse fills a positional from the words before the first option, so in
+    ``search DIR --json QUERY`` the words were DIR alone and QUERY was left over
+    ("unrecognized arguments"). The top-level parser cannot parse intermixed (it has
+    subcommands); the command's own parser can.
+    """
+    command: argparse.ArgumentParser = args.command_parser
+    own = words[words.index(args.command) + 1 :]
+    again, extra = command.parse_known_intermixed_args(own)
+    return argparse.Namespace(**{**vars(args), **vars(again)}), extra
 
 
 def _run(args: argparse.Namespace) -> int:

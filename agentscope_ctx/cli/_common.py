@@ -127,6 +127,23 @@ def _new_demo_dir(parent: Path | None = None) -> Path:
         n += 1
 
 
+def newest_demo_run() -> Path | None:
+    """The newest demo run in the current directory, named on stderr, when the default
+    working dir holds no state; else `None`. Every command that falls back on the
+    default working dir falls back on this next (docs/cli.md, "Which working dir")."""
+    if _holds_state(DEFAULT_WORKING_DIR.expanduser()):
+        return None
+    demos = _demo_dirs()
+    if not demos:
+        return None
+    print(
+        f"agentscope-ctx: no state in the default {DEFAULT_WORKING_DIR}: using the "
+        f"newest demo run {demos[0]}",
+        file=sys.stderr,
+    )
+    return demos[0]
+
+
 def _state_dir(arg: str | None, config: ContextConfig | None) -> Path:
     """The working dir to act on: it must exist and hold an agentscope_ctx state.
 
@@ -144,14 +161,9 @@ def _state_dir(arg: str | None, config: ContextConfig | None) -> Path:
     raw = Path(arg) if arg else (config.working_dir if config else DEFAULT_WORKING_DIR)
     path = raw.expanduser()
     if arg is None and config is None and not _holds_state(path):
-        demos = _demo_dirs()
-        if demos:
-            print(
-                f"agentscope-ctx: no state in the default {DEFAULT_WORKING_DIR}: using the "
-                f"newest demo run {demos[0]}",
-                file=sys.stderr,
-            )
-            return demos[0]
+        demo = newest_demo_run()
+        if demo is not None:
+            return demo
         raise CliError(
             f"no agentscope_ctx state in the default working dir {str(path)!r}; pass "
             f"WORKING_DIR (`agentscope-ctx demo` prints its own as 'working dir: ...')"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.truncation._truncation import Position, parse_notice
-from ._common import DEFAULT_WORKING_DIR, CliError, UsageError, _load_config
+from ._common import DEFAULT_WORKING_DIR, CliError, UsageError, _load_config, newest_demo_run
 
 if TYPE_CHECKING:
     from ..core.config._config import ContextConfig
@@ -54,8 +54,11 @@ def _reader(
             raise UsageError(f"WORKING_DIR {where!r} {why}")
     elif config is not None:
         working_dir = Path(config.working_dir).expanduser()
-    else:
+    else:  # the default, or the newest demo run, as for every command
         working_dir = DEFAULT_WORKING_DIR.expanduser()
+        named_here = Path(ref).expanduser().is_absolute() or Path(ref).exists()
+        if not named_here and not ref.startswith(STORE_PREFIXES):  # `tool_result/….txt`
+            working_dir = newest_demo_run() or working_dir  # as a demo's report prints it
     roots = [working_dir, Path.cwd(), *settings.read_roots]
     store_dir = working_dir / "tool_result"
     named = Path(ref).expanduser()

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._common import CliError, _load_config, _state_dir
+
+if TYPE_CHECKING:
+    from ..core.config._config import ContextConfig
 
 __all__ = ["add_view", "cmd_view"]
 
@@ -50,8 +54,30 @@ def cmd_view(args: argparse.Namespace) -> int:
         config = (config or ContextConfig()).model_copy(update={"working_dir": path})
     view = load_session(config, args.session, user=args.user)
     if not view.calls and not view.dialog:
-        raise CliError(f"no recorded steps or dialog for session {view.session!r} in {path}")
+        raise CliError(_nothing_to_show(config, view.session, given=args.session is not None))
     out = Path(args.output) if args.output else path / "view.html"
     save_page(view, out)
     print(f"{out} ({len(view.calls)} model calls, {len(view.dialog)} dialog messages)")
     return 0
+
+
+def _nothing_to_show(config: ContextConfig, session: str, *, given: bool) -> str:
+    """Why there is no page: the store (the fleet store by its schema, never the working
+    dir it does not use) and the sessions it has steps of, to pass as ``--session``."""
+    from ..stores.factory import open_backend
+
+    where = str(config.working_dir)
+    if config.store.kind == "postgres":
+        where = f"the fleet store (schema {config.store.schema_name})"
+    backend = open_backend(config)
+    try:
+        sessions = backend.steps.sessions() if backend.steps is not None else []
+    finally:
+        backend.close()
+    asked = f"session {session!r}" + ("" if given else " (no --session given)")
+    if not sessions:
+        return f"no recorded steps or dialog for {asked} in {where}, nor for any other session"
+    return (
+        f"no recorded steps or dialog for {asked} in {where}; its sessions with recorded "
+        f"steps: {', '.join(sessions)} (pass one as --session ID)"
+    )

@@ -4,11 +4,17 @@ says what is wrong, and does nothing (issue 31: a WORKING_DIR that is no directo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from agentscope_ctx.cli import main
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.stores._steps_file import StepFile
+from agentscope_ctx.stores.factory import open_backend
+from tests.fleet.conftest import pg_password, pg_schema, pg_server, pg_store  # noqa: F401
+from tests.fleet.pg_config import PgStore, config_file
 
 # {wd}: a working dir with an expired saved output; {file}: a plain file; {missing}: no such
 # path; {typo}: a config with a mistyped field; {nocfg}: no such config file.
@@ -44,6 +50,8 @@ TABLE: dict[str, dict[str, tuple[list[str], str]]] = {
         "WORKING_DIR is missing": (["{missing}", "token"], "does not exist"),
         "no query": (["{wd}"], "QUERY is missing"),
         "bad limit": (["{wd}", "token", "--limit", "0"], "--limit"),
+        # issue 48: was "unrecognized arguments: token" (the option split WORKING_DIR and QUERY)
+        "bad limit before QUERY": (["{wd}", "--limit", "50", "token"], "--limit must be from 1"),
         "bad role": (["{wd}", "token", "--role", "robot"], "--role"),
         "bad time": (["{wd}", "token", "--since", "soon"], "--since"),
     },
@@ -100,3 +108,87 @@ def test_i31_every_usage_error_exits_2(
     assert message in last, captured.err
     assert "Traceback" not in captured.err
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+# -- issue 48: arguments as a user types them, each with its exit code ------------------------
+
+# {wd}: a working dir whose steps are of session s-42 only; the current directory holds a demo
+# run (agentscope_ctx_demo/) and ~/.agentscope_ctx holds nothing. The text is looked for in
+# stdout (exit 0) or in the error line; a --json row's stdout must be one JSON object.
+RUNS: dict[str, tuple[list[str], int, str]] = {
+    "search: --json between WORKING_DIR and QUERY": (
+        ["search", "{wd}", "--json", "token"],
+        0,
+        '"query": "token"',
+    ),
+    "search: --limit between WORKING_DIR and QUERY": (
+        ["search", "{wd}", "--limit", "3", "deploy"],
+        0,
+        "1 hit for 'deploy'",
+    ),
+    "read: a ref as the demo's report prints it": (["read", "tool_result/seen.txt"], 0, "quokka"),
+    "view: no --session, the store's sessions named": (
+        ["view", "{wd}"],
+        1,
+        "session 'default' (no --session given) in {wd}; its sessions with recorded steps: s-42",
+    ),
+}
+
+
+@pytest.fixture
+def user_places(
+    places: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    StepFile(Path(places["wd"])).append({"session": "s-42", "agent": "a1", "call": 1})
+    demo = tmp_path / "agentscope_ctx_demo" / "tool_result"
+    demo.mkdir(parents=True)
+    (demo / "seen.txt").write_text("the quokka report\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    return places
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "text"), [pytest.param(*v, id=k) for k, v in RUNS.items()]
+)
+def test_i48_commands_as_typed(
+    argv: list[str],
+    code: int,
+    text: str,
+    user_places: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([a.format(**user_places) for a in argv]) == code, capsys.readouterr()
+    out, err = capsys.readouterr()
+    expected = text.format(**user_places)
+    if code == 0:
+        assert expected in out, out
+        if "--json" in argv:
+            assert json.loads(out)["hits"], out
+    else:
+        assert out == "" and expected in err.strip().splitlines()[-1], err
+    assert "Traceback" not in err
+
+
+def test_i48_view_on_the_fleet_store_names_it_and_its_sessions(
+    request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "no recorded steps or dialog for session 'default' in <working dir>", a
+    working dir the fleet store does not use, and not a word of the sessions it has."""
+    store: PgStore = request.getfixturevalue("pg_store")  # the fleet tests' (imported)
+    work = tmp_path / "w"
+    path = config_file(tmp_path / "fleet.yaml", work, store.fields())
+    backend = open_backend(ContextConfig.from_yaml(path))
+    try:
+        assert backend.steps is not None
+        for session in ("s-42", "s-7"):
+            backend.steps.append({"session": session, "agent": "a1", "call": 1})
+    finally:
+        backend.close()
+    assert main(["view", "--config", str(path)]) == 1
+    captured = capsys.readouterr()
+    [line] = captured.err.strip().splitlines()
+    assert f"in the fleet store (schema {store.schema})" in line, line
+    assert "its sessions with recorded steps: s-42, s-7 (pass one as --session ID)" in line
+    assert str(work) not in line and store.password not in line
+    assert not work.exists()  # nothing written to a working dir the store does not use
