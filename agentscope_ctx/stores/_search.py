@@ -159,6 +159,7 @@ class SearchIndex(CatchUp):
         parsed = parse_query(query) if isinstance(query, str) else query
         owner = tenant_params((filters or Filters()).tenant, storable)
         given = filters or Filters()
+        tenant = given.tenant
         texts: dict[str, Any] = {
             k: storable(v) for k, v in vars(given).items() if isinstance(v, str) and v
         }  # as the index keeps text
@@ -173,6 +174,8 @@ class SearchIndex(CatchUp):
             pending = self._catch_up(
                 db, deadline, busy=busy, output_bytes=budget, fits_only=self.background.running()
             )
+            if tenant is not None and tenant.scope != "shared" and not busy:
+                self._claim(db, tenant, busy)
             params = {**vars(filters), **owner}
             params.pop("tenant", None)
             rows = ranked_rows(db, parsed, True, params, 4 * limit + 8)

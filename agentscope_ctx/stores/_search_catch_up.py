@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core._failures import FailureLog
 from ..core._stamps import local_stamp
+from ..core._tenant import Tenant
 from ..core.search import _index_pieces as pieces
 from ..core.search._background import BackgroundWork
 from ..core.search._search_text import chunk_lines, record_parts
@@ -29,6 +30,7 @@ from ._search_db import (
     batch,
     drop_one,
     set_owner,
+    unowned_outputs,
     write,
 )
 from ._search_files import (
@@ -186,6 +188,25 @@ class CatchUp:
         if busy:
             left_kinds.update(kinds)  # owners or drops may not be written
         return pending, left_kinds
+
+    def _claim(self, db: sqlite3.Connection, tenant: Tenant, busy: list[bool]) -> None:
+        """Record `tenant` as the owner of the saved outputs indexed without one whose name
+        carries its tags (`Tenant.tags`: its agent key's and session's). Who saved an output
+        is told at its save and kept in the index, learnt again from a dialog record naming
+        it, or carried over to a new generation from a readable old one; an index lost
+        whole forgets it for the newest outputs, which no record names yet, and its session's
+        search would no longer find them (issue 46). Their names still say whose they are,
+        as `read_file` reads them. When the index is busy they are claimed at a later search
+        (`busy` gets an entry)."""
+        names = unowned_outputs(db, tenant.tags)
+        if not names:
+            return
+        try:
+            with write(db, self.db.deadline):
+                for name in names:
+                    set_owner(db, name, (tenant.agent, tenant.session, None, None), None)
+        except IndexBusy:
+            busy.append(True)
 
     def _background_step(self) -> bool:
         """One step of the background indexing: catch up for `STEP_SECONDS`, a piece of the

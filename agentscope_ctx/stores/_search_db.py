@@ -79,6 +79,7 @@ __all__ = [
     "drop_one",
     "set_owner",
     "text_batch",
+    "unowned_outputs",
     "write",
 ]
 
@@ -88,6 +89,13 @@ SCHEMA_VERSION = 5  # 3: the text index's ``prefixes`` field; 4: its ``era`` and
 # fields; 5: an owner's records and outputs in one era key, and its ``key`` field (an older
 # index is made again)
 _DB_NAME = re.compile(r"search-[0-9a-f]{12}\.sqlite3")
+_OUTPUT = re.compile(r"tool_result/[^/.][^/]*\.txt")
+_UNOWNED = (
+    "CREATE INDEX IF NOT EXISTS docs_unowned ON docs(path) "
+    "WHERE kind = 'tool_result' AND agent IS NULL;"
+)
+"""The saved outputs whose owner is not known (`unowned_outputs`); added to a database of an
+older build at its first open (no new schema version: it needs no rebuild)."""
 _SCHEMA = f"""
 CREATE TABLE sources(path TEXT PRIMARY KEY, kind TEXT NOT NULL, inode INTEGER NOT NULL,
     size INTEGER NOT NULL, lines INTEGER NOT NULL, stamp INTEGER NOT NULL);
@@ -95,6 +103,7 @@ CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL
     line INTEGER NOT NULL, byte_offset INTEGER NOT NULL, agent TEXT, session TEXT, role TEXT,
     tool TEXT, args TEXT, ts TEXT);
 CREATE INDEX docs_by_path ON docs(path);
+{_UNOWNED}
 CREATE TABLE owners(name TEXT PRIMARY KEY, agent TEXT, session TEXT, tool TEXT, args TEXT,
     ts TEXT);
 PRAGMA user_version={SCHEMA_VERSION};
@@ -232,6 +241,7 @@ class IndexDatabase:
             if version != SCHEMA_VERSION:
                 raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
             db.execute("PRAGMA synchronous=NORMAL")
+            _add_unowned_index(db)
             db.root = self.dir.parent
             db.index = open_index(self.dir / _text_dir(name))
             db.text = TextBatch(self.dir / _text_dir(name))
@@ -259,6 +269,7 @@ class IndexDatabase:
             key = self._pointer_key()
             if key is not None and key != bad:
                 return
+            owners = _carried_owners(self.dir) if key is not None else []
             name = f"search-{uuid.uuid4().hex[:12]}.sqlite3"
             # Created private before SQLite opens it: its -wal, -shm and -journal files take
             # the database's mode.
@@ -267,6 +278,9 @@ class IndexDatabase:
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(_SCHEMA)
+                db.execute("BEGIN")
+                db.executemany("INSERT OR IGNORE INTO owners VALUES (?, ?, ?, ?, ?, ?)", owners)
+                db.execute("COMMIT")
             finally:
                 db.close()
             create_index(self.dir / _text_dir(name))
@@ -276,6 +290,57 @@ class IndexDatabase:
                     Path(entry.path).unlink(missing_ok=True)
                 elif entry.name.startswith("tantivy-") and entry.name != _text_dir(name):
                     shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _add_unowned_index(db: sqlite3.Connection) -> None:
+    """Add `_UNOWNED` to a database made before it (best effort: while another process writes,
+    the next open adds it; `unowned_outputs` is right without it, only slower)."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_unowned'").fetchone():
+        return
+    try:
+        db.execute(_UNOWNED)
+    except sqlite3.OperationalError as exc:
+        if not busy(exc):
+            raise
+
+
+def unowned_outputs(db: sqlite3.Connection, tags: tuple[str, str]) -> list[str]:
+    """The saved outputs indexed without an owner whose name carries the tenant tags `tags`
+    (``tool_result/<agent tag>-<session tag>-...``)."""
+    low = f"tool_result/{tags[0]}-{tags[1]}-"
+    return [
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT path FROM docs WHERE kind = 'tool_result' "
+            "AND agent IS NULL AND path >= ? AND path < ?",
+            (low, low[:-1] + "."),
+        )
+    ]
+
+
+def _carried_owners(index_dir: Path) -> list[tuple[object, ...]]:
+    """The ``owners`` rows of the generation ``current`` names (about to be replaced) whose
+    saved output is still there: who saved an output, and with which tool, is known only from
+    its save (its name's tags say whose it is, not who: `SearchIndex` claims such an output
+    for the tenant whose tags it carries). None when that database cannot be read (a damaged
+    one: its outputs are claimed)."""
+    try:
+        name = (index_dir / "current").read_text(encoding="utf-8", errors="replace").strip()
+        if not _DB_NAME.fullmatch(name) or not (index_dir / name).is_file():
+            return []
+        db = sqlite3.connect(index_dir / name, isolation_level=None)
+        try:
+            rows = db.execute("SELECT name, agent, session, tool, args, ts FROM owners").fetchall()
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error):
+        return []
+    root = index_dir.parent
+    return [
+        row
+        for row in rows
+        if isinstance(row[0], str) and _OUTPUT.fullmatch(row[0]) and (root / row[0]).is_file()
+    ]
 
 
 # -- statements (run inside the caller's transaction) --------------------------------------
