@@ -23,6 +23,7 @@ import importlib as _importlib
 import typing as _typing
 
 from . import _line
+from ._version import __version__
 from .core import _host as _core_host
 
 
@@ -124,8 +125,6 @@ __all__ = [
     "function_tool",
     "load_models",
 ]
-
-__version__ = "0.1.0"
 
 _SOURCES: dict[str, str] = {
     "TRUNCATION_NOTICE_MARKER": "core.truncation._truncation",

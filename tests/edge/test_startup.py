@@ -80,11 +80,13 @@ def test_i20_3_import_loads_only_the_line_check(forker: Forker, tmp_path: Path) 
     added, _ = _added(forker, "import agentscope_ctx\ncode = 0", tmp_path)
     assert _loaded(added, HEAVY + CONFIG) == []
     ours = [m for m in added if m.split(".")[0] == "agentscope_ctx"]
-    # the line check, and the core's seam where the edge names the line's adapter (`core._host`:
-    # the adapter itself loads on first use)
+    # the line check, the version's one line (`_version`, which pyproject reads too), and the
+    # core's seam where the edge names the line's adapter (`core._host`: the adapter itself
+    # loads on first use)
     assert sorted(ours) == [
         "agentscope_ctx",
         "agentscope_ctx._line",
+        "agentscope_ctx._version",
         "agentscope_ctx.core",
         "agentscope_ctx.core._host",
     ]
