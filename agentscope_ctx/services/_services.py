@@ -35,6 +35,7 @@ from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
 from ..recall._read_file import FileReader
 from ..recall._recall import Recall, RecallConfig
+from ..stores._forget import ForgetReport, ForgetTarget, forget_store
 from ..stores._usage_file import write_usage
 from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
@@ -377,6 +378,30 @@ class Services:
             return False
         self.failures.recovered("MEMORY.md")
         return True
+
+    async def forget(
+        self,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        dry_run: bool = False,
+        who: str = "api",
+    ) -> ForgetReport:
+        """Remove every byte of a tenant from the store (DESIGN.md §19, docs/data.md): its
+        dialog records, saved outputs, search entries, media, steps and usage records (and,
+        on the fleet store, its long-term memory when no session is named); one audit line.
+        At least one of `user`, `agent`, `session` (the tenant's parts, `core._tenant`).
+
+        Raises:
+            ContextUsageError: none given, or a bad value (the message names the field).
+            PersistenceError: the store cannot be written (calling it again completes it).
+        """
+        target = ForgetTarget(user=user, agent=agent, session=session)
+        search = self.backend.search if self.backend.kind == "local" else None
+        return await asyncio.to_thread(
+            forget_store, self.config, target, dry_run=dry_run, who=who, search=search
+        )
 
     async def close(self, grace_seconds: float = 10.0) -> None:
         """Stop the consolidation job, start a Summarizer run on the evicted messages still

@@ -1,0 +1,344 @@
+"""`forget` on both stores (DESIGN.md §19, issue 47): two to five tenants write at once; one
+is forgotten (by session, by agent or by user) while the others keep writing; then none of
+the forgotten tenants' bytes is found by a direct scan of every file under the working dir
+and every row of every table (`forget_world.World.holding`), their names only in the audit
+line, and the search, the reads and the dialog of every other tenant are as they were. The
+local index's files that held them are gone (a new generation). Also: the background
+indexer running beside the forget, and a worker killed mid-forget (running it again
+completes it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentscope_ctx.core._errors import ContextUsageError
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.stores._forget import ForgetTarget, forget_store
+from agentscope_ctx.stores.factory import open_backend
+from tests.fleet.forget_world import Who, World, tenants
+from tests.fleet.pg_config import fleet_config
+
+ROOT = Path(__file__).resolve().parents[2]
+KINDS = ["local", "postgres"]
+FEW = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+MANY = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(params=KINDS)
+def make_config(request: pytest.FixtureRequest) -> Callable[[], ContextConfig]:
+    """A fresh store of the kind for each call (a working dir; with its own schema)."""
+    if request.param == "local":
+        return lambda: ContextConfig(working_dir=Path(tempfile.mkdtemp(prefix="forget-")))
+    server = request.getfixturevalue("pg_server")
+    request.getfixturevalue("pg_password")
+    return lambda: fleet_config(
+        Path(tempfile.mkdtemp(prefix="forget-")), server, f"t_{uuid.uuid4().hex[:12]}"
+    )
+
+
+def target_of(victim: Who, mode: str) -> ForgetTarget:
+    if mode == "user" and victim.user is not None:
+        return ForgetTarget(user=victim.user)
+    if mode in ("agent", "user"):
+        return ForgetTarget(user=victim.user, agent=victim.agent)
+    return ForgetTarget(user=victim.user, agent=victim.agent, session=victim.session)
+
+
+def index_files(world: World) -> set[tuple[str, int]]:
+    """The local index's data files (path, inode): the generation's database and segments."""
+    out = set()
+    for folder, _, names in os.walk(world.root / "index"):
+        for name in names:
+            if name not in ("current", ".lock"):
+                path = Path(folder) / name
+                out.add((str(path), path.stat().st_ino))
+    return out
+
+
+def snapshot(world: World, whos: list[Who]) -> dict[str, object]:
+    return {
+        w.session: (world.search(w), world.reads(w), world.dialog(w), search_one(world, w))
+        for w in whos
+    }
+
+
+def search_one(world: World, who: Who) -> list[object]:
+    """The hits of one record's own word (`{token}x1`): the same before and after."""
+    from agentscope_ctx.core.search._search_hits import Filters
+
+    stores = world.stores(who)
+    try:
+        result = stores.search.search(
+            f"{who.token}x1", Filters(tenant=who.tenant), limit=10, catch_up_seconds=None
+        )
+        return sorted((str(h.path), h.start_line, repr(h.lines)) for h in result.hits)
+    finally:
+        stores.close()
+
+
+def check_forgotten(world: World, gone: list[Who], before_index: set[tuple[str, int]]) -> None:
+    for who in gone:
+        assert world.holding(who.token) == [], who  # its content: nowhere, audit included
+        assert world.holding(who.session, audit=False) == [], who  # its name: the audit only
+        assert world.search(who) == [] and search_one(world, who) == []
+        assert set(world.reads(who).values()) <= {None}
+        assert world.dialog(who) == []
+    if world.kind == "local" and before_index:
+        assert not before_index & index_files(world)  # the segments that held them: gone
+
+
+def check_kept(world: World, kept: list[Who], before: dict[str, object], *, more: bool) -> None:
+    for who in kept:
+        hits, reads, dialog, one = before[who.session]  # type: ignore[misc]
+        assert search_one(world, who) == one, who
+        now_reads = world.reads(who)
+        assert {r: now_reads[r] for r in reads} == reads  # byte for byte
+        assert all(now_reads[r] == who.outputs[r] for r in who.refs)
+        now_dialog = world.dialog(who)
+        assert now_dialog[: len(dialog)] == dialog
+        assert len(now_dialog) == len(dialog) + (4 if more else 0)
+        if not more:
+            assert world.search(who) == hits
+        assert world.holding(who.token)  # (the scan finds what is there)
+
+
+def audit_lines(world: World) -> list[dict[str, object]]:
+    if world.kind == "local":
+        path = world.root / "audit.jsonl"
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
+        return [json.loads(line) for line in path.read_text().splitlines()]
+    from agentscope_ctx.stores.postgres import PostgresEngine
+    from agentscope_ctx.stores.postgres._audit import PostgresAudit
+
+    store = world.config.store
+    assert store.dsn is not None
+    engine = PostgresEngine(store.dsn, password_env=store.password_env, schema=store.schema_name)
+    try:
+        return PostgresAudit(engine).read()
+    finally:
+        engine.close()
+
+
+async def forget_beside_writers(
+    world: World, target: ForgetTarget, kept: list[Who], *, indexer: bool
+) -> None:
+    """Forget `target` in a thread while the `kept` tenants write 4 more records each (and,
+    with `indexer`, another worker's index catches up in a loop)."""
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def catch_up() -> None:
+        search = open_backend(world.config).search
+        try:
+            while not done.is_set():
+                search.catch_up()
+        except BaseException as exc:  # pragma: no cover - shown by the assertion
+            errors.append(exc)
+        finally:
+            search.close()
+
+    worker = threading.Thread(target=catch_up) if indexer else None
+    if worker is not None:
+        worker.start()
+    try:
+        await asyncio.gather(
+            asyncio.to_thread(forget_store, world.config, target, who="test"),
+            *(world.write(w, 100, 4) for w in kept),
+        )
+    finally:
+        done.set()
+        if worker is not None:
+            worker.join()
+    assert not errors
+
+
+def scenario(
+    config: ContextConfig, count: int, victim: int, mode: str, seed: int, *, indexer: bool
+) -> None:
+    whos = tenants(random.Random(seed), count)
+    world = World(config, whos)
+    asyncio.run(world.write_all())
+    target = target_of(whos[victim % count], mode)
+    gone = [w for w in whos if target.owns(w.key, w.session)]
+    kept = [w for w in whos if w not in gone]
+    before = snapshot(world, kept)
+    for w in gone:  # what the scan must not find after: it finds it now
+        assert world.holding(w.token) and world.search(w)
+    before_index = index_files(world) if world.kind == "local" else set()
+    asyncio.run(forget_beside_writers(world, target, kept, indexer=indexer))
+    check_forgotten(world, gone, before_index)
+    check_kept(world, kept, before, more=True)
+    [line] = [a for a in audit_lines(world) if a["action"] == "forget"]
+    assert line["tenant"] == target.fields and line["who"] == "test"
+    assert line["counts"]["dialog"] == 4 * len(gone)  # type: ignore[index]
+    assert line["counts"]["outputs"] == 2 * len(gone)  # type: ignore[index]
+
+
+@FEW
+@given(
+    count=st.integers(2, 5),
+    victim=st.integers(0, 4),
+    mode=st.sampled_from(["session", "agent", "user"]),
+    seed=st.integers(0, 2**32),
+)
+def test_forget_leaves_no_byte_of_the_tenant_and_every_other_as_it_was(
+    make_config: Callable[[], ContextConfig], count: int, victim: int, mode: str, seed: int
+) -> None:
+    scenario(make_config(), count, victim, mode, seed, indexer=False)
+
+
+@FEW
+@given(count=st.integers(2, 5), victim=st.integers(0, 4), seed=st.integers(0, 2**32))
+def test_forget_beside_the_background_indexer(
+    make_config: Callable[[], ContextConfig], count: int, victim: int, seed: int
+) -> None:
+    scenario(make_config(), count, victim, "session", seed, indexer=True)
+
+
+@pytest.mark.slow
+@MANY
+@given(
+    count=st.integers(2, 5),
+    victim=st.integers(0, 4),
+    mode=st.sampled_from(["session", "agent", "user"]),
+    seed=st.integers(0, 2**32),
+    indexer=st.booleans(),
+)
+def test_forget_many(
+    make_config: Callable[[], ContextConfig],
+    count: int,
+    victim: int,
+    mode: str,
+    seed: int,
+    indexer: bool,
+) -> None:
+    scenario(make_config(), count, victim, mode, seed, indexer=indexer)
+
+
+# -- a worker killed mid-forget -------------------------------------------------------------
+
+_WORKER = """
+import sys
+from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.stores._forget import ForgetTarget, forget_store
+
+config = ContextConfig.model_validate_json(sys.argv[1])
+target = ForgetTarget(**__import__("json").loads(sys.argv[2]))
+stop = sys.argv[3]
+
+def step(kind):
+    if kind == stop:
+        print("at", kind, flush=True)
+        sys.stdin.read()  # killed here
+
+forget_store(config, target, who="worker", on_step=step)
+print("done", flush=True)
+"""
+STEPS = {"local": ["outputs", "media", "usage", "dialog"], "postgres": ["files", "rows"]}
+
+
+def kill_at(config: ContextConfig, target: ForgetTarget, stop: str) -> None:
+    """Run the forget in a worker process and SIGKILL it once it reports `stop` done."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER, config.model_dump_json(), json.dumps(target.fields), stop],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    proc.kill()
+    proc.wait()
+    assert line.split() == ["at", stop], line
+
+
+@pytest.mark.parametrize("step", range(4))
+def test_a_forget_killed_midway_is_completed_by_the_next(
+    make_config: Callable[[], ContextConfig], step: int
+) -> None:
+    config = make_config()
+    stops = STEPS[config.store.kind]
+    if step >= len(stops):
+        pytest.skip("the store has fewer steps")
+    whos = tenants(random.Random(step), 3)
+    world = World(config, whos)
+    asyncio.run(world.write_all())
+    for w in whos:
+        world.search(w)
+    victim = whos[0]
+    target = target_of(victim, "user")
+    gone = [w for w in whos if target.owns(w.key, w.session)]
+    kept = [w for w in whos if w not in gone]
+    before = snapshot(world, kept)
+    before_index = index_files(world) if world.kind == "local" else set()
+    kill_at(config, target, stops[step])
+    report = forget_store(config, target, who="test")  # completes it
+    done = stops.index(stops[step]) >= stops.index("dialog" if world.kind == "local" else "rows")
+    assert report.counts["dialog"] == (0 if done else 4 * len(gone))
+    check_forgotten(world, gone, before_index)
+    check_kept(world, kept, before, more=False)
+
+
+# -- the call itself -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({}, "at least one"),
+        ({"user": ""}, "user"),
+        ({"agent": ""}, "agent"),
+        ({"session": ""}, "session"),
+        ({"user": 3}, "user"),
+        ({"agent": "a\x00"}, "agent"),
+    ],
+)
+def test_a_bad_target_names_the_field(fields: dict[str, object], named: str) -> None:
+    with pytest.raises(ContextUsageError, match=named):
+        ForgetTarget(**fields)  # type: ignore[arg-type]
+
+
+def test_a_dry_run_deletes_nothing_and_writes_no_audit_line(tmp_path: Path) -> None:
+    config = ContextConfig(working_dir=tmp_path)
+    whos = tenants(random.Random(7), 2)
+    world = World(config, whos)
+    asyncio.run(world.write_all())
+
+    def files() -> dict[str, bytes]:  # (SQLite's -wal and -shm come with any reader)
+        return {str(p): d for p, d in world.file_bytes() if not p.name.endswith(("-wal", "-shm"))}
+
+    before = files()
+    report = forget_store(config, target_of(whos[0], "session"), dry_run=True)
+    assert report.counts["dialog"] == 4 and report.counts["outputs"] == 2
+    assert report.counts["media"] == 1 and report.counts["steps"] == 1
+    assert files() == before
+    assert not (tmp_path / "audit.jsonl").exists()
+
+
+def test_local_shared_memory_is_left_and_said(tmp_path: Path) -> None:
+    """Local long-term memory names no tenant: a forget leaves it byte for byte and its
+    report says so (docs/data.md)."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("- the user likes tea\n")
+    (memory / "2026-12-01.md").write_text("- a note\n")
+    report = forget_store(ContextConfig(working_dir=tmp_path), ForgetTarget(user="alice"))
+    assert (memory / "MEMORY.md").read_text() == "- the user likes tea\n"
+    assert (memory / "2026-12-01.md").read_text() == "- a note\n"
+    assert report.counts["memory"] == 0 and any("memory/" in n for n in report.notes)
