@@ -65,6 +65,13 @@ TABLE: dict[str, dict[str, tuple[list[str], str]]] = {
         "negative offset": (["{ref}", "--line-offset", "-1"], "--line-offset"),
         "store ref, no store": (["pg-output:0123abcd"], "give --config FILE"),
     },
+    "forget": {
+        **{k: ([*argv, "{wd}", "--user", "u"], m) for k, (argv, m) in COMMON.items()},
+        **{k: ([*argv, "--user", "u"], m) for k, (argv, m) in WORKING_DIR.items()},
+        "no tenant": (["{wd}"], "give at least one of user, agent, session"),
+        "no session alone": (["{wd}", "--session="], "needs an agent or a user"),
+        "empty agent": (["{wd}", "--agent="], "agent must be a non-empty name"),
+    },
 }
 CASES = [
     pytest.param(command, argv, message, id=f"{command}: {name}")
@@ -127,6 +134,16 @@ RUNS: dict[str, tuple[list[str], int, str]] = {
         "1 hit for 'deploy'",
     ),
     "read: a ref as the demo's report prints it": (["read", "tool_result/seen.txt"], 0, "quokka"),
+    "forget: --dry-run --json, nothing of that user": (
+        ["forget", "{wd}", "--user", "nobody", "--dry-run", "--json"],
+        0,
+        '"deleted": null',
+    ),
+    "forget: a session's steps, what it will delete, then what it deleted": (
+        ["forget", "{wd}", "--agent", "a1", "--session", "s-42"],
+        0,
+        "will delete:\n  steps               1",
+    ),
     "view: no --session, the store's sessions named": (
         ["view", "{wd}"],
         1,
@@ -163,8 +180,8 @@ def test_i48_commands_as_typed(
     expected = text.format(**user_places)
     if code == 0:
         assert expected in out, out
-        if "--json" in argv:
-            assert json.loads(out)["hits"], out
+        if "--json" in argv:  # one JSON object (search: with its hits)
+            assert json.loads(out)["hits" if argv[0] == "search" else "store"], out
     else:
         assert out == "" and expected in err.strip().splitlines()[-1], err
     assert "Traceback" not in err
