@@ -1,6 +1,6 @@
-"""The commands of `agentscope-ctx` that change or make files (`demo`, `config`, `gc`,
-`consolidate`), one function each, taking the parsed arguments and returning the exit code
-(`inspect`, `search` and `read` have a module each)."""
+"""The commands of `agentscope-ctx` that make files (`demo`, `config`), one function each,
+taking the parsed arguments and returning the exit code (`inspect`, `search`, `read`, `gc`,
+`consolidate`, `export` and `import` have a module each)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,13 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core._errors import ContextError
-
 if TYPE_CHECKING:
     from ..core.config._config import ContextConfig
 from ._common import (
     CliError,
     UsageError,
-    _fleet,
     _load_config,
     _new_demo_dir,
-    _size,
-    _state_dir,
-    _tool_result_files,
-    cli_tenant,
 )
 
 
@@ -77,44 +70,5 @@ def _cmd_config(args: argparse.Namespace) -> int:
         .parent.parent.joinpath("core", "config", "default.yaml")
         .read_text(encoding="utf-8"),
         end="",
-    )
-    return 0
-
-
-def _cmd_gc(args: argparse.Namespace) -> int:
-    from ..stores._tool_results import ToolResultStore
-
-    config = _load_config(args.config)
-    tenant = cli_tenant(args)
-    days = args.retention_days
-    if days is None:
-        days = config.tool_result.retention_days if config else 7.0
-    if days <= 0:
-        raise CliError(f"--retention-days must be > 0, got {days!r}", code=2)
-    if config is not None and config.store.kind == "postgres":  # its outputs unused > days
-        retention = config.tool_result.model_copy(update={"retention_days": days})
-        backend = _fleet(config.model_copy(update={"tool_result": retention}))
-        outputs = backend.outputs(tenant=tenant)
-        try:
-            _, size_before, _, _ = outputs.stats()
-            gone = outputs.cleanup([])
-            backend.search.drop_outputs(gone)
-            left, size_left, _, _ = outputs.stats()
-        except ContextError as exc:
-            raise CliError(str(exc)) from None
-        print(
-            f"gc: removed {len(gone)} saved output(s) unused for over {days:g} days "
-            f"({_size(max(size_before - size_left, 0))}); {left} kept"
-        )
-        return 0
-    path = _state_dir(args.working_dir, config)
-    store = ToolResultStore(path, days)
-    sizes = {p.resolve(): p.stat().st_size for p in _tool_result_files(path)}
-    removed = store.cleanup(referenced=[], only=tenant)
-    freed = sum(sizes.get(p.resolve(), 0) for p in removed)
-    left = len(_tool_result_files(path))
-    print(
-        f"gc: removed {len(removed)} tool_result file(s) older than {days:g} days "
-        f"({_size(freed)}); {left} kept"
     )
     return 0

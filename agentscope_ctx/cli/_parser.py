@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 from .._line import AGENTSCOPE_VERSION, IS_1X
-from ._commands import _cmd_config, _cmd_demo, _cmd_gc
+from ._commands import _cmd_config, _cmd_demo
 from ._common import DEMO_DIR, _non_negative_int, _positive_int, _retention_days
 from ._consolidate import _cmd_consolidate
 from ._forget import add_forget
+from ._gc import _cmd_gc
 from ._inspect import _cmd_inspect
 from ._read import _cmd_read
 from ._search import _cmd_search
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="age limit in days (default: tool_result.retention_days of --config, else 7)",
     )
     _tenant_options(gc, "only the saved outputs of this agent (of --user; in --session)")
+    gc.add_argument("--json", action="store_true", help="one JSON object: what was removed")
     gc.set_defaults(func=_cmd_gc)
 
     cons = sub.add_parser(

@@ -50,6 +50,8 @@ from ..core.ladder._tool_policy import ToolResultPolicy
 from ..core.truncation._truncation import Position, excerpt_with_notice, parse_notice
 from ..stores._dialog_view import DialogDayView
 from ..stores._line_index import ByteSource, LineEndError, LineIndexCache
+from ..stores._tombstones import Tombstone, gone_text, read_local
+from ..stores._tool_results import name_tags
 from ..stores.seams import excerpt
 from ._opening import KINDS, PROC_FD, open_below, open_error
 from ._read_scope import CALLER, ReadScope
@@ -247,7 +249,13 @@ class FileReader:
         source = self._source(file_path)
         if source is not None:
             return self._read_stored(source, str(file_path).strip(), start, max_bytes)
-        root, real = self.locate(file_path)
+        try:
+            root, real = self.locate(file_path)
+        except ReadFileError:
+            gone = self._deleted_file(file_path)
+            if gone is not None:  # past retention: say so, and when (docs/data.md)
+                raise ReadFileError(gone) from None
+            raise
         if max_bytes is None:
             max_bytes = self.policy.limits("read_file", {"file_path": str(real)}).recent
         tenant = self.caller
@@ -269,9 +277,41 @@ class FileReader:
         try:
             return excerpt(source, ref, start, max_bytes)
         except KeyError:
+            told = getattr(source, "deleted", None)  # a tombstone: deleted by retention
+            stone = told(ref) if callable(told) else None
+            if isinstance(stone, Tombstone):
+                raise ReadFileError(gone_text(ref, stone)) from None
             raise ReadFileError(f"{ref!r} does not exist (or is no longer kept)") from None
         except ValueError as exc:
             raise ReadFileError(str(exc)) from None
+
+    def _deleted_file(self, file_path: object) -> str | None:
+        """What a read of a saved output or dialog day that retention deleted answers, told
+        only to a tenant who saw it (`stores._tombstones`); `None`: no tombstone."""
+        if not isinstance(file_path, str) or "\0" in file_path:
+            return None
+        try:
+            given = Path(file_path.strip()).expanduser()
+            bases = [given] if given.is_absolute() else [root / given for root in self.roots]
+            for path in bases:
+                real = path.parent.resolve() / path.name
+                if not self._inside(real):
+                    continue
+                tenant = self.caller
+                stone = read_local(real)
+                if stone is None:
+                    continue
+                own = self.store_dir is not None and real.parent == self.store_dir
+                if own and tenant is not None and tenant.scope != "shared":
+                    tags = name_tags(real.name)
+                    if tags is None or not tenant.sees_tags(*tags):
+                        continue
+                if not stone.told(tenant):
+                    continue
+                return gone_text(file_path.strip(), stone)
+        except (OSError, ValueError, RuntimeError):
+            return None
+        return None
 
     def _read_day(
         self,

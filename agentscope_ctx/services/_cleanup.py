@@ -65,11 +65,15 @@ def forget(scope: Hashable | None = None) -> None:
 
 
 async def cleanup_due(
-    scope: Hashable, store: OutputSeam, dropped: Callable[[list[str]], None]
+    scope: Hashable,
+    store: OutputSeam,
+    dropped: Callable[[list[str]], None],
+    after: Callable[[float, list[str]], None] | None = None,
 ) -> list[str]:
     """Run the cleanup of `scope` on `store` if it is due (see the module docstring), then
-    tell `dropped` (the search index) the refs deleted, off the event loop; the refs. A
-    failure is logged, and the cleanup is due again at the next run."""
+    tell `dropped` (the search index) the refs deleted, then run `after(now, refs)` (the
+    other kinds' retention, `_retention_task`), off the event loop; the refs. A failure is
+    logged, and the cleanup is due again at the next run."""
     now = time.time()
     with _lock:
         last = _last.get(scope)
@@ -88,6 +92,8 @@ async def cleanup_due(
         refs = [os.fspath(ref) for ref in removed]
         if refs:
             await asyncio.to_thread(dropped, refs)
+        if after is not None:
+            await asyncio.to_thread(after, now, refs)
     except Exception:
         with _lock:
             if _last.get(scope) == now:

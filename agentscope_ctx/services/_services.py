@@ -41,6 +41,7 @@ from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
 from ._cleanup import cleanup_due
 from ._cleanup import join as join_cleanup
+from ._retention_task import retention_task
 from ._steps import StepRecorder
 from ._traced import traced_run
 
@@ -137,6 +138,7 @@ class Services:
         # The three storage seams (DESIGN §11): files + SQLite here, or the fleet's database.
         self._owns_backend = backend is None
         self.backend = backend or open_backend(self.config, failures=self.failures)
+        self._retention = retention_task(self.backend, self.config)  # with the cleanup
         self.store: OutputSeam = self.backend.outputs()
         self.policy = ToolResultPolicy(self.config.tool_result)
         self.dialog: DialogSeam = self.backend.dialog()
@@ -321,7 +323,9 @@ class Services:
         if recorder is not None:
             await recorder.note(pipeline, report, call=when == "model_call")  # (never raises)
         # the outputs' retention: hourly per process and store, off the loop (`_cleanup`)
-        await cleanup_due(self.backend.scope, self.store, self.search_index.drop_outputs)
+        await cleanup_due(
+            self.backend.scope, self.store, self.search_index.drop_outputs, self._retention
+        )
         return report
 
     @staticmethod

@@ -28,6 +28,7 @@ from ..core._private import private_dir, write_atomic
 from ..core._tenant import Tenant, owner_tag
 from ..core.ladder._tool_policy import Limits, ToolResultPolicy
 from ._line_index import ByteSource, LineIndexCache
+from ._tombstones import write_local
 from .seams import tell_saved
 
 if TYPE_CHECKING:
@@ -235,10 +236,13 @@ class ToolResultStore:
                 continue
             path = self.dir / name
             try:
-                expired = now - entry.stat(follow_symlinks=False).st_mtime > self.retention_seconds
+                info = entry.stat(follow_symlinks=False)
+                expired = now - info.st_mtime > self.retention_seconds
                 if expired and path not in keep:
                     path.unlink()
                     removed.append(path)
+                    if name.endswith(".txt"):  # a notice to it says it was deleted, and when
+                        write_local(path, reason="retention", at=now, size=info.st_size)
             except OSError as exc:
                 logger.warning("agentscope_ctx: cannot remove %s: %s", path, exc)
         return removed

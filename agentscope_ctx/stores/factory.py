@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..core._failures import FailureLog
 from ..core._tenant import Tenant
 from ..core.config._config import ContextConfig
+from ._retention import RetentionDays, RetentionReport, local_retention
 from ._steps_file import StepFile, StepSeam
 from .memory_seam import MemorySeam
 from .seams import DialogSeam, OutputSeam, RangedSource, SearchSeam
@@ -58,6 +59,9 @@ class Backend:
     scope: tuple[str, ...] = ()
     """What the outputs' retention covers, one cleanup per process for the managers on it
     (`services._cleanup`): the ``tool_result/`` directory, or the database and schema."""
+    retention: Callable[[float], RetentionReport] | None = None
+    """Retention of the other kinds (`RetentionConfig`: dialog, memory, steps), as of a time
+    (epoch seconds), run after the outputs' cleanup (`None`: none configured)."""
 
     def dialog(
         self,
@@ -91,7 +95,8 @@ class Backend:
 def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -> Backend:
     """The storage `config.store` names. Nothing is connected or created until first use;
     for ``postgres``, psycopg is imported then."""
-    retention = config.tool_result.retention_days
+    days = RetentionDays.of(config)
+    retention = days.outputs if days.outputs is not None else float("inf")  # 0: forever
     if config.store.kind == "postgres":
         from .postgres import (
             PostgresDialogStore,
@@ -102,6 +107,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         from .postgres._dialog import GUIDE, day_ref
         from .postgres._memory import PostgresMemoryDocs, memory_agents
         from .postgres._outputs import output_id
+        from .postgres._retention import pg_retention
         from .postgres._steps import PostgresStepLog
 
         assert config.store.dsn is not None  # the config refuses postgres without one
@@ -140,6 +146,7 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
             memory=lambda agent: PostgresMemoryDocs(engine, agent),
             memory_agents=lambda: memory_agents(engine),
             scope=("postgres", config.store.dsn, config.store.schema_name),
+            retention=_others(days, lambda d, now: pg_retention(engine, d, now=now)),
         )
 
     from ._dialog import DialogStore
@@ -161,7 +168,20 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         store_dir=(working_dir / "tool_result").resolve(),
         steps=StepFile(working_dir),
         scope=("local", str((working_dir / "tool_result").resolve())),
+        retention=_others(
+            days, lambda d, now: local_retention(working_dir, d, now=now, search=search)
+        ),
     )
+
+
+def _others(
+    days: RetentionDays, run: Callable[[RetentionDays, float], RetentionReport]
+) -> Callable[[float], RetentionReport] | None:
+    """The retention of the kinds other than outputs (theirs is the store's `cleanup`)."""
+    others = replace(days, outputs=None)
+    if others == RetentionDays():
+        return None
+    return lambda now: run(others, now)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from .._errors import ConfigError, _short_repr
 from ._config_base import UsablePath, _Section, section_of
 from ._config_base import _config_error as _config_error  # used by _providers, _agent_config
 from ._config_file import read_config_mapping
+from ._config_retention import RetentionConfig
 from ._config_sections import (
     CacheConfig,
     CompactorConfig,
@@ -32,6 +33,7 @@ __all__ = [
     "ConsolidationConfig",
     "ContextConfig",
     "RecallConfig",
+    "RetentionConfig",
     "StoreConfig",
     "SummarizerConfig",
     "ToolResultConfig",
@@ -104,6 +106,9 @@ class ContextConfig(_Section):
 
     cache: CacheConfig = Field(default_factory=CacheConfig)
     """The providers' prompt caches: breakpoints and cache keys placed by the package."""
+
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    """How long each kind of record is kept (`gc` and the background cleanup apply it)."""
 
     token_counter: str = "o200k_base"
     """tiktoken encoding used to count tokens. When its file cannot be had offline,

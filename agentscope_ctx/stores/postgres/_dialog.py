@@ -34,10 +34,12 @@ from ...core._errors import ContextUsageError, PersistenceError
 from ...core._tenant import Tenant
 from .._dialog import DialogReadReport, append_notifying
 from .._dialog_record import date_prefix, decode_record, encode_record
+from .._tombstones import Tombstone
 from ._engine import PostgresEngine
 from ._names import db_name
 from ._schema import OWNER_LOCK
 from ._tenant import owner_sql, transaction
+from ._tombstones import deleted
 
 __all__ = ["DAY_REF", "PostgresDialogStore", "day_ref"]
 
@@ -181,6 +183,10 @@ class PostgresDialogStore:
     def owns(self, ref: str) -> bool:
         """Whether `ref` names a day of this store (``pg-dialog:YYYY-MM-DD``)."""
         return day_ref(ref) is not None
+
+    def deleted(self, ref: str) -> Tombstone | None:
+        """The tombstone of the day `ref`, deleted by retention, as the tenant may see it."""
+        return deleted(self.engine, ref, self.tenant) if day_ref(ref) is not None else None
 
     def line_count(self, ref: str) -> int:
         """Records of the day.

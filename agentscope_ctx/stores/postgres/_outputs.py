@@ -29,11 +29,13 @@ from typing import Any
 
 from ...core._errors import OffloadError, PersistenceError
 from ...core._tenant import Tenant
+from .._tombstones import Tombstone
 from ..seams import tell_saved
 from ._engine import PostgresEngine
 from ._names import db_name
 from ._schema import CHUNK
 from ._tenant import owner_named, transaction
+from ._tombstones import deleted, record_tombstones
 
 __all__ = ["REF", "PostgresOutputStore", "output_id", "range_params", "range_sql"]
 
@@ -248,9 +250,11 @@ class PostgresOutputStore:
                     )
                 rows = conn.execute(
                     f"DELETE FROM {s}.outputs WHERE used_at < %(before)s "
-                    f"AND NOT (id = ANY(%(keep)s)) AND {own} RETURNING id",
+                    f"AND NOT (id = ANY(%(keep)s)) AND {own} RETURNING id, agent, session, size",
                     {"before": now - self.retention_seconds, "keep": keep, **mine},
                 ).fetchall()
+                stones = [(f"pg-output:{row[0]}", row[1], row[2], row[3]) for row in rows]
+                record_tombstones(conn, s, stones, at=now)  # a notice to one says so
         except Exception as exc:
             logger.warning("agentscope_ctx: %s", self.engine.error("cannot clean up", exc))
             return []
@@ -262,6 +266,10 @@ class PostgresOutputStore:
         if self._last_cleanup is not None and now - self._last_cleanup < _CLEANUP_EVERY_SECONDS:
             return []
         return self.cleanup(referenced(), now=now)
+
+    def deleted(self, ref: str) -> Tombstone | None:
+        """The tombstone of `ref`, deleted by retention, as this store's tenant may see it."""
+        return deleted(self.engine, ref, self.tenant) if output_id(ref) else None
 
     def stats(self) -> tuple[int, int, float | None, float | None]:
         """Outputs stored, their bytes, and the newest and oldest last use (epoch seconds;
