@@ -8,6 +8,7 @@ goes last and a forget run again after a kill finds what is left:
 2. ``tool_result/`` files whose name carries a forgotten owner's tags, or whose owner the
    index names;
 3. ``media/<agent tag>-<session tag>/`` folders;
+   and retention's tombstones of such outputs (``NAME.txt.deleted``: the same tags);
 4. the steps (``usage/steps/<session>/<agent>.jsonl``) and usage (``usage/*.json``)
    records of the owners' (agent name, session) pairs: their lines are filtered, a file
    left empty is removed;
@@ -46,6 +47,7 @@ from ..core._tenant import owner_tag
 from ._dialog_dir import DialogDir
 from ._dialog_record import decode_owned
 from ._forget_target import ForgetReport, ForgetTarget, Step
+from ._tombstones import SUFFIX
 from ._tool_results import name_tags
 
 if sys.platform != "win32":
@@ -91,7 +93,7 @@ def forget_local(
     step("media")
     forget_usage_files(root, target, owners, report, dry_run)
     step("usage")
-    _dialog(root, target, report, dry_run)
+    _dialog(root, target, owners, report, dry_run)
     step("dialog")
     report.notes.append(SHARED_MEMORY_NOTE)
     if not dry_run:
@@ -216,9 +218,16 @@ def _outputs(
         return
     named = _output_owners(root, target)
     for entry in os.scandir(folder):
-        tags = name_tags(entry.name)
         if not entry.is_file(follow_symlinks=False):
             continue
+        if entry.name.endswith(SUFFIX):  # retention's tombstone of an output: its name's tags
+            tags = name_tags(entry.name.removesuffix(SUFFIX))
+            if tags is not None and _tagged(target, owners, tags):
+                report.add("tombstones", 1, entry.stat(follow_symlinks=False).st_size)
+                if not dry:
+                    _unlink(Path(entry.path))
+            continue
+        tags = name_tags(entry.name)
         if entry.name in named or (tags is not None and _tagged(target, owners, tags)):
             report.add("outputs", 1, entry.stat(follow_symlinks=False).st_size)
             if not dry:
@@ -318,7 +327,9 @@ def _unlink(path: Path) -> None:
         pass
 
 
-def _dialog(root: Path, target: ForgetTarget, report: ForgetReport, dry: bool) -> None:
+def _dialog(
+    root: Path, target: ForgetTarget, owners: Owners, report: ForgetReport, dry: bool
+) -> None:
     path = root / "dialog"
     if not path.is_dir() or path.is_symlink():
         return
@@ -326,9 +337,12 @@ def _dialog(root: Path, target: ForgetTarget, report: ForgetReport, dry: bool) -
     try:
         with _flock(folder):
             for entry in sorted(folder.scan(), key=lambda e: e.name):
-                if not entry.name.endswith(".jsonl") or not entry.is_file(follow_symlinks=False):
+                if not entry.is_file(follow_symlinks=False):
                     continue
-                _dialog_day(folder, entry.name, target, report, dry)
+                if entry.name.endswith(".jsonl"):
+                    _dialog_day(folder, entry.name, target, report, dry)
+                elif entry.name.endswith(".jsonl" + SUFFIX):
+                    _day_tombstone(folder.path / entry.name, target, owners, report, dry)
             if not dry:
                 folder.fsync()
     finally:
@@ -359,6 +373,38 @@ def _dialog_day(
         write_atomic(folder.path / name, kept)
     else:
         _unlink(folder.path / name)
+
+
+def _day_tombstone(
+    path: Path, target: ForgetTarget, owners: Owners, report: ForgetReport, dry: bool
+) -> None:
+    """Retention's tombstone of a dialog day names the owner tags of its records: the
+    forgotten ones are taken out (the file removed when none is left)."""
+    try:
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return
+    told = record.get("owners") if isinstance(record, dict) else None
+    if not isinstance(told, list):
+        return
+    kept = [
+        pair
+        for pair in told
+        if not (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and _tagged(target, owners, (str(pair[0]), str(pair[1])))
+        )
+    ]
+    if len(kept) == len(told):
+        return
+    report.add("tombstones", len(told) - len(kept))
+    if dry:
+        return
+    if kept:
+        write_atomic(path, json.dumps({**record, "owners": kept}))
+    else:
+        _unlink(path)
 
 
 @contextmanager

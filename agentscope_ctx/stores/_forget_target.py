@@ -20,10 +20,21 @@ from ..core._tenant import agent_key
 
 __all__ = ["KINDS", "ForgetReport", "ForgetTarget", "Step"]
 
-KINDS = ("dialog", "dialog_days", "outputs", "index", "memory", "media", "steps", "usage")
+KINDS = (
+    "dialog",
+    "dialog_days",
+    "outputs",
+    "index",
+    "memory",
+    "media",
+    "steps",
+    "usage",
+    "tombstones",
+)
 """What a forget reports, in this order: dialog records, the day files (local) or per-owner
 days (``dialog_days``) left empty, saved outputs, search index entries, long-term memory
-documents, media files, steps records, usage records."""
+documents, media files, steps records, usage records, and the tombstones retention left of
+the tenant's deleted records (`_tombstones`: they name their owners)."""
 
 Step = Callable[[str], None]
 """Called with the name of each kind once it is deleted (tests stop a worker there)."""

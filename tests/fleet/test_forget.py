@@ -342,3 +342,51 @@ def test_local_shared_memory_is_left_and_said(tmp_path: Path) -> None:
     assert (memory / "MEMORY.md").read_text() == "- the user likes tea\n"
     assert (memory / "2026-12-01.md").read_text() == "- a note\n"
     assert report.counts["memory"] == 0 and any("memory/" in n for n in report.notes)
+
+
+def test_retentions_tombstones_of_the_tenant_go_with_it(
+    make_config: Callable[[], ContextConfig],
+) -> None:
+    """A tombstone names its record's owner (a saved output's tags, a day's owner tags, a
+    row's agent and session): the forgotten tenant's go, the others' stay."""
+    from agentscope_ctx.core._tenant import owner_tag
+    from agentscope_ctx.stores._tombstones import read_local, write_local
+
+    config = make_config()
+    victim, other = tenants(random.Random(11), 2)
+    world = World(config, [victim, other])
+    asyncio.run(world.write_all())
+    tags = {w.session: (owner_tag(w.key), owner_tag(w.session)) for w in (victim, other)}
+    if world.kind == "local":
+        outputs = world.root / "tool_result"
+        for w in (victim, other):
+            gone = outputs / f"{tags[w.session][0]}-{tags[w.session][1]}-{'0' * 32}.txt"
+            write_local(gone, reason="retention", at=1.0, size=10)
+        day = world.root / "dialog" / "2026-11-01.jsonl"
+        write_local(day, reason="retention", at=1.0, owners=list(tags.values()))
+    else:
+        from agentscope_ctx.stores.postgres import PostgresEngine
+        from agentscope_ctx.stores.postgres._tenant import transaction
+        from agentscope_ctx.stores.postgres._tombstones import record_tombstones
+
+        store = config.store
+        assert store.dsn is not None
+        engine = PostgresEngine(
+            store.dsn, password_env=store.password_env, schema=store.schema_name
+        )
+        try:
+            with transaction(engine, None) as conn:
+                rows = [(f"pg-output:{w.session}", w.key, w.session, 10) for w in (victim, other)]
+                record_tombstones(conn, store.schema_name, rows, at=1.0)
+        finally:
+            engine.close()
+    report = forget_store(config, target_of(victim, "session"))
+    assert report.counts["tombstones"] == (2 if world.kind == "local" else 1)
+    assert world.holding(victim.session, audit=False) == []
+    if world.kind == "local":
+        left = sorted(p.name for p in (world.root / "tool_result").glob("*.deleted"))
+        assert left == [f"{tags[other.session][0]}-{tags[other.session][1]}-{'0' * 32}.txt.deleted"]
+        stone = read_local(world.root / "dialog" / "2026-11-01.jsonl")
+        assert stone is not None and stone.owners == (tags[other.session],)
+    else:
+        assert [r for t, r in world.rows() if t == "tombstones" and other.session in r]

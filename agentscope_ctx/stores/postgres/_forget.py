@@ -14,8 +14,9 @@ maintenance scope (every tenant's rows visible to it):
 3. then ``output_chunks`` (by the ``ON DELETE CASCADE`` of ``outputs``), ``owners``,
    ``chunks`` (the owners', and those of the deleted outputs and records by source),
    ``dialog_days``, ``steps`` (the owners' agent names and sessions, as the rows name
-   them), and, when no session is named, the owners' ``memory_docs`` and their chunks
-   (long-term memory is per agent key, shared by its sessions: a session's forget leaves it).
+   them), retention's ``tombstones`` of the owners (they name them), and, when no session
+   is named, the owners' ``memory_docs`` and their chunks (long-term memory is per agent
+   key, shared by its sessions: a session's forget leaves it).
 
 After the commit, each touched table is vacuumed (``VACUUM (ANALYZE)``: the dead rows are
 removed and their space is reusable; the statistics no longer sample them), or with
@@ -119,7 +120,7 @@ class _DryRun(Exception):
 def _owners(conn: Any, s: str, target: ForgetTarget) -> set[tuple[str, str]]:
     """The target's (agent key, session) pairs, as names (not as stored)."""
     rows: list[tuple[Any, Any]] = []
-    for table in ("dialog_days", "outputs", "owners", "chunks"):
+    for table in ("dialog_days", "outputs", "owners", "chunks", *_tombstones(conn, s)):
         rows += conn.execute(f"SELECT DISTINCT agent, session FROM {s}.{table}").fetchall()
     if target.session is None:
         rows += [(a, "") for (a,) in conn.execute(f"SELECT DISTINCT agent FROM {s}.memory_docs")]
@@ -165,6 +166,9 @@ def _delete(
     days = conn.execute(f"DELETE FROM {s}.dialog_days WHERE {_PAIRS} RETURNING day", pairs)
     report.add("dialog_days", len(days.fetchall()))
     _steps(conn, s, target, owners, report)
+    for table in _tombstones(conn, s):  # retention's, of the owners' deleted records
+        gone = conn.execute(f"DELETE FROM {s}.{table} WHERE {_PAIRS} RETURNING ref", pairs)
+        report.add("tombstones", len(gone.fetchall()))
     if target.session is None:
         keys = sorted({db_name(a) or "" for a, _ in owners})
         docs = conn.execute(
@@ -195,13 +199,19 @@ def _steps(
     report.add("steps", len(rows), sum(int(n) for (n,) in rows))
 
 
+def _tombstones(conn: Any, s: str) -> list[str]:
+    """``["tombstones"]`` when retention made its table in the schema (`_tombstones`)."""
+    row = conn.execute("SELECT to_regclass(%s)", (f"{s}.tombstones",)).fetchone()
+    return ["tombstones"] if row is not None and row[0] is not None else []
+
+
 def _vacuum(engine: PostgresEngine, *, full: bool) -> None:
     """Vacuum the touched tables (outside a transaction: the pool's connections are
     autocommit)."""
     how = "FULL, ANALYZE" if full else "ANALYZE"
     try:
         with engine.connection() as conn:
-            for table in TABLES:
+            for table in (*TABLES, *_tombstones(conn, engine.schema)):
                 conn.execute(f"VACUUM ({how}) {engine.schema}.{table}")
     except Exception as exc:
         raise engine.error("cannot vacuum after the forget", exc) from None
