@@ -188,11 +188,13 @@ class SearchIndex(CatchUp):
             hits = build_hits(rows, self.root, parsed, limit)
             return SearchResult(hits, parsed, every, pending, busy=bool(busy))
 
+        rebuilds = self.db.rebuilds
         try:
             result = self.db.run(run, wait=catch_up_seconds)
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
             result = SearchResult(hits=[], query=parsed, busy=True, searched=False)
+        result.rebuilt = self.db.rebuilds != rebuilds
         if result.pending or not result.searched:
             self.background.kick()  # what the search left is indexed in the background
         return result

@@ -158,6 +158,8 @@ class IndexDatabase:
         self._lock = threading.RLock()
         self._db: IndexConnection | None = None
         self._key: _Key | None = None
+        self.rebuilds = 0
+        """Damaged generations this process replaced (`SearchResult.rebuilt`)."""
         self.deadline: float | None = 0.0
         """When the current `run` stops waiting for others (`time.monotonic`; `None`: each
         wait `BUSY_SECONDS` at most): pass it to `write`."""
@@ -190,14 +192,18 @@ class IndexDatabase:
                 except sqlite3.DatabaseError as exc:
                     if busy(exc):
                         raise IndexBusy(f"search index in {str(self.dir)!r}: {exc}") from exc
+                    if attempt == 1 and self._replaced():
+                        continue  # another process made a new generation meanwhile
                     if attempt == 2 or not _damaged(exc):
                         raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
                     logger.warning("agentscope_ctx: search index damaged (%s): rebuilding", exc)
                     try:
-                        self._replace(self._key)
+                        self.rebuilds += self._replace(self._key)
                     except (OSError, sqlite3.Error) as err:
                         raise PersistenceError(f"cannot rebuild the search index: {err}") from err
                 except OSError as exc:
+                    if attempt == 1 and self._replaced():
+                        continue  # its files were deleted with the generation another replaced
                     raise PersistenceError(f"search index in {str(self.dir)!r}: {exc}") from exc
         finally:
             self._lock.release()
@@ -207,6 +213,14 @@ class IndexDatabase:
         """Close the connection (reopened at the next `run`)."""
         with self._lock:
             self._close()
+
+    def _replaced(self) -> bool:
+        """Whether ``current`` names another generation than the one `run` opened (closed
+        then): an operation that failed on the old one's files is run again on the new."""
+        if self._key is None or self._pointer_key() == self._key:
+            return False
+        self._close()
+        return True
 
     def _pointer_key(self) -> _Key | None:
         try:
@@ -259,16 +273,16 @@ class IndexDatabase:
                 pass
         self._db = None
 
-    def _replace(self, bad: _Key | None) -> None:
+    def _replace(self, bad: _Key | None) -> bool:
         """Create an empty database and point ``current`` at it, unless another process did so
-        since `bad` (the pointer seen when the problem was found)."""
+        since `bad` (the pointer seen when the problem was found); whether it did."""
         self._close()
         self._key = None
         private_dir(self.dir)
         with _flock(self.dir / ".lock", until(self.deadline)):
             key = self._pointer_key()
             if key is not None and key != bad:
-                return
+                return False
             owners = _carried_owners(self.dir) if key is not None else []
             name = f"search-{uuid.uuid4().hex[:12]}.sqlite3"
             # Created private before SQLite opens it: its -wal, -shm and -journal files take
@@ -290,6 +304,7 @@ class IndexDatabase:
                     Path(entry.path).unlink(missing_ok=True)
                 elif entry.name.startswith("tantivy-") and entry.name != _text_dir(name):
                     shutil.rmtree(entry.path, ignore_errors=True)
+        return True
 
 
 def _add_unowned_index(db: sqlite3.Connection) -> None:

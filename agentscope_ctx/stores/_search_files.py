@@ -105,8 +105,11 @@ def source_files(root: Path, kinds: Iterable[str]) -> dict[str, tuple[str, os.st
         except FileNotFoundError:
             continue
         for entry in entries:
-            if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-                found[f"{kind}/{entry.name}"] = (kind, entry.stat(follow_symlinks=False))
+            try:
+                if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    found[f"{kind}/{entry.name}"] = (kind, entry.stat(follow_symlinks=False))
+            except FileNotFoundError:
+                continue  # removed since the listing (a cleanup, a forget): gone
     return found
 
 

@@ -31,12 +31,12 @@ import tantivy
 from ..core._tenant import Tenant
 from ..core.search._search_text import Query
 from ._search_db import IndexConnection
+from ._search_guard import tantivy_errors
 from ._search_tantivy import (
     DOC_SHIFT,
     ERA_CHUNKS,
     NONE,
     PREFIX_CHARS,
-    TextIndexError,
     advise_maps,
     cjk_pairs,
     era_key,
@@ -295,7 +295,7 @@ def ranked_rows(
     """
     assert isinstance(db, IndexConnection)
     index = db.index
-    try:
+    with tantivy_errors(db.text.index_dir):
         _reload(db)
         schema = index.schema
         text = _text_query(schema, query, every)
@@ -308,8 +308,6 @@ def ranked_rows(
         searcher = index.searcher()
         rarest = partial(_rarest, searcher, query, every)
         found = _newest(searcher, schema, q, fetch, rarest, keys)
-    except ValueError as exc:
-        raise TextIndexError(f"text index is corrupt: {exc}") from exc
     return _rows(db, searcher, found, params)
 
 
@@ -324,10 +322,8 @@ def _rows(
     stored fields as its row is taken (a row the tenant of `params` may not see is left out:
     `_sees`). Chunks of one length score alike: before, a search showing 5 hits read all 28
     tied chunks from the doc store (on a cold index, 60-94 pages of it)."""
-    try:  # at once: the bindings open the column of every segment at each call
+    with tantivy_errors(db.text.index_dir):  # at once: the bindings open every segment's column
         rowids = [int(r or 0) for r in searcher.fast_field_values("rowid", [a for _, a in found])]
-    except ValueError as exc:
-        raise TextIndexError(f"text index is corrupt: {exc}") from exc
     hits = [(score, rowid, address) for (score, address), rowid in zip(found, rowids, strict=True)]
     for score, group in groupby(hits, key=lambda hit: hit[0]):
         tied = [(rowid, address) for _, rowid, address in group]
@@ -346,10 +342,8 @@ def _rows(
         for row, _, address in ties:
             if not _sees(params, row[1], row[2], row[5], row[10]):
                 continue
-            try:
+            with tantivy_errors(db.text.index_dir):
                 doc = searcher.doc(address)
-            except ValueError as exc:
-                raise TextIndexError(f"text index is corrupt: {exc}") from exc
             if row[1] != doc.get_first("path"):  # a stale chunk (see the module)
                 continue
             start, offset = doc.get_first("start_line") or 0, doc.get_first("line_offset") or 0
@@ -360,23 +354,15 @@ def _reload(db: IndexConnection) -> None:
     """Take the commits made since the last search (another process's too): reload the reader
     when the index's ``meta.json``, which Tantivy replaces at each commit, is not the one read
     last (12 us to read; a reload costs 0.1-0.2 ms, growing with the segments), and advise the
-    maps of its segments for random access (`advise_maps`).
+    maps of its segments for random access (`advise_maps`); first check that none of the
+    files it maps was damaged since (`_search_guard.MappedFiles`: a truncated one would kill
+    the process at its first read).
 
     Raises:
-        ValueError: the text index cannot be read.
+        TextIndexError: the text index cannot be read, or a file of it was damaged.
     """
-    try:
-        meta = (db.text.index_dir / "meta.json").read_bytes()
-    except OSError:
-        meta = b""  # reloading says what is wrong
-    if meta and meta == db.meta:
-        return
-    try:
-        db.index.reload()
-    except ValueError:  # a segment merged away between its meta.json and its files
-        db.index.reload()
-    advise_maps(db.text.index_dir)
-    db.meta = meta
+    if db.text.mapped.check(db.index):
+        advise_maps(db.text.index_dir)
 
 
 def newest_first(ts: object) -> str:

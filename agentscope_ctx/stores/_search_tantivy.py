@@ -66,6 +66,7 @@ __all__ = [
     "create_index",
     "era_key",
     "era_term",
+    "is_panic",
     "newest_era",
     "open_index",
     "output_tags",
@@ -204,6 +205,15 @@ def tighten(path: Path) -> None:
             continue
 
 
+def is_panic(exc: BaseException) -> bool:
+    """Whether `exc` is a Rust panic raised through pyo3 (``pyo3_runtime.PanicException``: a
+    `BaseException`, so that ``except Exception`` lets it through; Tantivy panics on some
+    damaged files). Nothing else is: not `KeyboardInterrupt`, `SystemExit`,
+    `asyncio.CancelledError` or `GeneratorExit`."""
+    kind = type(exc)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
 def open_index(path: Path) -> tantivy.Index:
     """The Tantivy index at `path`.
 
@@ -217,6 +227,10 @@ def open_index(path: Path) -> tantivy.Index:
         return _register(tantivy.Index.open(str(path)))
     except ValueError as exc:
         raise TextIndexError(f"text index {path.name!r} is corrupt: {exc}") from exc
+    except BaseException as exc:
+        if not is_panic(exc):
+            raise
+        raise TextIndexError(f"text index {path.name!r} is corrupt (Tantivy panicked)") from exc
 
 
 def ts_digits(stamp: str | None, pad: str = "0") -> int | None:

@@ -19,6 +19,7 @@ from typing import Any
 import tantivy
 
 from ..core.search._search_text import Chunk
+from ._search_guard import MappedFiles, tantivy_errors
 from ._search_tantivy import (
     ANALYZER,
     DOC_SHIFT,
@@ -62,6 +63,12 @@ class TextBatch:
     index_dir: Path
     ops: list[tuple[str, Any]] = field(default_factory=list)
     pending_bytes: int = 0
+    mapped: MappedFiles = field(init=False)
+    """The files this connection's Tantivy index maps, checked before each use (a file
+    damaged while open is found before it is read: `_search_guard`)."""
+
+    def __post_init__(self) -> None:
+        self.mapped = MappedFiles(self.index_dir)
 
     def add(
         self,
@@ -106,6 +113,11 @@ class TextBatch:
         transaction: the ``docs`` rows give each chunk its fields)."""
         if not self.ops:
             return
+        with tantivy_errors(self.index_dir):
+            self._apply(db, index, deadline)
+        self.clear()
+
+    def _apply(self, db: sqlite3.Connection, index: tantivy.Index, deadline: float) -> None:
         deletes: list[tuple[str, int]] = []
         adds: dict[int, _Add] = {}
         refresh: list[str] = []
@@ -123,7 +135,7 @@ class TextBatch:
         schema = index.schema
         kept: list[_Add] = []
         if refresh:
-            index.reload()
+            self.mapped.check(index)
             searcher = index.searcher()
             for path in refresh:
                 gone = [off for p, off in deletes if p == path]
@@ -134,7 +146,6 @@ class TextBatch:
         # the whole process's, every thread's); `_write` tightens them after its commit, and
         # until then they are in the index's 0700 directory, which no other user can enter
         self._write(index, deadline, deletes, refresh, [*kept, *adds.values()], db)
-        self.clear()
 
     def _write(
         self,
@@ -146,10 +157,11 @@ class TextBatch:
         db: sqlite3.Connection,
     ) -> None:
         schema = index.schema
+        self.mapped.check(index)  # before the writer maps what its merges read
         writer = _writer(index, deadline)
         advise_maps(self.index_dir, random=False)  # a merge reads its segments in order
         try:
-            index.reload()  # what the index holds now (its writer is ours)
+            self.mapped.check(index)  # what the index holds now (its writer is ours)
             eras = _Eras(index.searcher())
             for path, off in deletes:
                 writer.delete_documents_by_query(_path_query(schema, path, off))
@@ -163,7 +175,7 @@ class TextBatch:
             raise
         finally:
             writer.wait_merging_threads()
-            _collect(index, self.index_dir)
+            _collect(index, self.mapped)
             advise_maps(self.index_dir)  # the reader's maps, the merged segments' too
             preload(self.index_dir)
             tighten(self.index_dir)
@@ -188,16 +200,16 @@ class _Eras:
         return era_term(key, at[0])
 
 
-def _collect(index: tantivy.Index, index_dir: Path) -> None:
+def _collect(index: tantivy.Index, mapped: MappedFiles) -> None:
     """Delete the files of the segments merged away (when the writer is free at once)."""
     try:
         writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
     except ValueError:
         return  # taken meanwhile: its own commit collects them
     try:
-        index.reload()  # this process's reader lets go of them
+        mapped.check(index)  # this process's reader lets go of them (and maps the new ones)
         writer.garbage_collect_files()
-        _orphans(index_dir)
+        _orphans(mapped.index_dir)
     finally:
         del writer
 

@@ -62,8 +62,6 @@ class IndexConnection(sqlite3.Connection):
     """The working dir (the files a chunk's text is read back from)."""
     batching: int = 0
     savepoints: int = 0
-    meta: bytes = b""
-    """The text index's ``meta.json`` when the reader was last reloaded (`_search_query`)."""
     outputs_whole: tuple[int, int] | None = None
     """The ``tool_result/`` folder's `folder_key` when a catch-up found every output in it
     indexed whole (in this generation: a rebuild opens a new connection). While the folder

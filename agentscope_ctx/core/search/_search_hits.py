@@ -106,6 +106,9 @@ class SearchResult:
     search could wait: what it had not indexed yet was not searched."""
     searched: bool = True
     """False when the index could not be opened at all (busy): nothing was searched."""
+    rebuilt: bool = False
+    """The index was found damaged during this search and made again from the files (what
+    it could not index again yet is counted in `pending`)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -283,6 +286,12 @@ def format_result(
     if result.query.cut:
         words = " ".join(t if not p else t + "*" for t, p in result.query.terms)
         text += f"\n(the query is long: only its beginning was searched: {words[:200]!r})"
+    if result.rebuilt:
+        text += (
+            "\n(the search index was damaged: it was made again from the saved files"
+            + (", and is still catching up" if result.pending else "")
+            + ")"
+        )
     if result.pending:
         why = "busy: another process is writing it" if result.busy else "catching up"
         text += (

@@ -1,0 +1,145 @@
+"""The text index's files checked before Tantivy reads them (issue 46 item 8): a file damaged
+while a process has the index open is found before a search or a write reads it, and the index
+is then rebuilt as a damaged one found at open is (`TextIndexError`: `_search_db`).
+
+Tantivy reads a segment's files (``.idx``, ``.pos``, ``.store``, ``.term``, ``.fast``,
+``.fieldnorm``, ``.del``) through memory maps of their whole length, made when the reader (or
+the writer) opens the segment. A file truncated after that kills the process with SIGBUS at
+the first read of a page past its new end, which no ``try`` can catch; a file overwritten in
+place (zeros, garbage) makes Tantivy panic (``pyo3_runtime.PanicException``, a
+`BaseException`), fail with an I/O error, or answer from garbage ("No hits").
+
+A segment's files are written once and never changed: a commit writes new segments and a new
+``meta.json``, and a merge writes new segments and deletes the old ones after a newer
+``meta.json`` stops naming them. So any change to a file the current ``meta.json`` names (its
+inode, size or modification time; not its change time: the writer tightens each new
+file's mode after its commit) is damage, and so is its absence. `MappedFiles`
+keeps the stamps of those files as they were when this process's reader was last reloaded
+(stat before and after the reload: a file damaged while it was being mapped is found too),
+and `MappedFiles.check` compares them before each use: a few ``stat`` calls (7 per segment),
+some microseconds. A commit (``meta.json`` changed) is taken first, then the files it names.
+
+What it cannot see: a file damaged between the check and Tantivy's read of it (the
+microseconds of one search): a panic or an error is then turned into `TextIndexError`
+(`tantivy_errors`), and a SIGBUS still ends the process, as it would any program reading a
+file another one truncates under its maps; the next process rebuilds the index at open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._search_tantivy import TextIndexError, is_panic
+
+__all__ = ["MappedFiles", "segment_files", "tantivy_errors"]
+
+SEGMENT_EXTENSIONS = ("idx", "pos", "store", "term", "fast", "fieldnorm")
+
+_Stamp = tuple[int, int, int]
+
+
+@contextmanager
+def tantivy_errors(index_dir: Path) -> Iterator[None]:
+    """Turn what Tantivy raises on a damaged index, a `ValueError` or a panic, into
+    `TextIndexError` (rebuilt as a damaged index); anything else passes through."""
+    try:
+        yield
+    except TextIndexError:
+        raise
+    except ValueError as exc:
+        raise TextIndexError(f"text index {index_dir.name!r} is corrupt: {exc}") from exc
+    except BaseException as exc:
+        if not is_panic(exc):
+            raise
+        raise TextIndexError(
+            f"text index {index_dir.name!r} is corrupt (Tantivy panicked: {exc})"
+        ) from exc
+
+
+def segment_files(meta: bytes) -> list[str]:
+    """The names of the files of the segments `meta` (a ``meta.json``) names.
+
+    Raises:
+        TextIndexError: `meta` is not a ``meta.json``.
+    """
+    try:
+        segments = json.loads(meta)["segments"]
+        names = []
+        for segment in segments:
+            base = str(segment["segment_id"]).replace("-", "")
+            names += [f"{base}.{ext}" for ext in SEGMENT_EXTENSIONS]
+            deletes = segment.get("deletes")
+            if deletes:
+                names.append(f"{base}.{int(deletes['opstamp'])}.del")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise TextIndexError(f"text index meta.json is corrupt: {exc}") from exc
+    return names
+
+
+def _stamp(path: Path) -> _Stamp | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+@dataclass
+class MappedFiles:
+    """The segment files this process's reader of one text index has mapped, as they were
+    then (see the module docstring)."""
+
+    index_dir: Path
+    meta: bytes = b""
+    """The ``meta.json`` the reader was last reloaded at."""
+    stamps: dict[str, _Stamp] = field(default_factory=dict)
+
+    def check(self, index: Any) -> bool:
+        """Reload `index`'s reader when another commit was made (``meta.json`` changed), after
+        checking that none of the files it maps was changed or removed since it mapped them,
+        and that those of the new commit are whole; whether it was reloaded.
+
+        Raises:
+            TextIndexError: a file was damaged (the index is to be rebuilt).
+        """
+        try:
+            meta = (self.index_dir / "meta.json").read_bytes()
+        except FileNotFoundError:
+            raise TextIndexError(f"no such text index {self.index_dir.name!r}") from None
+        except OSError as exc:
+            raise TextIndexError(f"text index {self.index_dir.name!r}: {exc}") from exc
+        same = meta == self.meta
+        for name, stamp in self.stamps.items():
+            now = _stamp(self.index_dir / name)
+            if now is None and not same:
+                continue  # merged away by the newer commit (the maps stay whole)
+            if now != stamp:
+                what = "is gone" if now is None else "was changed in place"
+                raise TextIndexError(
+                    f"text index {self.index_dir.name!r} is corrupt: {name} {what}"
+                )
+        if same:
+            return False
+        names = segment_files(meta)
+        before = {name: _stamp(self.index_dir / name) for name in names}
+        with tantivy_errors(self.index_dir):
+            try:
+                index.reload()
+            except ValueError:  # a segment merged away between its meta.json and its files
+                index.reload()
+        after = {name: _stamp(self.index_dir / name) for name in names}
+        for name in names:
+            if after[name] != before[name]:
+                raise TextIndexError(
+                    f"text index {self.index_dir.name!r} is corrupt: {name} changed while "
+                    "it was opened"
+                )
+        self.meta = meta
+        self.stamps = {name: stamp for name, stamp in after.items() if stamp is not None}
+        return True

@@ -1,0 +1,73 @@
+"""The local text index damaged while a worker has it open (issue 46 item 8): for each kind
+of damage (`tests/support/index_damage.KINDS`: each segment file truncated, zeroed, garbled or
+deleted; ``meta.json`` truncated, garbled or deleted), the worker keeps answering, says the
+index was damaged, rebuilds it, and finds every record and output again, owners kept, the
+background indexer going on. Run in a child process: a truncated file under Tantivy's memory
+maps killed the process with SIGBUS, which must not kill the test runner."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentscope_ctx.stores._search_guard import tantivy_errors
+from agentscope_ctx.stores._search_tantivy import TextIndexError, is_panic
+from tests.support.index_damage import KINDS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def damaged_runs(*args: str) -> dict[str, dict[str, object]]:
+    """Run the damage harness in a child process; its report per kind."""
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.support.index_damage", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    reports = {r["kind"]: r for r in map(json.loads, child.stdout.splitlines())}
+    asked = [a for a in args if not a.startswith("--")] or list(KINDS)
+    missing = [kind for kind in asked if kind not in reports]
+    assert not missing, (
+        f"the worker died (exit {child.returncode}) at {missing[0]!r}: {child.stderr[-2000:]}"
+    )
+    return reports
+
+
+def test_each_kind_of_damage_while_open_is_rebuilt_and_found_again() -> None:
+    reports = damaged_runs()
+    assert len(KINDS) == 27
+    failed = {kind: r for kind, r in reports.items() if r["ok"] is not True}
+    assert not failed
+    for kind, report in reports.items():
+        assert "the search index was damaged" in str(report["first"]), kind
+
+
+def test_a_truncated_file_met_by_a_save_and_the_background_first() -> None:
+    kinds = [k for k in KINDS if k.startswith("truncate:")] + ["zero:store", "delete:idx"]
+    reports = damaged_runs("--save-first", *kinds)
+    assert {kind: r["ok"] for kind, r in reports.items()} == dict.fromkeys(kinds, True)
+
+
+PanicException = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
+
+
+def test_a_panic_of_the_bindings_is_a_damaged_index_and_nothing_else_is(tmp_path: Path) -> None:
+    assert is_panic(PanicException("index out of bounds"))
+    with pytest.raises(TextIndexError, match=r"corrupt.*panicked"):
+        with tantivy_errors(tmp_path):
+            raise PanicException("index out of bounds: the len is 8 but the index is 8")
+    with pytest.raises(TextIndexError, match="corrupt"):
+        with tantivy_errors(tmp_path):
+            raise ValueError("Failed to open file for read")
+    for exc in (KeyboardInterrupt(), SystemExit(1), asyncio.CancelledError(), GeneratorExit()):
+        assert not is_panic(exc)
+        with pytest.raises(type(exc)):
+            with tantivy_errors(tmp_path):
+                raise exc
