@@ -87,10 +87,12 @@ async def test_no_rung_rewrites_a_thinking_block(tmp_path: Path) -> None:
     assert kept.get_content_blocks()[0] == blocks[0]  # ... and left its thinking whole
 
 
-def test_the_newest_hint_stays_with_a_thinking_loop() -> None:
+def test_the_newest_hint_stays_in_a_thinking_session() -> None:
     """AgentScope 2.x injects its runtime state (the time) again when none is left: a hint
-    injected mid-loop would open a new turn for the provider, one without thinking. Without
-    thinking, hints leave like any message."""
+    injected mid-loop would open a new turn for the provider, one without thinking. So the
+    newest hint stays in a session whose model thinks: inside a loop, and at a turn's first
+    step, before the loop has a head (a compaction there took it: the next step's injection
+    came after the head). Without thinking, hints leave like any message."""
     from agentscope_ctx.core.context._turns import HINT_MARK
 
     old_hint = Msg("user", "<system-reminder>time 10:00</system-reminder>", "user")
@@ -99,5 +101,9 @@ def test_the_newest_hint_stays_with_a_thinking_loop() -> None:
     head = _head(1, _thinking("plan"))
     content = [(old_hint, [HINT_MARK]), (hint, [HINT_MARK]), (ask, []), *((m, []) for m in head)]
     assert turn_ids(content) == {hint.id, ask.id, *(m.id for m in head)}
+    earlier = _head(2, _thinking("an earlier turn's plan"))
+    ask2 = Msg("user", "and now this", "user")
+    first_step = [*((m, []) for m in earlier), (hint, [HINT_MARK]), (ask2, [])]
+    assert turn_ids(first_step) == {hint.id, ask2.id}
     plain = [(old_hint, [HINT_MARK]), (hint, [HINT_MARK]), (ask, []), *((m, []) for m in turn(2))]
     assert turn_ids(plain) == {ask.id}

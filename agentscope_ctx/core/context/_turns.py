@@ -8,10 +8,12 @@ the current user turn, when it opens with a ``thinking`` (or ``redacted_thinking
 stays with the turn with the results of its calls (`_thinking_head`). Anthropic refuses a
 tool loop whose first assistant message lost the signed thinking block the API issued for it
 ("a final assistant message must start with a thinking block"); the loop's later steps may
-still leave for the summary, which the API accepts. In such a loop the newest hint stays
-too (AgentScope 2.x's runtime state, the time above all): AgentScope injects it again when
-none is left in the context, and a hint injected mid-loop is a user text between the tool
-results, which opens a new turn for the provider, one that does not start with thinking.
+still leave for the summary, which the API accepts. In a session whose model thinks, the
+newest hint stays too (AgentScope 2.x's runtime state, the time above all): AgentScope
+injects it again when none is left in the context, and a hint injected mid-loop is a user
+text between the tool results, which opens a new turn for the provider, one that does not
+start with thinking. A compaction at a turn's first step, before the loop has a head, would
+take it as well: the hint stays whenever the model thinks, not only inside a loop.
 """
 
 from __future__ import annotations
@@ -62,10 +64,20 @@ def turn_ids(content: Sequence[tuple[Msg, Sequence[str]]]) -> set[str]:
     if at is None:
         return ids
     head = _thinking_head(content, at)
-    if head:  # a thinking loop: the newest hint stays too (see the module)
+    if _thinks(content):  # the newest hint stays too (see the module)
         hint = next((str(m.id) for m, marks in reversed(content) if HINT_MARK in marks), None)
         head |= set() if hint is None else {hint}
     return ids | {str(content[at][0].id)} | head
+
+
+def _thinks(content: Sequence[tuple[Msg, Sequence[str]]]) -> bool:
+    """Whether the model thinks in this session: an assistant message opens with thinking."""
+    for msg, _ in content:
+        if msg.role == "assistant":
+            blocks = msg.get_content_blocks()
+            if blocks and blocks[0].get("type") in THINKING_KINDS:
+                return True
+    return False
 
 
 def _thinking_head(content: Sequence[tuple[Msg, Sequence[str]]], turn: int) -> set[str]:
