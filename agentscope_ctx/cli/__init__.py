@@ -7,13 +7,16 @@ Commands::
     agentscope-ctx demo [NAME] [--config FILE] [--model-config FILE] [--working-dir DIR]
     agentscope-ctx inspect [WORKING_DIR] [--config FILE] [--json]
     agentscope-ctx config
-    agentscope-ctx gc [WORKING_DIR] [--config FILE] [--retention-days DAYS]
+    agentscope-ctx gc [WORKING_DIR] [--config FILE] [--retention-days DAYS] [--json]
     agentscope-ctx consolidate [WORKING_DIR] [--config FILE] [--days N] [--agent NAME]
     agentscope-ctx search [WORKING_DIR] QUERY [--config FILE] [--agent NAME] [--role ROLE]
                           [--tool NAME] [--since TIME] [--until TIME] [--session ID]
                           [--limit N] [--json]
     agentscope-ctx read [WORKING_DIR] REF [--start-line N] [--line-offset C] [--config FILE]
     agentscope-ctx view [WORKING_DIR] [--config FILE] [--session ID] [--user ID] [-o FILE]
+    agentscope-ctx export [WORKING_DIR] --session ID [--user ID] [--agent NAME]
+                          [--format jsonl|html] [--config FILE] [-o FILE] [--json]
+    agentscope-ctx import FILE [--config FILE] [--working-dir DIR] [--json]
 
 A command's options may come anywhere among its arguments (``search DIR --json QUERY``).
 

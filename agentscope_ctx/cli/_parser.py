@@ -8,6 +8,7 @@ from .._line import AGENTSCOPE_VERSION, IS_1X
 from ._commands import _cmd_config, _cmd_demo
 from ._common import DEMO_DIR, _non_negative_int, _positive_int, _retention_days
 from ._consolidate import _cmd_consolidate
+from ._export import add_export, add_import
 from ._forget import add_forget
 from ._gc import _cmd_gc
 from ._inspect import _cmd_inspect
@@ -207,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--config", metavar="FILE", help="config YAML (working_dir, store)")
     read.set_defaults(func=_cmd_read)
     add_view(sub, where)
+    add_export(sub, where)
+    add_import(sub)
     add_forget(sub, where)
     for command in sub.choices.values():  # a usage error shows the command's own usage
         command.set_defaults(command_parser=command)

@@ -72,6 +72,18 @@ TABLE: dict[str, dict[str, tuple[list[str], str]]] = {
         "no session alone": (["{wd}", "--session="], "needs an agent or a user"),
         "empty agent": (["{wd}", "--agent="], "agent must be a non-empty name"),
     },
+    "export": {
+        **{k: ([*argv, "{wd}", "--session", "s"], m) for k, (argv, m) in COMMON.items()},
+        **{k: ([*argv, "--session", "s"], m) for k, (argv, m) in WORKING_DIR.items()},
+        "no session": (["{wd}"], "the following arguments are required: --session"),
+        "bad format": (["{wd}", "--session", "s", "--format", "pdf"], "invalid choice: 'pdf'"),
+    },
+    "import": {
+        **{k: ([*argv, "{ref}"], m) for k, (argv, m) in COMMON.items()},
+        "no file": ([], "the following arguments are required: FILE"),
+        "not an archive": (["{ref}", "--working-dir", "{wd}"], "not a session archive"),
+        "--working-dir is a file": (["{ref}", "--working-dir", "{file}"], "is not a directory"),
+    },
 }
 CASES = [
     pytest.param(command, argv, message, id=f"{command}: {name}")
@@ -144,6 +156,22 @@ RUNS: dict[str, tuple[list[str], int, str]] = {
         0,
         "will delete:\n  steps               1",
     ),
+    "gc: --json, what was removed": (["gc", "{wd}", "--json"], 0, '"outputs": 1'),
+    "export: --json, a session's steps": (
+        ["export", "{wd}", "--session", "s-42", "-o", "s.jsonl", "--json"],
+        0,
+        '"steps": 1',
+    ),
+    "export: a session with no records": (
+        ["export", "{wd}", "--session", "s-0"],
+        1,
+        "no records of session 's-0' in {wd}",
+    ),
+    "import: a file that does not exist": (
+        ["import", "nothing.jsonl", "--working-dir", "{wd}"],
+        1,
+        "'nothing.jsonl' does not exist",
+    ),
     "view: no --session, the store's sessions named": (
         ["view", "{wd}"],
         1,
@@ -181,7 +209,8 @@ def test_i48_commands_as_typed(
     if code == 0:
         assert expected in out, out
         if "--json" in argv:  # one JSON object (search: with its hits)
-            assert json.loads(out)["hits" if argv[0] == "search" else "store"], out
+            key = {"search": "hits", "gc": "removed", "export": "counts"}.get(argv[0], "store")
+            assert json.loads(out)[key], out
     else:
         assert out == "" and expected in err.strip().splitlines()[-1], err
     assert "Traceback" not in err

@@ -1,0 +1,198 @@
+"""`export_session`: one session of a store as the lines of a session archive (`_archive`):
+its saved outputs, dialog records, steps and summaries, from a local working dir or the
+fleet store (docs/data.md).
+
+Which records are the session's: those whose owner's session is `session`, and, with
+`agent` (and `user`), whose agent key is that agent's (with `user` alone: any agent of that
+user). A local saved output names its owner by tags only (`_tool_results.saved_name`): its
+agent key is found among the session's known ones (its dialog records', its steps', the one
+asked for); an output of an agent known by no record is exported with ``agent: null``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core._tenant import agent_key, owner_tag
+from ._archive import ARCHIVE_VERSION, FORMAT, output_line
+from ._steps_file import StepFile
+from ._tool_results import name_tags
+
+if TYPE_CHECKING:
+    from ..core.config._config import ContextConfig
+    from .postgres._engine import PostgresEngine
+
+__all__ = ["ExportReport", "SessionFilter", "export_session"]
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """What to export: a session, of an agent (of a user), or of a user's agents."""
+
+    session: str
+    user: str | None = None
+    agent: str | None = None
+
+    def wants_step(self, agent: object) -> bool:
+        """Whether a step of `agent` (its name: steps record no user) is exported."""
+        return self.agent is None or agent in (self.agent, agent_key(self.agent, self.user))
+
+    def wants(self, agent: object) -> bool:
+        """Whether a record of agent key `agent` is exported."""
+        if self.agent is not None:
+            return agent == agent_key(self.agent, self.user)
+        if self.user is not None:
+            return isinstance(agent, str) and agent.startswith(agent_key("", self.user))
+        return True
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote: records by kind, and the outputs' bytes."""
+
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"outputs": 0, "dialog": 0, "steps": 0, "summaries": 0}
+    )
+    bytes: int = 0
+
+
+def export_session(
+    config: ContextConfig, which: SessionFilter, report: ExportReport, *, package: str = ""
+) -> Iterator[dict[str, Any]]:
+    """The archive's lines of `which` in the store `config` names (`report` counts them as
+    they go; the last line is the ``end`` line)."""
+    yield {
+        "v": ARCHIVE_VERSION,
+        "kind": "session",
+        "format": FORMAT,
+        "session": which.session,
+        "user": which.user,
+        "agent": which.agent,
+        "store": config.store.kind,
+        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "package": package,
+    }
+    if config.store.kind == "postgres":
+        from .postgres._export import pg_parts
+
+        outputs, dialog, steps = pg_parts(
+            engine_of(config), which.session, which.wants, which.wants_step
+        )
+    else:
+        outputs, dialog, steps = _local_parts(Path(config.working_dir).resolve(), which)
+    for ref, agent, data in outputs:
+        report.counts["outputs"] += 1
+        report.bytes += len(data)
+        yield output_line(ref, agent, which.session, data)
+    for record in dialog:
+        report.counts["dialog"] += 1
+        yield {"v": ARCHIVE_VERSION, "kind": "dialog", "record": record}
+    for record in steps:
+        report.counts["steps"] += 1
+        yield {"v": ARCHIVE_VERSION, "kind": "step", "record": record}
+        if record.get("summary"):
+            report.counts["summaries"] += 1
+            yield {
+                "v": ARCHIVE_VERSION,
+                "kind": "summary",
+                "agent": record.get("agent"),
+                "run": record.get("run"),
+                "at": record.get("at"),
+                "text": record["summary"],
+            }
+    yield {
+        "v": ARCHIVE_VERSION,
+        "kind": "end",
+        "counts": dict(report.counts),
+        "bytes": report.bytes,
+    }
+
+
+Parts = tuple[list[tuple[str, str | None, bytes]], list[dict[str, Any]], list[dict[str, Any]]]
+
+
+def _local_parts(wd: Path, which: SessionFilter) -> Parts:
+    dialog = [r for r in _local_dialog(wd / "dialog") if _owned(r, which)]
+    steps = [r for r in _local_steps(wd, which.session) if which.wants_step(r.get("agent"))]
+    known = {r.get("agent") for r in dialog}
+    for step in steps:  # a step names the agent, not its user
+        if isinstance(step.get("agent"), str):
+            known |= {step["agent"], agent_key(step["agent"], which.user)}
+    if which.agent is not None:
+        known.add(agent_key(which.agent, which.user))
+    tags = {owner_tag(a): a for a in known if isinstance(a, str)}
+    session_tag = owner_tag(which.session)
+    outputs = []
+    folder = wd / "tool_result"
+    names = sorted(os.listdir(folder)) if folder.is_dir() else []
+    for name in names:
+        owner = name_tags(name)
+        if owner is None or owner[1] != session_tag:
+            continue
+        agent = tags.get(owner[0])
+        if agent is None and (which.agent is not None or which.user is not None):
+            continue
+        path = folder / name
+        if path.is_symlink() or not path.is_file():
+            continue
+        outputs.append((str(path), agent, path.read_bytes()))
+    return outputs, dialog, steps
+
+
+def _owned(record: dict[str, Any], which: SessionFilter) -> bool:
+    return record.get("session", "") == which.session and which.wants(record.get("agent"))
+
+
+def _local_dialog(folder: Path) -> Iterator[dict[str, Any]]:
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].jsonl")):
+        if path.is_symlink():
+            continue
+        for raw in path.read_bytes().splitlines():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue  # a torn line: the dialog reader reports it
+            if isinstance(record, dict) and record.get("v") == 1:
+                yield record
+
+
+def _local_steps(wd: Path, session: str) -> list[dict[str, Any]]:
+    """The session's step lines as written (usage lines too), each agent's older file first."""
+    steps = StepFile(wd)
+    folder = steps.path(session or "default", "agent").parent
+    paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    paths.sort(key=lambda p: (p.name.split(".")[0], not p.name.endswith(".1.jsonl")))
+    records = []
+    for path in paths:
+        for raw in path.read_bytes().splitlines():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+    return records
+
+
+def engine_of(config: ContextConfig) -> PostgresEngine:
+    """A PostgreSQL engine on the store `config` names (the process's shared pool)."""
+    from .postgres._engine import PostgresEngine
+
+    assert config.store.dsn is not None
+    return PostgresEngine(
+        config.store.dsn,
+        password_env=config.store.password_env,
+        schema=config.store.schema_name,
+        connect_timeout=config.store.connect_timeout_seconds,
+        retry_after=config.store.retry_seconds,
+        max_connections=config.store.max_connections,
+        shared=True,
+    )

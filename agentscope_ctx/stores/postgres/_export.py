@@ -1,0 +1,70 @@
+"""A session's rows of the fleet store, for its archive (`stores._export`): saved outputs
+(whole), dialog records in append order, steps records; read in the maintenance scope
+(every tenant's rows, then filtered by the caller's `wants`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ._engine import PostgresEngine
+from ._names import db_name, name_from_db
+from ._outputs import PostgresOutputStore
+from ._tenant import transaction
+
+__all__ = ["pg_parts"]
+
+
+def pg_parts(
+    engine: PostgresEngine,
+    session: str,
+    wants: Callable[[object], bool],
+    wants_step: Callable[[object], bool],
+) -> tuple[list[tuple[str, str | None, bytes]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The session's outputs (ref, agent key, bytes), dialog records and steps records.
+
+    Raises:
+        PersistenceError: the store cannot be read.
+    """
+    s = engine.schema
+    stored = db_name(session)
+    try:
+        with transaction(engine, None) as conn:
+            owned = conn.execute(
+                f"SELECT id, agent FROM {s}.outputs WHERE session = %s ORDER BY saved_at, id",
+                (stored,),
+            ).fetchall()
+            records = conn.execute(
+                f"SELECT agent, record FROM {s}.dialog WHERE session = %s ORDER BY seq", (stored,)
+            ).fetchall()
+            steps = conn.execute(
+                f"SELECT record FROM {s}.steps WHERE session = %s ORDER BY id",
+                (db_name(session or "default"),),
+            ).fetchall()
+    except Exception as exc:
+        raise engine.error("cannot read the session", exc) from None
+    reader = PostgresOutputStore(engine, 1.0)
+    outputs = []
+    for key, agent in owned:
+        name = name_from_db(agent)
+        if not wants(name):
+            continue
+        ref = f"pg-output:{key}"
+        chunks = reader.read_saved(ref)
+        if chunks is not None:
+            outputs.append((ref, name, b"".join(chunks)))
+    dialog = []
+    for agent, text in records:
+        record = _json(text)
+        record.setdefault("agent", name_from_db(agent))
+        record.setdefault("session", session)
+        if wants(record["agent"]):
+            dialog.append(record)
+    kept = [r for r in map(_json, (row[0] for row in steps)) if wants_step(r.get("agent"))]
+    return outputs, dialog, kept
+
+
+def _json(text: str) -> dict[str, Any]:
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,127 @@
+"""Export and import of a session (issue 47, docs/data.md): a session of a real agent on the
+installed line (2.x `Agent`, 1.x `ReActAgent`) exported by `agentscope-ctx export` and
+imported into another working dir by `agentscope-ctx import`, as JSONL and as the viewer's
+page: every output byte for byte, its notices pointing at the restored outputs, which
+`read_file` reads and search finds; one audit line each."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscope_ctx import ContextConfig
+from agentscope_ctx.cli import main
+from agentscope_ctx.core._tenant import Tenant
+from agentscope_ctx.core.ladder._tool_policy import ToolResultPolicy
+from agentscope_ctx.recall._read_file import FileReader
+from agentscope_ctx.stores._archive import parse_archive
+from agentscope_ctx.stores._audit import AuditFile
+from agentscope_ctx.stores._search import SearchIndex
+from tests.support.agent_line import Line
+
+OUTPUTS = {
+    "log": "".join(f"line {n} of the quokka log\r\n" for n in range(300)),  # CRLF
+    "cjk": "日志 wombat 🙂 " * 400 + "no final newline",
+}
+
+
+async def _session(wd: Path, line: Line) -> None:
+    config = ContextConfig(
+        working_dir=wd,
+        max_input_tokens=3_000,
+        summarizer={"enabled": False},
+        compactor={"enabled": False},
+        recall={"session": "s1"},
+        tool_result={"recent_max_bytes": 2_048, "old_max_bytes": 1_024},
+    )
+    session = line.session(config, line.fake_model(default="ok"), {"cat": OUTPUTS.__getitem__})
+    await session.turn(
+        "show both",
+        line.tool_call("cat", call_id="c1", arg="log"),
+        line.tool_call("cat", call_id="c2", arg="cjk"),
+        line.text("seen both"),
+    )
+    for n in range(4):  # long turns: the prompt passes the trigger, a compaction follows
+        await session.turn(f"turn {n}: " + "a long question about the platypus " * 60)
+    await session.close()
+
+
+async def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The command's --json, run as from a shell (its own event loop: a thread here)."""
+    assert await asyncio.to_thread(main, argv) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "html"])
+async def test_a_session_round_trips_byte_for_byte(
+    fmt: str, tmp_path: Path, line: Line, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    await _session(src, line)
+    archive = tmp_path / f"s1.{fmt}"
+    out = await _run(
+        ["export", str(src), "--session", "s1", "--format", fmt, "-o", str(archive), "--json"],
+        capsys,
+    )
+    assert out["counts"]["outputs"] == 2 and out["counts"]["dialog"] > 0, out
+    assert out["counts"]["steps"] > 0 and out["counts"]["summaries"] >= 1  # its compactions
+    assert oct(archive.stat().st_mode & 0o777) == "0o600"
+    parsed = parse_archive(archive.read_text(encoding="utf-8"))
+    assert sorted(o.data for o in parsed.outputs) == sorted(t.encode() for t in OUTPUTS.values())
+    if fmt == "html":
+        page = archive.read_text(encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>") and "line 299 of the quokka log" in page
+
+    back = await _run(["import", str(archive), "--working-dir", str(dst), "--json"], capsys)
+    assert back["counts"] == {
+        "outputs": 2,
+        "dialog": out["counts"]["dialog"],
+        "steps": out["counts"]["steps"],
+    }
+    for old, new in back["refs"].items():  # every output byte for byte, under a new ref
+        assert Path(new).parent == dst.resolve() / "tool_result"
+        assert Path(new).read_bytes() == Path(old).read_bytes()
+    # the restored dialog's notices name the restored outputs, which read_file reads
+    dialog = "".join(p.read_text(encoding="utf-8") for p in (dst / "dialog").glob("*.jsonl"))
+    assert all(new in dialog and old not in dialog for old, new in back["refs"].items())
+    reader = FileReader(
+        [dst], ToolResultPolicy(ContextConfig().tool_result), store_dir=dst / "tool_result"
+    ).scoped(Tenant("coder", "s1"))
+    for new in back["refs"].values():
+        text = reader.read_now(new)
+        assert text.startswith(("line 0 of the quokka log\r\n", "日志 wombat 🙂")), text[:80]
+    search = SearchIndex(dst)
+    try:
+        assert search.search("quokka").hits and search.search("wombat").hits
+    finally:
+        search.close()
+    # importing again adds no dialog record (the outputs are saved again)
+    again = await _run(["import", str(archive), "--working-dir", str(dst), "--json"], capsys)
+    assert again["counts"]["dialog"] == 0
+    [exported] = AuditFile(src).read()
+    assert exported["action"] == "export" and exported["counts"] == out["counts"]
+    assert exported["tenant"] == {"user": None, "agent": None, "session": "s1"}
+    imported = AuditFile(dst).read()
+    assert [a["action"] for a in imported] == ["import", "import"]
+    assert imported[0]["bytes"] == sum(len(t.encode()) for t in OUTPUTS.values())
+    assert "quokka" not in (src / "audit.jsonl").read_text()
+
+
+async def test_another_session_or_agent_is_not_exported(
+    tmp_path: Path, line: Line, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = str(tmp_path / "src")
+    await _session(tmp_path / "src", line)
+    for who in (["--session", "s2"], ["--session", "s1", "--agent", "other"]):
+        assert await asyncio.to_thread(main, ["export", src, *who, "-o", str(tmp_path / "x")]) == 1
+        assert "no records of session" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    out = await _run(
+        ["export", src, "--session", "s1", "--agent", "coder", "-o", str(tmp_path / "y"), "--json"],
+        capsys,
+    )
+    assert out["counts"]["outputs"] == 2 and out["counts"]["dialog"] > 0
