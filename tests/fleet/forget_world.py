@@ -135,6 +135,57 @@ class World:
         finally:
             stores.close()
 
+    def read_file(self, who: Who) -> list[str]:
+        """What `who`'s own `read_file` shows of each of its outputs and of every dialog day."""
+        from agentscope_ctx.core.ladder._tool_policy import ToolResultPolicy
+        from agentscope_ctx.recall._read_file import FileReader, ReadFileError
+
+        backend = open_backend(self.config)
+        try:
+            reader = FileReader.on_store(
+                backend,
+                [self.root],
+                ToolResultPolicy(self.config.tool_result),
+                working_dir=self.root,
+            ).scoped(who.tenant)
+            days = ["2026-12-01", "2026-12-02"]
+            refs = who.refs + [
+                f"pg-dialog:{d}"
+                if self.kind == "postgres"
+                else str(self.root / "dialog" / f"{d}.jsonl")
+                for d in days
+            ]
+            shown = []
+            for ref in refs:
+                try:
+                    shown.append(reader.read_now(ref))
+                except ReadFileError as exc:  # as the tool answers it
+                    shown.append(f"Error: {exc}")
+            return shown
+        finally:
+            backend.close()
+
+    def inspect(self, tmp: Path) -> str:
+        """What ``agentscope-ctx inspect --json`` prints of the store."""
+        import contextlib
+        import io
+
+        import yaml
+
+        from agentscope_ctx.cli import main
+
+        argv = ["inspect", str(self.root), "--json"]
+        if self.kind == "postgres":
+            config = tmp / "inspect.yaml"
+            store = self.config.store.model_dump(exclude_none=True)
+            config.write_text(yaml.safe_dump({"working_dir": str(self.root), "store": store}))
+            argv = ["inspect", "--config", str(config), "--json"]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = main(argv)
+        assert code == 0, out.getvalue()
+        return out.getvalue()
+
     def dialog(self, who: Who) -> list[str]:
         stores = self.stores(who)
         try:

@@ -34,7 +34,7 @@ from tests.fleet.pg_config import fleet_config
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ["local", "postgres"]
-FEW = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+FEW = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 MANY = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -97,6 +97,12 @@ def check_forgotten(world: World, gone: list[Who], before_index: set[tuple[str, 
         assert world.search(who) == [] and search_one(world, who) == []
         assert set(world.reads(who).values()) <= {None}
         assert world.dialog(who) == []
+        shown = world.read_file(who)  # its outputs: no such output; its days: none of it
+        assert not any(who.token in text for text in shown), shown
+        assert all("does not exist" in t or "no such" in t for t in shown[: len(who.refs)]), shown
+        tmp = Path(tempfile.mkdtemp(prefix="inspect-"))
+        printed = world.inspect(tmp)
+        assert who.token not in printed and who.session not in printed
     if world.kind == "local" and before_index:
         assert not before_index & index_files(world)  # the segments that held them: gone
 
@@ -114,6 +120,8 @@ def check_kept(world: World, kept: list[Who], before: dict[str, object], *, more
         if not more:
             assert world.search(who) == hits
         assert world.holding(who.token)  # (the scan finds what is there)
+        shown = world.read_file(who)
+        assert all(t.startswith(f"row 0 of {who.token}") for t in shown[: len(who.refs)]), shown
 
 
 def audit_lines(world: World) -> list[dict[str, object]]:
@@ -268,14 +276,29 @@ def kill_at(config: ContextConfig, target: ForgetTarget, stop: str) -> None:
     assert line.split() == ["at", stop], line
 
 
-@pytest.mark.parametrize("step", range(4))
 def test_a_forget_killed_midway_is_completed_by_the_next(
+    make_config: Callable[[], ContextConfig],
+) -> None:
+    """Killed after its files, before the index (local) or before the rows (PostgreSQL)."""
+    config = make_config()
+    killed_then_completed(config, {"local": "dialog", "postgres": "files"}[config.store.kind])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", range(4))
+def test_a_forget_killed_at_each_step_is_completed_by_the_next(
     make_config: Callable[[], ContextConfig], step: int
 ) -> None:
     config = make_config()
     stops = STEPS[config.store.kind]
     if step >= len(stops):
         pytest.skip("the store has fewer steps")
+    killed_then_completed(config, stops[step])
+
+
+def killed_then_completed(config: ContextConfig, stop: str) -> None:
+    stops = STEPS[config.store.kind]
+    step = stops.index(stop)
     whos = tenants(random.Random(step), 3)
     world = World(config, whos)
     asyncio.run(world.write_all())
@@ -287,9 +310,9 @@ def test_a_forget_killed_midway_is_completed_by_the_next(
     kept = [w for w in whos if w not in gone]
     before = snapshot(world, kept)
     before_index = index_files(world) if world.kind == "local" else set()
-    kill_at(config, target, stops[step])
+    kill_at(config, target, stop)
     report = forget_store(config, target, who="test")  # completes it
-    done = stops.index(stops[step]) >= stops.index("dialog" if world.kind == "local" else "rows")
+    done = step >= stops.index("dialog" if world.kind == "local" else "rows")
     assert report.counts["dialog"] == (0 if done else 4 * len(gone))
     check_forgotten(world, gone, before_index)
     check_kept(world, kept, before, more=False)
