@@ -448,3 +448,41 @@ def test_vacuum_full_leaves_no_byte_in_the_databases_files(
     forget_store(config, target_of(victim, "agent"), vacuum_full=True)
     assert files_holding(victim.token) == []
     assert files_holding(other.token)
+
+
+@pytest.mark.parametrize("by", ["agent", "session"])
+def test_fleet_memory_goes_with_its_agent_not_with_one_session(
+    request: pytest.FixtureRequest, tmp_path: Path, by: str
+) -> None:
+    """Long-term memory on the fleet store is per agent key, shared by its sessions: forgetting
+    the agent (or its user) removes its documents and their index rows; forgetting one session
+    leaves them; another agent's stay."""
+    from agentscope_ctx.stores.postgres import PostgresEngine
+    from agentscope_ctx.stores.postgres._memory import PostgresMemoryDocs
+
+    server = request.getfixturevalue("pg_server")
+    request.getfixturevalue("pg_password")
+    config = fleet_config(tmp_path, server, f"t_{uuid.uuid4().hex[:12]}")
+    victim, other = tenants(random.Random(9), 2)
+    world = World(config, [victim, other])
+    asyncio.run(world.write_all())
+    store = config.store
+    assert store.dsn is not None
+    engine = PostgresEngine(store.dsn, password_env=store.password_env, schema=store.schema_name)
+    try:
+        for w in (victim, other):
+            PostgresMemoryDocs(engine, w.key).append(
+                "MEMORY.md", lambda t, w=w: t + f"- {w.token} likes tea\n"
+            )
+    finally:
+        engine.close()
+    world.search(victim)  # (indexes the memory too)
+    report = forget_store(config, target_of(victim, by))
+    memory = [r for t, r in world.rows() if t == "memory_docs" or "pg-memory:" in r]
+    if by == "agent":
+        assert report.counts["memory"] == 1
+        assert world.holding(victim.token) == []
+    else:
+        assert report.counts["memory"] == 0
+        assert any(victim.token in r for r in memory)  # the agent's, kept
+    assert any(other.token in r for r in memory)
