@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from ..core.config._config import ContextConfig
 from ..stores._audit import AuditSink, audit, caller, open_audit
 from ..stores._retention import RetentionReport
+from ..stores._tombstones import Tombstone, read_local
 from ..stores.factory import Backend
 
 __all__ = ["retention_task"]
@@ -24,7 +26,7 @@ def retention_task(backend: Backend, config: ContextConfig) -> Callable[[float, 
 
     def run(now: float, refs: list[str]) -> None:
         report = backend.retention(now) if backend.retention is not None else RetentionReport()
-        report.add("outputs", len(refs), 0)
+        report.add("outputs", len(refs), sum(map(lambda ref: _deleted_bytes(backend, ref), refs)))
         if not any(report.counts.values()):
             return
         if not sinks:
@@ -39,3 +41,14 @@ def retention_task(backend: Backend, config: ContextConfig) -> Callable[[float, 
         )
 
     return run
+
+
+def _deleted_bytes(backend: Backend, ref: str) -> int:
+    """The size of the deleted output `ref`, as its tombstone keeps it (0: unknown)."""
+    source = backend.source(ref)
+    if source is None:
+        stone = read_local(Path(ref))
+    else:
+        told = getattr(source, "deleted", None)
+        stone = told(ref) if callable(told) else None
+    return int(stone.size or 0) if isinstance(stone, Tombstone) else 0

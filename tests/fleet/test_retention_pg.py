@@ -139,3 +139,19 @@ async def test_gc_on_the_fleet_store_writes_an_audit_row(
     assert line["counts"] == out["removed"] and line["bytes"] == out["bytes"] > 0
     assert "quokka" not in json.dumps(line) and pg_store.password not in json.dumps(line)
     assert not (tmp_path / "w").exists()  # nothing written to a working dir
+
+
+async def test_the_background_retention_of_the_fleet_store(
+    tmp_path: Path, pg_store: PgStore
+) -> None:
+    """What the hourly task runs after the outputs' cleanup (`Backend.retention`)."""
+    config = pg_store.config(tmp_path / "w", retention={"dialog_days": 30, "steps_days": 30})
+    await _world(config)
+    backend = open_backend(config)
+    try:
+        assert backend.retention is not None
+        report = backend.retention(NOW)
+        assert report.counts == {"dialog": 2, "outputs": 0, "memory": 0, "steps": 2}
+        assert not _hits(config, "quokka") and _hits(config, "wombat")
+    finally:
+        backend.close()

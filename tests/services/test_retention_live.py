@@ -36,6 +36,7 @@ async def test_the_background_task_spares_the_live_context(tmp_path: Path, line:
     old.timestamp = "2020-01-01 10:00:00.000"
     await DialogStore(wd, record_fields={"agent": "coder", "session": ""}).append([old])
     stale = ToolResultStore(wd, 7, owner=("coder", "")).save("an unused old output\n")
+    day_bytes = (wd / "dialog" / "2020-01-01.jsonl").stat().st_size
     session = line.session(config, line.fake_model(default="ok"), {"cat": lambda arg: BIG})
     await session.turn("show the log", line.tool_call("cat", arg="log"), line.text("seen"))
     [live] = [p for p in (wd / "tool_result").glob("*.txt") if p != stale]
@@ -53,6 +54,7 @@ async def test_the_background_task_spares_the_live_context(tmp_path: Path, line:
     assert all(a["action"] == "retention" for a in lines)
     assert sum(a["counts"]["dialog"] for a in lines) == 1
     assert sum(a["counts"]["outputs"] for a in lines) == 1
+    assert sum(a["bytes"] for a in lines) == day_bytes + len("an unused old output\n")
     reader = session.manager.reader_for("coder")
     assert (await reader.read_text(str(live))).startswith("line 0 of the quokka log\n")
     with pytest.raises(ReadFileError, match="was deleted by retention on"):

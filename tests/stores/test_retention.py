@@ -194,3 +194,18 @@ async def test_gc_applies_the_section_and_writes_one_audit_line(
         "bytes": 0,
     }
     assert len(AuditFile(wd).read()) == 2
+
+
+async def test_gc_keeps_outputs_forever_when_the_config_says_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wd = tmp_path / "w"
+    refs = await _world(wd)
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"working_dir": str(wd), "retention": {"outputs_days": 0}}))
+    assert main(["gc", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "gc: saved outputs are kept forever (retention.outputs_days: 0); 4 kept" in out, out
+    assert all(Path(ref).exists() for ref in refs.values())
+    assert main(["gc", "--config", str(config), "--retention-days", "7"]) == 0  # as asked
+    assert "gc: removed 2 tool_result file(s) older than 7 days" in capsys.readouterr().out
