@@ -486,3 +486,31 @@ def test_fleet_memory_goes_with_its_agent_not_with_one_session(
         assert report.counts["memory"] == 0
         assert any(victim.token in r for r in memory)  # the agent's, kept
     assert any(other.token in r for r in memory)
+
+
+def test_the_cli_forgets_on_the_fleet_store(
+    request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``agentscope-ctx forget --config fleet.yaml --user U --json``: what it will delete and
+    what it deleted, by kind; the audit table's row names the OS user."""
+    from agentscope_ctx.cli import main
+    from tests.fleet.pg_config import config_file
+
+    server = request.getfixturevalue("pg_server")
+    request.getfixturevalue("pg_password")
+    config = fleet_config(tmp_path / "wd", server, f"t_{uuid.uuid4().hex[:12]}")
+    whos = tenants(random.Random(4), 3)
+    world = World(config, whos)
+    asyncio.run(world.write_all())
+    path = config_file(
+        tmp_path / "fleet.yaml", tmp_path / "wd", config.store.model_dump(exclude_none=True)
+    )
+    victim = whos[0]
+    gone = [w for w in whos if w.user == victim.user]
+    assert main(["forget", "--config", str(path), "--user", str(victim.user), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["store"] == "postgres" and out["will_delete"] == out["deleted"]
+    assert out["deleted"]["dialog"] == 4 * len(gone) and out["deleted"]["outputs"] == 2 * len(gone)
+    assert all(world.holding(w.token) == [] for w in gone)
+    [line] = audit_lines(world)
+    assert str(line["who"]).startswith("cli:") and line["tenant"]["user"] == victim.user  # type: ignore[index]
