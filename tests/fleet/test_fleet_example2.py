@@ -96,3 +96,24 @@ def test_two_uvicorn_workers_one_killed_mid_turn() -> None:
         found, read = run.read_hit("disk quota")
         assert "pg-output:" in found
         assert "ERROR disk quota exceeded on node-" in read, read
+
+        # the session, exported from PostgreSQL and imported into a local working dir (issue
+        # 47): every output byte for byte, found and read there as here
+        archive, local = run.folder / "session.jsonl", run.folder / "local"
+        sid = summary["session_id"]
+        out = json.loads(run.cli("export", "--session", sid, "-o", str(archive), "--json"))
+        assert out["counts"]["outputs"] >= 1 and out["counts"]["dialog"] >= len(dialog), out
+        cli = [sys.executable, "-m", "agentscope_ctx.cli"]
+        back = json.loads(
+            run.run(*cli, "import", str(archive), "--working-dir", str(local), "--json")
+        )
+        assert back["counts"]["outputs"] == out["counts"]["outputs"], back
+        from pathlib import Path
+
+        from agentscope_ctx.stores._archive import parse_archive
+
+        exported = {o.ref: o.data for o in parse_archive(archive.read_text()).outputs}
+        for old, new in back["refs"].items():
+            assert Path(new).read_bytes() == exported[old]
+        found = run.run(*cli, "search", str(local), "disk quota")
+        assert "ERROR disk quota exceeded on node-" in found, found
