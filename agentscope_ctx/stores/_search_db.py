@@ -267,6 +267,7 @@ class IndexDatabase:
 
     def _close(self) -> None:
         if self._db is not None:
+            self._db.text.mapped.close()
             try:
                 self._db.close()
             except sqlite3.Error:

@@ -55,6 +55,13 @@ def test_a_truncated_file_met_by_a_save_and_the_background_first() -> None:
     assert {kind: r["ok"] for kind, r in reports.items()} == dict.fromkeys(kinds, True)
 
 
+def test_without_inotify_the_files_stat_finds_the_damage() -> None:
+    kinds = [k for k in KINDS if k.endswith((":idx", ":store"))] + ["delete:meta.json"]
+    reports = damaged_runs("--no-watch", *kinds)
+    assert {kind: r["ok"] for kind, r in reports.items()} == dict.fromkeys(kinds, True)
+    assert all("the search index was damaged" in str(r["first"]) for r in reports.values())
+
+
 PanicException = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
 
 

@@ -1,9 +1,10 @@
 """Damage the local search's text index while a worker has it open (issue 46 item 8), one
 kind of damage at a time, and report what the worker then does: run as a script (a damage
 that crashes the process, a SIGBUS from a truncated memory-mapped file, must not kill the test
-runner): ``python -m tests.support.index_damage [--save-first] [KIND ...]``, one JSON line per
-kind (all of them by default; ``--save-first``: the damage is met by a save and the
-background indexer before a search).
+runner): ``python -m tests.support.index_damage [--save-first] [--no-watch] [KIND ...]``, one
+JSON line per kind (all of them by default; ``--save-first``: the damage is met by a save and
+the background indexer before a search; ``--no-watch``: without inotify, the files checked by
+their ``stat`` alone).
 
 The kinds (`KINDS`): each of Tantivy's segment files (``.idx`` postings, ``.pos`` positions,
 ``.store`` stored fields, ``.term`` term dictionary, ``.fast`` fast fields, ``.fieldnorm``
@@ -186,5 +187,9 @@ if __name__ == "__main__":
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")
     args = sys.argv[1:]
     save_first = "--save-first" in args
-    for name in [a for a in args if a != "--save-first"] or KINDS:
+    if "--no-watch" in args:  # the files stat-ed at every check, as where inotify is not
+        import agentscope_ctx.stores._search_guard as guard
+
+        guard._inotify = lambda: None  # type: ignore[assignment]
+    for name in [a for a in args if not a.startswith("--")] or KINDS:
         print(json.dumps(run(name, save_first)), flush=True)
