@@ -125,3 +125,42 @@ async def test_another_session_or_agent_is_not_exported(
         capsys,
     )
     assert out["counts"]["outputs"] == 2 and out["counts"]["dialog"] > 0
+
+
+async def test_the_html_archive_opens_offline_and_shows_each_output_whole(
+    tmp_path: Path, line: Line, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The viewer's page as exported: no console error in chromium, nothing to fetch, and a
+    click on a notice shows that output whole (not the viewer's 4,000-byte head)."""
+    from tests.edge.test_viewer import _browser_or_skip
+
+    executable = _browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    await _session(tmp_path / "src", line)
+    page_file = tmp_path / "s1.html"
+    argv = ["export", str(tmp_path / "src"), "--session", "s1", "--format", "html"]
+    await _run([*argv, "-o", str(page_file), "--json"], capsys)
+    html = page_file.read_text(encoding="utf-8")
+    assert "https://" not in html and "http://" not in html.replace(
+        "http://www.w3.org/2000/svg", ""
+    )
+    errors: list[str] = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = await browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto(page_file.as_uri())
+            shown = []
+            for notice in await page.locator("#calls a.notice").all():
+                await notice.click()
+                shown.append(await page.locator("#excerpt").text_content())
+        finally:
+            await browser.close()
+    assert errors == []
+    assert any(OUTPUTS["log"].replace("\r\n", "\n") in str(s).replace("\r\n", "\n") for s in shown)
+    assert any(OUTPUTS["cjk"] in str(s) for s in shown)
