@@ -70,6 +70,7 @@ if _typing.TYPE_CHECKING:  # what the lazy imports below give, for type checkers
     from .core.context._pins import PIN_MARK
     from .core.tokens._tokens import TokenCounter
     from .core.truncation._truncation import TRUNCATION_NOTICE_MARKER
+    from .services._breakdown import ContextBreakdown
     from .services._services import ContextUsage
     from .stores._dialog import DialogReadReport, DialogStore
     from .tools import ShellTool, fetch_url
@@ -96,6 +97,7 @@ __all__ = [
     "CompactorConfig",
     "ConfigError",
     "ConsolidationConfig",
+    "ContextBreakdown",
     "ContextConfig",
     "ContextError",
     "ContextManager",
@@ -134,6 +136,7 @@ _SOURCES: dict[str, str] = {
     "CompactorConfig": "core.config._config",
     "ConfigError": "core._errors",
     "ConsolidationConfig": "core.config._config",
+    "ContextBreakdown": "services._breakdown",
     "ContextConfig": "core.config._config",
     "ContextError": "core._errors",
     "ContextRuntimeError": "core._errors",

@@ -30,6 +30,7 @@ from ..core.tokens._tokens import TokenCounter
 from ..models._cache import call_cache
 from ..models._guard import GuardedModel
 from ..recall._read_file import FileReader
+from ..services._breakdown import ContextBreakdown
 from ..services._services import READ_FILE, ContextUsage, Services
 from ..services._traced import traced_run
 from ._middleware import TruncationMiddleware
@@ -250,6 +251,20 @@ class ContextManager(Services):
         await binding.memory.refresh()
         await self.prepare(binding.pipeline)
         return await self.usage(binding.pipeline, binding.memory)
+
+    async def context_breakdown(self, agent: Any) -> ContextBreakdown:
+        """What the prompt the agent would send now is made of, part by part, as Claude
+        Code's ``/context`` shows it: the system prompt, the tool schemas, the summary and
+        what it carries, the pinned, recent, cut and masked messages, and what is free below
+        the trigger and the budget (outputs never cut are cut first, as in `context_usage`).
+
+        Raises:
+            ContextUsageError: `agent` is not attached.
+        """
+        binding = self._binding(agent)
+        await binding.memory.refresh()
+        await self.prepare(binding.pipeline)
+        return await self.breakdown(binding.pipeline, binding.memory)
 
     async def _emergency_compaction(
         self, agent: Any, error: Exception

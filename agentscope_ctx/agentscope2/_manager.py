@@ -25,6 +25,7 @@ from ..core.config._config import ContextConfig
 from ..core.context._memory import ContextMemory
 from ..core.context._pins import PIN_MARK
 from ..core.tokens._tokens import TokenCounter
+from ..services._breakdown import ContextBreakdown
 from ..services._services import ContextUsage
 from ..services._traced import traced_run
 from ..stores.factory import Backend
@@ -199,6 +200,23 @@ class ContextManager(AgentRuns):
             if await self.prepare(binding.pipeline):
                 binding.mirror.push(agent.state)
         return await self.usage(binding.pipeline, binding.memory)
+
+    async def context_breakdown(self, agent: Agent) -> ContextBreakdown:
+        """What the prompt the agent would send now is made of, part by part, as Claude
+        Code's ``/context`` shows it: the system prompt, the tool schemas, the summary and
+        what it carries, the pinned, recent, cut and masked messages, and what is free below
+        the trigger and the budget (outputs never cut are cut first, as in `context_usage`).
+
+        Raises:
+            ContextUsageError: `agent` is not attached.
+        """
+        binding = self._binding(agent)
+        await self.refresh_parts(agent, binding)
+        async with binding.lock:
+            await binding.mirror.pull(agent.state)
+            if await self.prepare(binding.pipeline):
+                binding.mirror.push(agent.state)
+        return await self.breakdown(binding.pipeline, binding.memory)
 
     def _binding(self, agent: Agent) -> Binding:
         binding = self._bindings.get(id(agent))

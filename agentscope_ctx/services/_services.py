@@ -39,13 +39,14 @@ from ..stores._forget import ForgetReport, ForgetTarget, forget_store
 from ..stores._usage_file import write_usage
 from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
+from ._breakdown import ContextBreakdown, breakdown_of
 from ._cleanup import cleanup_due
 from ._cleanup import join as join_cleanup
 from ._retention_task import retention_task
 from ._steps import StepRecorder
 from ._traced import traced_run
 
-__all__ = ["ContextUsage", "Services"]
+__all__ = ["ContextBreakdown", "ContextUsage", "Services"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -265,9 +266,20 @@ class Services:
             ),
         )
 
+    @staticmethod
+    async def breakdown(pipeline: ContextPipeline, memory: ContextMemory) -> ContextBreakdown:
+        """What the prompt the agent would send now is made of, part by part."""
+        return await breakdown_of(pipeline, memory)
+
     async def note_usage(self, agent_name: str, pipeline: ContextPipeline) -> None:
-        """Leave the reply's prompt size and cache reuse for `agentscope-ctx inspect` (and
-        its last model call's usage in the steps record)."""
+        """Leave the reply's prompt size, cache reuse and context breakdown for
+        `agentscope-ctx inspect` and the session viewer (and its last model call's usage in
+        the steps record)."""
+        context: dict[str, Any] | None = None
+        try:
+            context = (await breakdown_of(pipeline, pipeline.memory)).to_dict()
+        except Exception:
+            logger.exception("agentscope_ctx: could not break the reply's context down")
         recorder = self._steps.get(pipeline)
         if recorder is not None:
             await recorder.flush(pipeline)  # (never raises)
@@ -280,6 +292,7 @@ class Services:
                 "provider_cached_tokens": None if last is None else last.cached,
                 "cache_reuse": pipeline.cache.reuse,
                 "counter": self.counter.backend,
+                "context": context,
             }
             session = self.config.recall.session
             await asyncio.to_thread(
