@@ -95,30 +95,35 @@ def test_the_field_table_gives_defaults_and_ranges() -> None:
     assert "| `null` | integer, or `null` |" in row["clear_at_least"]
 
 
-@pytest.mark.parametrize("page", HAND_WRITTEN, ids=lambda p: p.name)
-def test_pages_name_only_fields_that_exist(page: Path) -> None:
+def _unknown_fields(text: str) -> list[str]:
+    """The config fields a text names in its code spans (``section.field``, ``section.*``)
+    that the model does not have; files, modules and other dotted names are let be."""
     leaves, sections = _config_paths()
     known = leaves | sections | {f"{section}.*" for section in sections}
     unknown = []
-    for span in CODE_SPAN.findall(_prose(page)):
+    for span in CODE_SPAN.findall(text):
         for name in DOTTED.findall(span):
-            if name.endswith(FILE_SUFFIXES) or name.startswith("agentscope_ctx"):
+            if name.endswith(FILE_SUFFIXES):
                 continue
             # `section.field` (a YAML path); `manager.compact`, `dialog.bad_lines` are not
             if name.split(".")[0] in sections and name not in known:
                 unknown.append(name)
+    return unknown
+
+
+@pytest.mark.parametrize("page", HAND_WRITTEN, ids=lambda p: p.name)
+def test_pages_name_only_fields_that_exist(page: Path) -> None:
+    unknown = _unknown_fields(_prose(page))
     assert not unknown, f"{page.name} names config fields that do not exist: {unknown}"
 
 
 def test_a_dotted_name_that_is_no_field_is_found() -> None:
     """The check above finds a field that does not exist (and lets files and modules be)."""
-    leaves, sections = _config_paths()
-    text = "`recall.sesion`, `store.kind`, `configs/default.yaml`, `retention.*`"
-    names = [n for s in CODE_SPAN.findall(text) for n in DOTTED.findall(s)]
-    known = leaves | sections | {f"{s}.*" for s in sections}
-    assert [n for n in names if not n.endswith(FILE_SUFFIXES) and n not in known] == [
-        "recall.sesion"
-    ]
+    text = (
+        "`recall.sesion`, `store.kind`, `configs/default.yaml`, `retention.*`, `cache.*`, "
+        "`ContextManager.context_usage`, `tool_result.recent_max_byte`, `dialog.bad_lines`"
+    )
+    assert _unknown_fields(text) == ["recall.sesion", "tool_result.recent_max_byte"]
 
 
 # -- the command line -------------------------------------------------------------------------
@@ -159,21 +164,22 @@ def _sections(text: str) -> list[tuple[str, str]]:
     return [("", parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]
 
 
-def test_cli_page_names_only_options_that_exist() -> None:
-    """An option in a row of the command table, or under a heading naming a command, is one of
-    that command's; any other is an option of some command (or the program's own)."""
+def _unknown_options(text: str) -> list[tuple[str, str]]:
+    """The options a page names that do not exist: one in a row of the command table, or under
+    a heading naming a command, must be that command's; one in a code span that is a command
+    line, that command's; any other, some command's (or the program's own). Console blocks
+    are left to `_parse`."""
     commands = gen.commands()
     root = gen.parser()
     anywhere = _option_strings(root).union(*(_option_strings(c) for c in commands.values()))
-    text = re.sub(r"```console\n.*?```", "", _prose(CLI_PAGE), flags=re.DOTALL)
+    text = re.sub(r"```console\n.*?```", "", text, flags=re.DOTALL)
     option = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
     unknown = []
     rows = _command_table(text)
     for name, row in rows.items():
+        own = _option_strings(commands[name]) if name in commands else set()
         for span in CODE_SPAN.findall(row):
-            unknown += [
-                (name, o) for o in option.findall(span) if o not in _option_strings(commands[name])
-            ]
+            unknown += [(name, o) for o in option.findall(span) if o not in own]
     for heading, body in _sections(text):
         named = [c for c in re.findall(r"`([a-z-]+)`", heading) if c in commands]
         own = _option_strings(commands[named[0]]) if named else anywhere
@@ -181,18 +187,35 @@ def test_cli_page_names_only_options_that_exist() -> None:
             if line in rows.values():
                 continue
             for span in CODE_SPAN.findall(line):
-                if "agentscope-ctx" in span:  # a command line: read by its own command
-                    words = span.split()
-                    cmd = words[1] if len(words) > 1 else ""
-                    if cmd in commands:
-                        unknown += [
-                            (cmd, o)
-                            for o in option.findall(span.replace("agentscope-ctx", ""))
-                            if o not in _option_strings(commands[cmd])
-                        ]
+                words = span.split()
+                if words[0] == "agentscope-ctx" and len(words) > 1 and words[1] in commands:
+                    cmd = words[1]
+                    mine = _option_strings(commands[cmd])
+                    unknown += [
+                        (cmd, o) for o in option.findall(" ".join(words[2:])) if o not in mine
+                    ]
                     continue
                 unknown += [(heading or "top", o) for o in option.findall(span) if o not in own]
+    return unknown
+
+
+def test_cli_page_names_only_options_that_exist() -> None:
+    unknown = _unknown_options(_prose(CLI_PAGE))
     assert not unknown, f"docs/cli.md names options that do not exist: {unknown}"
+
+
+def test_an_option_that_does_not_exist_is_found() -> None:
+    text = (
+        "| command | what it does |\n|---|---|\n| `gc [WORKING_DIR]` | `--json`, `--colour` |\n\n"
+        "## `search`\n\nFilters: `--agent NAME`, `--start-line N`.\n\n"
+        "## Other\n\n`agentscope-ctx read x --limit 3`, `--dry-run`, `--nothing`\n"
+    )
+    assert _unknown_options(text) == [
+        ("gc", "--colour"),
+        ("## `search`", "--start-line"),
+        ("read", "--limit"),
+        ("## Other", "--nothing"),
+    ]
 
 
 def _examples(text: str) -> list[str]:
