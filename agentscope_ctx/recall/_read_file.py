@@ -27,7 +27,9 @@ What it reads, and how it makes sure (DESIGN.md §12):
   the same cut and notice (`stores.seams.excerpt`), a bounded window of the stored bytes.
 - The tenant boundary (DESIGN.md §15): a reader for a tenant (`scoped`, or `_read_scope.CALLER`)
   shows only its records: another tenant's saved output, day or media file reads exactly as
-  a missing one, and a local day of the dialog shows only its records (`_read_scope`).
+  a missing one, and a local day of the dialog shows only its records (`_read_scope`); the
+  package's own bookkeeping in the working dir (``usage/``, ``index/``, ``audit.jsonl``, ...)
+  reads as missing to every tenant.
 """
 
 from __future__ import annotations
@@ -151,6 +153,7 @@ class FileReader:
                 store_dir=backend.store_dir,
                 dialog_dir=working_dir / "dialog" if local else None,
                 media_dir=working_dir / "media",
+                working_dir=working_dir,
             ),
         )
 

@@ -6,6 +6,11 @@
   reader answers exactly as for a missing file.
 - A day of the dialog (``dialog/YYYY-MM-DD.jsonl``) is shown through `DialogDayView`: the
   tenant's own records, the others' lines left empty.
+- The package's own bookkeeping in the working dir (`BOOKKEEPING`: ``usage/``, the steps
+  record and the usage records, which keep summaries and name every tenant; ``index/``;
+  ``audit.jsonl``; a ``dialog/`` or ``tool_result/`` file that is not a record: a lock, a
+  tombstone, a file being written) is no tenant's record: every tenant, ``shared`` too, reads
+  it as a missing file (`bookkeeping`). A reader with no tenant (the operator's) reads it.
 
 The tenant of a call is the reader's own (`FileReader.scoped`), else the one the caller set
 for the current task (`CALLER`: the 2.x middleware sets it around each tool call of an agent).
@@ -21,12 +26,14 @@ from pathlib import Path
 from ..core._tenant import Tenant
 from ..stores._tool_results import name_tags
 
-__all__ = ["CALLER", "ReadScope"]
+__all__ = ["BOOKKEEPING", "CALLER", "ReadScope"]
 
 CALLER: ContextVar[Tenant | None] = ContextVar("agentscope_ctx_read_tenant", default=None)
 """The tenant a `read_file` call is made for, when its reader has none of its own."""
 _DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")
 _TAG_DIR = re.compile(r"([0-9a-f]{16})-([0-9a-f]{16})")
+BOOKKEEPING = ("usage", "index", "audit.jsonl")
+"""What the package keeps for itself at the top of a working dir (folders and files)."""
 
 
 @dataclass(frozen=True)
@@ -39,9 +46,27 @@ class ReadScope:
     """``dialog/``."""
     media_dir: Path | None = None
     """``media/`` (2.x)."""
+    working_dir: Path | None = None
+    """The working dir, whose `BOOKKEEPING` no tenant reads."""
+
+    def bookkeeping(self, real: Path) -> bool:
+        """Whether `real` (a resolved path) is the package's own bookkeeping (see the module
+        docstring)."""
+        if self.working_dir is not None and real.is_relative_to(self.working_dir):
+            parts = real.relative_to(self.working_dir).parts
+            if parts and parts[0] in BOOKKEEPING:
+                return True
+        if self.dialog_dir is not None and real.parent == self.dialog_dir:
+            return _DAY_FILE.fullmatch(real.name) is None
+        if self.store_dir is not None and real.parent == self.store_dir:
+            return not real.name.endswith(".txt") or real.name.startswith(".")
+        return False
 
     def hidden(self, real: Path, tenant: Tenant) -> bool:
-        """Whether `real` (a resolved path) is a record `tenant` may not see."""
+        """Whether `real` (a resolved path) is a record `tenant` may not see, or no record
+        (`bookkeeping`)."""
+        if self.bookkeeping(real):
+            return True
         if tenant.scope == "shared":
             return False
         if self.store_dir is not None and real.parent == self.store_dir:

@@ -202,7 +202,11 @@ class Services:
         )
         if self.backend.steps is not None:
             self._steps[pipeline] = StepRecorder(
-                self.backend.steps, store, agent=agent_name, session=self.recall_config.session
+                self.backend.steps,
+                store,
+                agent=agent_name,
+                session=self.recall_config.session,
+                key=self.tenant_of(agent_name).agent,
             )
         return pipeline, recall, store
 

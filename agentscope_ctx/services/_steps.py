@@ -39,11 +39,20 @@ class StepRecorder:
     """Records one agent's pipeline runs (see the module docstring)."""
 
     def __init__(
-        self, log: StepSeam, store: OutputSeam, *, agent: str, session: str | None
+        self,
+        log: StepSeam,
+        store: OutputSeam,
+        *,
+        agent: str,
+        session: str | None,
+        key: str | None = None,
     ) -> None:
+        """`agent`: the agent's name; `key`: its agent key (`core._tenant.agent_key`: the
+        file the local record goes to), the name when `None`."""
         self.log = log
         self.store = store
         self.agent = agent
+        self.key = agent if key is None else key
         self.session = session
         self.runs = 0
         self._seen: set[str] = set()
@@ -101,6 +110,7 @@ class StepRecorder:
             "kind": "usage",
             "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
             "agent": self.agent,
+            "key": self.key,
             "session": self.session or "default",
             "run": self._call_run,
             "input": last.prompt,
@@ -133,6 +143,7 @@ class StepRecorder:
             record = {
                 "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
                 "agent": self.agent,
+                "key": self.key,
                 "session": self.session or "default",
                 "run": self.runs,
                 "call": call,

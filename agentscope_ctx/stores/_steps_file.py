@@ -1,12 +1,19 @@
-"""``usage/steps/{session}/{agent}.jsonl``: what each pipeline run did, one line per run, for
-the session viewer (`agentscope-ctx view`).
+"""``usage/steps/{session}/{agent tag}.jsonl``: what each pipeline run did, one line per run,
+for the session viewer (`agentscope-ctx view`).
+
+The file is named by the tag of the agent's *key* (`core._tenant.owner_tag` of
+``user/agent``, as the stores name a tenant's files), so two users' agents of one name in one
+session keep two files. Files written before (``{agent name}.jsonl``, records without
+``key``) stay in the session's folder and are read with the rest. The folder ``usage/`` is
+the package's own bookkeeping: `read_file` never shows it to a tenant (`recall._read_scope`).
 
 Append-only, private to its owner (0600 files in 0700 folders), bounded: past `MAX_BYTES` the
-file moves to ``{agent}.1.jsonl`` (replacing the older one) and a new one starts, so an agent
-keeps at most twice `MAX_BYTES` of steps. One record (``v`` is the format's version)::
+file moves to ``{agent tag}.1.jsonl`` (replacing the older one) and a new one starts, so an
+agent keeps at most twice `MAX_BYTES` of steps. One record (``v`` is the format's version;
+``key``, the agent key, since issue 46: absent from older records)::
 
-    {"v": 2, "at": "2026-12-04T06:50:00+00:00", "agent": "worker", "session": "s1",
-     "run": 7, "call": true, "before": 7212, "after": 5992, "threshold": 6000,
+    {"v": 2, "at": "2026-12-04T06:50:00+00:00", "agent": "worker", "key": "alice/worker",
+     "session": "s1", "run": 7, "call": true, "before": 7212, "after": 5992, "threshold": 6000,
      "budget": 8000, "freed": {"second truncation": 625, "masking": 595},
      "compacted": 0, "summary_source": null, "summary": null, "truncated": 2,
      "outputs": [{"ref": "tool_result/0b1e....txt", "bytes": 273114, "tool": "run_shell"}]}
@@ -23,14 +30,15 @@ follows in a usage line (version 2), written before the agent's next record or a
 its reply::
 
     {"v": 2, "kind": "usage", "at": "2026-12-04T06:50:02+00:00", "agent": "worker",
-     "session": "s1", "run": 7, "input": 5890, "cache_read": 5120, "cache_creation": 640}
+     "key": "alice/worker", "session": "s1", "run": 7, "input": 5890, "cache_read": 5120,
+     "cache_creation": 640}
 
 ``input``: the provider's count of the whole prompt, cache reads and writes included;
 ``cache_read``: the part read from its prompt cache; ``cache_creation``: the part written to
 it; each `null` where the provider did not report it (1.x passes no cache figures of some
 providers; OpenAI has no cache writes). Readers (`step_records`) fold a usage line into the
-step record of the same agent and ``run`` before it, so every step record read has the three
-fields (`null` when no usage line followed: a version-1 record, a call that failed).
+step record of the same agent (its key) and ``run`` before it, so every step record read has
+the three fields (`null` when no usage line followed: a version-1 record, a call that failed).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core._private import private_dir, tighten_fd
+from ..core._tenant import owner_tag
 
 __all__ = [
     "MAX_BYTES",
@@ -97,13 +106,14 @@ class StepFile:
         self.root = working_dir / "usage" / "steps"
         self.max_bytes = max_bytes
 
-    def path(self, session: str | None, agent: str) -> Path:
-        """The file of one agent's steps in one session."""
-        return self.root / _name(session, "default") / f"{_name(agent, 'agent')}.jsonl"
+    def path(self, session: str | None, key: str) -> Path:
+        """The file of one agent's steps in one session (`key`: the agent key)."""
+        return self.root / _name(session, "default") / f"{owner_tag(key)}.jsonl"
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one run's record (best effort: a failure is logged, never raised)."""
-        path = self.path(record.get("session"), str(record.get("agent", "")))
+        key = record.get("key", record.get("agent"))  # a record of before: its agent's name
+        path = self.path(record.get("session"), str(key or ""))
         line = json.dumps({"v": STEPS_VERSION, **record}, ensure_ascii=False) + "\n"
         try:
             for folder in (self.root.parent, self.root, path.parent):  # usage/, steps/, session
@@ -163,7 +173,7 @@ def step_records(lines: Iterable[str]) -> list[dict[str, Any]]:
             continue
         if not isinstance(record, dict) or record.get("v") not in READABLE:
             continue
-        key = (record.get("agent"), record.get("run"))
+        key = (record.get("key", record.get("agent")), record.get("run"))
         if record.get("kind") == "usage":
             step = latest.get(key)
             if step is not None:

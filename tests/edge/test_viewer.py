@@ -13,6 +13,7 @@ import pytest
 
 from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
+from agentscope_ctx.core._tenant import owner_tag
 from agentscope_ctx.core.truncation._truncation import excerpt_with_notice, notice_paths
 from agentscope_ctx.demo import run_demo
 from agentscope_ctx.stores._steps_file import StepFile
@@ -21,6 +22,9 @@ from agentscope_ctx.viewer._session import Call, SessionView, fold
 from tests.support.agent_line import Line
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+A_TAG = owner_tag("a")  # an agent's steps file is named by its key's tag
 
 
 def _browser_or_skip() -> str:
@@ -70,7 +74,7 @@ def test_i32_2_steps_file_is_bounded(tmp_path: Path) -> None:
     for run in range(100):
         steps.append({"agent": "a", "session": "s", "run": run, "call": True, "before": run})
     files = sorted((tmp_path / "usage" / "steps" / "s").iterdir())
-    assert [f.name for f in files] == ["a.1.jsonl", "a.jsonl"]
+    assert [f.name for f in files] == [f"{A_TAG}.1.jsonl", f"{A_TAG}.jsonl"]
     assert all(f.stat().st_size <= 2_000 for f in files)
     runs = [r["run"] for r in steps.read("s")]
     assert runs == sorted(runs) and runs[-1] == 99  # the newest kept, oldest first

@@ -9,9 +9,12 @@ import json
 from pathlib import Path
 
 from agentscope_ctx.cli import main
+from agentscope_ctx.core._tenant import owner_tag
 from agentscope_ctx.stores._steps_file import StepFile, step_records
 from agentscope_ctx.viewer._session import fold
 from tests.edge.test_viewer import _browser_or_skip
+
+A_TAG = owner_tag("a")  # an agent's steps file is named by its key's tag
 
 
 def _step(run: int, before: int) -> dict[str, object]:
@@ -60,7 +63,7 @@ def test_a_usage_line_finds_its_step_across_a_rotation(tmp_path: Path) -> None:
         steps.append(_step(run, 1_000 * run))
         steps.append(_usage(run, 100 * run, None))
     folder = tmp_path / "usage" / "steps" / "s"
-    assert sorted(p.name for p in folder.iterdir()) == ["a.1.jsonl", "a.jsonl"]
+    assert sorted(p.name for p in folder.iterdir()) == [f"{A_TAG}.1.jsonl", f"{A_TAG}.jsonl"]
     records = steps.read("s")
     assert all(r["cache_read"] == 100 * r["run"] for r in records)
     assert all(r["cache_creation"] is None for r in records)  # not reported: null, never 0

@@ -332,3 +332,97 @@ async def test_a_record_naming_another_tenants_output_does_not_make_it_found(
     finally:
         alice.close()
         bob.close()
+
+
+async def record_a_compaction(
+    session: ContextManager, summary: str, agent: str = "assistant"
+) -> None:
+    """The session's agent `agent` runs its pipeline once, compacting: its steps record keeps
+    the summary (`services._steps`), as a real run's does."""
+    from agentscope_ctx.core._pipeline import PipelineReport
+    from agentscope_ctx.core.context._memory import ContextMemory
+
+    async def nothing(*_: Any) -> None:
+        return None
+
+    memory = ContextMemory(session.working_dir)
+    pipeline, _, _ = session.make_pipeline(
+        memory,
+        agent_name=agent,
+        calibration_key=agent,
+        prompt_parts=lambda: None,  # type: ignore[arg-type,return-value]
+        notify=nothing,
+        on_compacted=nothing,
+    )
+    await memory.update_compressed_summary(summary)
+    await session._steps[pipeline].note(pipeline, PipelineReport(compacted=2))
+
+
+async def test_the_package_own_files_read_as_missing_to_every_tenant(tmp_path: Path) -> None:
+    """Found (issue 46 item 1): ``usage/steps/<session>/<agent>.jsonl`` keeps the first 4,000
+    characters of every compaction summary, and another tenant's ``read_file`` read it on a
+    shared local working dir with the default ``read_roots``; so did the usage records, the
+    search index's files and the audit file. Now every tenant (``shared`` too) is answered as
+    for a file that does not exist; the operator's reader still reads them."""
+    store = {"kind": "local"}
+    alice, bob = manager(tmp_path, store, "s-alice"), manager(tmp_path, store, "s-bob")
+    shared = ContextManager(
+        ContextConfig(working_dir=tmp_path / "shared", store=store, recall={"scope": "shared"})
+    )
+    try:
+        await alice_writes(alice)
+        await record_a_compaction(alice, f"the user's root password is {SECRET}")
+        wd = (tmp_path / "shared").resolve()
+        (wd / "audit.jsonl").write_text('{"v": 1, "action": "gc"}\n')
+        (wd / "usage" / "worker.s-alice.0123.json").write_text('{"agent": "assistant"}\n')
+        steps = sorted((wd / "usage" / "steps").rglob("*.jsonl"))
+        assert steps and SECRET in steps[0].read_text()
+        index = sorted(p for p in (wd / "index").rglob("*") if p.is_file())
+        assert index
+        own = [steps[0], wd / "audit.jsonl", wd / "usage" / "worker.s-alice.0123.json", index[0]]
+        for path in own:
+            for ref in (str(path), str(path.relative_to(wd))):
+                missing = ref.replace(path.name, "none-" + path.name)
+                for reader in (bob, alice, shared):  # every tenant, its owner too
+                    answer = await agent_reads(reader, ref)
+                    assert answer == (await agent_reads(reader, missing)).replace(missing, ref)
+                    assert "does not exist" in answer
+        assert SECRET in alice.reader.read_now(str(steps[0]))  # the operator's reader
+    finally:
+        for side in (alice, bob, shared):
+            await side.close()
+
+
+async def test_two_users_agents_of_one_name_in_one_session_keep_two_steps_records(
+    tmp_path: Path,
+) -> None:
+    """Found (issue 46 item 1): the steps record was named by the agent's name, so alice's and
+    bob's ``assistant`` in one session id wrote one file. Now each agent key has its own
+    (its tag, as the stores name a tenant's files); the viewer reads the session's all, and
+    a record of before (named by the agent's name) with them."""
+    from agentscope_ctx.core._tenant import agent_key, owner_tag
+    from agentscope_ctx.stores._steps_file import StepFile
+
+    def user_manager(user: str) -> ContextManager:
+        recall = {"session": "s-1", "user": user}
+        return ContextManager(
+            ContextConfig(working_dir=tmp_path / "wd", store={"kind": "local"}, recall=recall)
+        )
+
+    alice, bob = user_manager("alice"), user_manager("bob")
+    try:
+        await record_a_compaction(alice, "alice's summary")
+        await record_a_compaction(bob, "bob's summary")
+    finally:
+        await alice.close()
+        await bob.close()
+    folder = tmp_path / "wd" / "usage" / "steps" / "s-1"
+    old = folder / "assistant.jsonl"  # a record of before: named by the agent's name
+    old.write_text('{"v": 2, "agent": "assistant", "session": "s-1", "run": 1, "summary": "old"}\n')
+    files = {p.name: p.read_text() for p in folder.iterdir()}
+    for user in ("alice", "bob"):
+        text = files[f"{owner_tag(agent_key('assistant', user))}.jsonl"]
+        assert f"{user}'s summary" in text and f'"key": "{user}/assistant"' in text
+        assert all(other not in text for other in ("alice's", "bob's") if other != f"{user}'s")
+    summaries = sorted(str(r["summary"]) for r in StepFile(tmp_path / "wd").read("s-1"))
+    assert summaries == ["alice's summary", "bob's summary", "old"]
