@@ -34,6 +34,7 @@ from agentscope.app.storage import RedisStorage
 from agentscope.app.workspace_manager import LocalWorkspaceManager
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool
+from redis.asyncio import BlockingConnectionPool
 
 from agentscope_ctx import ContextConfig, app_middlewares
 
@@ -76,9 +77,20 @@ async def extra_tools(user_id: str, agent_id: str, session_id: str) -> list[Any]
 
 factory = app_middlewares(config)  # one per worker process: its stores open at the first turn
 redis_at = {"host": redis.hostname, "port": redis.port or 6379, "db": int(redis.path[1:] or 0)}
+# Redis connections, per worker (docs/fleet.md, "Redis connections"): AgentScope's storage and
+# bus each make a pool of 100 by default that fails a turn past it ("Too many connections").
+# Pools that wait for a free connection instead, sized by the sessions a worker runs at once:
+# each running or streamed session holds one bus connection (its events' subscription).
+sessions = int(os.environ.get("FLEET_SESSIONS_PER_WORKER", "100"))
+storage_pool = BlockingConnectionPool(
+    **redis_at, decode_responses=True, max_connections=32, timeout=60
+)  # short reads and writes: a few dozen serve every session
+bus_pool = BlockingConnectionPool(
+    **redis_at, decode_responses=True, max_connections=2 * sessions + 16, timeout=60
+)
 app = create_app(
-    storage=RedisStorage(**redis_at),
-    message_bus=RedisMessageBus(**redis_at),
+    storage=RedisStorage(connection_pool=storage_pool),
+    message_bus=RedisMessageBus(connection_pool=bus_pool),
     workspace_manager=LocalWorkspaceManager(str(Path(os.environ["FLEET_DIR"]) / "workspaces")),
     extra_agent_middlewares=factory,
     extra_agent_tools=extra_tools,
