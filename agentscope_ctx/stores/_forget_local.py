@@ -257,12 +257,16 @@ def _norm(session: object) -> str:
 
 
 def usage_match(target: ForgetTarget, owners: Owners) -> Any:
-    """Whether a steps or usage record of (agent name, session) is the target's."""
+    """Whether a steps or usage record of (agent name, session[, agent key]) is the
+    target's: by its agent key when it carries one (``key``), else by the names of the
+    owners' agents in their sessions (a record of an older build names the agent only)."""
     named = {(target.name_of(a), s) for a, s in owners}
     if target.agent is not None and target.session is not None:
         named.add((target.agent, target.session))
 
-    def match(agent: object, session: object) -> bool:
+    def match(agent: object, session: object, key: object = None) -> bool:
+        if isinstance(key, str):
+            return target.owns(key, _norm(session))
         if target.key is None and target.prefix is None:  # a session alone
             return _norm(session) == target.session
         return (agent, _norm(session)) in named
@@ -284,7 +288,7 @@ def forget_usage_files(
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and match(record.get("agent"), record.get("session")):
+        if isinstance(record, dict) and match(*_owner_fields(record)):
             report.add("usage", 1, path.stat().st_size)
             if not dry:
                 _unlink(path)
@@ -298,7 +302,7 @@ def forget_usage_files(
                 record = json.loads(line)
             except ValueError:
                 record = None
-            if isinstance(record, dict) and match(record.get("agent"), record.get("session")):
+            if isinstance(record, dict) and match(*_owner_fields(record)):
                 gone, size = gone + 1, size + len(line)
             else:
                 kept.append(line)
@@ -310,6 +314,10 @@ def forget_usage_files(
         for folder in steps.glob("*") if steps.is_dir() else []:
             if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
                 folder.rmdir()
+
+
+def _owner_fields(record: dict[str, Any]) -> tuple[object, object, object]:
+    return record.get("agent"), record.get("session"), record.get("key")
 
 
 def _rewrite(path: Path, data: bytes) -> None:

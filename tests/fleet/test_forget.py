@@ -514,3 +514,19 @@ def test_the_cli_forgets_on_the_fleet_store(
     assert all(world.holding(w.token) == [] for w in gone)
     [line] = audit_lines(world)
     assert str(line["who"]).startswith("cli:") and line["tenant"]["user"] == victim.user  # type: ignore[index]
+
+
+def test_steps_records_carrying_the_agent_key_go_by_it(
+    make_config: Callable[[], ContextConfig],
+) -> None:
+    """Two users' agents of one name in one session: a steps record that carries its agent
+    key (``key``) is forgotten by it, the other user's stays."""
+    config = make_config()
+    steps = open_backend(config).steps
+    assert steps is not None
+    for user, token in (("alice", "tokalicesteps"), ("bob", "tokbobsteps")):
+        steps.append({"agent": "coder", "key": f"{user}/coder", "session": "s1", "note": token})
+    world = World(config, [])
+    report = forget_store(config, ForgetTarget(user="alice"))
+    assert report.counts["steps"] == 1
+    assert world.holding("tokalicesteps") == [] and world.holding("tokbobsteps")

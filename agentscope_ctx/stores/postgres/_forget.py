@@ -188,13 +188,15 @@ def _steps(
     from .._forget_local import usage_match
 
     match = usage_match(target, owners)
-    found = conn.execute(f"SELECT DISTINCT agent, session FROM {s}.steps").fetchall()
-    chosen = [(a, x) for a, x in found if match(name_from_db(a), name_from_db(x))]
+    key = "coalesce(record::jsonb ->> 'key', '')"
+    found = conn.execute(f"SELECT DISTINCT agent, session, {key} FROM {s}.steps").fetchall()
+    chosen = [(a, x, k) for a, x, k in found if match(name_from_db(a), name_from_db(x), k or None)]
     if not chosen:
         return
     rows = conn.execute(
-        f"DELETE FROM {s}.steps WHERE {_PAIRS} RETURNING octet_length(record)",
-        ([a for a, _ in chosen], [x for _, x in chosen]),
+        f"DELETE FROM {s}.steps WHERE (agent, session, {key}) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[])) RETURNING octet_length(record)",
+        ([a for a, _, _ in chosen], [x for _, x, _ in chosen], [k for _, _, k in chosen]),
     ).fetchall()
     report.add("steps", len(rows), sum(int(n) for (n,) in rows))
 
