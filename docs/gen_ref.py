@@ -322,6 +322,10 @@ API_GROUPS: tuple[tuple[str, Callable[[str], bool]], ...] = (
 last section that takes it (so "Classes" holds the classes no later section takes)."""
 
 
+PUBLIC_MODULES = ("agentscope_ctx.testing",)
+"""Public modules besides the package's own names, each documented whole (once it exists)."""
+
+
 def api() -> str:
     """One mkdocstrings block per public name, by kind, then the config sections that are not
     exported by name."""
@@ -347,6 +351,16 @@ def api() -> str:
     left = sorted(set(names) - set(home))
     if left:
         raise ValueError(f"public names in no section of the API page: {left}")
+    for module in PUBLIC_MODULES:
+        if (PACKAGE.parent / module.replace(".", "/")).is_dir():
+            out += [
+                f"## `{module}`",
+                "",
+                f"::: {module}",
+                "    options:",
+                "      show_root_heading: false",
+                "",
+            ]
     extra = sorted(
         {(m.__module__, m.__name__) for _, m, _ in sections() if m.__name__ not in names},
         key=lambda m: m[1],
