@@ -23,7 +23,8 @@ JSON Lines, UTF-8, one object per line, each with ``v`` (the format's version, n
 - ``output``: a saved output, whole: its ref in the exporting store (the notices of the
   dialog records and steps name it), its owner (``agent``: the agent key, ``null`` when the
   store could not tell it), its size and SHA-256, and its bytes: ``text`` when they are
-  UTF-8, else ``base64``. Outputs come before the records that name them;
+  UTF-8, else ``base64``; ``tool`` and ``args``, when the store's index knew which tool call
+  made it (what a search hit names). Outputs come before the records that name them;
 - ``dialog``: a dialog record as the store keeps it (`_dialog_record`), in append order;
 - ``step``: a record of the session viewer's steps (`_steps_file`), with its usage lines
   (``kind: usage``) where they were written;
@@ -76,6 +77,8 @@ class ArchivedOutput:
     agent: str | None
     session: str
     data: bytes
+    tool: str | None = None
+    args: str | None = None
 
 
 @dataclass
@@ -89,8 +92,14 @@ class Archive:
     summaries: list[dict[str, Any]] = field(default_factory=list)
 
 
-def output_line(ref: str, agent: str | None, session: str, data: bytes) -> dict[str, Any]:
-    """The ``output`` line of `data`."""
+def output_line(
+    ref: str,
+    agent: str | None,
+    session: str,
+    data: bytes,
+    tool: tuple[str | None, str | None] = (None, None),
+) -> dict[str, Any]:
+    """The ``output`` line of `data` (`tool`: the tool's name and key arguments, if known)."""
     line: dict[str, Any] = {
         "v": ARCHIVE_VERSION,
         "kind": "output",
@@ -100,6 +109,8 @@ def output_line(ref: str, agent: str | None, session: str, data: bytes) -> dict[
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
     }
+    if tool[0]:
+        line["tool"], line["args"] = tool
     try:
         line["text"] = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -173,10 +184,12 @@ def _output(item: dict[str, Any]) -> ArchivedOutput:
         raise ContextUsageError(
             f"the archive's output {item.get('ref')!r} does not match its size and SHA-256"
         )
-    agent = item.get("agent")
+    agent, tool, args = item.get("agent"), item.get("tool"), item.get("args")
     return ArchivedOutput(
         ref=str(item["ref"]),
         agent=agent if isinstance(agent, str) else None,
         session=str(item.get("session") or ""),
         data=data,
+        tool=tool if isinstance(tool, str) else None,
+        args=args if isinstance(args, str) else None,
     )

@@ -86,10 +86,10 @@ def export_session(
         )
     else:
         outputs, dialog, steps = _local_parts(Path(config.working_dir).resolve(), which)
-    for ref, agent, data in outputs:
+    for ref, agent, data, tool in outputs:
         report.counts["outputs"] += 1
         report.bytes += len(data)
-        yield output_line(ref, agent, which.session, data)
+        yield output_line(ref, agent, which.session, data, tool)
     for record in dialog:
         report.counts["dialog"] += 1
         yield {"v": ARCHIVE_VERSION, "kind": "dialog", "record": record}
@@ -114,7 +114,9 @@ def export_session(
     }
 
 
-Parts = tuple[list[tuple[str, str | None, bytes]], list[dict[str, Any]], list[dict[str, Any]]]
+Tool = tuple[str | None, str | None]
+"""The tool (and its key arguments) whose call made an output, as the index knows it."""
+Parts = tuple[list[tuple[str, str | None, bytes, Tool]], list[dict[str, Any]], list[dict[str, Any]]]
 
 
 def _local_parts(wd: Path, which: SessionFilter) -> Parts:
@@ -127,6 +129,7 @@ def _local_parts(wd: Path, which: SessionFilter) -> Parts:
     if which.agent is not None:
         known.add(agent_key(which.agent, which.user))
     tags = {owner_tag(a): a for a in known if isinstance(a, str)}
+    indexed = _indexed_owners(wd)
     session_tag = owner_tag(which.session)
     outputs = []
     folder = wd / "tool_result"
@@ -135,14 +138,36 @@ def _local_parts(wd: Path, which: SessionFilter) -> Parts:
         owner = name_tags(name)
         if owner is None or owner[1] != session_tag:
             continue
-        agent = tags.get(owner[0])
-        if agent is None and (which.agent is not None or which.user is not None):
+        agent, tool, args = indexed.get(name, (None, None, None))
+        agent = agent if agent is not None and owner_tag(agent) == owner[0] else tags.get(owner[0])
+        filtered = which.agent is not None or which.user is not None
+        if (agent is None and filtered) or (agent is not None and not which.wants(agent)):
             continue
         path = folder / name
         if path.is_symlink() or not path.is_file():
             continue
-        outputs.append((str(path), agent, path.read_bytes()))
+        outputs.append((str(path), agent, path.read_bytes(), (tool, args)))
     return outputs, dialog, steps
+
+
+def _indexed_owners(wd: Path) -> dict[str, tuple[str | None, str | None, str | None]]:
+    """What the local index knows of each saved output: its agent key, tool and arguments
+    (by file name; empty when there is no index, or it cannot be read now)."""
+    if not (wd / "index").is_dir():
+        return {}
+    from ._search import SearchIndex
+
+    search = SearchIndex(wd)
+    try:
+        rows = search.db.run(
+            lambda db: db.execute("SELECT name, agent, tool, args FROM owners").fetchall(),
+            wait=10.0,
+        )
+    except Exception:  # busy, damaged: the owners found from the records do
+        return {}
+    finally:
+        search.close()
+    return {str(name).rsplit("/", 1)[-1]: (agent, tool, args) for name, agent, tool, args in rows}
 
 
 def _owned(record: dict[str, Any], which: SessionFilter) -> bool:

@@ -2,7 +2,8 @@
 local working dir or the fleet store, whichever it came from (docs/data.md).
 
 - each output is saved anew for its owner (its agent key and session; ``""`` for an agent
-  the archive could not name), byte for byte, and indexed: it gets a ref of this store;
+  the archive could not name), byte for byte, and indexed (with the tool call that made it,
+  when the archive names it): it gets a ref of this store;
 - every ref of the archive is rewritten to the new one wherever a dialog record or a step
   names it (the notices), so that `read_file` on a notice reads the restored output;
 - the dialog records are appended in their order, for their owners (idempotent by message id
@@ -76,6 +77,10 @@ async def import_archive(config: ContextConfig, archive: Archive) -> ImportRepor
             target = stores(output.agent or "", output.session)
             ref = await asyncio.to_thread(target.outputs.save, output.data)
             report.refs[output.ref] = os.fspath(ref)
+            if output.tool:  # what a search hit names
+                target.search.describe_output(
+                    report.refs[output.ref], tool=output.tool, args=output.args
+                )
             report.counts["outputs"] += 1
             report.bytes += len(output.data)
         for record in archive.dialog:

@@ -72,6 +72,7 @@ async def test_a_session_round_trips_byte_for_byte(
     assert oct(archive.stat().st_mode & 0o777) == "0o600"
     parsed = parse_archive(archive.read_text(encoding="utf-8"))
     assert sorted(o.data for o in parsed.outputs) == sorted(t.encode() for t in OUTPUTS.values())
+    assert {o.tool for o in parsed.outputs} == {"cat"}  # the call that made each
     if fmt == "html":
         page = archive.read_text(encoding="utf-8")
         assert page.startswith("<!DOCTYPE html>") and "line 299 of the quokka log" in page
@@ -97,6 +98,8 @@ async def test_a_session_round_trips_byte_for_byte(
     search = SearchIndex(dst)
     try:
         assert search.search("quokka").hits and search.search("wombat").hits
+        hits = search.search("quokka log").hits  # the restored output, named by its tool
+        assert any(h.tool == "cat" and str(h.path) in back["refs"].values() for h in hits)
     finally:
         search.close()
     # importing again adds no dialog record (the outputs are saved again)

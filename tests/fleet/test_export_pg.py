@@ -95,7 +95,7 @@ async def test_a_fleet_session_exports_and_imports_into_a_local_working_dir(
     for new in back["refs"].values():
         assert reader.read_now(new).startswith(("line 0 of the quokka log\r\n", "日志 wombat"))
     found = await _run(["search", str(local), "quokka", "--json"], capsys)
-    assert found["hits"]
+    assert any(h["tool"] == "cat" for h in found["hits"]), found  # its tool call named
 
     # and back into another PostgreSQL schema (local -> PostgreSQL)
     other = tmp_path / "other.yaml"

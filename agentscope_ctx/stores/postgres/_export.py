@@ -21,7 +21,11 @@ def pg_parts(
     session: str,
     wants: Callable[[object], bool],
     wants_step: Callable[[object], bool],
-) -> tuple[list[tuple[str, str | None, bytes]], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[
+    list[tuple[str, str | None, bytes, tuple[str | None, str | None]]],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+]:
     """The session's outputs (ref, agent key, bytes), dialog records and steps records.
 
     Raises:
@@ -32,7 +36,9 @@ def pg_parts(
     try:
         with transaction(engine, None) as conn:
             owned = conn.execute(
-                f"SELECT id, agent FROM {s}.outputs WHERE session = %s ORDER BY saved_at, id",
+                f"SELECT o.id, o.agent, w.tool, w.args FROM {s}.outputs AS o "
+                f"LEFT JOIN {s}.owners AS w ON w.id = o.id "
+                "WHERE o.session = %s ORDER BY o.saved_at, o.id",
                 (stored,),
             ).fetchall()
             records = conn.execute(
@@ -46,14 +52,14 @@ def pg_parts(
         raise engine.error("cannot read the session", exc) from None
     reader = PostgresOutputStore(engine, 1.0)
     outputs = []
-    for key, agent in owned:
+    for key, agent, tool, args in owned:
         name = name_from_db(agent)
         if not wants(name):
             continue
         ref = f"pg-output:{key}"
         chunks = reader.read_saved(ref)
         if chunks is not None:
-            outputs.append((ref, name, b"".join(chunks)))
+            outputs.append((ref, name, b"".join(chunks), (tool, args)))
     dialog = []
     for agent, text in records:
         record = _json(text)
