@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..telemetry import note_model_usage
+from ..telemetry import grouped, note_model_usage
 from ._entry import Msg
 from ._failures import FailureLog
 from .compaction._compaction import Compaction, CompactorLike
@@ -172,6 +172,9 @@ class ContextPipeline:
             cache=self.cache,
         )
         self.last_estimate = 0
+        self.span_group: Mapping[str, str] = {}
+        """What the spans of this agent's runs and model calls carry to be grouped by session
+        and end user (`telemetry.group_attributes`; set by the services: `traced_run`)."""
         self._stable: str | None = None
         """The stable call of the last model call's cache marks (`cache_marks`)."""
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
@@ -310,7 +313,8 @@ class ContextPipeline:
         """Fold the provider's count of the last prompt into the calibration (and its cache
         reads and writes into `cache`, and into a span when tracing: `note_model_usage`)."""
         self.cache.observe(usage)
-        note_model_usage(self.calibration.key, usage.prompt, usage.cached, usage.created)
+        with grouped(self.span_group):
+            note_model_usage(self.calibration.key, usage.prompt, usage.cached, usage.created)
         return self.calibration.observe(usage.tokens, self.last_estimate, complete=usage.complete)
 
     async def prompt_tokens(self) -> int:

@@ -39,6 +39,7 @@ from ..stores._forget import ForgetReport, ForgetTarget, forget_store
 from ..stores._usage_file import write_usage
 from ..stores.factory import Backend, open_backend
 from ..stores.seams import DialogSeam, OutputSeam, SearchSeam
+from ..telemetry import group_attributes, grouped
 from ._breakdown import ContextBreakdown, breakdown_of
 from ._cleanup import cleanup_due
 from ._cleanup import join as join_cleanup
@@ -157,6 +158,8 @@ class Services:
             read_saved=self.store.read_saved,
         )
         self.recall_config: RecallConfig = self.config.recall
+        self.span_group = group_attributes(self.recall_config.session, self.recall_config.user)
+        """What this manager's spans carry to be grouped by session and end user."""
         self.search_index: SearchSeam = self.backend.search
         join_cleanup(self.backend.scope, self._referenced_files)
         self.scheduler: ConsolidationScheduler | None = None
@@ -200,6 +203,7 @@ class Services:
             notify=notify,
             describe=None if recall is None else recall.describe_saved,
         )
+        pipeline.span_group = self.span_group
         if self.backend.steps is not None:
             self._steps[pipeline] = StepRecorder(
                 self.backend.steps,
@@ -532,8 +536,14 @@ class Services:
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 
+            group = self.span_group
+
+            async def run(batch: list[Msg]) -> str:
+                with grouped(group):  # its spans, in the background: the session's
+                    return await summarizer.run(batch)
+
             queue = self._summaries[key] = SummarizerQueue(
-                summarizer.run,
+                run,
                 self.counter,
                 min_batch_tokens=settings.min_batch_tokens,
                 # full at half the cap: the compactions made during a run join its batch

@@ -10,19 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..core._pipeline import ContextPipeline, PipelineReport
-from ..telemetry import pipeline_span
+from ..telemetry import grouped, pipeline_span
 
 __all__ = ["notice_figures", "traced_run"]
 
 
 async def traced_run(pipeline: ContextPipeline, when: str, **kwargs: Any) -> PipelineReport:
     """`pipeline.run(**kwargs)` in an ``agentscope_ctx.pipeline`` span (when tracing is on),
-    a child of the current span. `when`: what the run precedes (``model_call``, ``reply``,
-    ``tool_result``, ``forced``, ``emergency``).
+    a child of the current span; it and the spans inside (the Compactor's call) carry the
+    agent's session and user (`ContextPipeline.span_group`). `when`: what the run precedes
+    (``model_call``, ``reply``, ``tool_result``, ``forced``, ``emergency``).
 
     Raises:
         PromptTooLargeError: as `ContextPipeline.run` (the span records it)."""
-    with pipeline_span(when) as run:
+    with grouped(pipeline.span_group), pipeline_span(when) as run:
         report = await pipeline.run(**kwargs)
         if run is not None:
             run.finish({"when": when, **report.figures()}, report.freed)

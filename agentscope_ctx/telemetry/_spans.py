@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from ._group import current_group
 from ._otel import enabled, in_trace, instruments, tracer
 
 __all__ = [
@@ -114,7 +115,8 @@ def pipeline_span(when: str) -> Iterator[PipelineRun | None]:
             _run.reset(token)
         return
     try:
-        manager = tracer().start_as_current_span(PIPELINE_SPAN, attributes={PREFIX + "when": when})
+        attributes = {PREFIX + "when": when, **current_group()}
+        manager = tracer().start_as_current_span(PIPELINE_SPAN, attributes=attributes)
         span = manager.__enter__()
     except Exception:
         logger.exception("agentscope_ctx: could not open the pipeline's span")
@@ -149,6 +151,7 @@ def helper_span(role: str, model: str) -> Iterator[HelperCall | None]:
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": model,
                 PREFIX + "helper": role,
+                **current_group(),
             },
         )
         span = manager.__enter__()

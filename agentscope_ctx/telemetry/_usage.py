@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 
+from ._group import current_group
 from ._otel import enabled, in_trace, tracer
 
 __all__ = ["USAGE_SPAN", "note_model_usage"]
@@ -43,7 +44,7 @@ def note_model_usage(
     if input_tokens is None and cache_read is None and cache_creation is None:
         return  # nothing the provider said in full (1.x's Anthropic model: see the docs)
     try:
-        attributes: dict[str, str | int] = {"gen_ai.request.model": model}
+        attributes: dict[str, str | int] = {"gen_ai.request.model": model, **current_group()}
         for name, value in (
             ("gen_ai.usage.input_tokens", input_tokens),
             ("gen_ai.usage.cache_read.input_tokens", cache_read),
