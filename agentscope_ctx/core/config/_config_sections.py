@@ -67,7 +67,8 @@ class ToolResultConfig(_Section):
 
     retention_days: float = Field(default=7.0, gt=0)
     """Days a `tool_result/{uuid}.txt` file is kept; an expired file is still kept while a
-    message in a live context points to it."""
+    message in a live context points to it. `retention.outputs_days`, when set, replaces it
+    (0 there: kept forever)."""
 
     @model_validator(mode="after")
     def _check_limits(self) -> ToolResultConfig:
