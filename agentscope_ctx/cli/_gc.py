@@ -15,11 +15,11 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core._errors import ContextError
 from ..core._tenant import Tenant
-from ..core.config._config import ContextConfig
-from ..stores._audit import audit, caller, open_audit
+from ..stores._audit import AuditFile, audit, caller, open_audit
 from ..stores._retention import RetentionDays, RetentionReport, local_retention
 from ._common import (
     CliError,
@@ -31,6 +31,10 @@ from ._common import (
     cli_tenant,
 )
 
+if TYPE_CHECKING:
+    from ..core.config._config import ContextConfig
+    from ..stores._audit import AuditSink
+
 __all__ = ["_cmd_gc"]
 
 _NAMES = {"dialog": "dialog record(s)", "memory": "daily note(s)", "steps": "steps record(s)"}
@@ -40,20 +44,25 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     loaded = _load_config(args.config)
     tenant = cli_tenant(args)
     days = args.retention_days
-    if days is None:
+    if days is None:  # without a config, the defaults: tool_result.retention_days (7)
         days = RetentionDays.of(loaded).outputs if loaded else 7.0
     if days is not None and days <= 0:
         raise CliError(f"--retention-days must be > 0, got {days!r}", code=2)
-    config = loaded or ContextConfig()
-    others = replace(RetentionDays.of(config), outputs=None) if tenant is None else RetentionDays()
+    # without a config the other kinds are kept forever (the retention section's defaults),
+    # and the config models are not loaded (a quick command: tests/edge/test_startup.py)
+    others = RetentionDays()
+    if tenant is None and loaded is not None:
+        others = replace(RetentionDays.of(loaded), outputs=None)
     now = time.time()
     report = RetentionReport()
+    sink: AuditSink
     if loaded is not None and loaded.store.kind == "postgres":
         kept, what = _fleet_gc(loaded, days, others, tenant, now, report)
+        sink, store = open_audit(loaded), "postgres"
     else:
         path = _state_dir(args.working_dir, loaded)
         kept, what = _local_gc(path, days, others, tenant, now, report)
-        config = config.model_copy(update={"working_dir": path})
+        sink, store = AuditFile(Path(path).expanduser().resolve()), "local"
     outputs_bytes = report.bytes
     for kind in _NAMES:  # the other kinds' bytes, counted apart from the outputs'
         outputs_bytes -= report.sizes.get(kind, 0)
@@ -61,10 +70,10 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     if tenant is not None:
         whom = {"user": args.user, "agent": args.agent, "session": args.session}
     audit(
-        open_audit(config),
+        sink,
         "retention",
         who=caller("cli"),
-        store=config.store.kind,
+        store=store,
         tenant=whom,
         counts=report.counts,
         bytes_=report.bytes,

@@ -10,7 +10,6 @@ from ._common import DEMO_DIR, _non_negative_int, _positive_int, _retention_days
 from ._consolidate import _cmd_consolidate
 from ._export import add_export, add_import
 from ._forget import add_forget
-from ._gc import _cmd_gc
 from ._inspect import _cmd_inspect
 from ._read import _cmd_read
 from ._search import _cmd_search
@@ -19,6 +18,13 @@ from ._view import add_view
 AGENT = "ReActAgent" if IS_1X else "Agent"
 """The agent class of the installed line, as the help names it."""
 LINE = f"AgentScope {AGENTSCOPE_VERSION}, the {'1.x' if IS_1X else '2.x'} line"
+
+
+def _cmd_gc(args: argparse.Namespace) -> int:
+    """`gc`, its module (retention: the config models, the stores) loaded when it runs."""
+    from ._gc import _cmd_gc as run
+
+    return run(args)
 
 
 def version() -> str:

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 from ..core._private import file_lock, write_atomic
 from ..core._tenant import owner_tag
-from ..core.config._config_retention import days_or_forever
 from ._dialog_record import decode_owned
 from ._tombstones import write_local
 from ._tool_results import ToolResultStore
@@ -65,10 +64,10 @@ class RetentionDays:
         """The limits `config` sets (`outputs`: the CLI's ``--retention-days``)."""
         kept = config.retention
         return cls(
-            dialog=days_or_forever(kept.dialog_days),
+            dialog=kept.dialog_days or None,  # 0 or null: forever
             outputs=outputs if outputs else kept.outputs(config.tool_result.retention_days),
-            memory=days_or_forever(kept.memory_days),
-            steps=days_or_forever(kept.steps_days),
+            memory=kept.memory_days or None,
+            steps=kept.steps_days or None,
         )
 
 
