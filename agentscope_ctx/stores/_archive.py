@@ -126,7 +126,7 @@ def _lines(text: str) -> Iterator[dict[str, Any]]:
             raise ValueError("the page's archive element holds no list")
         yield from items
         return
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in enumerate(text.split("\n"), 1):  # (not splitlines: U+0085, U+2028 are text)
         if raw.strip():
             try:
                 yield json.loads(raw)

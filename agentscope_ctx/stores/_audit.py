@@ -131,7 +131,7 @@ class AuditFile:
         except FileNotFoundError:
             return []
         lines = []
-        for raw in text.splitlines():
+        for raw in text.split("\n"):  # (not splitlines: U+2028 in a name is text)
             try:
                 record = json.loads(raw)
             except ValueError:
