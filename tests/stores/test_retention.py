@@ -181,6 +181,8 @@ async def test_gc_applies_the_section_and_writes_one_audit_line(
     assert "gc: removed 1 daily note(s) older than 30 days" in out, out
     assert "gc: removed 2 steps record(s) older than 30 days" in out, out
     assert not Path(refs["a1 old"]).exists() and Path(refs["a1 new"]).exists()
+    assert main(["read", refs["a1 old"]]) == 1  # a person following the notice is told too
+    assert "was deleted by retention on" in capsys.readouterr().err
     [line] = AuditFile(wd).read()
     assert line["action"] == "retention" and line["who"].startswith("cli:")
     assert line["counts"] == {"dialog": 2, "outputs": 2, "memory": 1, "steps": 2}
