@@ -6,16 +6,19 @@ goes last and a forget run again after a kill finds what is left:
 1. the owners to forget: the (agent key, session) pairs the dialog records and the search
    index's ``docs`` and ``owners`` rows name (a user's agent keys are known from these);
 2. ``tool_result/`` files whose name carries a forgotten owner's tags, or whose owner the
-   index names;
+   index names, and retention's tombstones of such outputs (``NAME.txt.deleted``: the same
+   tags);
 3. ``media/<agent tag>-<session tag>/`` folders;
-   and retention's tombstones of such outputs (``NAME.txt.deleted``: the same tags);
 4. the steps (``usage/steps/<session>/<agent>.jsonl``) and usage (``usage/*.json``)
-   records of the owners' (agent name, session) pairs: their lines are filtered, a file
-   left empty is removed;
+   records: by the agent key a record carries (``key``), else by the owners' (agent name,
+   session) pairs; their lines are filtered, a file left empty is removed; and the
+   viewer's pages of the owners' sessions in the working dir (``*.html`` whose title names
+   the session: ``view`` writes ``view.html`` there);
 5. the dialog: under ``dialog/.lock`` (held exclusively, as an append holds it), each day
    file holding a forgotten record is written again (a new file renamed over it) with each
    such record's line left empty, so every other record keeps its line number (a search
-   hit's pointer reads the same); a file left with no record is removed;
+   hit's pointer reads the same); a file left with no record is removed; a day's tombstone
+   (``YYYY-MM-DD.jsonl.deleted``) no longer names the forgotten owners' tags;
 6. the search index: while holding its write lock (so no catch-up that read the files
    before step 5 is still writing), a new generation replaces it (a new SQLite file and
    Tantivy directory; the old ones are deleted, `_search_db.IndexDatabase._replace`), then
@@ -31,8 +34,10 @@ its report (docs/data.md).
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -57,6 +62,7 @@ __all__ = [
     "SHARED_MEMORY_NOTE",
     "forget_local",
     "forget_media",
+    "forget_pages",
     "forget_usage_files",
     "usage_match",
 ]
@@ -92,6 +98,7 @@ def forget_local(
     forget_media(root, target, owners, report, dry_run)
     step("media")
     forget_usage_files(root, target, owners, report, dry_run)
+    forget_pages(root, target, owners, report, dry_run)
     step("usage")
     _dialog(root, target, owners, report, dry_run)
     step("dialog")
@@ -254,6 +261,34 @@ def forget_media(
 def _norm(session: object) -> str:
     """A steps or usage record's session as a tenant's (``default``/`None`: none)."""
     return "" if session in (None, "default") or not isinstance(session, str) else session
+
+
+_TITLE = re.compile(rb"<title>agentscope-ctx session (.*?)</title>", re.S)
+
+
+def forget_pages(
+    root: Path, target: ForgetTarget, owners: Owners, report: ForgetReport, dry: bool
+) -> None:
+    """Remove the viewer's pages in the working dir (``*.html``, as ``agentscope-ctx view``
+    writes ``view.html``) of a forgotten owner's session: the page names its session in its
+    title, and holds every agent's records of it."""
+    sessions = {s or "default" for _, s in owners}
+    if target.session is not None:
+        sessions.add(target.session or "default")
+    if not sessions or not root.is_dir():
+        return
+    for path in sorted(root.glob("*.html")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        with open(path, "rb") as file:
+            head = file.read(4096)
+        title = _TITLE.search(head)
+        if title is None:
+            continue
+        if html.unescape(title.group(1).decode("utf-8", "replace")) in sessions:
+            report.add("pages", 1, path.stat().st_size)
+            if not dry:
+                _unlink(path)
 
 
 def usage_match(target: ForgetTarget, owners: Owners) -> Any:

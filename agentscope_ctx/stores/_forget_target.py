@@ -30,11 +30,13 @@ KINDS = (
     "steps",
     "usage",
     "tombstones",
+    "pages",
 )
 """What a forget reports, in this order: dialog records, the day files (local) or per-owner
 days (``dialog_days``) left empty, saved outputs, search index entries, long-term memory
 documents, media files, steps records, usage records, and the tombstones retention left of
-the tenant's deleted records (`_tombstones`: they name their owners)."""
+the tenant's deleted records (`_tombstones`: they name their owners), and the viewer's
+pages of its sessions in the working dir (``agentscope-ctx view`` writes ``view.html`` there)."""
 
 Step = Callable[[str], None]
 """Called with the name of each kind once it is deleted (tests stop a worker there)."""

@@ -165,8 +165,9 @@ class World:
         finally:
             backend.close()
 
-    def inspect(self, tmp: Path) -> str:
-        """What ``agentscope-ctx inspect --json`` prints of the store."""
+    def cli(self, tmp: Path, command: str, *args: str) -> str:
+        """What ``agentscope-ctx COMMAND`` prints of the store (the working dir, or a config
+        naming the fleet store); it must succeed."""
         import contextlib
         import io
 
@@ -174,17 +175,26 @@ class World:
 
         from agentscope_ctx.cli import main
 
-        argv = ["inspect", str(self.root), "--json"]
+        argv = [command, str(self.root), *args]
         if self.kind == "postgres":
-            config = tmp / "inspect.yaml"
+            config = tmp / "cli.yaml"
             store = self.config.store.model_dump(exclude_none=True)
             config.write_text(yaml.safe_dump({"working_dir": str(self.root), "store": store}))
-            argv = ["inspect", "--config", str(config), "--json"]
+            argv = [command, "--config", str(config), *args]
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             code = main(argv)
         assert code == 0, out.getvalue()
         return out.getvalue()
+
+    def inspect(self, tmp: Path) -> str:
+        """What ``agentscope-ctx inspect --json`` prints of the store."""
+        return self.cli(tmp, "inspect", "--json")
+
+    def view(self, who: Who, page: Path) -> None:
+        """``agentscope-ctx view`` of `who`'s session, written to `page`."""
+        user = [] if who.user is None else ["--user", who.user]
+        self.cli(page.parent, "view", "--session", who.session, *user, "-o", str(page))
 
     def dialog(self, who: Who) -> list[str]:
         stores = self.stores(who)

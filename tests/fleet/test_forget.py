@@ -187,9 +187,12 @@ def scenario(
     for w in gone:  # what the scan must not find after: it finds it now
         assert world.holding(w.token) and world.search(w)
     before_index = index_files(world) if world.kind == "local" else set()
+    world.view(gone[0], world.root / "view.html")  # the viewer's pages, where view puts them
+    world.view(kept[0], world.root / "kept.html")
     asyncio.run(forget_beside_writers(world, target, kept, indexer=indexer))
     check_forgotten(world, gone, before_index)
     check_kept(world, kept, before, more=True)
+    assert not (world.root / "view.html").exists() and (world.root / "kept.html").exists()
     [line] = [a for a in audit_lines(world) if a["action"] == "forget"]
     assert line["tenant"] == target.fields and line["who"] == "test"
     assert line["counts"]["dialog"] == 4 * len(gone)  # type: ignore[index]
@@ -530,3 +533,44 @@ def test_steps_records_carrying_the_agent_key_go_by_it(
     report = forget_store(config, ForgetTarget(user="alice"))
     assert report.counts["steps"] == 1
     assert world.holding("tokalicesteps") == [] and world.holding("tokbobsteps")
+
+
+def test_a_role_that_does_not_own_the_schema_is_told_to_use_the_one_that_does(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A workers' role (granted the tables, owning nothing) cannot see the other tenants'
+    rows nor vacuum: the forget says which role it needs, and deletes nothing."""
+    import psycopg
+
+    from agentscope_ctx.core._errors import PersistenceError
+    from tests.fleet.postgres_server import PASSWORD
+
+    server = request.getfixturevalue("pg_server")
+    request.getfixturevalue("pg_password")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    config = fleet_config(tmp_path, server, schema)
+    whos = tenants(random.Random(2), 2)
+    asyncio.run(World(config, whos).write_all())
+    role = f"w_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server.dsn, password=PASSWORD, autocommit=True) as conn:
+        from psycopg import sql
+
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(PASSWORD)
+            )
+        )
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
+        )
+    worker = config.model_copy(
+        update={
+            "store": config.store.model_copy(
+                update={"dsn": server.dsn.replace("user=postgres", f"user={role}")}
+            )
+        }
+    )
+    with pytest.raises(PersistenceError, match="the role that owns the schema"):
+        forget_store(worker, target_of(whos[0], "agent"))
+    assert World(config, whos).holding(whos[0].token)  # nothing deleted

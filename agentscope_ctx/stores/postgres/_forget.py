@@ -33,6 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core._errors import PersistenceError
 from .._forget_target import ForgetReport, ForgetTarget, Step
 from ._engine import PostgresEngine
 from ._names import db_name, name_from_db
@@ -70,7 +71,7 @@ def forget_postgres(
     Raises:
         PersistenceError: the store cannot be reached or written (running it again is safe).
     """
-    from .._forget_local import forget_media, forget_usage_files
+    from .._forget_local import forget_media, forget_pages, forget_usage_files
 
     assert config.store.dsn is not None
     engine = PostgresEngine(
@@ -87,12 +88,16 @@ def forget_postgres(
     try:
         try:
             with transaction(engine, None) as conn:
+                _owner_role(conn, engine.schema)
                 owners = _owners(conn, engine.schema, target)
+        except PersistenceError:
+            raise
         except Exception as exc:
             raise engine.error("cannot forget", exc) from None
         root = Path(config.working_dir).expanduser().resolve()
         forget_media(root, target, owners, report, dry_run)  # while the rows still tell whose
         forget_usage_files(root, target, owners, report, dry_run)
+        forget_pages(root, target, owners, report, dry_run)
         step("files")
         try:
             with transaction(engine, None) as conn:
@@ -115,6 +120,25 @@ def forget_postgres(
 
 class _DryRun(Exception):
     """Rolls a dry run's transaction back."""
+
+
+def _owner_role(conn: Any, s: str) -> None:
+    """A forget sees every tenant's rows and vacuums the tables: only the role that owns the
+    schema (or one with its privileges) may, as retention.
+
+    Raises:
+        PersistenceError: the role has not the owner's privileges.
+    """
+    row = conn.execute(
+        "SELECT pg_has_role(n.nspowner, 'USAGE') FROM pg_catalog.pg_namespace AS n "
+        "WHERE n.nspname = %s",
+        (s,),
+    ).fetchone()
+    if row is not None and not row[0]:
+        raise PersistenceError(
+            f"forget needs the role that owns the schema {s!r} (the migration role): this "
+            "role sees only its own tenant's rows and cannot vacuum (docs/data.md)"
+        )
 
 
 def _owners(conn: Any, s: str, target: ForgetTarget) -> set[tuple[str, str]]:
