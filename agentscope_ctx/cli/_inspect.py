@@ -121,6 +121,43 @@ def _usage_line(usage: dict[str, Any]) -> str:
     )
 
 
+def _context_lines(usage: dict[str, Any]) -> list[str]:
+    """The breakdown of the context a usage record carries (`ContextBreakdown`), as Claude
+    Code's ``/context`` shows it: each part's tokens and share of the budget, then what is
+    free below the trigger and the budget; none for a record without one (older versions)."""
+    from ..services._breakdown import ContextBreakdown
+
+    data = usage.get("context")
+    if not isinstance(data, dict):
+        return []
+    try:
+        context = ContextBreakdown.from_dict(data)
+    except ValueError:
+        return []
+    budget = max(context.budget, 1)
+    lines = [
+        "  in its context after the last reply (the context manager's count; the provider "
+        f"counts x{context.scale:.2f}):"
+    ]
+    for name, label, tokens in context.parts():
+        count = context.messages.get(name)
+        what = f"{label} ({count})" if count is not None else label
+        share = tokens * context.scale / budget
+        lines.append(f"    {what:<36} {tokens:>9,} {share:>6.1%}")
+    lines.append(
+        f"    {'total':<36} {context.total:>9,} {context.calibrated_total / budget:>6.1%}"
+        f" ({context.calibrated_total:,} as the provider counts)"
+    )
+    lines.append(
+        f"    {f'free below the trigger ({context.threshold:,})':<36} "
+        f"{context.free_below_trigger:>9,}"
+    )
+    lines.append(
+        f"    {f'free below the budget ({context.budget:,})':<36} {context.free_below_budget:>9,}"
+    )
+    return lines
+
+
 def render(facts: dict[str, Any]) -> str:
     """`inspect`'s text."""
     dialog, outputs = facts["dialog"], facts["outputs"]
@@ -152,7 +189,8 @@ def render(facts: dict[str, Any]) -> str:
             )
     lines.append(f"memory/: {len(facts['memory'])} file(s)")
     lines += [f"  {note['name']}: {_size(note['bytes'])}" for note in facts["memory"]]
-    lines += [_usage_line(usage) for usage in facts["usage"]]
+    for usage in facts["usage"]:
+        lines += [_usage_line(usage), *_context_lines(usage)]
     return "\n".join(lines)
 
 

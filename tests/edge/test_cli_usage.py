@@ -11,7 +11,9 @@ import pytest
 
 from agentscope_ctx.cli import main
 from agentscope_ctx.core.config._config import ContextConfig
+from agentscope_ctx.services._breakdown import PART_LABELS, ContextBreakdown
 from agentscope_ctx.stores._steps_file import StepFile
+from agentscope_ctx.stores._usage_file import write_usage
 from agentscope_ctx.stores.factory import open_backend
 from tests.fleet.conftest import pg_password, pg_schema, pg_server, pg_store  # noqa: F401
 from tests.fleet.pg_config import PgStore, config_file
@@ -172,6 +174,19 @@ RUNS: dict[str, tuple[list[str], int, str]] = {
         1,
         "'nothing.jsonl' does not exist",
     ),
+    "inspect: what is in an agent's context after its last reply": (
+        ["inspect", "{wd}"],
+        0,
+        "    cut outputs (1)                            569   7.3%\n"
+        "    masked outputs (2)                         362   4.7%\n"
+        "    total                                    2,499  32.2% (2,574 as the provider counts)\n"
+        "    free below the trigger (6,000)           3,426\n",
+    ),
+    "inspect: --json, the breakdown in the usage record": (
+        ["inspect", "{wd}", "--json"],
+        0,
+        '"free_below_budget": 5426',
+    ),
     "view: no --session, the store's sessions named": (
         ["view", "{wd}"],
         1,
@@ -185,6 +200,15 @@ def user_places(
     places: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, str]:
     StepFile(Path(places["wd"])).append({"session": "s-42", "agent": "a1", "call": 1})
+    context = ContextBreakdown(
+        **dict(zip(PART_LABELS, (40, 700, 0, 600, 200, 0, 28, 569, 362), strict=True)),
+        scale=1.03,
+        threshold=6_000,
+        budget=8_000,
+        messages={"pinned": 0, "recent": 5, "cut_outputs": 1, "masked_outputs": 2},
+    )
+    usage = {"prompt_tokens": context.total, "max_input_tokens": 8_000}
+    write_usage(Path(places["wd"]), "a2", {**usage, "context": context.to_dict()}, session="s-9")
     demo = tmp_path / "agentscope_ctx_demo" / "tool_result"
     demo.mkdir(parents=True)
     (demo / "seen.txt").write_text("the quokka report\n")
