@@ -352,7 +352,7 @@ def api() -> str:
     if left:
         raise ValueError(f"public names in no section of the API page: {left}")
     for module in PUBLIC_MODULES:
-        if (PACKAGE.parent / module.replace(".", "/")).is_dir():
+        if (PACKAGE.parent / module.replace(".", "/") / "__init__.py").is_file():
             out += [
                 f"## `{module}`",
                 "",
