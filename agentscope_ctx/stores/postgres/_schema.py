@@ -1,11 +1,12 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 6 (an older database is brought up to 6 in place by running the DDL again, every
+Version 7 (an older database is brought up to 7 in place by running the DDL again, every
 statement of which is idempotent: version 2's ``memory_docs``, ``outputs.indexed_bytes`` and
 ``indexed_lines``, and the tenant boundary below; version 3's index of each owner's chunks
 newest first; version 4's blocks of an output, its outputs indexed again in the background;
 version 5's chunks with a word the server's parser split, made whole; version 6's line of
-each dialog record in its owner's day)::
+each dialog record in its owner's day; version 7's policies that let only the owner's role
+cross tenants)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at, line)
@@ -55,6 +56,11 @@ transaction whose ``agentscope_ctx.scope`` / ``.agent`` / ``.session`` settings
 (`_tenant.bind`) let it. ``output_chunks`` follows its ``outputs`` row. A version 1 schema is
 migrated in place by the same DDL (every statement is idempotent).
 
+Version 7: a transaction sees every tenant's rows (scope ``all`` or ``shared``) only when its
+role has the privileges of the schema's owner (`CROSSES`), so that a role granted only
+``SELECT``/``INSERT``/``UPDATE``/``DELETE`` on tables a migration role owns cannot cross by
+setting ``agentscope_ctx.scope`` itself (nor turn the policies off: that takes the owner).
+
 Created on first use by `ensure` under a transaction-scoped advisory lock, so that several
 workers starting at once make it once (a worker finding the current version runs no DDL);
 an existing schema of a newer version is refused.
@@ -62,11 +68,14 @@ an existing schema of a newer version is refused.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-__all__ = ["CHUNK", "OWNER_LOCK", "SCHEMA_VERSION", "ensure"]
+__all__ = ["CHUNK", "CROSSES", "OWNER_LOCK", "SCHEMA_VERSION", "ensure"]
 
-SCHEMA_VERSION = 6
+logger = logging.getLogger("agentscope_ctx")
+
+SCHEMA_VERSION = 7
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
@@ -119,8 +128,18 @@ CREATE TABLE IF NOT EXISTS {s}.chunks (
 CREATE INDEX IF NOT EXISTS chunks_terms ON {s}.chunks USING gin (terms);
 CREATE INDEX IF NOT EXISTS chunks_by_source ON {s}.chunks (source);
 """
+CROSSES = (
+    "(SELECT current_setting('agentscope_ctx.scope', true) IN ('all', 'shared') AND pg_has_role("
+    "(SELECT n.nspowner FROM pg_catalog.pg_namespace AS n WHERE n.oid = '{s}'::regnamespace), "
+    "'USAGE'))"
+)
+"""Whether the transaction sees every tenant's rows (version 7; ``{s}``: the schema): its
+scope says ``all`` or ``shared`` *and* its role has the privileges of the schema's owner (the
+owner itself, or a role that inherits from it). A setting any role can make is not trusted
+alone: a workers' role that owns nothing (docs/tenants.md, "A migration role and a workers'
+role") sets ``all`` and sees no row of anyone's. A sub-select: evaluated once per query."""
 _VISIBLE = (
-    "(current_setting('agentscope_ctx.scope', true) IN ('all', 'shared') OR "
+    "(" + CROSSES.replace("{s}", "{{s}}") + " OR "
     "(current_setting('agentscope_ctx.scope', true) IN ('session', 'agent') "
     "AND {a}agent = current_setting('agentscope_ctx.agent', true) "
     "AND (current_setting('agentscope_ctx.scope', true) = 'agent' "
@@ -128,7 +147,7 @@ _VISIBLE = (
 )
 """Whether a row owned by ({a}agent, {a}session) is in the transaction's tenant scope."""
 _AGENT_VISIBLE = (
-    "(current_setting('agentscope_ctx.scope', true) IN ('all', 'shared') OR "
+    "(" + CROSSES + " OR "
     "(current_setting('agentscope_ctx.scope', true) IN ('session', 'agent') "
     "AND agent = current_setting('agentscope_ctx.agent', true)))"
 )
@@ -335,6 +354,7 @@ def ensure(conn: Any, schema: str) -> None:
                     f"{SCHEMA_VERSION} (upgrade agentscope_ctx)"
                 )
             if version == SCHEMA_VERSION:
+                _tell_if_confined(conn, schema)
                 return
             if locked:
                 conn.execute(
@@ -352,3 +372,23 @@ def ensure(conn: Any, schema: str) -> None:
                     "ON CONFLICT DO NOTHING",
                     (SCHEMA_VERSION,),
                 )
+
+
+def _tell_if_confined(conn: Any, schema: str) -> None:
+    """Log once per engine when the role cannot see every tenant's rows (it lacks the schema
+    owner's privileges, `CROSSES`): the index's catch-up, retention and the operator's tools,
+    which read every tenant's rows, then see none, and must run as the owner's role."""
+    row = conn.execute(
+        "SELECT pg_has_role(nspowner, 'USAGE') FROM pg_catalog.pg_namespace "
+        "WHERE oid = %s::regnamespace",
+        (schema,),
+    ).fetchone()
+    if row is not None and not row[0]:
+        logger.warning(
+            "agentscope_ctx: this role does not have the privileges of the owner of the "
+            "store's schema %s: its own tenants' rows are read and written as ever, but the "
+            "search index's catch-up and retention, which work on every tenant's rows, see "
+            "none here; run them as the schema's owner (docs/tenants.md, 'A migration role "
+            "and a workers' role')",
+            schema,
+        )
