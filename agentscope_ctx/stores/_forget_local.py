@@ -104,7 +104,7 @@ def forget_local(
     step("dialog")
     report.notes.append(SHARED_MEMORY_NOTE)
     if not dry_run:
-        _purge_index(root, search)
+        _purge_index(root, search, target, owners)
     step("index")
     return report
 
@@ -470,7 +470,33 @@ def _flock(folder: DialogDir) -> Iterator[None]:
 # -- the index -------------------------------------------------------------------------------
 
 
-def _purge_index(root: Path, search: Any) -> None:
+def _drop_pending(index: Any, target: ForgetTarget, owners: Owners) -> None:
+    """The owners of saved outputs this process keeps in memory while its index is busy
+    (`SearchIndex._pending`, written at its next write): the forgotten ones are dropped, so
+    no row naming them comes back. (Another process's are written there too, and name an
+    output that is gone: the next forget, or a rebuild, takes them.)"""
+    pending, lock = getattr(index, "_pending", None), getattr(index, "_pending_lock", None)
+    if pending is None or lock is None:
+        return
+    with lock:
+        kept = [
+            item
+            for item in pending
+            if not (
+                target.owns(item[1][0], item[1][1] or "")
+                or _name_owned(str(item[0]), target, owners)
+            )
+        ]
+        pending.clear()
+        pending.extend(kept)
+
+
+def _name_owned(name: str, target: ForgetTarget, owners: Owners) -> bool:
+    tags = name_tags(name.rsplit("/", 1)[-1])
+    return tags is not None and _tagged(target, owners, tags)
+
+
+def _purge_index(root: Path, search: Any, target: ForgetTarget, owners: Owners) -> None:
     """Replace the search index by a new generation, holding the old one's write lock (a
     catch-up that read the files before they were purged has committed by then), then
     fill it from the files."""
@@ -479,6 +505,7 @@ def _purge_index(root: Path, search: Any) -> None:
     from ._search import SearchIndex
 
     index = search if search is not None else SearchIndex(root)
+    _drop_pending(index, target, owners)
     db = index.db
 
     def replace(conn: sqlite3.Connection) -> None:

@@ -574,3 +574,28 @@ def test_a_role_that_does_not_own_the_schema_is_told_to_use_the_one_that_does(
     with pytest.raises(PersistenceError, match="the role that owns the schema"):
         forget_store(worker, target_of(whos[0], "agent"))
     assert World(config, whos).holding(whos[0].token)  # nothing deleted
+
+
+def test_the_owners_a_busy_index_keeps_in_memory_are_forgotten_too(tmp_path: Path) -> None:
+    """While its index is busy, a process keeps the owners of outputs it saved, to write at
+    the next write: a forget through that index drops the forgotten ones (no row naming them
+    comes back), and keeps the others'."""
+    from agentscope_ctx.stores._search import SearchIndex
+
+    config = ContextConfig(working_dir=tmp_path)
+    victim, other = tenants(random.Random(6), 2)
+    world = World(config, [victim, other])
+    asyncio.run(world.write_all())
+    index = SearchIndex(tmp_path)
+    try:
+        for w in (victim, other):
+            index._keep(
+                (w.refs[0].replace(str(tmp_path) + "/", ""), (w.key, w.session, None, None), None)
+            )
+        forget_store(config, target_of(victim, "session"), search=index)
+        assert all(owner[:2] == (other.key, other.session) for _, owner, _ in index._pending)
+        index.catch_up()  # (writes what is still kept)
+    finally:
+        index.close()
+    assert world.holding(victim.session, audit=False) == []
+    assert any("index/" in place for place in world.holding(other.session))
