@@ -17,6 +17,8 @@ Commands::
     agentscope-ctx export [WORKING_DIR] --session ID [--user ID] [--agent NAME]
                           [--format jsonl|html] [--config FILE] [-o FILE] [--json]
     agentscope-ctx import FILE [--config FILE] [--working-dir DIR] [--json]
+    agentscope-ctx forget [WORKING_DIR] [--user ID] [--agent NAME] [--session ID]
+                          [--config FILE] [--dry-run] [--vacuum-full] [--json]
 
 A command's options may come anywhere among its arguments (``search DIR --json QUERY``).
 
