@@ -1,32 +1,41 @@
 """The demos on AgentScope 1.x: a `ReActAgent` with the `ContextManager` attached.
 
 `ScriptedModel` plays the demo's `Script` as a 1.x chat model, and `ScriptedCompactorModel`
-writes the Compactor's summaries (`_summary.write_summary`); with a real model,
-`RecordingModel` wraps it. The manager's notices (compactions, reliefs) are the lines it
-logs, which a log handler passes on to the demo's `Notices`.
+writes the Compactor's summaries (`agentscope_ctx.testing.write_summary`); with a real model,
+`RecordingModel` wraps it; the offline base (`CallModel`) is `agentscope_ctx.testing`'s. The
+manager's notices (compactions, reliefs) are the lines it logs, which a log handler passes on
+to the demo's `Notices`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ToolUseBlock
-from agentscope.model import ChatResponse
+from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit
 
 from ..agentscope1._manager import ContextManager
+from ..core.tokens._calibration import prompt_usage
+from ..testing._model import Call, CallModel
 from ._notices import Notices
-from ._recording import Call, CallModel, RecordingModel
+from ._recording import Recorder
 from ._runner import DemoRun, agent_name
-from ._scripted import Prompt, PromptStats, Schemas, Script
+from ._scripted import Move, Prompt, PromptStats, Schemas, Script
 from ._summary import answer_compactor
 
-__all__ = ["OfflineModel", "ScriptedCompactorModel", "ScriptedModel", "start_session"]
+__all__ = [
+    "OfflineModel",
+    "RecordingModel",
+    "ScriptedCompactorModel",
+    "ScriptedModel",
+    "start_session",
+]
 
 
 class OfflineModel(CallModel):
@@ -78,6 +87,55 @@ class ScriptedCompactorModel(OfflineModel):
     async def answer(self, messages: Prompt, tools: Schemas, structured: Any) -> ChatResponse:
         text = await answer_compactor(self.stats, messages, self.on_step)
         return ChatResponse(content=[TextBlock(type="text", text=text)])
+
+
+class RecordingModel(Recorder, CallModel):
+    """Wraps a real chat model: counts each prompt, notes continuation reads, the provider's
+    reported prompt tokens and the prompts it rejects.
+
+    Args:
+        inner: the real model.
+        stats: counts each prompt received and watches its notices.
+        on_step: called with a one-line description of each answer (or rejection).
+    """
+
+    @staticmethod
+    def _base_arguments(inner: ChatModelBase) -> dict[str, Any]:
+        return {"model_name": inner.model_name, "stream": inner.stream}
+
+    async def respond(self, call: Call) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        self.inner.stream = self.stream
+        return await self._record(
+            call.messages,
+            call.tools,
+            lambda: self.inner(
+                call.messages,
+                tools=call.tools,
+                tool_choice=call.tool_choice,
+                structured_model=call.structured_model,
+                **call.kwargs,
+            ),
+        )
+
+    def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
+        usage = prompt_usage(getattr(response, "usage", None))
+        provider = None if usage is None else usage.tokens
+        if usage is not None:
+            self.stats.provider_tokens[step - 1] = usage.tokens
+            self.stats.provider_cached[step - 1] = usage.cached
+        moves: list[Move] = []
+        texts: list[str] = []
+        for block in response.content:
+            if block.get("type") == "tool_use":
+                raw = block.get("input")
+                arguments: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+                name = str(block.get("name"))
+                move = Move(tool=name, arguments=arguments)
+                move.continuation = self.stats.note_call(name, arguments)
+                moves.append(move)
+            elif block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+        self._describe(moves, texts, step, tokens, provider)
 
 
 class _LogNotices(logging.Handler):

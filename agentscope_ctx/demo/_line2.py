@@ -4,7 +4,8 @@ middleware (the line adapter of `agentscope_ctx.demo._runner`).
 `ScriptedChatModel` plays the demo's `Script` as a 2.x chat model and reports usage the way
 a provider does (`ChatUsage.input_tokens` = our count of the formatted prompt), so that
 calibration sees a provider's numbers; `ScriptedCompactorChatModel` writes the Compactor's
-summaries (`demo._summary.write_summary`). With a real model (`--model-config`),
+summaries (`agentscope_ctx.testing.write_summary`). The offline bases (`CallChatModel`,
+`OfflineChatModel`) are `agentscope_ctx.testing`'s. With a real model (`--model-config`),
 `RecordingChatModel` wraps it. The context manager's notices (compactions, reliefs) come as
 `CustomEvent(name="agentscope_ctx", value={"text": ...})` from the agent's `reply_stream`.
 
@@ -16,22 +17,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from agentscope.agent import Agent, ReActConfig
-from agentscope.credential import CredentialBase
 from agentscope.event import CustomEvent
-from agentscope.formatter import FormatterBase, OpenAIChatFormatter
+from agentscope.formatter import FormatterBase
 from agentscope.message import Msg, TextBlock, ToolCallBlock, UserMsg
 from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
-from agentscope.tool import ToolBase, ToolChoice, Toolkit
-from pydantic import BaseModel
+from agentscope.tool import ToolBase, Toolkit
 
 from ..agentscope2._calls import prompt_usage
 from ..agentscope2._manager import ContextManager
 from ..agentscope2._middleware import NOTICE_EVENT
 from ..agentscope2._tools import function_tool
+from ..testing._model import CallChatModel, ChatCall, OfflineChatModel
 from ._notices import Notices
 from ._recording import Recorder
 from ._runner import DemoRun, agent_name
@@ -48,71 +47,6 @@ __all__ = [
     "ScriptedCompactorChatModel",
     "start_session",
 ]
-
-_CONTEXT_SIZE = 128_000
-"""The scripted model's context window: a common provider's (the demo's budget is ours)."""
-
-
-@dataclass(frozen=True)
-class ChatCall:
-    """One call of a 2.x chat model's `_call_api`, as the base class made it."""
-
-    model_name: str
-    messages: list[Msg]
-    tools: list[dict[str, Any]] | None
-    """The tool schemas."""
-    tool_choice: ToolChoice | None
-    kwargs: dict[str, Any]
-    """Any other keyword arguments."""
-
-
-class CallChatModel(ChatModelBase):
-    """A 2.x chat model whose `_call_api` is one `respond(call)`: its arguments as a
-    `ChatCall` (stated once for the demo's 2.x models and the tests' scripted one)."""
-
-    async def _call_api(
-        self,
-        model_name: str,
-        messages: list[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        return await self.respond(ChatCall(model_name, messages, tools, tool_choice, kwargs))
-
-    async def respond(self, call: ChatCall) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        """The answer to `call` (a response, or a stream of them when `stream` is on)."""
-        raise NotImplementedError
-
-
-class OfflineChatModel(CallChatModel):
-    """A 2.x chat model answered here (no provider): no credential, no parameters, no
-    streaming (but for a subclass that answers with a stream: `stream=True`); each call's
-    messages are formatted with the real `OpenAIChatFormatter` and `answer` gets them as a
-    provider would, with the tool schemas."""
-
-    class Parameters(BaseModel):
-        """An offline model takes no parameters."""
-
-    def __init__(
-        self, model: str, context_size: int = _CONTEXT_SIZE, *, stream: bool = False
-    ) -> None:
-        super().__init__(
-            credential=CredentialBase(),
-            model=model,
-            parameters=OfflineChatModel.Parameters(),
-            stream=stream,
-            max_retries=0,
-            context_size=context_size,
-        )
-        self.formatter = OpenAIChatFormatter()
-
-    async def respond(self, call: ChatCall) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        return await self.answer(await self.formatter.format(call.messages), call.tools)
-
-    async def answer(self, formatted: Prompt, tools: Schemas) -> ChatResponse:
-        """The response to one call."""
-        raise NotImplementedError
 
 
 class ScriptedChatModel(OfflineChatModel):
@@ -142,7 +76,7 @@ class ScriptedChatModel(OfflineChatModel):
 
 class ScriptedCompactorChatModel(OfflineChatModel):
     """The compactor's model offline: answers the Compactor's prompt with the summary
-    `demo._summary.write_summary` writes from it, counted in `stats.compactor_calls`."""
+    `agentscope_ctx.testing.write_summary` writes from it, counted in `stats.compactor_calls`."""
 
     def __init__(self, stats: PromptStats, on_step: Callable[[str], None] | None) -> None:
         super().__init__("scripted-compactor")

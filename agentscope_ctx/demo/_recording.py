@@ -1,21 +1,19 @@
-"""`RecordingModel`: runs a demo on a real model, measuring what the scripted one measures,
+"""`Recorder`: runs a demo on a real model, measuring what the scripted one measures,
 plus what only a provider tells: its own count of each prompt (usage) and the prompts it
 refuses. A refused prompt keeps its step number and is shown as such; when it was refused as
 too long, the agent's `GuardedModel` compacts and retries, and the retry is marked.
 
-`CallModel` states once how AgentScope 1.x calls a chat model, for the demo's 1.x models
-(this one, and the offline ones of `_line1`) and the tests' scripted 1.x model."""
+What both lines' recording models share (1.x: `_line1.RecordingModel`, 2.x:
+`_line2.RecordingChatModel`)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
 
 from ..core._unreachable import unreachable
-from ..core.tokens._calibration import prompt_usage
 from ..models._guard import is_context_overflow
 from ._scripted import (
     Move,
@@ -27,39 +25,7 @@ from ._scripted import (
     rejection_reason,
 )
 
-__all__ = ["Call", "CallModel", "Recorder", "RecordingModel"]
-
-
-@dataclass(frozen=True)
-class Call:
-    """One call of a 1.x chat model, as the agent made it."""
-
-    messages: list[dict[str, Any]]
-    """The formatted prompt."""
-    tools: list[dict[str, Any]] | None
-    """The tool schemas."""
-    tool_choice: str | None
-    structured_model: Any
-    kwargs: dict[str, Any]
-    """Any other keyword arguments."""
-
-
-class CallModel(ChatModelBase):
-    """A 1.x chat model whose call is one `respond(call)`: the agent's arguments as a `Call`."""
-
-    async def __call__(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        return await self.respond(Call(messages, tools, tool_choice, structured_model, kwargs))
-
-    async def respond(self, call: Call) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        """The answer to `call` (a response, or a stream of them)."""
-        raise NotImplementedError
+__all__ = ["Recorder"]
 
 
 class Recorder:
@@ -151,52 +117,3 @@ class Recorder:
             retry = step in self.stats.retries
             for move in moves:
                 self.on_step(describe(step, tokens, move, provider=provider, retry=retry))
-
-
-class RecordingModel(Recorder, CallModel):
-    """Wraps a real chat model: counts each prompt, notes continuation reads, the provider's
-    reported prompt tokens and the prompts it rejects.
-
-    Args:
-        inner: the real model.
-        stats: counts each prompt received and watches its notices.
-        on_step: called with a one-line description of each answer (or rejection).
-    """
-
-    @staticmethod
-    def _base_arguments(inner: ChatModelBase) -> dict[str, Any]:
-        return {"model_name": inner.model_name, "stream": inner.stream}
-
-    async def respond(self, call: Call) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
-        self.inner.stream = self.stream
-        return await self._record(
-            call.messages,
-            call.tools,
-            lambda: self.inner(
-                call.messages,
-                tools=call.tools,
-                tool_choice=call.tool_choice,
-                structured_model=call.structured_model,
-                **call.kwargs,
-            ),
-        )
-
-    def _note(self, response: ChatResponse, step: int, tokens: int) -> None:
-        usage = prompt_usage(getattr(response, "usage", None))
-        provider = None if usage is None else usage.tokens
-        if usage is not None:
-            self.stats.provider_tokens[step - 1] = usage.tokens
-            self.stats.provider_cached[step - 1] = usage.cached
-        moves: list[Move] = []
-        texts: list[str] = []
-        for block in response.content:
-            if block.get("type") == "tool_use":
-                raw = block.get("input")
-                arguments: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
-                name = str(block.get("name"))
-                move = Move(tool=name, arguments=arguments)
-                move.continuation = self.stats.note_call(name, arguments)
-                moves.append(move)
-            elif block.get("type") == "text":
-                texts.append(str(block.get("text", "")))
-        self._describe(moves, texts, step, tokens, provider)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.tokens._tokens import TokenCounter
 from ..core.truncation._truncation import Notice, Position, parse_notice, utf8_len
+from ..testing._summary import content_text
 
 __all__ = [
     "ContinuationRead",
@@ -76,15 +77,6 @@ class SearchCall:
 _CALL_ID_KEYS = ("tool_call_id", "tool_use_id")
 _HITS = re.compile(r"^(\d+) hits? for ", re.M)
 _READ_ON = re.compile(r"read on: read_file file_path=(.+?) start_line=(\d+)")
-
-
-def content_text(content: object) -> str:
-    """The text of a formatted message's content (a string, or a list of parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
 
 
 def tool_results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:

@@ -4,7 +4,7 @@
 line that replays a scripted queue of responses and records every prompt it received.
 Everything else in the tests is real. Both lines' models share the queue (`_Scripted`); what
 differs per line is how AgentScope calls a model (stated once in the package, for the demo's
-models and these: 1.x `demo._recording.CallModel`, 2.x `demo._line2.CallChatModel`, each
+models and these: 1.x `agentscope_ctx.testing._model.CallModel`, 2.x `CallChatModel`, each
 handing a call to `respond`) and what an answer is made of:
 
 - 1.x: the model is called with the formatted prompt (`list[dict]`); a tool call is a
@@ -85,7 +85,7 @@ class _Scripted:
 if IS_1X:
     from agentscope.message import TextBlock, ToolUseBlock
 
-    from agentscope_ctx.demo._recording import Call, CallModel
+    from agentscope_ctx.testing._model import Call, CallModel
 
     def text(reply: str) -> ChatResponse:
         """A plain text answer (ends a ReAct reply)."""
@@ -156,7 +156,7 @@ else:
     from agentscope.message import TextBlock, ToolCallBlock
     from agentscope.permission import PermissionBehavior, PermissionDecision
 
-    from agentscope_ctx.demo._line2 import ChatCall, OfflineChatModel
+    from agentscope_ctx.testing._model import ChatCall, OfflineChatModel
 
     ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in tests")
     """For `FunctionTool(..., permission=ALLOW)`: 2.x asks the user before a custom tool
