@@ -5,10 +5,13 @@
 
 PostgreSQL listens on a unix socket in FOLDER/pg only (no TCP port to collide with), Redis on a
 free port of 127.0.0.1. The script does what an operator does by hand: `initdb` with a
-superuser, then, as that superuser, an ordinary role for the workers (row-level security binds
-it; a superuser would bypass it) and a database it owns. It writes FOLDER/env.sh (the variables
-the workers and the client read) and FOLDER/fleet.yaml (the workers' and the CLI's config:
-examples/fleet/fleet.yaml plus the store and the working dir). Needs PostgreSQL's server
+superuser, then, as that superuser, a migration role that owns the database and an ordinary
+role for the workers (row-level security binds it; a superuser would bypass it); as the
+migration role, the store's tables and the workers' grants (rows, not tables: docs/tenants.md,
+"A migration role and a workers' role"). It writes FOLDER/env.sh (the variables the workers
+and the client read), FOLDER/fleet.yaml (the workers' config: examples/fleet/fleet.yaml plus
+the store and the working dir) and FOLDER/maintenance.yaml (the same as the migration role:
+the CLI's, and indexer.py's). Needs PostgreSQL's server
 binaries (Debian: postgresql) and redis-server on the machine, and `pip install -e ".[fleet]"`.
 """
 
@@ -29,11 +32,21 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-ROLE, DATABASE = "agent", "ctx"
+ROLE, MIGRATE, DATABASE = "agent", "ctx_migrate", "ctx"
 # The SQL an operator runs as the superuser (psql "host=FOLDER/pg user=postgres dbname=postgres"):
 SETUP_SQL = [
+    "CREATE ROLE ctx_migrate LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD {migrate_password}",
     "CREATE ROLE agent LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD {password}",
-    "CREATE DATABASE ctx OWNER agent",
+    "CREATE DATABASE ctx OWNER ctx_migrate",
+]
+# ... and as ctx_migrate in the database ctx, once the store has made its tables:
+GRANTS_SQL = [
+    "GRANT USAGE ON SCHEMA agentscope_ctx TO agent",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA agentscope_ctx TO agent",
+    "GRANT USAGE ON ALL SEQUENCES IN SCHEMA agentscope_ctx TO agent",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA agentscope_ctx "
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO agent",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA agentscope_ctx GRANT USAGE ON SEQUENCES TO agent",
 ]
 
 
@@ -65,6 +78,7 @@ def start(folder: Path) -> None:
     pg = folder / "pg"
     pg.mkdir()
     superuser_pw, agent_pw = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
+    migrate_pw = secrets.token_urlsafe(18)
     (pg / "pw").write_text(superuser_pw + "\n")
     if os.geteuid() == 0:  # the server's files are the `postgres` user's
         user = pwd.getpwnam("postgres")
@@ -86,9 +100,30 @@ def start(folder: Path) -> None:
     superuser = f"host={pg} port=5432 user=postgres dbname=postgres"
     with psycopg.connect(superuser, password=superuser_pw, autocommit=True) as conn:
         for statement in SETUP_SQL:
-            shown = statement.format(password="'…'")
+            shown = statement.format(password="'…'", migrate_password="'…'")
             print(f"SQL: {shown};")
-            conn.execute(sql.SQL(statement).format(password=sql.Literal(agent_pw)))
+            secret = {
+                "password": sql.Literal(agent_pw),
+                "migrate_password": sql.Literal(migrate_pw),
+            }
+            conn.execute(sql.SQL(statement).format(**secret))
+    # The tables, made by the store as the migration role (its first connection makes them)
+    from agentscope_ctx.stores.postgres import PostgresEngine
+
+    os.environ["CTX_MIGRATE_PASSWORD"] = migrate_pw
+    engine = PostgresEngine(
+        f"host={pg} port=5432 user={MIGRATE} dbname={DATABASE}",
+        password_env="CTX_MIGRATE_PASSWORD",
+        schema="agentscope_ctx",
+    )
+    with engine.connection():
+        print(f"the store's tables made as {MIGRATE}")
+    engine.close()
+    migrator = f"host={pg} port=5432 user={MIGRATE} dbname={DATABASE}"
+    with psycopg.connect(migrator, password=migrate_pw, autocommit=True) as conn:
+        for statement in GRANTS_SQL:
+            print(f"SQL ({MIGRATE}): {statement};")
+            conn.execute(statement)
 
     redis_port = free_port()
     (folder / "redis").mkdir()
@@ -109,15 +144,24 @@ def start(folder: Path) -> None:
         "password_env": "CTX_DB_PASSWORD",  # never the password itself in a config
     }
     (folder / "fleet.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    config["store"] = {  # the CLI's and indexer.py's: every tenant's rows (the owner's role)
+        "kind": "postgres",
+        "dsn": f"host={pg} port=5432 user={MIGRATE} dbname={DATABASE}",
+        "password_env": "CTX_MIGRATE_PASSWORD",
+    }
+    config["working_dir"] = str(folder / "maintenance")
+    (folder / "maintenance.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     env = {
         "FLEET_CONFIG": str(folder / "fleet.yaml"),
+        "MAINTENANCE_CONFIG": str(folder / "maintenance.yaml"),
         "CTX_DB_PASSWORD": agent_pw,
+        "CTX_MIGRATE_PASSWORD": migrate_pw,  # for the CLI and indexer.py, not the workers
         "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
         "FLEET_DIR": str(folder),
     }
     script = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
     (folder / "env.sh").write_text(script)
-    (folder / "env.sh").chmod(0o600)  # it holds the role's password
+    (folder / "env.sh").chmod(0o600)  # it holds the roles' passwords
     print(script, end="")
     print(f"# . {folder}/env.sh   to set these; stop with: python {__file__} stop {folder}")
 

@@ -50,11 +50,13 @@ class Fleet:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start_servers(self) -> None:
-        """`python examples/fleet/servers.py start FOLDER`, then `. FOLDER/env.sh`."""
+        """`python examples/fleet/servers.py start FOLDER`, `. FOLDER/env.sh`, and the index's
+        catch-up as the migration role (`indexer.py`)."""
         self.run(sys.executable, str(EXAMPLE / "servers.py"), "start", str(self.folder))
         for line in (self.folder / "env.sh").read_text().splitlines():
             key, _, value = line.removeprefix("export ").partition("=")
             self.env[key] = shlex.split(value)[0]
+        self.spawn(sys.executable, str(EXAMPLE / "indexer.py"), log="indexer.log")
 
     def run(self, *command: str, timeout: float = 240) -> str:
         done = subprocess.run(
@@ -92,9 +94,10 @@ class Fleet:
         )
 
     def cli(self, *args: str) -> str:
-        """`agentscope-ctx ARGS --config $FLEET_CONFIG`."""
+        """`agentscope-ctx ARGS --config $MAINTENANCE_CONFIG` (the operator's tools see every
+        tenant's rows: as the migration role)."""
         command = [sys.executable, "-m", "agentscope_ctx.cli", *args]
-        return self.run(*command, "--config", self.env["FLEET_CONFIG"])
+        return self.run(*command, "--config", self.env["MAINTENANCE_CONFIG"])
 
     def dialog(self) -> list[dict[str, Any]]:
         """Every record of the dialog store (each day that `inspect --json` lists, read whole
@@ -103,9 +106,9 @@ class Fleet:
         from agentscope_ctx.stores.factory import open_backend
 
         days = json.loads(self.cli("inspect", "--json"))["dialog"]["days"]
-        before = os.environ.get("CTX_DB_PASSWORD")
-        os.environ["CTX_DB_PASSWORD"] = self.env["CTX_DB_PASSWORD"]
-        backend = open_backend(ContextConfig.from_yaml(self.env["FLEET_CONFIG"]))
+        before = os.environ.get("CTX_MIGRATE_PASSWORD")
+        os.environ["CTX_MIGRATE_PASSWORD"] = self.env["CTX_MIGRATE_PASSWORD"]
+        backend = open_backend(ContextConfig.from_yaml(self.env["MAINTENANCE_CONFIG"]))
         try:
             rows: list[dict[str, Any]] = []
             for day in sorted(days):
@@ -117,9 +120,9 @@ class Fleet:
         finally:
             backend.close()
             if before is None:
-                os.environ.pop("CTX_DB_PASSWORD")
+                os.environ.pop("CTX_MIGRATE_PASSWORD")
             else:
-                os.environ["CTX_DB_PASSWORD"] = before
+                os.environ["CTX_MIGRATE_PASSWORD"] = before
 
     def read_hit(self, query: str) -> tuple[str, str]:
         """`agentscope-ctx search QUERY`, then its first hit's `read on:` command: both outputs."""
