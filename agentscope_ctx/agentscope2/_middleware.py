@@ -120,6 +120,11 @@ class MiddlewareHooks(MiddlewareBase):
             binding.replying = False
             # the last model call's usage came after the last push: into the saved state too
             self.manager.save_slot(binding)
+        try:  # the answer came after the last pull: the context the record shows has it
+            async with binding.lock:
+                await binding.mirror.pull(agent.state)
+        except Exception:
+            logger.exception("agentscope_ctx: could not read the agent's state after its reply")
         await self.manager.note_usage(str(agent.name), binding.pipeline)
 
     async def on_reasoning(

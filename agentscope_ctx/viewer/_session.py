@@ -1,7 +1,8 @@
 """`load_session`: what the viewer shows of one session, read through the stores: the steps
 record (one per model call, with the runs before it folded in, and what the provider
 reported of the call: its prompt, cache reads and writes), the dialog that left the context,
-and an excerpt of each saved output a notice names.
+an excerpt of each saved output a notice names, and what each agent's context held after its
+last reply (its usage record's breakdown).
 
 The page is made to be shared (a bug report), and a notice is text anyone can write, so
 an excerpt is read only as the session's agents' own `read_file` reads it (`FileReader`,
@@ -24,6 +25,8 @@ from ..core.config._config import ContextConfig
 from ..core.ladder._tool_policy import ToolResultPolicy
 from ..core.search._search_text import record_parts
 from ..recall._read_file import FileReader, ReadFileError
+from ..services._breakdown import ContextBreakdown
+from ..stores._usage_file import read_usage
 from ..stores.factory import Backend, open_backend
 
 __all__ = ["EXCERPT_BYTES", "Call", "SessionView", "load_session"]
@@ -69,6 +72,9 @@ class SessionView:
     """The head of each saved output, by ref."""
     sizes: dict[str, int] = field(default_factory=dict)
     """The full size of each saved output, in bytes."""
+    contexts: list[tuple[str, str, ContextBreakdown]] = field(default_factory=list)
+    """What each agent's context held after its last reply: (agent, when, breakdown), from
+    the usage records of the working dir (`stores._usage_file`)."""
 
 
 def fold(records: list[dict[str, Any]]) -> list[Call]:
@@ -125,9 +131,29 @@ def load_session(
             ToolResultPolicy(config.tool_result),
             working_dir=Path(config.working_dir).resolve(),
         )
-        return _load(backend, reader, session or "default", user or config.recall.user)
+        view = _load(backend, reader, session or "default", user or config.recall.user)
     finally:
         backend.close()
+    view.contexts = contexts(Path(config.working_dir), view.session)
+    return view
+
+
+def contexts(working_dir: Path, session: str) -> list[tuple[str, str, ContextBreakdown]]:
+    """What the context of each agent of `session` (``default``: none set) held after its
+    last reply, as its usage record keeps it: (agent, when, breakdown), by agent; records
+    without a breakdown (older versions) are left out."""
+    found = []
+    for record in read_usage(working_dir):
+        if (record.get("session") or "default") != session:
+            continue
+        data = record.get("context")
+        try:
+            breakdown = ContextBreakdown.from_dict(data) if isinstance(data, dict) else None
+        except ValueError:
+            breakdown = None
+        if breakdown is not None:
+            found.append((str(record.get("agent")), str(record.get("updated", "")), breakdown))
+    return found
 
 
 def _load(backend: Backend, reader: FileReader, session: str, user: str | None) -> SessionView:
