@@ -17,14 +17,18 @@ The record::
     {"v": 1, "agent": "worker", "session": "s-42", "updated": "2026-12-03T08:20:00+00:00",
      "prompt_tokens": 9120, "max_input_tokens": 16000,
      "provider_prompt_tokens": 9301, "provider_cached_tokens": 8704, "cache_reuse": 0.81,
-     "counter": "tiktoken:o200k_base"}
+     "counter": "tiktoken:o200k_base", "context": {"parts": {"system_prompt": 52, ...},
+     "messages": {"recent": 27, ...}, "total": 5837, "calibrated_total": 5850, "scale": 1.0021,
+     "threshold": 6000, "budget": 8000, "free_below_trigger": 150, "free_below_budget": 2150}}
 
 ``prompt_tokens`` is the context manager's estimate of the agent's context after the reply
 (its messages before formatting, the reply's answer included), counted by ``counter``;
 ``provider_prompt_tokens`` is the provider's count of the last prompt sent. ``provider_*``
 and ``cache_reuse`` are ``null`` where the provider did not report them; ``counter`` is
 missing in records written before it was added, ``session`` in those written before it was
-(and ``null`` when the config sets none).
+(and ``null`` when the config sets none). ``context`` is what the agent's context held after
+the reply, part by part (`agentscope_ctx.ContextBreakdown.to_dict`; ``from_dict`` reads
+it): missing in records written before it, ``null`` when it could not be counted.
 """
 
 from __future__ import annotations
