@@ -424,6 +424,7 @@ def _attribute_docs(cls: type) -> dict[str, str]:
 
 
 def events() -> str:
+    from agentscope_ctx.telemetry._group import CONVERSATION_ID, SESSION_ID, USER_ID
     from agentscope_ctx.telemetry._otel import _INSTRUMENTS
     from agentscope_ctx.telemetry._spans import PIPELINE_SPAN, PREFIX
     from agentscope_ctx.telemetry._usage import USAGE_SPAN
@@ -438,6 +439,11 @@ def events() -> str:
         "`summarizer` or `consolidator` (GenAI attributes) |",
         f"| `{USAGE_SPAN}` | the provider's usage of one of the agent's model calls "
         "(`gen_ai.usage.*`) |",
+        "",
+        "Each of them (but the consolidation's, which works for no one session) also carries "
+        f"the tenant it worked for, so that a backend groups one session's runs: `{SESSION_ID}` "
+        f"and `{CONVERSATION_ID}` (the config's `recall.session`), `{USER_ID}` (`recall.user`); "
+        "a part the config does not set is left out ([Observability](../observability.md)).",
         "",
         f"## `{PIPELINE_SPAN}` attributes and the 2.x notice event",
         "",
