@@ -73,15 +73,22 @@ def forget_store(
 
         report = forget_local(working_dir, target, dry_run=dry_run, search=search, on_step=on_step)
     if not dry_run:
-        audit(
-            sink if sink is not None else open_audit(config),
-            "forget",
-            who=who,
-            store=report.store,
-            tenant=target.fields,
-            counts={k: n for k, n in report.counts.items() if n},
-            bytes_=report.total_bytes,
-        )
+        made = sink is None
+        into = open_audit(config) if sink is None else sink
+        try:
+            audit(
+                into,
+                "forget",
+                who=who,
+                store=report.store,
+                tenant=target.fields,
+                counts={k: n for k, n in report.counts.items() if n},
+                bytes_=report.total_bytes,
+            )
+        finally:
+            engine = getattr(into, "engine", None) if made else None
+            if engine is not None:  # the audit table's connections go back to the pool
+                engine.close()
     return report
 
 

@@ -89,11 +89,15 @@ class World:
                     ref = await asyncio.to_thread(stores.outputs.save, data)
                     who.refs.append(str(ref))
                     who.outputs[str(ref)] = data
-            steps = open_backend(self.config).steps
-            assert steps is not None
-            steps.append(
-                {"agent": who.agent, "session": who.session, "run": first, "note": who.token}
-            )
+            backend = open_backend(self.config)
+            try:
+                assert backend.steps is not None
+                backend.steps.append(
+                    {"agent": who.agent, "session": who.session, "run": first, "note": who.token}
+                )
+            finally:
+                backend.close()
+            steps = backend.steps
             if isinstance(steps, StepFile) or self.kind == "postgres":
                 write_usage(self.root, who.agent, {"note": who.token}, session=who.session)
             media = self.root / "media" / f"{owner_tag(who.key)}-{owner_tag(who.session)}"

@@ -596,3 +596,31 @@ def test_the_owners_a_busy_index_keeps_in_memory_are_forgotten_too(tmp_path: Pat
         index.close()
     assert world.holding(victim.session, audit=False) == []
     assert any("index/" in place for place in world.holding(other.session))
+
+
+def test_a_forget_leaves_no_connection_open(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Its engines (the store's, the audit table's) give their connections back: a service
+    that forgets on request does not keep one more per forget (counted on the server, beside
+    what other tests of the process may hold)."""
+    import psycopg
+
+    from tests.fleet.postgres_server import PASSWORD
+
+    server = request.getfixturevalue("pg_server")
+    request.getfixturevalue("pg_password")
+    config = fleet_config(tmp_path, server, f"t_{uuid.uuid4().hex[:12]}")
+    whos = tenants(random.Random(8), 2)
+    asyncio.run(World(config, whos).write_all())
+
+    def connections() -> int:
+        with psycopg.connect(server.dsn, password=PASSWORD, autocommit=True) as conn:
+            (n,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                "AND pid <> pg_backend_pid() AND datname = current_database()"
+            ).fetchone()
+        return int(n)
+
+    before = connections()
+    for w in whos:
+        forget_store(config, target_of(w, "session"))
+    assert connections() <= before
