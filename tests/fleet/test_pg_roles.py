@@ -19,12 +19,22 @@ from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.stores.factory import open_stores
 from agentscope_ctx.stores.postgres import PostgresEngine
 from agentscope_ctx.stores.postgres._tenant import transaction
+from agentscope_ctx.stores.postgres._tombstones import record_tombstones
 from tests.fleet.postgres_server import PORT, PostgresServer
 from tests.support.lines import Msg
 
 ENV = "AGENTSCOPE_CTX_TEST_ROLES_PGPASSWORD"
 PASSWORD = "roles-Pw'd"
-TABLES = ("dialog", "dialog_days", "outputs", "output_chunks", "owners", "chunks", "steps")
+TABLES = (
+    "dialog",
+    "dialog_days",
+    "outputs",
+    "output_chunks",
+    "owners",
+    "chunks",
+    "steps",
+    "tombstones",
+)
 
 
 def roles(server: PostgresServer, password: str) -> tuple[str, str]:
@@ -76,8 +86,21 @@ def test_the_workers_role_cannot_turn_the_wall_off_nor_cross_by_the_setting(
     monkeypatch.setenv(ENV, PASSWORD)
     schema = f"r_{uuid.uuid4().hex[:12]}"
     migrate, worker = roles(pg_server, pg_password)
+
+    def engine(role: str) -> PostgresEngine:
+        return PostgresEngine(
+            f"host={pg_server.root} port={PORT} user={role} dbname=postgres",
+            password_env=ENV,
+            schema=schema,
+        )
+
     owner = config(tmp_path, pg_server, migrate, schema)
     writes(owner, "assistant", "s-alice", "alice's secret hunter2")  # makes the schema
+    as_owner = engine(migrate)
+    with transaction(as_owner, None) as conn:  # retention's, as the owner runs it
+        record_tombstones(
+            conn, schema, [("pg-output:" + "0" * 32, "assistant", "s-alice", 1)], at=0
+        )
     dml = (
         f"GRANT USAGE ON SCHEMA {schema} TO {worker}; "
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {worker}; "
@@ -92,17 +115,10 @@ def test_the_workers_role_cannot_turn_the_wall_off_nor_cross_by_the_setting(
     told = [r.getMessage() for r in caplog.records if "owner of the store's schema" in r.message]
     assert len(told) == 1 and worker not in told[0] and migrate not in told[0]
 
-    def engine(role: str) -> PostgresEngine:
-        return PostgresEngine(
-            f"host={pg_server.root} port={PORT} user={role} dbname=postgres",
-            password_env=ENV,
-            schema=schema,
-        )
-
     def counts(conn: Any) -> dict[str, int]:
         return {t: conn.execute(f"SELECT count(*) FROM {schema}.{t}").fetchone()[0] for t in TABLES}
 
-    as_worker, as_owner = engine(worker), engine(migrate)
+    as_worker = engine(worker)
     try:
         with as_worker.connection() as conn:
             for sql in (
@@ -129,7 +145,7 @@ def test_the_workers_role_cannot_turn_the_wall_off_nor_cross_by_the_setting(
         assert bob["dialog"] == bob["outputs"] == 1 and "hunter2" not in text
         with transaction(as_owner, None) as conn:  # the owner's maintenance sees every tenant
             every = counts(conn)
-        assert every["dialog"] == every["outputs"] == 2
+        assert every["dialog"] == every["outputs"] == 2 and every["tombstones"] == 1
     finally:
         as_worker.close()
         as_owner.close()

@@ -71,7 +71,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["CHUNK", "CROSSES", "OWNER_LOCK", "SCHEMA_VERSION", "ensure"]
+__all__ = ["CHUNK", "CROSSES", "OWNER_LOCK", "SCHEMA_VERSION", "TENANT_POLICY", "ensure"]
 
 logger = logging.getLogger("agentscope_ctx")
 
@@ -146,6 +146,8 @@ _VISIBLE = (
     "OR {a}session = current_setting('agentscope_ctx.session', true))))"
 )
 """Whether a row owned by ({a}agent, {a}session) is in the transaction's tenant scope."""
+TENANT_POLICY = _VISIBLE.format(a="")
+"""`_VISIBLE` of a table's own ``agent`` and ``session`` (``{s}``: the schema)."""
 _AGENT_VISIBLE = (
     "(" + CROSSES + " OR "
     "(current_setting('agentscope_ctx.scope', true) IN ('session', 'agent') "
@@ -199,6 +201,21 @@ CREATE POLICY tenant ON {{s}}.{table} USING {check} WITH CHECK {check};
     )
 )
 """Version 2: the owners made whole, the dialog keyed by owner, row-level security."""
+_RETENTION_POLICY = (
+    """
+DO $$ BEGIN
+    IF to_regclass('{s}.tombstones') IS NOT NULL THEN  -- retention's (`_tombstones`), if made
+        DROP POLICY IF EXISTS tenant ON {s}.tombstones;
+        CREATE POLICY tenant ON {s}.tombstones USING """
+    + TENANT_POLICY
+    + " WITH CHECK "
+    + TENANT_POLICY
+    + """;
+    END IF;
+END $$;
+"""
+)
+"""Version 7: retention's tombstones (made when first needed) under the policy of version 7."""
 _NEWEST = """
 DROP INDEX IF EXISTS {s}.chunks_by_owner;
 CREATE INDEX IF NOT EXISTS chunks_by_owner_id ON {s}.chunks (agent, session, id);
@@ -367,6 +384,7 @@ def ensure(conn: Any, schema: str) -> None:
                     conn.execute(_BLOCKS.format(s=schema))
                 conn.execute(_WHOLE_WORDS.format(s=schema))
                 conn.execute(_LINES.format(s=schema))
+                conn.execute(_RETENTION_POLICY.format(s=schema))
                 conn.execute(
                     f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
                     "ON CONFLICT DO NOTHING",

@@ -15,17 +15,14 @@ from typing import Any
 from ...core._tenant import Tenant
 from .._tombstones import Tombstone
 from ._engine import PostgresEngine
+from ._schema import TENANT_POLICY
 from ._tenant import owner_sql, transaction
 
 __all__ = ["deleted", "ensure_tombstones", "record_tombstones"]
 
-_POLICY = (
-    "(current_setting('agentscope_ctx.scope', true) IN ('all', 'shared') OR "
-    "(current_setting('agentscope_ctx.scope', true) IN ('session', 'agent') "
-    "AND agent = current_setting('agentscope_ctx.agent', true) "
-    "AND (current_setting('agentscope_ctx.scope', true) = 'agent' "
-    "OR session = current_setting('agentscope_ctx.session', true))))"
-)
+_POLICY = TENANT_POLICY
+"""The schema's policy of an owned row (`_schema.TENANT_POLICY`: every tenant only for the
+owner's role)."""
 _DDL = """
 SELECT pg_advisory_xact_lock(hashtext('agentscope_ctx.tombstones'));
 CREATE TABLE IF NOT EXISTS {s}.tombstones (
@@ -43,7 +40,7 @@ def ensure_tombstones(conn: Any, schema: str) -> None:
     """Make the table when missing (inside the caller's transaction)."""
     exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.tombstones",)).fetchone()[0]
     if exists is None:
-        for statement in _DDL.format(s=schema, p=_POLICY).split(";\n"):
+        for statement in _DDL.format(s=schema, p=_POLICY.format(s=schema)).split(";\n"):
             if statement.strip():
                 conn.execute(statement)
 
