@@ -73,7 +73,7 @@ def remember_in_two_processes(
     for proc in procs:
         proc.join(timeout=60)
         assert proc.exitcode == 0  # a failure's traceback is in the captured stderr
-    assert reports == [{"saved": count, "other": []}] * 2
+    assert reports == [{"saved": count, "other": []}] * 2, reports
 
 
 def expected_facts(count: int) -> set[str]:
