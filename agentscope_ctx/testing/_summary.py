@@ -203,13 +203,20 @@ def _merge(old: list[str], new: list[str], limit: int) -> list[str]:
     return items[-limit:]
 
 
-def _bullets(items: list[str], empty: str = "(none)") -> str:
-    return "\n".join(f"- {item}" for item in items) if items else f"- {empty}"
+def _bullets(items: list[str], empty: str = "(none)", width: int = _CLIP) -> str:
+    if not items:
+        return f"- {empty}"
+    return "\n".join(f"- {_clip(item, width)}" for item in items)
+
+
+_TOO_LONG = re.compile(r"more than the (\d+) allowed")
+"""A retry's reason when the previous answer was over the compactor's size limit (tokens)."""
 
 
 def write_summary(prompt: str) -> str:
     """The summary a compactor's model would write for `prompt`, the last user message of a
-    Compactor's request (see the module docstring); `NOT_A_SUMMARY` for any other prompt."""
+    Compactor's request (see the module docstring); `NOT_A_SUMMARY` for any other prompt.
+    Asked again because it was too long, it writes a shorter one (fewer, shorter items)."""
     if not is_compactor_prompt(prompt):
         return NOT_A_SUMMARY
     transcript = ""  # (a prefix request shows the older messages above it, not as a transcript)
@@ -219,8 +226,26 @@ def write_summary(prompt: str) -> str:
     previous = {} if HEADINGS in prompt else _previous(prompt)
     reading = _Reading()
     reading.read(_entries(transcript))
+    summary = _compose(previous, reading, 1.0)
+    too_long = _TOO_LONG.search(prompt.split("</messages>")[-1])
+    if too_long is not None:
+        chars = 3 * int(too_long[1])  # (3 characters a token: English prose has about 4)
+        scale = 0.5
+        while len(summary) > chars and scale > 0.05:
+            summary, scale = _compose(previous, reading, scale), scale / 2
+    return summary
+
+
+def _compose(previous: dict[str, list[str]], reading: _Reading, scale: float) -> str:
+    """The summary's sections, each keeping `scale` of its items (at least one), each item
+    `scale` of its length (at least 40 characters)."""
+
+    def keep(limit: int) -> int:
+        return max(1, round(limit * scale))
+
+    width = max(40, round(_CLIP * scale))
     goal = previous.get("goal") or reading.requests[:1] or ["(not stated in these messages)"]
-    later = [r for r in reading.requests if r not in goal][-_LIMITS["requests"] :]
+    later = [r for r in reading.requests if r not in goal][-keep(_LIMITS["requests"]) :]
     goal_items = [*goal[:1], *(f"then: {r}" for r in later)]
     in_progress = [] if reading.answered_last or not later else [later[-1]]
     next_steps = (
@@ -228,25 +253,27 @@ def write_summary(prompt: str) -> str:
         if reading.requests and not reading.answered_last
         else ["wait for the user's next request; older details are in dialog/"]
     )
+
+    def merged(section: str, new: list[str], limit: int) -> str:
+        return _bullets(_merge(previous.get(section, []), new, keep(limit)), width=width)
+
     parts = [
         "## Goal",
-        _bullets(goal_items),
+        _bullets(goal_items, width=width),
         "## Constraints",
-        _bullets(_merge(previous.get("constraints", []), reading.constraints, 6)),
+        merged("constraints", reading.constraints, 6),
         "## Progress",
         "### Done",
-        _bullets(_merge(previous.get("done", []), reading.done, _LIMITS["done"])),
+        merged("done", reading.done, _LIMITS["done"]),
         "### In progress",
-        _bullets(in_progress),
+        _bullets(in_progress, width=width),
         "### Blocked",
         _bullets([]),
         "## Key Decisions",
-        _bullets(
-            _merge(previous.get("key decisions", []), reading.decisions, _LIMITS["decisions"])
-        ),
+        merged("key decisions", reading.decisions, _LIMITS["decisions"]),
         "## Next Steps",
-        _bullets(next_steps),
+        _bullets(next_steps, width=width),
         "## Critical Context",
-        _bullets(_merge(previous.get("critical context", []), reading.context, _LIMITS["context"])),
+        merged("critical context", reading.context, _LIMITS["context"]),
     ]
     return "\n".join(parts) + "\n"

@@ -240,3 +240,46 @@ def test_the_offline_line_is_one_line_of_the_snippet_the_docs_show_too() -> None
     code = offline_snippet()
     assert "build_model({" not in code.split("async def main", 1)[1]
     assert "model = ScriptedChatModel()" in code
+
+
+async def test_asked_again_for_a_shorter_summary_it_writes_one() -> None:
+    """On a small budget the first summary is over the compactor's size limit; the retry says
+    so, and the second answer fits: a model summary, not the extractive fallback."""
+    from agentscope_ctx import Compactor, CompactorConfig, TokenCounter
+    from tests.support.lines import Msg
+
+    msgs: list[Msg] = []
+    for t in range(1, 13):
+        call = {
+            "type": "tool_use", "id": f"c{t}", "name": "run_shell",
+            "input": {"command": f"grep -rn 'quota exceeded on volume {t}' /var/log/cluster-{t}/"},
+        }  # fmt: skip
+        msgs += [
+            Msg(
+                "user",
+                f"Step {t}: check volume {t}. Never restart node-{t} without asking.",
+                "user",
+            ),
+            Msg("assistant", [call], "assistant"),
+            Msg(
+                "assistant",
+                f"- Root cause on volume {t}: the nightly backup of tenant {t}.",
+                "assistant",
+            ),
+        ]
+    model = ScriptedChatModel()
+    formatter = None
+    if IS_1X:
+        from agentscope.formatter import OpenAIChatFormatter
+
+        formatter = OpenAIChatFormatter()
+    counter = TokenCounter("cl100k_base")
+    compactor = Compactor(
+        CompactorConfig(), model=model, formatter=formatter, counter=counter, max_input_tokens=1200
+    )
+    result = await compactor.compact("", msgs)
+    assert result.source in ("model", "model_retry"), result
+    assert result.source == "model_retry" and "first answer rejected" in (result.reason or "")
+    assert await counter.count_text(result.summary) <= compactor.max_summary_tokens
+    assert validate_summary(result.summary) is None
+    assert all(call.summary for call in model.calls)
