@@ -67,7 +67,7 @@ class Provider(FakeChatModel):
         self.sizes.append(tokens)
         if tokens > self.window:
             self.rejected.append(tokens)
-            self.queue.insert(0, self._answer)  # the step is still to come
+            self.queue.answers.insert(0, self._answer)  # the step is still to come
             raise RuntimeError(
                 f"Error code: 400 - This model's maximum context length is {self.window} "
                 f"tokens. However, your messages resulted in {tokens} tokens."

@@ -2,10 +2,11 @@
 
 `FakeChatModel` stands for a remote LLM we cannot reach: a real `ChatModelBase` of the installed
 line that replays a scripted queue of responses and records every prompt it received.
-Everything else in the tests is real. Both lines' models share the queue (`_Scripted`); what
-differs per line is how AgentScope calls a model (stated once in the package, for the demo's
-models and these: 1.x `agentscope_ctx.testing._model.CallModel`, 2.x `CallChatModel`, each
-handing a call to `respond`) and what an answer is made of:
+Everything else in the tests is real. Both lines' models share the queue (`_Scripted`, on the
+public `agentscope_ctx.testing` model's); what differs per line is how AgentScope calls a model
+(stated once in the package, for the demo's models and these: 1.x
+`agentscope_ctx.testing._model.CallModel`, 2.x `CallChatModel`, each handing a call to
+`respond`) and what an answer is made of:
 
 - 1.x: the model is called with the formatted prompt (`list[dict]`); a tool call is a
   `ToolUseBlock` dict; `name=` names the model.
@@ -22,7 +23,6 @@ fixture (`tests/support/agent_line.py`) hands them to a test of a behaviour both
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from copy import deepcopy
@@ -31,6 +31,7 @@ from typing import Any
 from agentscope.model import ChatResponse
 
 from agentscope_ctx._line import IS_1X
+from agentscope_ctx.testing._answers import AnswerQueue
 
 Reply = ChatResponse | str
 Script = ChatResponse | str | Exception | Callable[[Any], "Reply | Awaitable[Reply]"]
@@ -40,10 +41,12 @@ those, or a coroutine that does (e.g. one that never finishes: a hanging provide
 
 
 class _Scripted:
-    """The scripted queue of a fake model, the same on both lines."""
+    """The scripted queue of a fake model, the same on both lines: the public scripted model's
+    (`agentscope_ctx.testing`'s `AnswerQueue`), with a route before it and the usage a provider
+    reports; a callable item gets the prompt as the line's model does (1.x: formatted, 2.x:
+    `list[Msg]`)."""
 
-    queue: list[Script]
-    default: Script | None
+    queue: AnswerQueue
     calls: list[dict[str, Any]]
     route: Callable[[list[dict[str, Any]]], Script | None] | None
     """Answers a call before the queue when it returns an item: given the prompt as the
@@ -54,29 +57,22 @@ class _Scripted:
     nothing)."""
 
     def _script(self, responses: list[Script] | None, default: Script | None) -> None:
-        self.queue = list(responses or [])
-        self.default = default
+        self.queue = AnswerQueue(responses or [], default)
         self.calls = []
         self.route = None
         self.usage = None
 
     def enqueue(self, *responses: Script) -> None:
-        self.queue.extend(responses)
+        self.queue.enqueue(*responses)
 
     async def _next_answer(self, prompt: Any, formatted: list[dict[str, Any]]) -> ChatResponse:
         """The routed answer, else the next of the queue (`default` when it is empty), raised
         if an exception."""
         routed = self.route(formatted) if self.route is not None else None
-        item = routed if routed is not None else self.queue.pop(0) if self.queue else self.default
-        if item is None:
-            raise AssertionError("FakeChatModel: script exhausted and no default")
-        if callable(item) and not isinstance(item, ChatResponse):
-            item = item(prompt)
-            if inspect.isawaitable(item):
-                item = await item
-        if isinstance(item, Exception):
-            raise item
+        source = self.queue if routed is None else AnswerQueue([routed], None)
+        item = await source.next(prompt)
         response = text(item) if isinstance(item, str) else item
+        assert isinstance(response, ChatResponse), response
         if routed is None and self.usage is not None:
             response.usage = self.usage
         return response
