@@ -146,19 +146,9 @@ def open_audit(config: ContextConfig) -> AuditSink:
     ``audit.jsonl`` in the working dir."""
     if config.store.kind == "postgres":
         from .postgres._audit import PostgresAudit
-        from .postgres._engine import PostgresEngine
+        from .postgres._engine import engine_of
 
-        assert config.store.dsn is not None
-        engine = PostgresEngine(
-            config.store.dsn,
-            password_env=config.store.password_env,
-            schema=config.store.schema_name,
-            connect_timeout=config.store.connect_timeout_seconds,
-            retry_after=config.store.retry_seconds,
-            max_connections=config.store.max_connections,
-            shared=True,
-        )
-        return PostgresAudit(engine)
+        return PostgresAudit(engine_of(config))
     return AuditFile(Path(config.working_dir).expanduser().resolve())
 
 

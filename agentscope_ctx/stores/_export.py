@@ -209,15 +209,6 @@ def _local_steps(wd: Path, session: str) -> list[dict[str, Any]]:
 
 def engine_of(config: ContextConfig) -> PostgresEngine:
     """A PostgreSQL engine on the store `config` names (the process's shared pool)."""
-    from .postgres._engine import PostgresEngine
+    from .postgres._engine import engine_of as postgres_engine
 
-    assert config.store.dsn is not None
-    return PostgresEngine(
-        config.store.dsn,
-        password_env=config.store.password_env,
-        schema=config.store.schema_name,
-        connect_timeout=config.store.connect_timeout_seconds,
-        retry_after=config.store.retry_seconds,
-        max_connections=config.store.max_connections,
-        shared=True,
-    )
+    return postgres_engine(config)

@@ -100,26 +100,18 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
     if config.store.kind == "postgres":
         from .postgres import (
             PostgresDialogStore,
-            PostgresEngine,
             PostgresOutputStore,
             PostgresSearchIndex,
         )
         from .postgres._dialog import GUIDE, day_ref
+        from .postgres._engine import engine_of
         from .postgres._memory import PostgresMemoryDocs, memory_agents
         from .postgres._outputs import output_id
         from .postgres._retention import pg_retention
         from .postgres._steps import PostgresStepLog
 
         assert config.store.dsn is not None  # the config refuses postgres without one
-        engine = PostgresEngine(
-            config.store.dsn,
-            password_env=config.store.password_env,
-            schema=config.store.schema_name,
-            connect_timeout=config.store.connect_timeout_seconds,
-            retry_after=config.store.retry_seconds,
-            max_connections=config.store.max_connections,
-            shared=True,  # the process's connections to the DSN, whatever the managers
-        )
+        engine = engine_of(config)  # the process's connections to the DSN, whatever the managers
         pg_search = PostgresSearchIndex(engine, failures=failures)
         return Backend(
             kind="postgres",

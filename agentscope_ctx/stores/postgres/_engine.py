@@ -20,14 +20,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core._errors import PersistenceError
 from ._pool import ConnectionPool, shared_pool
 from ._schema import ensure
 from ._secrets import Secrets, store_name
 
-__all__ = ["PostgresEngine"]
+__all__ = ["PostgresEngine", "engine_of"]
+
+if TYPE_CHECKING:
+    from ...core.config._config import ContextConfig
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
@@ -148,3 +151,19 @@ class PostgresEngine:
                 raise self.error("cannot create the schema", exc) from None
         self._ready = True
         return conn
+
+
+def engine_of(config: ContextConfig) -> PostgresEngine:
+    """The engine on the PostgreSQL store `config` names, drawing on the process's shared pool
+    (`shared_pool`): what the stores, forget, export and the audit trail open."""
+    store = config.store
+    assert store.dsn is not None  # the config refuses postgres without one
+    return PostgresEngine(
+        store.dsn,
+        password_env=store.password_env,
+        schema=store.schema_name,
+        connect_timeout=store.connect_timeout_seconds,
+        retry_after=store.retry_seconds,
+        max_connections=store.max_connections,
+        shared=True,
+    )

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core._errors import PersistenceError
 from .._forget_target import ForgetReport, ForgetTarget, Step
-from ._engine import PostgresEngine
+from ._engine import PostgresEngine, engine_of
 from ._names import db_name, name_from_db
 from ._tenant import transaction
 
@@ -73,16 +73,7 @@ def forget_postgres(
     """
     from .._forget_local import forget_media, forget_pages, forget_usage_files
 
-    assert config.store.dsn is not None
-    engine = PostgresEngine(
-        config.store.dsn,
-        password_env=config.store.password_env,
-        schema=config.store.schema_name,
-        connect_timeout=config.store.connect_timeout_seconds,
-        retry_after=config.store.retry_seconds,
-        max_connections=config.store.max_connections,
-        shared=True,
-    )
+    engine = engine_of(config)
     report = ForgetReport(target, "postgres", dry_run)
     step = on_step or (lambda kind: None)
     try:
