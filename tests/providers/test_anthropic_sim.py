@@ -24,6 +24,7 @@ from tests.support.anthropic_sim import (
     spec_of,
 )
 from tests.support.lines import IS_1X, requires_1x
+from tests.support.thinking_session import anthropic_model
 
 MODEL = "claude-sonnet-4-5"
 LONG = " ".join(f"rule{n} says keep the prefix stable." for n in range(220))
@@ -624,30 +625,7 @@ def check_session(sim: AnthropicSim, reply: str | None, stream: bool) -> None:
 
 
 def model_factory(url: str, stream: bool) -> Any:
-    if IS_1X:
-        from agentscope.model import AnthropicChatModel
-
-        return AnthropicChatModel(
-            MODEL,
-            api_key="sk-test",
-            max_tokens=4096,
-            stream=stream,
-            thinking={"type": "enabled", "budget_tokens": 1024},
-            client_kwargs={"base_url": url, "max_retries": 0},
-        )
-    from agentscope.credential import AnthropicCredential
-    from agentscope.model import AnthropicChatModel
-
-    return AnthropicChatModel(
-        credential=AnthropicCredential(api_key="sk-test", base_url=url),
-        model=MODEL,
-        parameters=AnthropicChatModel.Parameters(
-            max_tokens=4096, thinking_enable=True, thinking_budget=1024
-        ),
-        stream=stream,
-        max_retries=0,
-        client_kwargs={"max_retries": 0},
-    )
+    return anthropic_model(url, stream, MODEL)
 
 
 @pytest.mark.skipif(

@@ -20,7 +20,7 @@ from tests.support.anthropic_sim import Turn as AnthropicTurn
 from tests.support.anthropic_sim import serve as serve_anthropic
 from tests.support.chat_sim import Turn as ChatTurn
 from tests.support.responses_sim import ResponsesSim, serve
-from tests.support.thinking_session import log_part
+from tests.support.thinking_session import anthropic_model, log_part
 
 Provider = Literal["anthropic", "responses"]
 TASK = "Task {turn}: read log parts {first} to {last} and report the failures."
@@ -87,30 +87,7 @@ def _model(provider: Provider, url: str, name: str, stream: bool) -> Any:
             stream=stream,
             max_retries=0,
         )
-    if IS_1X:
-        from agentscope.model import AnthropicChatModel
-
-        return AnthropicChatModel(
-            name,
-            api_key="sk-test",
-            max_tokens=4096,
-            stream=stream,
-            thinking={"type": "enabled", "budget_tokens": 1024},
-            client_kwargs={"base_url": url, "max_retries": 0},
-        )
-    from agentscope.credential import AnthropicCredential
-    from agentscope.model import AnthropicChatModel
-
-    return AnthropicChatModel(
-        credential=AnthropicCredential(api_key="sk-test", base_url=url),
-        model=name,
-        parameters=AnthropicChatModel.Parameters(
-            max_tokens=4096, thinking_enable=True, thinking_budget=1024
-        ),
-        stream=stream,
-        max_retries=0,
-        client_kwargs={"max_retries": 0},
-    )
+    return anthropic_model(url, stream, name)
 
 
 async def run_session(

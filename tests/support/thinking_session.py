@@ -75,12 +75,14 @@ def responder(steps: int, seen: Seen) -> Any:
     return answer
 
 
-def _model(url: str, stream: bool) -> Any:
+def anthropic_model(url: str, stream: bool, name: str = MODEL) -> Any:
+    """AgentScope's real `AnthropicChatModel` of the installed line on the simulator at
+    `url`, extended thinking on (a 1,024-token budget), no retries."""
     if IS_1X:
         from agentscope.model import AnthropicChatModel
 
         return AnthropicChatModel(
-            MODEL,
+            name,
             api_key="sk-test",
             max_tokens=4096,
             stream=stream,
@@ -92,7 +94,7 @@ def _model(url: str, stream: bool) -> Any:
 
     return AnthropicChatModel(
         credential=AnthropicCredential(api_key="sk-test", base_url=url),
-        model=MODEL,
+        model=name,
         parameters=AnthropicChatModel.Parameters(
             max_tokens=4096, thinking_enable=True, thinking_budget=1024
         ),
@@ -123,7 +125,7 @@ async def run_session(
     )
     manager = ContextManager(cfg)  # model=None: extractive summaries, no helper calls
     with serve(sim) as url:
-        model = _model(url, stream)
+        model = anthropic_model(url, stream)
         try:
             if IS_1X:
                 agent = await _run_1x(manager, model, turns, steps, lines)
