@@ -20,7 +20,7 @@ from typing import Any, Literal
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._line import IS_1X
 from tests.support.chat_sim import ChatSim, ManualClock, Turn, serve
-from tests.support.thinking_session import TASK, log_part
+from tests.support.thinking_session import run_1x, run_2x
 
 _TASK = re.compile(r"Task (\d+): read log parts")
 
@@ -86,13 +86,8 @@ async def run_session(
 async def _run_2x(
     manager: Any, url: str, kind: str, stream: bool, turns: int, steps: int, lines: int
 ) -> None:
-    from agentscope.agent import Agent
     from agentscope.credential import DeepSeekCredential, OpenAICredential
-    from agentscope.message import UserMsg
     from agentscope.model import DeepSeekChatModel, OpenAIChatModel
-    from agentscope.tool import FunctionTool, Toolkit
-
-    from tests.support.fakes import ALLOW
 
     model: Any
     if kind == "deepseek":
@@ -110,59 +105,17 @@ async def _run_2x(
             stream=stream,
             max_retries=0,
         )
-
-    def read_log(part: int) -> str:
-        """Read one part of the log.
-
-        Args:
-            part (int): the part.
-        """
-        return log_part(part, lines)
-
-    agent = Agent(
-        name="analyst",
-        system_prompt="You read logs and report failures. " * 8,
-        model=model,
-        toolkit=Toolkit(tools=[FunctionTool(read_log, permission=ALLOW, is_read_only=True)]),
-        middlewares=[manager.middleware()],
-    )
-    for turn in range(1, turns + 1):
-        task = TASK.format(turn=turn, first=turn * 100, last=turn * 100 + steps - 1)
-        await agent.reply(UserMsg(name="user", content=task))
+    await run_2x(manager, model, turns, steps, lines)
 
 
 async def _run_1x(manager: Any, url: str, stream: bool, turns: int, steps: int, lines: int) -> None:
-    from agentscope.agent import ReActAgent
     from agentscope.formatter import OpenAIChatFormatter
-    from agentscope.message import Msg, TextBlock
     from agentscope.model import OpenAIChatModel
-    from agentscope.tool import Toolkit, ToolResponse
 
-    def read_log(part: int) -> ToolResponse:
-        """Read one part of the log.
-
-        Args:
-            part (int): the part.
-        """
-        return ToolResponse(content=[TextBlock(type="text", text=log_part(part, lines))])
-
-    toolkit = Toolkit()
-    toolkit.register_tool_function(read_log)
-    agent = ReActAgent(
-        name="analyst",
-        sys_prompt="You read logs and report failures. " * 8,
-        model=OpenAIChatModel(
-            "deepseek-reasoner",
-            api_key="sk-test",
-            stream=stream,
-            client_kwargs={"base_url": url, "max_retries": 0},
-        ),
-        formatter=OpenAIChatFormatter(),
-        toolkit=toolkit,
-        max_iters=steps + 2,
+    model = OpenAIChatModel(
+        "deepseek-reasoner",
+        api_key="sk-test",
+        stream=stream,
+        client_kwargs={"base_url": url, "max_retries": 0},
     )
-    agent.set_console_output_enabled(False)
-    manager.attach(agent)
-    for turn in range(1, turns + 1):
-        task = TASK.format(turn=turn, first=turn * 100, last=turn * 100 + steps - 1)
-        await agent(Msg("user", task, "user"))
+    await run_1x(manager, model, turns, steps, lines, OpenAIChatFormatter())

@@ -128,9 +128,9 @@ async def run_session(
         model = anthropic_model(url, stream)
         try:
             if IS_1X:
-                agent = await _run_1x(manager, model, turns, steps, lines)
+                agent = await run_1x(manager, model, turns, steps, lines)
             else:
-                agent = await _run_2x(manager, model, turns, steps, lines)
+                agent = await run_2x(manager, model, turns, steps, lines)
             if after is not None:
                 await after(manager, agent)
         finally:
@@ -138,7 +138,9 @@ async def run_session(
     return sim, seen
 
 
-async def _run_2x(manager: Any, model: Any, turns: int, steps: int, lines: int) -> Any:
+async def run_2x(manager: Any, model: Any, turns: int, steps: int, lines: int) -> Any:
+    """`turns` log-reading tasks through a 2.x `Agent` on `model` with `manager`'s middleware
+    (outputs of `lines` lines); the agent."""
     from agentscope.agent import Agent
     from agentscope.message import UserMsg
     from agentscope.tool import FunctionTool, Toolkit
@@ -166,7 +168,10 @@ async def _run_2x(manager: Any, model: Any, turns: int, steps: int, lines: int) 
     return agent
 
 
-async def _run_1x(manager: Any, model: Any, turns: int, steps: int, lines: int) -> Any:
+async def run_1x(
+    manager: Any, model: Any, turns: int, steps: int, lines: int, formatter: Any = None
+) -> Any:
+    """`run_2x` through a 1.x `ReActAgent` (`formatter`: Anthropic's by default); the agent."""
     from agentscope.agent import ReActAgent
     from agentscope.formatter import AnthropicChatFormatter
     from agentscope.message import Msg, TextBlock
@@ -186,7 +191,7 @@ async def _run_1x(manager: Any, model: Any, turns: int, steps: int, lines: int) 
         name="analyst",
         sys_prompt="You read logs and report failures. " * 8,
         model=model,
-        formatter=AnthropicChatFormatter(),
+        formatter=formatter or AnthropicChatFormatter(),
         toolkit=toolkit,
         max_iters=steps + 2,
     )
