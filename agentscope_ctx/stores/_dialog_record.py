@@ -14,8 +14,14 @@ is stored once per owner.
 ``msg`` holds ``id``, ``name``, ``role``, ``content`` (a string or a list of content blocks),
 ``metadata`` and ``timestamp`` exactly as ``Msg.to_dict()`` gives them; ``Msg.from_dict()``
 reads it back. Text is written unescaped (``ensure_ascii=False``); a record whose text cannot be
-encoded as UTF-8 (a lone surrogate) is written with ``\\uXXXX`` escapes instead, which round-trip
-exactly.
+encoded as UTF-8 (it holds surrogate code points) is written with ``\\uXXXX`` escapes instead.
+JSON reads a high surrogate's escape followed by a low one's as one character (the pair
+``"\\ud800\\udc00"`` as U+10000), so such a record carries ``split`` (an optional field of
+version 1): the ordinals of the characters above U+FFFF that were two code points, counted
+from 0 over every string of ``msg`` (keys and values) in document order; reading splits them
+again, so every string, lone surrogates and pairs of them included, round-trips exactly. A
+reader that does not know the field (an older one, the search index's catch-up) reads each
+such pair as its one character, as before; a record without it is read as before.
 
 A message is stored even when it is odd, so that one message never stops the store:
 
@@ -38,7 +44,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import date
 
 from ..core._entry import Msg
@@ -52,6 +58,8 @@ RECORD_VERSION = 1
 _MAX_DEPTH = 100
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T]|$)")
 _SCALARS = (str, int, float, bool, type(None))
+_ASTRAL_OR_PAIR = re.compile("[\U00010000-\U0010ffff]|[\ud800-\udbff][\udc00-\udfff]")
+"""What JSON reads back as one character above U+FFFF: that character, or a surrogate pair."""
 
 
 def date_prefix(text: object) -> str | None:
@@ -83,14 +91,18 @@ def encode_record(msg: Msg, fields: Mapping[str, str] | None = None) -> tuple[by
             data["content"] = [content]
         else:
             data["content"] = _text(content)
-    record: dict[str, object] = {"v": RECORD_VERSION, "msg": _storable(data, "", lossy, (), 0)}
+    stored = _storable(data, "", lossy, (), 0)
+    record: dict[str, object] = {"v": RECORD_VERSION, "msg": stored}
     record.update(fields or {})
     if lossy:
         record["lossy"] = lossy
     text = json.dumps(record, ensure_ascii=False)  # cannot fail: `_storable` made it JSON
     try:
         return (text + "\n").encode("utf-8"), lossy
-    except UnicodeEncodeError:  # lone surrogates: the escaped form round-trips exactly
+    except UnicodeEncodeError:  # surrogate code points: escaped, pairs of them noted
+        split = _pairs_written(stored)
+        if split:
+            record["split"] = split
         return (json.dumps(record) + "\n").encode("ascii"), lossy
 
 
@@ -118,28 +130,92 @@ def decode_owned(raw: bytes) -> tuple[Msg | str, str, str]:
 
 def _decode(raw: bytes, parsed: object = None) -> Msg | str:
     if parsed is not None:
-        return _message(parsed)
+        return _message(parsed, raw)
     try:
         record = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return "not valid UTF-8"
     except json.JSONDecodeError as exc:
         return f"invalid JSON ({exc.msg} at column {exc.colno})"
-    return _message(record)
+    return _message(record, raw)
 
 
-def _message(record: object) -> Msg | str:
+def _message(record: object, raw: bytes) -> Msg | str:
     if not isinstance(record, dict):
         return f"not a record: a JSON {type(record).__name__}"
     if record.get("v") != RECORD_VERSION:
         return f"unsupported record version {record.get('v')!r}"
     data = record.get("msg")
+    split = record.get("split")
+    if isinstance(split, list) and split:  # read again, keys that JSON made one kept apart
+        pairs = json.loads(raw.decode("utf-8"), object_pairs_hook=_Pairs)
+        msg = next((value for key, value in pairs if key == "msg"), None)
+        data = _split_pairs(msg, {n for n in split if isinstance(n, int)})
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         return "record without a message id"
     try:
         return Msg.from_dict(data)
     except Exception as exc:  # any malformed field: the caller reports it, never raises
         return f"not a message ({type(exc).__name__}: {exc})"
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string of JSON value `value` (keys and values), in document order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _pairs_written(value: object) -> list[int]:
+    """The ordinals (`split`) of the characters above U+FFFF that JSON will read in `value`'s
+    strings, of those that are a high and a low surrogate code point."""
+    split: list[int] = []
+    n = 0
+    for text in _strings(value):
+        for match in _ASTRAL_OR_PAIR.finditer(text):
+            if len(match.group()) == 2:
+                split.append(n)
+            n += 1
+    return split
+
+
+class _Pairs(list[tuple[str, object]]):
+    """A JSON object as read, its keys in order, none merged (``object_pairs_hook``)."""
+
+
+def _split_pairs(value: object, split: set[int]) -> object:
+    """`value` read from JSON (objects as `_Pairs`) with its `split` characters
+    (`_pairs_written`) made two surrogate code points again, and its objects dicts."""
+    n = 0
+
+    def text(value: str) -> str:
+        nonlocal n
+        out: list[str] = []
+        for char in value:
+            if ord(char) > 0xFFFF:
+                if n in split:
+                    code = ord(char) - 0x10000
+                    char = chr(0xD800 + (code >> 10)) + chr(0xDC00 + (code & 0x3FF))
+                n += 1
+            out.append(char)
+        return "".join(out)
+
+    def walk(value: object) -> object:
+        if isinstance(value, str):
+            return text(value)
+        if isinstance(value, _Pairs):
+            return {text(key): walk(item) for key, item in value}
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return walk(value)
 
 
 def _storable(

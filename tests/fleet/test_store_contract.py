@@ -153,6 +153,7 @@ _odd_text = st.lists(
 @FUNCTION_FIXTURE
 @given(texts=st.lists(_odd_text, min_size=1, max_size=5))
 @example(texts=["\x00 nul", "lone \udc80 surrogate", "中文 and 😀", "\\'\"&|!:*()"])
+@example(texts=["\ud800\udc00", "\U00010000 \ud800\udc00 \udbff\udfff"])  # pairs of code points
 def test_dialog_round_trip_is_exact(opener: Opener, texts: list[str]) -> None:
     dialog = opener().dialog
     before = len(dialog.read()[0])

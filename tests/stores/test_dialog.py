@@ -153,6 +153,34 @@ async def test_lone_surrogate_round_trips(tmp_path: Path) -> None:
     assert report.bad_lines == [] and read[0].content == "bad \ud800 half"
 
 
+async def test_surrogate_pairs_of_code_points_round_trip(tmp_path: Path) -> None:
+    """A pair of surrogate code points stays two code points (JSON reads their escapes as
+    one character), beside the character they would make, lone halves, in keys and values."""
+    pair, astral = "\ud800\udc00", "\U00010000"
+    texts = [pair, f"{astral}{pair} \udc00\ud800 {pair}{astral}", f"\udbff{pair}\udfff"]
+    msg = make_msg("p1", texts[1])
+    msg.metadata = {pair: [texts[0], {"k": texts[2]}], astral: texts[1], "n": 1}
+    other = make_msg("p2", [TextBlock(type="text", text=t) for t in texts])
+    store = DialogStore(tmp_path)
+    assert await store.append([msg, other]) == 2
+    read, report = store.read()
+    assert report.bad_lines == []
+    assert [m.to_dict() for m in read] == [msg.to_dict(), other.to_dict()]
+    # a reader that does not know `split` reads each pair as its one character, as before
+    record = json.loads(lines_of(store.dialog_dir / "2026-12-02.jsonl")[0])
+    assert record["msg"]["content"] == f"{astral}{astral} \udc00\ud800 {astral}{astral}"
+
+
+async def test_a_record_without_split_reads_as_before(tmp_path: Path) -> None:
+    store = DialogStore(tmp_path)
+    store.dialog_dir.mkdir(parents=True, exist_ok=True)
+    (store.dialog_dir / "2026-12-02.jsonl").write_bytes(
+        record_line(make_msg("old", "\ud800\udc00 \udc80"))  # as the older writer did
+    )
+    read, report = store.read()
+    assert report.bad_lines == [] and read[0].content == "\U00010000 \udc80"
+
+
 async def test_unparseable_timestamp_goes_to_today(tmp_path: Path) -> None:
     store = DialogStore(tmp_path)
     msg = make_msg("t1")
