@@ -23,7 +23,7 @@ agent's and the manager's, and a compaction is a model compaction. `calls` holds
 (prompt, tool schemas, tool choice, whether it was a summary).
 
 `import agentscope_ctx` does not import this module; importing it loads no AgentScope model
-code until `ScriptedChatModel` is used (`tests/edge/test_testing.py`).
+code until `ScriptedChatModel` is used.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ __all__ = [
 
 
 class ToolResultConfig(_Section):
-    """Two-stage truncation of tool output (DESIGN.md §4)."""
+    """Two-stage truncation of tool output."""
 
     recent_n: int = Field(default=5, ge=0)
     """How many of the newest tool-result messages keep the first-truncation excerpt; older
@@ -86,7 +86,7 @@ class ToolResultConfig(_Section):
 
 
 class CacheConfig(_Section):
-    """The providers' prompt caches (DESIGN.md §18, docs/providers.md): where the package
+    """The providers' prompt caches (docs/providers.md): where the package
     tells a provider that the prompt's stable prefix ends."""
 
     mode: Literal["auto", "explicit", "off"] = "auto"
@@ -102,7 +102,7 @@ class CacheConfig(_Section):
 
 
 class CompactorConfig(_Section):
-    """The Compactor: writes the structured summary that replaces old messages (DESIGN.md §5)."""
+    """The Compactor: writes the structured summary that replaces old messages."""
 
     enabled: bool = True
     """Use the model to summarise. When false, or when no model is given, the deterministic
@@ -130,10 +130,11 @@ class CompactorConfig(_Section):
     prefix request at full price). See README, "Cheap compaction calls"."""
 
     carry_max_chars: int = Field(default=4_000, ge=400)
-    """Cap, in characters, on what every summary carries by code whoever wrote it (DESIGN.md
-    §13): the user's own words, verbatim and newest first, and the artifact trail (files
-    read, edited, written; commands and their outcome; the newest errors). It is also held to
-    a tenth of `max_input_tokens` (at about 3.5 characters a token) when that is smaller."""
+    """Cap, in characters, on what every summary carries by code whoever wrote it (the
+    carried block, docs/carried.md): the user's own words, verbatim and newest first, and the
+    artifact trail (files read, edited, written; commands and their outcome; the newest
+    errors). It is also held to a tenth of `max_input_tokens` (at about 3.5 characters a
+    token) when that is smaller."""
 
     mode: Literal["local", "native"] = "local"
     """``local``: only this package compacts. ``native``: the provider compacts too, where it
@@ -223,7 +224,7 @@ class RecallConfig(_Section):
     date at each save. The index is a cache: deleting it loses nothing."""
 
     scope: Literal["session", "agent", "shared"] = "session"
-    """What `search_history` and `read_file` show the agent (DESIGN.md §15, docs/tenants.md):
+    """What `search_history` and `read_file` show the agent (docs/tenants.md):
     ``session``: its own records in its own session; ``agent``: every session of the agent
     (same name, same `user`), and the long-term memory files; ``shared``: every record of
     the store (one user's app on its own store). Another tenant's ref reads as one that does
@@ -267,7 +268,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class StoreConfig(_Section):
-    """Where the dialog, the saved outputs and the search index live (DESIGN.md §11)."""
+    """Where the dialog, the saved outputs and the search index live."""
 
     kind: Literal["local", "postgres"] = "local"
     """``local``: files and SQLite under `working_dir`; ``postgres``: one PostgreSQL database
