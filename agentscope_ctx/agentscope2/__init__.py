@@ -1,6 +1,6 @@
 """The AgentScope 2.x adapter: `ContextManager` and its `ContextMiddleware` (a native 2.x
 middleware) bring to a 2.x `Agent` what the hooks bring to a 1.x `ReActAgent`; see
-`_middleware` and `docs/agentscope2.md`. Importing this package needs AgentScope 2.x.
+`_middleware` and `docs/contributors/agentscope2.md`. Importing this package needs AgentScope 2.x.
 
 Its names load on first use (like the package's): the core asks this adapter's `_host` for
 the line's parts while it is being imported, which must not import the whole adapter."""

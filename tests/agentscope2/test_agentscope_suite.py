@@ -1,6 +1,6 @@
 """The harness that runs AgentScope's own tests with a `ContextManager` on every `Agent`
 (`tests/agentscope_suite`), run here on a two-file stand-in for AgentScope's `tests/` (the
-real ones come from a git checkout: docs/agentscope2.md §10)."""
+real ones come from a git checkout: docs/contributors/agentscope2.md §10)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ The tests are AgentScope's, read from the checkout: nothing of them is copied he
 PyPI sdist of AgentScope 2.0.11 ships no ``tests/`` (only four end-to-end files), so the
 checkout comes from git. The run needs AgentScope's test extras beside the package
 (`apscheduler`, `fastapi`, `fakeredis`, `sqlalchemy[asyncio]`, `aiosqlite`, `qdrant-client`,
-...; see docs/agentscope2.md §10).
+...; see docs/contributors/agentscope2.md §10).
 """
 
 from __future__ import annotations

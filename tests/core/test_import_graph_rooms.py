@@ -12,7 +12,7 @@ import pytest
 ROOT = "agentscope_ctx"
 
 # Every package whose circles are gone; agentscope2 and demo join when theirs are
-# (docs/architecture.md).
+# (docs/contributors/architecture.md).
 ACYCLIC = [
     f"{ROOT}.core",
     f"{ROOT}.stores",

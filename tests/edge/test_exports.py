@@ -26,7 +26,7 @@ def test_all_is_sorted_and_importable() -> None:
 def test_public_names_are_exactly_all() -> None:
     submodules = {"annotations", "cli", "demo", "tools", "viewer"}  # submodules imported by name
     submodules |= {"agentscope1", "agentscope2", "core", "memory", "models", "recall"}
-    # the layers' subpackages (docs/architecture.md)
+    # the layers' subpackages (docs/contributors/architecture.md)
     submodules |= {"services", "stores", "telemetry"}
     submodules |= {"testing"}  # agentscope_ctx.testing, imported explicitly (its own __all__)
     listed = {n for n in dir(agentscope_ctx) if not n.startswith("_")} - submodules

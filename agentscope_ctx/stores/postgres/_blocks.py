@@ -7,7 +7,7 @@ most: the row holds the distinct tokens of the block as a ``tsvector``, each wit
 of the block it is in as its positions (not its places in the text), and where the block's
 text is in the output (its bytes, its first line), not the text. A ``tsvector`` and its GIN
 postings then grow with the block's distinct words, not with its bytes: the index is about
-1.2x the history where a row per 2 KB chunk was 2.6x at best (docs/search.md).
+1.2x the history where a row per 2 KB chunk was 2.6x at best (docs/contributors/search-notebook.md).
 
 A search reads back the bytes of the blocks it ranks, for the hits only (`expand`): only the
 blocks with a chunk holding every word of a term (the positions of the query's words), and
