@@ -119,6 +119,13 @@ def test_the_readme_links_pages_that_exist() -> None:
 # -- the word budget -------------------------------------------------------------------------
 
 
+def test_the_users_part_is_under_the_word_budget() -> None:
+    counts = {path.name: words(path.read_text(encoding="utf-8")) for path in user_pages()}
+    total = sum(counts.values())
+    biggest = sorted(counts.items(), key=lambda c: -c[1])[:5]
+    assert total <= WORD_BUDGET, f"{total:,} words (budget {WORD_BUDGET:,}); biggest: {biggest}"
+
+
 def test_words_are_counted_in_the_source_generated_parts_excluded() -> None:
     assert words("# Title\n\nTwo words.\n\n<!-- generated: api -->\n") == 4
     assert words("| a | b |\n```\ncode here\n```") == 9
@@ -163,6 +170,16 @@ def test_internal_material_is_found(text: str, name: str) -> None:
 )
 def test_user_text_is_not_taken_for_internal_material(text: str) -> None:
     assert internal_material(text) == []
+
+
+def test_the_users_pages_hold_no_internal_material() -> None:
+    gen = _load_generator()
+    found = {}
+    for path in user_pages():
+        hits = internal_material(gen.render(path.read_text(encoding="utf-8")))
+        if hits:
+            found[str(path.relative_to(DOCS))] = hits
+    assert not found, found
 
 
 def _docstrings(obj: object, seen: set[str]) -> Iterator[tuple[str, str]]:
