@@ -131,8 +131,8 @@ def build_agent(source: str | Path | Mapping[str, Any]) -> tuple[ReActAgent, Con
     """Build the agent a config describes and attach a `ContextManager` to it.
 
     On AgentScope 2.x the agent is a 2.x `Agent` (its tools allowed without asking: the
-    config's ``tools:`` list is the grant) and the second item is what keeps its context (see
-    `agentscope_ctx.agentscope2._agent.build_agent_v2`); the types named here are 1.x's.
+    config's ``tools:`` list is the grant) and the second item is what keeps its context
+    (its `ContextManager`); the types named here are 1.x's.
 
     Args:
         source: a YAML file path, or the same content as a mapping.

@@ -232,10 +232,10 @@ class ContextManager(Services):
 
     async def pin(self, agent: Any, msg_id: str, *, pinned: bool = True) -> None:
         """Pin (or, with `pinned=False`, unpin) message `msg_id` of the agent's memory: it is
-        then never masked, cut harder or compacted (within `pin_max_share` of the budget;
-        see `agentscope_ctx.core.context._pins`). The same as making the message with the metadata
-        ``{"agentscope_ctx.pinned": True}``, which is also how to pin in a memory shared
-        by several processes (a pin made here is this process's).
+        then never masked, cut harder or compacted (within `pin_max_share` of the budget).
+        The same as making the message with the metadata ``{"agentscope_ctx.pinned": True}``,
+        which is also how to pin in a memory shared by several processes (a pin made here is
+        this process's).
 
         Raises:
             ContextUsageError: no message of the agent's memory has that id.

@@ -81,8 +81,8 @@ class ContextManager(AgentRuns):
         formatter: ignored on 2.x (a 2.x model owns its formatter).
         token_counter: a `TokenCounter`; default: tiktoken with `config.token_counter`.
         middleware: the middleware to serve (used by `ContextMiddleware` itself).
-        backend: stores opened already, shared with other managers (the app factory's:
-            `agentscope2._app`); `close()` then leaves them open.
+        backend: stores opened already, shared with other managers (those of
+            `app_middlewares`); `close()` then leaves them open.
     """
 
     def __init__(

@@ -238,7 +238,7 @@ class RecallConfig(_Section):
 
     user: PlainName | None = None
     """The end user this context serves (the 2.x app server's ``user_id``); the agent's owner
-    key becomes ``user/agent`` (`core._tenant.agent_key`), so the same agent name of two users
+    key becomes ``user/agent``, so the same agent name of two users
     never shares a record or a long-term memory. `None`: the agent name alone. No NUL or lone
     surrogate."""
 
