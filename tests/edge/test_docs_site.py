@@ -11,11 +11,12 @@ nav, so a page added to it is checked from the day it is added.
   docstrings and help, one entry per field, option or name, read by looking one up, and they
   grow with the API rather than with the prose. They are held to the second rule instead.
 - **No internal material**: no path or dotted name of a private module
-  (``agentscope_ctx/core/_x.py``, ``stores/_search.py``, ``core._tenant``) or of the tests (``tests/...``), no commit id (7 to 40 hex digits with
-  a letter and a digit, outside fenced code blocks, which show a program's output) and no
-  branch talk ("branch v2", "main's commit", "after merge", ``_v2/``), no citation of the
-  design notes (DESIGN.md, which is not on the site), in the user's pages as
-  built: their Markdown with the generated parts in, and every docstring the API reference
+  (``agentscope_ctx/core/_x.py``, ``stores/_search.py``, ``core._tenant``) or of the tests
+  (``tests/...``), no commit id (7 to 40 hex digits with a letter and a digit, outside fenced
+  code blocks, which show a program's output), no branch talk ("branch v2", "main's commit",
+  "after merge", ``_v2/``) and no citation of the design notes (DESIGN.md, not on the site), in
+  the user's pages as built (their Markdown with the generated parts in; link targets and
+  mkdocstrings directives are addresses, not prose) and in every docstring the API reference
   renders (mkdocstrings, read through griffe as it does).
 """
 
