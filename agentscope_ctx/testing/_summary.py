@@ -209,8 +209,9 @@ def _bullets(items: list[str], empty: str = "(none)", width: int = _CLIP) -> str
     return "\n".join(f"- {_clip(item, width)}" for item in items)
 
 
-_TOO_LONG = re.compile(r"more than the (\d+) allowed")
-"""A retry's reason when the previous answer was over the compactor's size limit (tokens)."""
+_TOO_LONG = re.compile(r"has (\d+) tokens, more than the (\d+) allowed")
+"""A retry's reason when the previous answer was over the compactor's size limit: its tokens,
+then the limit."""
 
 
 def write_summary(prompt: str) -> str:
@@ -229,7 +230,10 @@ def write_summary(prompt: str) -> str:
     summary = _compose(previous, reading, 1.0)
     too_long = _TOO_LONG.search(prompt.split("</messages>")[-1])
     if too_long is not None:
-        chars = 3 * int(too_long[1])  # (3 characters a token: English prose has about 4)
+        # The rejected answer was this summary: its own characters a token (identifiers and
+        # numbers take more tokens than prose), for the limit, less a tenth
+        had, limit = int(too_long[1]), int(too_long[2])
+        chars = int(len(summary) * limit / max(had, 1) * 0.9)
         scale = 0.5
         while len(summary) > chars and scale > 0.05:
             summary, scale = _compose(previous, reading, scale), scale / 2
