@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible model on loopback, so that the fleet example runs offline.
 
-    python examples/fleet/model_server.py --port 8300
+    python examples/fleet/model_server.py --port 8300     # --port 0: a free port, printed
 
 It speaks the chat-completions wire format (JSON, or server-sent events when `stream` is set)
 and plays a fixed part: a user turn "read FILE" or "run: COMMAND" gets one tool call
@@ -14,8 +14,10 @@ Point the app's credential at http://127.0.0.1:PORT/v1 (any API key).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import re
+import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -114,10 +116,23 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(raw)
 
 
-if __name__ == "__main__":
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=8300)
+    parser.add_argument("--port", type=int, default=8300, help="0: a free port (printed)")
     port = parser.parse_args().port
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    print(f"model server on http://127.0.0.1:{port}/v1", flush=True)
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        sys.exit(
+            f"port {port} of 127.0.0.1 is in use (a model server started before?): stop what "
+            f"listens there, or pass another --port (0 picks a free one) and give that URL to "
+            f"the client or the workers"
+        )
+    print(f"model server on http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
