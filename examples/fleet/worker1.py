@@ -10,6 +10,11 @@ through as the turn goes, so the other worker sees every message), agentscope_ct
 over it with the PostgreSQL store of FLEET_CONFIG (its compactions summarised by the model
 server), the rest of the agent's state loaded from and saved to `RedisSession`. Answers
 {"reply", "pid"}. GET / answers {"pid"}.
+
+Its budget is `--max-input-tokens` (4,000 by default), not fleet.yaml's 12,000: that one counts
+on the 2.x app server's sixteen built-in tools, about 7,200 tokens of schemas in every prompt,
+where this agent has two. With 4,000, the ten turns of client1.py outgrow it as the 2.x chat
+outgrows its own, and the old turns are compacted (summaries the model server writes).
 """
 
 from __future__ import annotations
@@ -136,6 +141,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8101)
     parser.add_argument("--model", default="http://127.0.0.1:8300/v1", help="the model server")
+    parser.add_argument("--max-input-tokens", type=int, default=4_000, help="the budget")
     args = parser.parse_args()
     MODEL_URL = args.model
+    config = ContextConfig.model_validate(
+        config.model_dump() | {"max_input_tokens": args.max_input_tokens}
+    )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

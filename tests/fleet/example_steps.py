@@ -1,10 +1,12 @@
 """What the fleet example's workers recorded of each compaction: the steps records of a session
 in the fleet store (the session viewer's, one per pipeline run), read as `agentscope-ctx view`
-reads them, so that a test tells a summary its model wrote from the extractive fallback."""
+reads them, so that a test tells a summary its model wrote from the extractive fallback; and
+the compactor's warnings in the processes' logs."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from agentscope_ctx import ContextConfig
 from agentscope_ctx.stores.factory import open_backend
@@ -33,3 +35,14 @@ def compaction_sources(env: dict[str, str], session: str) -> list[str]:
             else:
                 os.environ[key] = value
     return [str(r.get("summary_source")) for r in records if r.get("compacted")]
+
+
+def compactor_warnings(folder: Path) -> list[str]:
+    """The lines of the example's process logs (FOLDER/*.log, whole) where the compactor
+    warned: a model call that failed, a summary rejected until the extractive fallback."""
+    return [
+        line
+        for log in sorted(folder.glob("*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+        if "Compactor" in line or "extractive summary" in line
+    ]
