@@ -22,6 +22,7 @@ from agentscope_ctx.stores._archive import parse_archive
 from agentscope_ctx.stores._audit import AuditFile
 from agentscope_ctx.stores._search import SearchIndex
 from tests.support.agent_line import Line
+from tests.support.browser import open_page
 
 OUTPUTS = {
     "log": "".join(f"line {n} of the quokka log\r\n" for n in range(300)),  # CRLF
@@ -135,11 +136,6 @@ async def test_the_html_archive_opens_offline_and_shows_each_output_whole(
 ) -> None:
     """The viewer's page as exported: no console error in chromium, nothing to fetch, and a
     click on a notice shows that output whole (not the viewer's 4,000-byte head)."""
-    from tests.edge.test_viewer import _browser_or_skip
-
-    executable = _browser_or_skip()
-    from playwright.async_api import async_playwright
-
     await _session(tmp_path / "src", line)
     page_file = tmp_path / "s1.html"
     argv = ["export", str(tmp_path / "src"), "--session", "s1", "--format", "html"]
@@ -148,22 +144,11 @@ async def test_the_html_archive_opens_offline_and_shows_each_output_whole(
     assert "https://" not in html and "http://" not in html.replace(
         "http://www.w3.org/2000/svg", ""
     )
-    errors: list[str] = []
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = await browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            await page.goto(page_file.as_uri())
-            shown = []
-            for notice in await page.locator("#calls a.notice").all():
-                await notice.click()
-                shown.append(await page.locator("#excerpt").text_content())
-        finally:
-            await browser.close()
+    async with open_page(page_file) as (page, errors):
+        shown = []
+        for notice in await page.locator("#calls a.notice").all():
+            await notice.click()
+            shown.append(await page.locator("#excerpt").text_content())
     assert errors == []
     assert any(OUTPUTS["log"].replace("\r\n", "\n") in str(s).replace("\r\n", "\n") for s in shown)
     assert any(OUTPUTS["cjk"] in str(s) for s in shown)

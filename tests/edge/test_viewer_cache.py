@@ -12,7 +12,7 @@ from agentscope_ctx.cli import main
 from agentscope_ctx.core._tenant import owner_tag
 from agentscope_ctx.stores._steps_file import StepFile, step_records
 from agentscope_ctx.viewer._session import fold
-from tests.edge.test_viewer import _browser_or_skip
+from tests.support.browser import open_page
 
 A_TAG = owner_tag("a")  # an agent's steps file is named by its key's tag
 
@@ -70,9 +70,6 @@ def test_a_usage_line_finds_its_step_across_a_rotation(tmp_path: Path) -> None:
 
 
 async def test_the_page_shows_the_cache_column_and_line_in_chromium(tmp_path: Path) -> None:
-    executable = _browser_or_skip()
-    from playwright.async_api import async_playwright
-
     steps = StepFile(tmp_path)
     figures = [(None, None), (0, 3_000), (2_900, 400), (3_300, 200)]
     for run, (read, written) in enumerate(figures, start=1):
@@ -83,32 +80,22 @@ async def test_the_page_shows_the_cache_column_and_line_in_chromium(tmp_path: Pa
     assert [(c.cache_read, c.cache_creation) for c in calls] == figures
     page_file = tmp_path / "view.html"
     assert main(["view", str(tmp_path), "--session", "s", "-o", str(page_file)]) == 0
-    errors: list[str] = []
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = await browser.new_page()
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            await page.goto(page_file.as_uri())
-            header = await page.locator("table#calls th").all_inner_texts()
-            assert "cache read" in header
-            cells = await page.locator("table#calls td.cache").all_inner_texts()
-            assert cells == [
-                "–",
-                "0 (+3,000 written)",
-                "2,900 (+400 written)",
-                "3,300 (+200 written)",
-            ]
-            line = page.locator("svg#timeline polyline.cache_read")
-            assert await line.count() == 1 and await line.is_visible()
-            points = (await line.get_attribute("points") or "").split()
-            assert len(points) == 3  # the calls that reported a cache read
-            ys = [float(p.split(",")[1]) for p in points]
-            assert ys[0] > ys[1] > ys[2]  # 0, then more read each call: higher on the chart
-            legend = await page.locator("svg#timeline text").all_text_contents()
-            assert "cache read" in legend
-        finally:
-            await browser.close()
+    async with open_page(page_file) as (page, errors):
+        header = await page.locator("table#calls th").all_inner_texts()
+        assert "cache read" in header
+        cells = await page.locator("table#calls td.cache").all_inner_texts()
+        assert cells == [
+            "–",
+            "0 (+3,000 written)",
+            "2,900 (+400 written)",
+            "3,300 (+200 written)",
+        ]
+        line = page.locator("svg#timeline polyline.cache_read")
+        assert await line.count() == 1 and await line.is_visible()
+        points = (await line.get_attribute("points") or "").split()
+        assert len(points) == 3  # the calls that reported a cache read
+        ys = [float(p.split(",")[1]) for p in points]
+        assert ys[0] > ys[1] > ys[2]  # 0, then more read each call: higher on the chart
+        legend = await page.locator("svg#timeline text").all_text_contents()
+        assert "cache read" in legend
     assert errors == []

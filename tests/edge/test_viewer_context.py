@@ -15,8 +15,8 @@ from agentscope_ctx.cli import main
 from agentscope_ctx.services._breakdown import PART_LABELS
 from agentscope_ctx.viewer import load_session, render_page
 from agentscope_ctx.viewer._session import SessionView
-from tests.edge.test_viewer import _browser_or_skip
 from tests.support.agent_line import Line
+from tests.support.browser import open_page
 
 
 def _dump(arg: str) -> str:
@@ -52,9 +52,6 @@ async def _session_dir(tmp_path: Path, line: Line) -> tuple[Path, dict[str, int]
 async def test_the_page_shows_the_context_at_the_end_in_chromium(
     tmp_path: Path, line: Line, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    executable = _browser_or_skip()
-    from playwright.async_api import async_playwright
-
     working_dir, messages = await _session_dir(tmp_path, line)
     assert messages["masked_outputs"] == 1 and messages["cut_outputs"] == 1
     (agent, _, context) = load_session(ContextConfig(working_dir=working_dir), "s-1").contexts[0]
@@ -62,41 +59,30 @@ async def test_the_page_shows_the_context_at_the_end_in_chromium(
     page_file = tmp_path / "view.html"
     assert main(["view", str(working_dir), "--session", "s-1", "-o", str(page_file)]) == 0
     capsys.readouterr()
-    errors: list[str] = []
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = await browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            await page.goto(page_file.as_uri())
-            box = page.locator('#contexts .context[data-agent="coder"]')
-            assert await box.is_visible()
-            assert await box.locator("tr.part").count() == len(PART_LABELS)
-            rows = {
-                str(await row.get_attribute("data-part")): await row.locator("td").all_inner_texts()
-                for row in await box.locator("tr.part").all()
-            }
-            assert rows["cut_outputs"][1] == "1" and rows["masked_outputs"][1] == "1"
-            assert rows["system_prompt"][1] == ""  # (no messages: a fixed part)
-            for name, cells in rows.items():
-                assert cells[2] == f"{getattr(context, name):,}", (name, cells)
-            free = await box.locator("tr.free td").all_inner_texts()
-            assert f"{context.free_below_trigger:,}" in free
-            # the bar: one segment per part that holds tokens, then the free space, within it
-            drawn = box.locator(".bar span.part")
-            shown = [str(await s.get_attribute("data-part")) for s in await drawn.all()]
-            assert shown == [name for name, _, tokens in context.parts() if tokens]
-            bar = await box.locator(".bar").bounding_box()
-            widths = [
-                (await s.bounding_box() or {"width": 0})["width"]
-                for s in await box.locator(".bar span.part, .bar .free, .bar .reserve").all()
-            ]
-            assert bar is not None and abs(sum(widths) - (bar["width"] - 2)) < 2, (widths, bar)
-        finally:
-            await browser.close()
+    async with open_page(page_file) as (page, errors):
+        box = page.locator('#contexts .context[data-agent="coder"]')
+        assert await box.is_visible()
+        assert await box.locator("tr.part").count() == len(PART_LABELS)
+        rows = {
+            str(await row.get_attribute("data-part")): await row.locator("td").all_inner_texts()
+            for row in await box.locator("tr.part").all()
+        }
+        assert rows["cut_outputs"][1] == "1" and rows["masked_outputs"][1] == "1"
+        assert rows["system_prompt"][1] == ""  # (no messages: a fixed part)
+        for name, cells in rows.items():
+            assert cells[2] == f"{getattr(context, name):,}", (name, cells)
+        free = await box.locator("tr.free td").all_inner_texts()
+        assert f"{context.free_below_trigger:,}" in free
+        # the bar: one segment per part that holds tokens, then the free space, within it
+        drawn = box.locator(".bar span.part")
+        shown = [str(await s.get_attribute("data-part")) for s in await drawn.all()]
+        assert shown == [name for name, _, tokens in context.parts() if tokens]
+        bar = await box.locator(".bar").bounding_box()
+        widths = [
+            (await s.bounding_box() or {"width": 0})["width"]
+            for s in await box.locator(".bar span.part, .bar .free, .bar .reserve").all()
+        ]
+        assert bar is not None and abs(sum(widths) - (bar["width"] - 2)) < 2, (widths, bar)
     assert errors == []
 
 
