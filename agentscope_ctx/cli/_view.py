@@ -56,6 +56,8 @@ def cmd_view(args: argparse.Namespace) -> int:
     if not view.calls and not view.dialog:
         raise CliError(_nothing_to_show(config, view.session, given=args.session is not None))
     out = Path(args.output) if args.output else path / "view.html"
+    if not args.output:  # a fleet store's working dir: named by the config, maybe never made
+        path.mkdir(parents=True, exist_ok=True)
     save_page(view, out)
     print(f"{out} ({len(view.calls)} model calls, {len(view.dialog)} dialog messages)")
     return 0
