@@ -26,7 +26,8 @@ from ..core.config._config import ContextConfig
 from ..core.tokens._tokens import TokenCounter
 from ..stores._dialog import DialogStore
 from ..stores._usage_file import read_usage
-from ..viewer import write_page
+from ..viewer import SessionView, write_page
+from ..viewer._figures import session_figures
 from ._chart import render_chart
 from ._notices import Notices
 from ._report import DemoReport
@@ -151,16 +152,14 @@ def demo_config(
     return ContextConfig(**fields, working_dir=working_dir, read_roots=[working_dir])
 
 
-def _viewer_page(cfg: ContextConfig, working_dir: Path) -> Path | None:
-    """The run's session viewer page (`agentscope-ctx view`); `None` when it cannot be
-    written (logged: the demo's report stands without it)."""
-    page = working_dir / "view.html"
+def _viewer_page(cfg: ContextConfig, working_dir: Path) -> SessionView | None:
+    """Write the run's session viewer page (`agentscope-ctx view`) and return what it shows;
+    `None` when it cannot be written (logged: the demo's report stands without it)."""
     try:
-        write_page(cfg, page)
+        return write_page(cfg, working_dir / "view.html")
     except Exception:
         logger.exception("agentscope_ctx: could not write the demo's viewer page")
         return None
-    return page
 
 
 def _context_now(working_dir: Path, agent: str) -> int | None:
@@ -230,8 +229,18 @@ def _report(
     notices: Notices,
     answers: list[str],
 ) -> DemoReport:
-    stored, _ = DialogStore(cfg.working_dir).read()  # what the manager saved (both lines)
-    offloaded, offloaded_bytes = _tree_size(working_dir / "tool_result")
+    # the session's counts the viewer's page shows too, from one source (`session_figures`:
+    # the store's records); read from the files when the page could not be written
+    view = _viewer_page(cfg, working_dir)
+    agent = agent_name(name)
+    if view is not None:
+        figures = session_figures(view)
+        dialog, offloaded = figures.dialog_messages, figures.saved_outputs
+        offloaded_bytes, context_now = figures.saved_bytes, figures.context.get(agent)
+    else:
+        dialog = len(DialogStore(cfg.working_dir).read()[0])
+        offloaded, offloaded_bytes = _tree_size(working_dir / "tool_result")
+        context_now = _context_now(working_dir, agent)
     report = DemoReport(
         name=name,
         working_dir=working_dir,
@@ -249,18 +258,18 @@ def _report(
         second_truncations=stats.second_truncations,
         bytes_offloaded=offloaded_bytes,
         offloaded_files=offloaded,
-        dialog_messages=len(stored),
+        dialog_messages=dialog,
         answer=answers[-1] if answers else "",
         answers=list(answers),
         rungs=collect_rungs(stats, notices, working_dir),
         first_cuts=first_cuts(stats, working_dir),
         counter=stats.counter_name,
-        context_now=_context_now(working_dir, agent_name(name)),
+        context_now=context_now,
     )
     chart = working_dir / "report.svg"
     write_atomic(chart, render_chart(report))
     report.chart = chart
-    report.viewer = _viewer_page(cfg, working_dir)
+    report.viewer = None if view is None else working_dir / "view.html"
     report.text_file = working_dir / "report.txt"  # written last, and counted
     report.files_written = _tree_size(working_dir)[0] + (not report.text_file.exists())
     write_atomic(report.text_file, report.render() + "\n")

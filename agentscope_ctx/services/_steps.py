@@ -1,9 +1,10 @@
 """`StepRecorder`: after each pipeline run, one record of what it did in the agent's steps
 file (`stores._steps_file`), for the session viewer: the prompt's size before and after
 relief, the trigger and the budget, what each rung freed, a compaction's summary, and the
-saved outputs that entered the context (their notices link to them): the notices ending a
-tool's result, which the package wrote, never one in a user's or the model's text (a
-notice there is anyone's words, and may name any file).
+saved outputs that entered the context (their notices link to them), each with the tool and
+the key arguments of the call that made it: the notices ending a tool's result, which the
+package wrote, never one in a user's or the model's text (a notice there is anyone's words,
+and may name any file).
 
 What the provider then reported of the model call (its prompt, cache reads and writes:
 `PromptUsage`, kept in `ContextPipeline.cache`) follows in a usage line, appended before the
@@ -34,6 +35,9 @@ __all__ = ["StepRecorder"]
 
 logger = logging.getLogger("agentscope_ctx")
 
+_CALLS_KEPT = 256
+"""The newest tool calls whose tool and arguments are kept for their results' notices."""
+
 
 class StepRecorder:
     """Records one agent's pipeline runs (see the module docstring)."""
@@ -57,6 +61,8 @@ class StepRecorder:
         self.runs = 0
         self._seen: set[str] = set()
         self._refs: set[str] = set()
+        self._calls: dict[str, tuple[str, str]] = {}
+        """The tool calls whose results have not come yet: id -> (tool, key arguments)."""
         self._revision = -1
         self._upto: tuple[int, object] = (0, None)
         """The memory's revision and length at the last run, and its last message then."""
@@ -82,11 +88,19 @@ class StepRecorder:
                 live.add(msg.id)
                 continue
             live.add(msg.id)
-            for ref, _, _ in record_parts({"content": msg.content}).outputs:
+            parts = record_parts({"content": msg.content})
+            self._calls.update(parts.calls)
+            for stale in list(self._calls)[:-_CALLS_KEPT]:  # results that carried no notice
+                del self._calls[stale]
+            for ref, tool, call_id in parts.outputs:
+                _, args = self._calls.pop(call_id, (tool, ""))
                 if ref in self._refs:
                     continue
                 self._refs.add(ref)
-                outputs.append({"ref": os.fspath(ref), "bytes": self._size(ref)})
+                output: dict[str, Any] = {"ref": os.fspath(ref), "bytes": self._size(ref)}
+                if tool:
+                    output.update(tool=tool, args=args)
+                outputs.append(output)
         self._seen = live
         self._revision = memory.revision
         self._upto = (len(content), content[-1][0] if content else None)

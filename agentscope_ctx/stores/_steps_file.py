@@ -16,14 +16,17 @@ agent keeps at most twice `MAX_BYTES` of steps. One record (``v`` is the format'
      "session": "s1", "run": 7, "call": true, "before": 7212, "after": 5992, "threshold": 6000,
      "budget": 8000, "freed": {"second truncation": 625, "masking": 595},
      "compacted": 0, "summary_source": null, "summary": null, "truncated": 2,
-     "outputs": [{"ref": "tool_result/0b1e....txt", "bytes": 273114, "tool": "run_shell"}]}
+     "outputs": [{"ref": "tool_result/0b1e....txt", "bytes": 273114, "tool": "run_shell",
+                  "args": "command=..."}]}
 
 ``before``/``after``: the prompt's tokens (our count, calibrated) before the ladder relieved it
 and after the run; ``call``: whether a model call follows this run (1.x also runs the pipeline
 after each tool, and those runs' rungs belong to the next call); ``summary``: the summary the
 compaction wrote (its first `SUMMARY_CHARS` characters), when it compacted; ``outputs``: the
 outputs first seen in the context in this run, saved whole (a truncation notice names them),
-with their full size in bytes. A session of `None` is recorded as ``default``.
+with their full size in bytes, the tool whose result it was and the key arguments of its call
+(``tool`` and ``args``: absent from older records, and ``args`` empty when the call was not
+seen). A session of `None` is recorded as ``default``.
 
 The record is written before its model call; what the provider then reported of the call
 follows in a usage line (version 2), written before the agent's next record or at the end of

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import json
 from html import escape
+from pathlib import PurePath
 
+from ._dialog import Entry, Piece
+from ._figures import session_figures
 from ._session import Call, SessionView
 
 __all__ = ["render_page", "script_json", "size_text"]
@@ -33,7 +36,14 @@ a.notice{color:#8e44ad;cursor:pointer;text-decoration:underline;display:block}
 overflow:auto;white-space:pre-wrap;padding:8px;margin:0}
 #excerpt[hidden]{display:none}
 .msg{border-left:3px solid #ccc;margin:6px 0;padding:2px 8px;white-space:pre-wrap}
-.msg.assistant{border-color:#2471a3}.msg.tool{border-color:#27ae60}
+.msg.assistant{border-color:#2471a3}.msg.tool{border-color:#27ae60}.msg.hint{border-color:#aaa}
+.msg .who{display:block}.msg code.call{color:#555;white-space:pre-wrap}
+.msg .out{background:#f7f9f9;padding:2px 4px;font-family:monospace;font-size:12px}
+.msg .out.head{color:#777}
+.msg .hint{color:#666;background:#f4f4f4;border:1px dashed #bbb;padding:2px 6px;margin:2px 0;
+font-size:12px}.msg .hint b{color:#555}
+a.notice.cut{font-size:12px}a.notice .tool{color:#222}
+table#figures{width:auto}table#figures th{font-weight:normal;color:#555;padding-right:16px}
 .rung{color:#27ae60}.compaction{color:#8e44ad}
 .bar{display:flex;position:relative;height:22px;border:1px solid #999;margin:6px 0}
 .bar span{display:block;height:100%}.bar .free{background:#f4f6f7}
@@ -172,15 +182,27 @@ def _timeline(calls: list[Call]) -> str:
     return "\n".join(out)
 
 
-def _notice(ref: str, view: SessionView, tool: str = "") -> str:
+def _notice(ref: str, view: SessionView) -> str:
+    """A saved output of the calls' table: the call that made it, its name and size."""
     known = view.sizes.get(ref)
-    size = "" if known is None else size_text(known)
-    name = ref.rsplit("/", 1)[-1]
-    what = f"{tool}: " if tool else ""
+    size = "" if known is None else f" ({size_text(known)})"
+    tool = view.tools.get(ref, "")
+    what = f'<span class="tool">{escape(tool)}</span>: ' if tool else ""
     return (
-        f'<a class="notice" href="#excerpt" data-ref="{escape(ref)}">{escape(what)}'
-        f"{escape(name)}{' (' + size + ')' if size else ''}</a>"
+        f'<a class="notice" href="#excerpt" data-ref="{escape(ref)}" title="{escape(ref)}">'
+        f"{what}{escape(ref_text(ref, view.root))}{size}</a>"
     )
+
+
+def ref_text(ref: str, root: str = "") -> str:
+    """A saved output's ref as the report names it (``tool_result/….txt``); a file below
+    the working dir `root` by its path from there, another by its own."""
+    path = PurePath(ref)
+    if path.parent.name == "tool_result":
+        return f"tool_result/{path.name}"
+    if root and path.is_relative_to(root):
+        return str(path.relative_to(root))
+    return ref
 
 
 def _cache(call: Call) -> str:
@@ -295,16 +317,72 @@ def _context(view: SessionView) -> str:
 
 
 def _dialog(view: SessionView) -> str:
-    out = []
-    for msg in view.dialog:
-        refs = json.loads(msg.get("refs") or "[]")
-        links = "".join(_notice(ref, view) for ref in refs)
-        who = escape(f"{msg['role']} {msg['name']}".strip())
-        out.append(
-            f'<div class="msg {escape(msg["role"])}"><b>{who}</b>\n{escape(msg["text"])}'
-            f"{links}</div>"
+    return "\n".join(_entry(entry, view) for entry in view.dialog)
+
+
+def _entry(entry: Entry, view: SessionView) -> str:
+    """One message: who spoke (and the call a tool's result answers), then its pieces."""
+    head = f'<b class="who">{escape(entry.who)}</b>'
+    if entry.call:
+        head += f'<code class="call">{escape(entry.call)}</code>'
+    body = []
+    for piece in entry.pieces:
+        if piece.kind == "hint":
+            body.append(
+                '<div class="hint"><small>AgentScope\'s &lt;system-reminder&gt;, a system hint: '
+                f"not the user's words</small>\n{escape(piece.text)}</div>"
+            )
+        elif piece.kind == "cut":
+            body.append(_cut(piece, view))
+        else:
+            text_class = "out" if entry.role == "tool" else "text"
+            body.append(f'<div class="{text_class}">{escape(piece.text)}</div>')
+    return f'<div class="msg {escape(entry.role)}">{head}{"".join(body)}</div>'
+
+
+_HEAD_LINES, _HEAD_CHARS = 6, 600
+"""What a masked output shows of its saved output's head."""
+
+
+def _cut(piece: Piece, view: SessionView) -> str:
+    """A cut output: the excerpt the context kept (masked: the head of its saved output,
+    marked so), then the marker naming the saved output, its size and how to read on."""
+    ref, size = piece.ref, view.sizes.get(piece.ref)
+    saved = ref in view.saved or size is not None or PurePath(ref).parent.name == "tool_result"
+    how = "masked" if piece.masked else "cut"
+    if piece.start > 1:
+        how += f" (from line {piece.start:,})"
+    name = ref_text(ref, view.root)
+    if not saved:
+        marker = f"{how}: an excerpt of {name} ({piece.lines:,} lines)"
+    elif size is None:
+        marker = f"{how}: {piece.lines:,} lines saved as {name}"
+    else:
+        marker = f"{how}: {size:,} bytes saved as {name}"
+    marker += ", read on with read_file"
+    if not piece.masked:
+        excerpt = f'<div class="out">{escape(piece.text)}</div>'
+    elif ref in view.excerpts and piece.start == 1:
+        head = "\n".join(view.excerpts[ref].splitlines()[:_HEAD_LINES])[:_HEAD_CHARS]
+        excerpt = (
+            '<div class="out head" title="the context kept the notice alone: this is the head '
+            f'of the saved output">{escape(head)}</div>'
         )
-    return "\n".join(out)
+    else:
+        excerpt = ""
+    return (
+        f'{excerpt}<a class="notice cut" href="#excerpt" data-ref="{escape(ref)}" '
+        f'title="{escape(piece.call)}">{escape(marker)}</a>'
+    )
+
+
+def _figures(view: SessionView) -> str:
+    """The session's counts, named and computed as the demo's report has them."""
+    rows = "".join(
+        f'<tr><th scope="row">{escape(name)}</th><td>{escape(value)}</td></tr>'
+        for name, value in session_figures(view).rows()
+    )
+    return f'<table id="figures">{rows}</table>'
 
 
 _INERT = str.maketrans(
@@ -333,9 +411,9 @@ def render_page(view: SessionView) -> str:
 <title>{escape(title)}</title><style>{_CSS}</style></head>
 <body>
 <h1>{escape(title)}</h1>
-<p>store: {escape(view.store)}; {len(view.calls)} model calls; largest prompt before relief
-{peak:,} tokens; {len(view.dialog)} messages left the context; {len(view.excerpts)} saved
-outputs.</p>
+<p>store: {escape(view.store)}; largest prompt before relief {peak:,} tokens (the context
+manager's estimate)</p>
+{_figures(view)}
 {_timeline(view.calls)}
 <h2>Model calls</h2>
 <table id="calls"><thead><tr><th>call</th><th>before relief</th><th>sent</th>

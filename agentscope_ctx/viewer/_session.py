@@ -15,19 +15,20 @@ steps record's are (`services._steps`).
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core._tenant import Tenant
+from ..core._tenant import Tenant, owner_tag
 from ..core.config._config import ContextConfig
 from ..core.ladder._tool_policy import ToolResultPolicy
-from ..core.search._search_text import record_parts
 from ..recall._read_file import FileReader, ReadFileError
 from ..services._breakdown import ContextBreakdown
+from ..stores._tool_results import name_tags
 from ..stores._usage_file import read_usage
 from ..stores.factory import Backend, open_backend
+from ._dialog import Entry, call_text, dialog_entries
 
 __all__ = ["EXCERPT_BYTES", "Call", "SessionView", "load_session"]
 
@@ -66,12 +67,24 @@ class SessionView:
     session: str
     store: str
     calls: list[Call] = field(default_factory=list)
-    dialog: list[dict[str, str]] = field(default_factory=list)
-    """Messages that left the context: role, name, text, and the refs of their notices."""
+    dialog: list[Entry] = field(default_factory=list)
+    """Messages that left the context (the newest `MAX_DIALOG`), as the page shows them."""
+    dialog_total: int | None = None
+    """The messages that left the context in all (`None`: those of `dialog`)."""
     excerpts: dict[str, str] = field(default_factory=dict)
     """The head of each saved output, by ref."""
     sizes: dict[str, int] = field(default_factory=dict)
     """The full size of each saved output, in bytes."""
+    saved: set[str] = field(default_factory=set)
+    """The refs that are saved outputs of the store (the others: files a read cut)."""
+    tools: dict[str, str] = field(default_factory=dict)
+    """The call that made each saved output: ``run_shell(command="...")``, by ref."""
+    root: str = ""
+    """The working dir: the page names a file below it by its path from there."""
+    stored: tuple[int, int] | None = None
+    """The session's saved outputs in the working dir's ``tool_result/``: (files, bytes),
+    those its records name or not (an output cut again after it entered the context is saved
+    anew, and no notice of the records names it); `None` on the fleet store (`saved` then)."""
     contexts: list[tuple[str, str, ContextBreakdown]] = field(default_factory=list)
     """What each agent's context held after its last reply: (agent, when, breakdown), from
     the usage records of the working dir (`stores._usage_file`)."""
@@ -135,7 +148,25 @@ def load_session(
     finally:
         backend.close()
     view.contexts = contexts(Path(config.working_dir), view.session)
+    view.root = str(Path(config.working_dir).resolve())
+    if config.store.kind != "postgres":
+        own = "" if view.session == "default" else view.session
+        view.stored = stored_outputs(Path(config.working_dir), own)
     return view
+
+
+def stored_outputs(working_dir: Path, session: str) -> tuple[int, int]:
+    """The saved outputs of `session` (``""``: none set) in ``working_dir/tool_result``, by
+    the session's tag in their names (`stores._tool_results.saved_name`): (files, bytes)."""
+    tag = owner_tag(session)
+    files, size = 0, 0
+    folder = working_dir / "tool_result"
+    for entry in os.scandir(folder) if folder.is_dir() else []:
+        tags = name_tags(entry.name)
+        if tags is not None and tags[1] == tag and entry.is_file(follow_symlinks=False):
+            files += 1
+            size += entry.stat(follow_symlinks=False).st_size
+    return files, size
 
 
 def contexts(working_dir: Path, session: str) -> list[tuple[str, str, ContextBreakdown]]:
@@ -163,39 +194,55 @@ def _load(backend: Backend, reader: FileReader, session: str, user: str | None) 
     # the session's own dialog (``default``: the records written without a session)
     own = "" if session == "default" else session
     msgs, _ = backend.dialog().read(session=own)
-    refs: list[str] = []
+    view.dialog_total = len(msgs)
+    shown = [msg.to_dict() for msg in msgs[-MAX_DIALOG:]]
+    view.dialog = dialog_entries(shown)
     agents = dict.fromkeys(call.agent for call in view.calls)
-    for msg in msgs[-MAX_DIALOG:]:
-        parts = record_parts(msg.to_dict())
-        found = [ref for ref, _, _ in parts.outputs]  # the notices ending a tool's result
-        refs += found
-        name = str(getattr(msg, "name", "") or "")
-        if parts.role == "assistant" and name:
-            agents[name] = None
-        view.dialog.append(
-            {
-                "role": parts.role,
-                "name": name,
-                "text": _text(parts.texts),
-                "refs": json.dumps(found),
-            }
-        )
+    agents.update(
+        (str(m["name"]), None) for m in shown if m.get("role") == "assistant" and m.get("name")
+    )
+    refs: list[str] = []
+    for entry in view.dialog:
+        for piece in entry.pieces:
+            if piece.kind == "cut":
+                refs.append(piece.ref)
+                view.tools.setdefault(piece.ref, piece.call)
+    first_seen(view.calls)
     for call in view.calls:
         for output in call.outputs:
-            refs.append(str(output.get("ref")))
+            ref = str(output.get("ref"))
+            refs.append(ref)
             if output.get("bytes") is not None:
-                view.sizes[str(output["ref"])] = int(output["bytes"])
+                view.sizes[ref] = int(output["bytes"])
+            if output.get("tool"):
+                view.tools[ref] = call_text(str(output["tool"]), str(output.get("args") or ""))
     readers = [reader.scoped(Tenant.of(agent, own, user=user)) for agent in agents]
     outputs = backend.outputs()
     for ref in dict.fromkeys(refs):
         text = next(filter(None, (_excerpt(tenant, ref) for tenant in readers)), None)
         if text is not None:
             view.excerpts[ref] = text
-            if ref not in view.sizes:
-                size = outputs.size(ref) if outputs.owns(ref) else None
+            if outputs.owns(ref):
+                view.saved.add(ref)
+                size = outputs.size(ref)
                 if size is not None:
                     view.sizes[ref] = size
     return view
+
+
+def first_seen(calls: list[Call]) -> None:
+    """Keep each saved output in the first call of its agent that names it: a worker that
+    serves one request of a session records every output of the context it restored as
+    new, so the fleet's records name an output again at each request."""
+    seen: set[tuple[str, str]] = set()
+    for call in calls:
+        kept = []
+        for output in call.outputs:
+            key = (call.agent, str(output.get("ref")))
+            if key not in seen:
+                seen.add(key)
+                kept.append(output)
+        call.outputs = kept
 
 
 def _excerpt(reader: FileReader, ref: str) -> str | None:

@@ -5,7 +5,6 @@ here; under CI=true a missing one fails the test (.ci/run installs both)."""
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -17,27 +16,13 @@ from agentscope_ctx.core._tenant import owner_tag
 from agentscope_ctx.core.truncation._truncation import excerpt_with_notice, notice_paths
 from agentscope_ctx.demo import run_demo
 from agentscope_ctx.stores._steps_file import StepFile
+from agentscope_ctx.viewer._dialog import Entry, Piece
 from agentscope_ctx.viewer._page import render_page, script_json
 from agentscope_ctx.viewer._session import Call, SessionView, fold
 from tests.support.agent_line import Line
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
+from tests.support.browser import open_page
 
 A_TAG = owner_tag("a")  # an agent's steps file is named by its key's tag
-
-
-def _browser_or_skip() -> str:
-    """The browser; missing, a skip here, a failure in CI (which must run the test)."""
-    missing = pytest.fail if os.environ.get("CI") else pytest.skip
-    if CHROMIUM is None:
-        missing("no chromium here (Debian: apt-get install chromium); CI installs it")
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        missing("playwright is not installed (pip install -e .[dev]); CI installs it")
-    assert CHROMIUM is not None
-    return CHROMIUM
 
 
 @pytest.fixture(scope="module")
@@ -83,36 +68,22 @@ def test_i32_2_steps_file_is_bounded(tmp_path: Path) -> None:
 async def check_page(page_file: Path, steps: int) -> str:
     """Open the page in chromium: no console error, one timeline point per model call, the
     search box filters the dialog; click the first notice and return the excerpt it shows."""
-    executable = _browser_or_skip()
-    from playwright.async_api import async_playwright
-
     html = page_file.read_text(encoding="utf-8")
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in html  # nothing to fetch: it works offline
-    errors: list[str] = []
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = await browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            await page.goto(page_file.as_uri())
-            assert await page.locator("svg#timeline circle.point").count() == steps
-            assert await page.locator("#excerpt").is_hidden()
-            notice = page.locator("a.notice").first
-            ref = await notice.get_attribute("data-ref")
-            assert ref
-            await notice.click()
-            assert await page.locator("#excerpt").is_visible()
-            shown = await page.locator("#excerpt").inner_text()
-            assert shown.startswith(ref)
-            await page.fill("#search", "Disk quota exceeded")
-            visible = await page.locator(".msg:visible").count()
-            assert 0 < visible < await page.locator(".msg").count()
-        finally:
-            await browser.close()
+    async with open_page(page_file) as (page, errors):
+        assert await page.locator("svg#timeline circle.point").count() == steps
+        assert await page.locator("#excerpt").is_hidden()
+        notice = page.locator("a.notice").first
+        ref = await notice.get_attribute("data-ref")
+        assert ref
+        await notice.click()
+        assert await page.locator("#excerpt").is_visible()
+        shown = await page.locator("#excerpt").inner_text()
+        assert shown.startswith(ref)
+        await page.fill("#search", "Disk quota exceeded")
+        visible = await page.locator(".msg:visible").count()
+        assert 0 < visible < await page.locator(".msg").count()
     assert errors == []
     return shown.removeprefix(ref).strip()
 
@@ -131,6 +102,32 @@ async def test_i32_2_view_page_in_chromium(
     refs = [o["ref"] for r in first for o in r["outputs"]]
     head = Path(refs[0]).read_text(encoding="utf-8").splitlines()[0]
     assert shown.startswith(head)  # the first saved output's head
+
+
+async def test_i48_the_pages_counts_are_the_demo_reports(demo_dir: tuple[Path, int]) -> None:
+    """The demo's page and its report print the session's counts under the same names and
+    with the same figures (both from `session_figures`; the report's model calls, reliefs
+    and compactions are the run's own, and agree)."""
+    path, _ = demo_dir
+    report = {}
+    for row in (path / "report.txt").read_text(encoding="utf-8").splitlines()[1:]:
+        name, _, value = row.strip().partition("  ")
+        report.setdefault(name, value.strip())
+    async with open_page(path / "view.html") as (page, errors):
+        names = await page.locator("#figures th").all_text_contents()
+        values = await page.locator("#figures td").all_text_contents()
+    assert errors == []
+    shown = dict(zip(names, values, strict=True))
+    context = shown.pop("context at the end")
+    assert report["context at the end"].startswith(context.split(" (agent")[0] + " ")
+    assert shown == {name: report[name] for name in shown}
+    assert list(shown) == [
+        "steps (model calls)",
+        "ladder reliefs",
+        "compactions",
+        "messages in dialog/",
+        "bytes offloaded",
+    ]
 
 
 def test_i46_14_the_page_view_writes_is_0600(
@@ -210,7 +207,7 @@ def _markup_page(path: Path, payload: str) -> None:
     ref = "tool_result/p.txt"
     call = Call(agent="a", before=900, after=500, threshold=800, budget=1000,
                 outputs=[{"ref": ref, "bytes": 2_000}])  # fmt: skip
-    dialog = [{"role": "tool", "name": "dump", "text": payload, "refs": f'["{ref}"]'}]
+    dialog = [Entry("tool", "tool dump", "dump()", [Piece("cut", payload, ref, kept=2_000)])]
     view = SessionView("s", "local", [call], dialog, excerpts={ref: payload})
     path.write_text(render_page(view), encoding="utf-8")
 
@@ -221,30 +218,16 @@ async def test_i46_5_a_saved_output_holding_markup_shows_as_text_in_chromium(
     """A page per payload (they must not cancel each other: a ``-->`` after ``<!--<script>``
     ends its escape): each loads in chromium with no console error, a click on its notice
     shows the output exactly, as text, and none of it runs."""
-    executable = _browser_or_skip()
-    from playwright.async_api import async_playwright
-
-    errors: list[str] = []
     shown, ran = [], []
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            for n, payload in enumerate(PAYLOADS):
-                page_file = tmp_path / f"view-{n}.html"
-                _markup_page(page_file, payload)
-                page = await browser.new_page()
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                await page.goto(page_file.as_uri())
-                await page.locator("#calls a.notice").click()
-                shown.append(await page.locator("#excerpt").text_content())
-                ran.append(await page.evaluate("[window.pwned, document.scripts.length]"))
-                assert f"tool dump\n{payload}" in str(await page.locator(".msg").text_content())
-                await page.close()
-        finally:
-            await browser.close()
+    async with open_page() as (page, errors):
+        for n, payload in enumerate(PAYLOADS):
+            page_file = tmp_path / f"view-{n}.html"
+            _markup_page(page_file, payload)
+            await page.goto(page_file.as_uri())  # a new document: nothing of the last one
+            await page.locator("#calls a.notice").click()
+            shown.append(await page.locator("#excerpt").text_content())
+            ran.append(await page.evaluate("[window.pwned, document.scripts.length]"))
+            assert payload in str(await page.locator(".msg .out").text_content())
     assert errors == []
     assert shown == [f"tool_result/p.txt\n\n{payload}" for payload in PAYLOADS]
     assert ran == [[None, 2]] * len(PAYLOADS)  # the data and the page's script, no other
