@@ -42,7 +42,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ from ..core.search._background import BackgroundWork
 from ..core.search._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core.search._search_text import Query, parse_query, storable
 from ._search_catch_up import CatchUp
-from ._search_db import IndexBusy, IndexDatabase, Owner, batch, set_owner, write
+from ._search_db import IndexBusy, IndexConnection, IndexDatabase, Owner, batch, set_owner, write
 from ._search_files import file_stamp
 from ._search_query import ranked_rows, tenant_params
 
@@ -67,6 +67,26 @@ in pieces (indexing runs at about 10 MB/s: the save should not wait for seconds)
 MAX_PENDING = 10_000
 """Owners of saved outputs kept in memory while the index is busy (the oldest are dropped
 beyond: a dialog record carrying the output's notice names its owner again)."""
+
+
+@dataclass
+class SearchWork:
+    """What the searches of one `SearchIndex` did in their own path, before searching: the
+    files their catch-up indexed (whole or a piece) and the text index commits they made
+    (each some 100 ms on a virtual disk: its fsyncs). What the saves and the background
+    indexing do is not counted; a search of an index they keep caught up counts nothing."""
+
+    searches: int = 0
+    files_indexed: int = 0
+    commits: int = 0
+
+    def count(self, files: int, commits: int) -> None:
+        self.searches += 1
+        self.files_indexed += files
+        self.commits += commits
+
+    def items(self) -> Iterable[tuple[str, int]]:
+        return vars(self).items()
 
 
 class SearchIndex(CatchUp):
@@ -88,6 +108,9 @@ class SearchIndex(CatchUp):
         self._pending: deque[tuple[str, Owner, str | None]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
         self._busy_tries = 0
+        self._indexed = 0
+        self.search_work = SearchWork()
+        """What this handle's searches did in their own path (counters)."""
         self.background = BackgroundWork(
             self._background_step, name="search_index_background", failures=self.failures
         )
@@ -171,9 +194,12 @@ class SearchIndex(CatchUp):
         busy: list[bool] = []
 
         def run(db: sqlite3.Connection) -> SearchResult:
+            assert isinstance(db, IndexConnection)
+            indexed, commits = self._indexed, db.commits
             pending = self._catch_up(
                 db, deadline, busy=busy, output_bytes=budget, fits_only=self.background.running()
             )
+            self.search_work.count(self._indexed - indexed, db.commits - commits)
             if tenant is not None and tenant.scope != "shared" and not busy:
                 self._claim(db, tenant, busy)
             params = {**vars(filters), **owner}
@@ -226,9 +252,10 @@ class SearchIndex(CatchUp):
 
         try:
             self.db.run(run, wait=0)
-        except IndexBusy as exc:  # caught up later
+        except IndexBusy as exc:  # caught up later: by the background, not the next search
             logger.debug("agentscope_ctx: search index busy, caught up later: %s", exc)
             self._keep(owner)
+            self.background.kick()
         except Exception as exc:  # a cache: never fail the save that notified it
             self._keep(owner)
             self.failures.failed("search_index", f"search index not updated: {exc}")

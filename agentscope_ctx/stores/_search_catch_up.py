@@ -62,6 +62,8 @@ class CatchUp:
     _pending: deque[tuple[str, Owner, str | None]]
     _pending_lock: threading.Lock
     _busy_tries: int
+    _indexed: int
+    """Files a catch-up indexed (whole or a piece) in this process (`SearchWork`)."""
 
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """Record the owners kept while the index was busy (kept again if it still is)."""
@@ -168,6 +170,7 @@ class CatchUp:
                 pending += 1
                 left_kinds.add(kind)
                 continue
+            self._indexed += 1
             try:
                 if kind == "dialog":
                     self._index_dialog(db, rel, deadline)

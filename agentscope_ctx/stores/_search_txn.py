@@ -62,6 +62,8 @@ class IndexConnection(sqlite3.Connection):
     """The working dir (the files a chunk's text is read back from)."""
     batching: int = 0
     savepoints: int = 0
+    commits: int = 0
+    """Write transactions committed that changed the text index (each a Tantivy commit)."""
     outputs_whole: tuple[int, int] | None = None
     """The ``tool_result/`` folder's `folder_key` when a catch-up found every output in it
     indexed whole (in this generation: a rebuild opens a new connection). While the folder
@@ -77,6 +79,7 @@ def text_batch(db: sqlite3.Connection) -> TextBatch:
 
 def _commit(db: IndexConnection, deadline: float) -> None:
     """Commit the text index's batch, then SQLite's transaction."""
+    db.commits += bool(db.text.ops)
     try:
         db.text.apply(db, db.index, deadline)
     except WriterBusy as exc:

@@ -43,6 +43,13 @@ its own stores, as workers are, sharing the backing):
    background indexing took to finish it;
 6. rebuild: the index dropped and made again from the stores (``--no-rebuild`` skips it).
 
+``--live`` (issue 46, item 11) times search with the indexing live instead: `--handles`
+handles of the store save in turn and the next `--searches` of them search after each save,
+no indexing idled (`benchmarks.store.live`): p50/p95/p99 at a tenth of each point and at
+all of it, the growth between them, the load averages beside them::
+
+    python -m benchmarks store --live --points 10000:100 --stores local
+
 Numbers only: no target is asserted.
 """
 
@@ -370,9 +377,18 @@ def main(
     sessions: int = SESSIONS,
     big_mb: int = BIG_MB,
     stores: Sequence[str] = ("local", "postgres"),
+    live: bool = False,
+    handles: int = 10,
+    searches: int = 2,
 ) -> dict[str, Any]:
     """Run every point on `stores` (both by default); print the table and return the
-    numbers."""
+    numbers. `live`: search while `handles` handles save (`benchmarks.store.live`)."""
+    if live:
+        from benchmarks.store import live as live_bench
+
+        env = os.environ.get(ENV)
+        chosen = points or ([tuple(map(int, p.split(":"))) for p in env.split()] if env else None)
+        return live_bench.main(chosen, handles=handles, searches=searches, stores=stores)  # type: ignore[arg-type]
     if points is None:
         env = os.environ.get(ENV)
         points = (
@@ -436,8 +452,21 @@ def options(argv: Sequence[str]) -> dict[str, Any]:
     parser.add_argument(
         "--stores", nargs="+", choices=("local", "postgres"), default=("local", "postgres")
     )
+    parser.add_argument(
+        "--live", action="store_true", help="search while other handles save (indexing live)"
+    )
+    parser.add_argument("--handles", type=int, default=10, help="--live: handles of the store")
+    parser.add_argument("--searches", type=int, default=2, help="--live: searches per save")
     args = parser.parse_args(argv)
     chosen = [tuple(map(int, p.split(":"))) for p in args.points] if args.points else None
+    if args.live:
+        return {
+            "points": chosen,
+            "live": True,
+            "handles": args.handles,
+            "searches": args.searches,
+            "stores": args.stores,
+        }
     return {
         "points": chosen,
         "large": args.large,

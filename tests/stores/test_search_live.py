@@ -1,0 +1,119 @@
+"""Search while other handles of the store write (issue 46, item 11): what a search does in
+its own path (`SearchIndex.search_work`), and that what a save could not index is left to
+the background indexing, not to the next search."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import agentscope_ctx.core.search._background as background_module
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._search import SearchIndex
+from agentscope_ctx.stores._tool_results import ToolResultStore
+
+
+@pytest.fixture(autouse=True)
+def no_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The background indexing runs only when a test runs its steps (as its thread would)."""
+    monkeypatch.setattr(background_module, "ENABLED", False)
+
+
+def kicks(index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The times `index`'s background indexing is asked to run (recorded, not started)."""
+    told: list[int] = []
+    monkeypatch.setattr(index.background, "kick", lambda: told.append(1))
+    return told
+
+
+def run_background(index: SearchIndex) -> int:
+    """Run `index`'s background indexing to its end, as its thread does; its steps."""
+    steps = 1
+    while index._background_step():
+        steps += 1
+    return steps
+
+
+@contextmanager
+def holding(root: Path) -> Iterator[None]:
+    """Another connection holds the index database's write lock (a writer of another
+    process or handle, indexing)."""
+    name = (root / "index" / "current").read_text().strip()
+    other = sqlite3.connect(root / "index" / name, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+def outputs(root: Path, index: SearchIndex, agent: str) -> ToolResultStore:
+    return ToolResultStore(root, 7, on_saved=lambda p: index.output_saved(p, agent=agent))
+
+
+async def test_a_search_counts_what_it_indexed_in_its_own_path(tmp_path: Path) -> None:
+    writer, searcher = SearchIndex(tmp_path), SearchIndex(tmp_path)  # two handles of one store
+    try:
+        dialog = DialogStore(
+            tmp_path, record_fields={"agent": "a"}, on_append=writer.dialog_appended
+        )
+        await dialog.append([Msg("user", "the quokka record", "user")])  # left to the background
+        first = searcher.search("quokka")
+        assert [h.kind for h in first.hits] == ["dialog"]
+        assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (1, 1)
+        again = searcher.search("quokka")
+        assert again.hits == first.hits
+        assert dict(searcher.search_work.items()) == {
+            "searches": 2,
+            "files_indexed": 1,  # nothing new: nothing indexed, nothing committed
+            "commits": 1,
+        }
+    finally:
+        writer.close()
+        searcher.close()
+
+
+def test_a_save_the_index_was_too_busy_for_is_indexed_by_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save's notification never waits: when another writer holds the index it is skipped.
+    Before, nothing was told to catch up, and the next search of any handle indexed the
+    output in its own path, with a text index commit (some 100 ms to seconds on a busy
+    disk: the slow first searches after the others wrote); now the saving handle's
+    background indexing is started, and the next search finds the output indexed."""
+    saver, searcher = SearchIndex(tmp_path), SearchIndex(tmp_path)
+    try:
+        outputs(tmp_path, saver, "a").save("an earlier output\n")  # the index exists
+        told = kicks(saver, monkeypatch)
+        with holding(tmp_path):
+            path = outputs(tmp_path, saver, "a").save("the wombat output\n")
+        assert told == [1]  # skipped, and left to the background indexing
+        assert run_background(saver) == 1
+        result = searcher.search("wombat")
+        assert [h.path for h in result.hits] == [path]
+        assert result.hits[0].agent == "a"  # the owner kept while the index was busy
+        assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (0, 0)
+    finally:
+        saver.close()
+        searcher.close()
+
+
+def test_a_save_indexed_at_once_asks_the_background_for_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saver, searcher = SearchIndex(tmp_path), SearchIndex(tmp_path)
+    try:
+        told = kicks(saver, monkeypatch)
+        path = outputs(tmp_path, saver, "a").save("the numbat output\n")
+        assert told == []
+        assert [h.path for h in searcher.search("numbat").hits] == [path]
+        assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (0, 0)
+    finally:
+        saver.close()
+        searcher.close()
