@@ -170,7 +170,7 @@ def restart(folder: Path) -> None:
     else:
         start_postgres(pg)
         print(f"PostgreSQL started again, on its data in {pg}")
-    tables_and_grants(pg, env["CTX_MIGRATE_PASSWORD"])  # this version's schema, if it is newer
+    tables_and_grants(pg, env["CTX_MIGRATE_PASSWORD"], "checked")  # a newer version's schema
     port = urlparse(env["REDIS_URL"]).port or 6379
     if (folder / "redis" / "pid").exists() and port_answers(port):
         print(f"Redis runs already, on 127.0.0.1:{port}")
@@ -189,7 +189,7 @@ def start_postgres(pg: Path) -> None:
            "-o", f"-k {pg} -c listen_addresses=''")  # fmt: skip
 
 
-def tables_and_grants(pg: Path, migrate_pw: str) -> None:
+def tables_and_grants(pg: Path, migrate_pw: str, done: str = "made") -> None:
     """The store's tables, made (or brought to this version's schema) by the store as the
     migration role, then the workers' role's grants (GRANT is idempotent)."""
     import psycopg
@@ -203,7 +203,7 @@ def tables_and_grants(pg: Path, migrate_pw: str) -> None:
         schema="agentscope_ctx",
     )
     with engine.connection():
-        print(f"the store's tables made as {MIGRATE}")
+        print(f"the store's tables {done} as {MIGRATE}")
     engine.close()
     migrator = f"host={pg} port=5432 user={MIGRATE} dbname={DATABASE}"
     with psycopg.connect(migrator, password=migrate_pw, autocommit=True) as conn:
