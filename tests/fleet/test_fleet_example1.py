@@ -88,3 +88,6 @@ def test_two_workers_on_redis_memory_one_killed_mid_turn() -> None:
         found, read = run.read_hit("disk quota")
         assert "pg-output:" in found
         assert "ERROR disk quota exceeded on node-" in read, read
+        # the session's page, as section 4 writes it (into maintenance.yaml's working dir)
+        page = run.cli("view", "--session", summary["session_id"])
+        assert page.startswith(f"{run.folder / 'maintenance' / 'view.html'} ("), page
