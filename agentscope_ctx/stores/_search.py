@@ -52,7 +52,7 @@ from ..core.search import _index_pieces as pieces
 from ..core.search._background import BackgroundWork
 from ..core.search._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
 from ..core.search._search_text import Query, parse_query, storable
-from ._search_catch_up import CatchUp
+from ._search_catch_up import CatchUp, searching
 from ._search_db import IndexBusy, IndexConnection, IndexDatabase, Owner, batch, set_owner, write
 from ._search_files import file_stamp
 from ._search_query import ranked_rows, tenant_params
@@ -216,7 +216,8 @@ class SearchIndex(CatchUp):
 
         rebuilds = self.db.rebuilds
         try:
-            result = self.db.run(run, wait=catch_up_seconds)
+            with searching(self.root):  # the background indexing lets it go first
+                result = self.db.run(run, wait=catch_up_seconds)
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
             result = SearchResult(hits=[], query=parsed, busy=True, searched=False)

@@ -11,8 +11,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections import Counter, OrderedDict, deque
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..core._failures import FailureLog
@@ -43,12 +44,38 @@ from ._search_files import (
     up_to_date,
 )
 
-__all__ = ["CatchUp"]
+__all__ = ["CatchUp", "searches_waiting", "searching"]
 
 STEP_SECONDS = 0.2
 """Longest a background step holds the index (then a search or a save may take it)."""
 BUSY_TRIES = 40
 """Times in a row the background indexing finds the index busy before it stops."""
+YIELD_SECONDS = 0.01
+"""How long a background step waits, taking nothing, while a search of its index runs."""
+
+_searches: Counter[Path] = Counter()
+_searches_lock = threading.Lock()
+
+
+@contextmanager
+def searching(root: Path) -> Iterator[None]:
+    """A search of the index of the working dir `root` waits for it or runs: the background
+    indexing of every handle of this process on that working dir lets it go first
+    (`searches_waiting`)."""
+    with _searches_lock:
+        _searches[root] += 1
+    try:
+        yield
+    finally:
+        with _searches_lock:
+            _searches[root] -= 1
+            if not _searches[root]:
+                del _searches[root]
+
+
+def searches_waiting(root: Path) -> bool:
+    """Whether a search of this process waits for the index of `root` or runs (`searching`)."""
+    return _searches[root] > 0
 
 
 class CatchUp:
@@ -216,7 +243,15 @@ class CatchUp:
         saved outputs at most; whether more is left. It never waits for the index (so it
         never holds this process's lock while waiting for another process): when the index
         is busy it tries again a little later, and gives up after `BUSY_TRIES` (a search
-        that leaves work starts it again)."""
+        that leaves work starts it again). While a search of this process waits for the index
+        or runs (any handle's: `searching`), it takes nothing and tries again a little later:
+        a search waits for at most the step or commit in progress, not for the background
+        steps of the other handles, which would take the index before it one after another,
+        each with a commit of 100 ms to seconds on a busy disk (issue 46 item 11); the search
+        indexes what it needs itself."""
+        if searches_waiting(self.root):
+            time.sleep(YIELD_SECONDS)
+            return True
         try:
             pending = self.db.run(
                 lambda db: self._catch_up(

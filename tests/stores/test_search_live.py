@@ -5,6 +5,8 @@ the background indexing, not to the next search."""
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +16,8 @@ import pytest
 import agentscope_ctx.core.search._background as background_module
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.stores._dialog import DialogStore
-from agentscope_ctx.stores._search import SearchIndex
+from agentscope_ctx.stores._search import SearchIndex, SearchResult
+from agentscope_ctx.stores._search_catch_up import searches_waiting
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
 
@@ -116,4 +119,38 @@ def test_a_save_indexed_at_once_asks_the_background_for_nothing(
         assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (0, 0)
     finally:
         saver.close()
+        searcher.close()
+
+
+async def test_the_background_indexing_lets_a_waiting_search_go_first(tmp_path: Path) -> None:
+    """Before, a search waiting for the index (here for its own handle, as for one of its
+    background steps) found the other handles' background steps taking the index before it,
+    one after another, each with its commit: a chain of seconds on a busy disk. Now each
+    background step of the process takes nothing while a search of its index waits, and the
+    search indexes what it needs itself."""
+    writer, searcher = SearchIndex(tmp_path), SearchIndex(tmp_path)
+    try:
+        dialog = DialogStore(
+            tmp_path, record_fields={"agent": "a"}, on_append=writer.dialog_appended
+        )
+        await dialog.append([Msg("user", "the bilby record", "user")])
+        answer: list[SearchResult] = []
+        searcher.db._lock.acquire()  # the searcher's handle is busy: its search waits
+        try:
+            thread = threading.Thread(target=lambda: answer.append(searcher.search("bilby")))
+            thread.start()
+            while not searches_waiting(searcher.root) and thread.is_alive():  # until it waits
+                time.sleep(0.001)
+            assert writer._background_step() is True  # more to do, later
+            assert writer._indexed == 0  # it took nothing
+        finally:
+            searcher.db._lock.release()
+        thread.join()
+        assert [h.kind for h in answer[0].hits] == ["dialog"]
+        assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (1, 1)
+        assert not searches_waiting(searcher.root)
+        assert run_background(writer) == 1  # nothing left for it
+        assert writer._indexed == 0
+    finally:
+        writer.close()
         searcher.close()
