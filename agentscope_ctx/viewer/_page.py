@@ -8,17 +8,19 @@ what it freed. Below, a row per call: the provider's cache reads and writes, its
 compaction's summary (unfolds), and the saved outputs that entered the context; clicking a
 notice shows its output's excerpt. Then what each agent's context held after its last
 reply, part by part (a bar of the budget and a table, as Claude Code's ``/context``); last,
-the dialog that left the context, with a search box.
+the dialog that left the context, with a search box. Above all, the session's counts as the
+demo's report names them (`session_figures`). The context's part is drawn by `_page_context`,
+the dialog's by `_page_dialog`.
 """
 
 from __future__ import annotations
 
 import json
 from html import escape
-from pathlib import PurePath
 
-from ._dialog import Entry, Piece
 from ._figures import session_figures
+from ._page_context import context_html
+from ._page_dialog import dialog_html, ref_text
 from ._session import Call, SessionView
 
 __all__ = ["render_page", "script_json", "size_text"]
@@ -194,17 +196,6 @@ def _notice(ref: str, view: SessionView) -> str:
     )
 
 
-def ref_text(ref: str, root: str = "") -> str:
-    """A saved output's ref as the report names it (``tool_result/….txt``); a file below
-    the working dir `root` by its path from there, another by its own."""
-    path = PurePath(ref)
-    if path.parent.name == "tool_result":
-        return f"tool_result/{path.name}"
-    if root and path.is_relative_to(root):
-        return str(path.relative_to(root))
-    return ref
-
-
 def _cache(call: Call) -> str:
     """The provider's cache figures of a call: ``5,120`` read, ``+640`` written (``–``: not
     reported)."""
@@ -235,145 +226,6 @@ def _rows(view: SessionView) -> str:
             f"</td><td>{outputs}</td></tr>"
         )
     return "\n".join(rows)
-
-
-_PART_COLOURS = {
-    "system_prompt": "#5d6d7e",
-    "tool_schemas": "#aab7b8",
-    "long_term_memory": "#16a085",
-    "summary": "#8e44ad",
-    "carried": "#c39bd3",
-    "pinned": "#d35400",
-    "recent": "#2471a3",
-    "cut_outputs": "#27ae60",
-    "masked_outputs": "#a9dfbf",
-}
-"""The colour of each part of a context breakdown (`services._breakdown.PART_LABELS`)."""
-
-
-def _context(view: SessionView) -> str:
-    """What each agent's context held after its last reply, as Claude Code's ``/context``
-    shows it: a bar of the budget (each part, then what is free below the trigger and
-    between the trigger and the budget) and a table of the parts."""
-    if not view.contexts:
-        return (
-            '<p id="no-context">No breakdown recorded for this session (its usage records '
-            "were written before this version, or it has none in this working dir).</p>"
-        )
-    out = []
-    for agent, when, context in view.contexts:
-        budget = max(context.budget, 1)
-        # the bar's whole: the budget, or the prompt when it is over the budget
-        whole = max(context.calibrated_total, budget)
-
-        def pct(tokens: float, whole: int = whole) -> str:
-            return f"{100 * tokens / whole:.2f}%"
-
-        bar, rows = [], []
-        for name, label, tokens in context.parts():
-            count = context.messages.get(name)
-            tip = f"{label}: {tokens:,} tokens" + (f", {count} messages" if count else "")
-            colour = _PART_COLOURS[name]
-            if tokens:
-                bar.append(
-                    f'<span class="part" data-part="{name}" style="width:'
-                    f'{pct(tokens * context.scale)};background:{colour}" title="{escape(tip)}">'
-                    "</span>"
-                )
-            rows.append(
-                f'<tr class="part" data-part="{name}"><td><i class="key" '
-                f'style="background:{colour}"></i>{escape(label)}</td>'
-                f'<td class="n">{"" if count is None else count}</td>'
-                f'<td class="n">{tokens:,}</td>'
-                f'<td class="n">{tokens * context.scale / budget:.1%}</td></tr>'
-            )
-        free = context.free_below_trigger
-        reserve = context.free_below_budget - free
-        bar.append(
-            f'<span class="free" style="width:{pct(free)}" '
-            f'title="free below the trigger: {free:,} tokens"></span>'
-            f'<span class="reserve" style="width:{pct(reserve)}" '
-            f'title="between the trigger and the budget: {reserve:,} tokens"></span>'
-            f'<span class="trigger" style="left:{pct(context.threshold)}" '
-            f'title="the compaction trigger: {context.threshold:,} tokens"></span>'
-        )
-        rows.append(
-            f'<tr class="total"><td><b>total</b> ({context.calibrated_total:,} as the provider '
-            f'counts, x{context.scale:.2f})</td><td></td><td class="n">{context.total:,}</td>'
-            f'<td class="n">{context.calibrated_total / budget:.1%}</td></tr>'
-            f'<tr class="free"><td>free below the trigger ({context.threshold:,})</td><td></td>'
-            f'<td class="n">{free:,}</td><td></td></tr>'
-            f'<tr class="free"><td>free below the budget ({context.budget:,})</td><td></td>'
-            f'<td class="n">{context.free_below_budget:,}</td><td></td></tr>'
-        )
-        out.append(
-            f'<div class="context" data-agent="{escape(agent)}"><h3>agent {escape(agent)} '
-            f"<small>after its last reply ({escape(when)})</small></h3>"
-            f'<div class="bar">{"".join(bar)}</div>'
-            '<table class="parts"><thead><tr><th>part</th><th>messages</th><th>tokens</th>'
-            f"<th>of the budget</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-        )
-    return "\n".join(out)
-
-
-def _dialog(view: SessionView) -> str:
-    return "\n".join(_entry(entry, view) for entry in view.dialog)
-
-
-def _entry(entry: Entry, view: SessionView) -> str:
-    """One message: who spoke (and the call a tool's result answers), then its pieces."""
-    head = f'<b class="who">{escape(entry.who)}</b>'
-    if entry.call:
-        head += f'<code class="call">{escape(entry.call)}</code>'
-    body = []
-    for piece in entry.pieces:
-        if piece.kind == "hint":
-            body.append(
-                '<div class="hint"><small>AgentScope\'s &lt;system-reminder&gt;, a system hint: '
-                f"not the user's words</small>\n{escape(piece.text)}</div>"
-            )
-        elif piece.kind == "cut":
-            body.append(_cut(piece, view))
-        else:
-            text_class = "out" if entry.role == "tool" else "text"
-            body.append(f'<div class="{text_class}">{escape(piece.text)}</div>')
-    return f'<div class="msg {escape(entry.role)}">{head}{"".join(body)}</div>'
-
-
-_HEAD_LINES, _HEAD_CHARS = 6, 600
-"""What a masked output shows of its saved output's head."""
-
-
-def _cut(piece: Piece, view: SessionView) -> str:
-    """A cut output: the excerpt the context kept (masked: the head of its saved output,
-    marked so), then the marker naming the saved output, its size and how to read on."""
-    ref, size = piece.ref, view.sizes.get(piece.ref)
-    saved = ref in view.saved or size is not None or PurePath(ref).parent.name == "tool_result"
-    how = "masked" if piece.masked else "cut"
-    if piece.start > 1:
-        how += f" (from line {piece.start:,})"
-    name = ref_text(ref, view.root)
-    if not saved:
-        marker = f"{how}: an excerpt of {name} ({piece.lines:,} lines)"
-    elif size is None:
-        marker = f"{how}: {piece.lines:,} lines saved as {name}"
-    else:
-        marker = f"{how}: {size:,} bytes saved as {name}"
-    marker += ", read on with read_file"
-    if not piece.masked:
-        excerpt = f'<div class="out">{escape(piece.text)}</div>'
-    elif ref in view.excerpts and piece.start == 1:
-        head = "\n".join(view.excerpts[ref].splitlines()[:_HEAD_LINES])[:_HEAD_CHARS]
-        excerpt = (
-            '<div class="out head" title="the context kept the notice alone: this is the head '
-            f'of the saved output">{escape(head)}</div>'
-        )
-    else:
-        excerpt = ""
-    return (
-        f'{excerpt}<a class="notice cut" href="#excerpt" data-ref="{escape(ref)}" '
-        f'title="{escape(piece.call)}">{escape(marker)}</a>'
-    )
 
 
 def _figures(view: SessionView) -> str:
@@ -424,13 +276,13 @@ manager's estimate)</p>
 </tbody></table>
 <h2>What is in the context at the end</h2>
 <div id="contexts">
-{_context(view)}
+{context_html(view)}
 </div>
 <h2>Dialog that left the context</h2>
 <p><input id="search" type="search" placeholder="search the dialog" size="40">
 <span id="hits">{len(view.dialog)} message(s)</span></p>
 <div id="dialog">
-{_dialog(view)}
+{dialog_html(view)}
 </div>
 <pre id="excerpt" hidden></pre>
 <script type="application/json" id="data">{data}</script>
