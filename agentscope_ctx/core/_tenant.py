@@ -5,9 +5,16 @@ names its **owner**: an *agent key* and a *session*.
 
 - The agent key is `agent_key(agent, user)`: the agent's name, or ``user/agent`` when the
   end user is known (AgentScope 2.x's app server gives its middleware factory the
-  ``user_id``; `RecallConfig.user`). In the user part ``%`` and ``/`` are percent-encoded,
-  so ``user/agent`` is read back one way only; an agent name is kept as it is. Long-term
-  memory is keyed by the agent key alone (one memory per user's agent).
+  ``user_id``; `RecallConfig.user`). ``%`` and ``/`` are percent-encoded (``%25``, ``%2F``)
+  in the user part and in the name of an agent without a user, so the key of a user's agent
+  holds a ``/`` and the key of an agent without one never does: distinct (user, agent) pairs
+  have distinct keys (a user's agent's name, after the first ``/``, is kept as it is).
+  Long-term memory is keyed by the agent key alone (one memory per user's agent).
+- Keys of version 1 (`KEY_VERSION`) left the name of an agent without a user as it was, so
+  such an agent named ``alice/assistant`` had user alice's ``assistant``'s key. A store of
+  that version is migrated once (`upgraded_key`: a key of version 1 that reads as
+  ``user/agent`` stays the user's; every other is escaped): the local store by
+  `stores._keys_local`, PostgreSQL by its schema version 8.
 - The session is the session id (`RecallConfig.session`), ``""`` when none is known.
 
 A caller is a `Tenant`: its own owner and a *scope* (`RecallConfig.scope`):
@@ -24,23 +31,62 @@ without ``--agent``/``--session``, the index's own catch-up, retention) sees eve
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["SCOPES", "Scope", "Tenant", "agent_key", "owner_tag"]
+__all__ = [
+    "KEY_VERSION",
+    "SCOPES",
+    "Scope",
+    "Tenant",
+    "agent_key",
+    "agent_name",
+    "owner_tag",
+    "upgraded_key",
+]
 
 Scope = Literal["session", "agent", "shared"]
 SCOPES: tuple[Scope, ...] = ("session", "agent", "shared")
 """The values of `RecallConfig.scope`, narrowest first."""
+KEY_VERSION = 2
+"""The version of `agent_key`'s keys (1: an agent without a user keyed by its name as is)."""
 _TAG_HEX = 16
+_ESCAPED = re.compile(r"(?:[^%/]|%25|%2F)*")
+"""A part `_escape` wrote."""
+
+
+def _escape(part: str) -> str:
+    return part.replace("%", "%25").replace("/", "%2F")
 
 
 def agent_key(agent: str, user: str | None = None) -> str:
-    """The owner key of `agent` (of `user`, when known): ``agent`` or ``user/agent`` (``%`` and
-    ``/`` of `user` percent-encoded)."""
+    """The owner key of `agent` (of `user`, when known): ``agent`` or ``user/agent``, ``%`` and
+    ``/`` percent-encoded in `user`, and in `agent` when there is no user."""
     if user is None:
-        return agent
-    return f"{user.replace('%', '%25').replace('/', '%2F')}/{agent}"
+        return _escape(agent)
+    return f"{_escape(user)}/{agent}"
+
+
+def agent_name(key: str) -> str:
+    """The agent's name in the agent key `key` (`agent_key`)."""
+    if "/" in key:
+        return key.split("/", 1)[1]
+    return key.replace("%2F", "/").replace("%25", "%")
+
+
+def upgraded_key(key: str) -> str:
+    """The key of version 2 (`KEY_VERSION`) of the owner of `key`, a key of version 1.
+
+    A key of version 1 that reads as ``user/agent`` (a ``/``, and before the first one a user
+    part as `agent_key` escaped it) is kept: it was a user's agent's, or, which version 1
+    could not tell apart, an agent's without a user whose name read so; that owner now is the
+    user's agent. Every other key was the name of an agent without a user: it is escaped.
+    """
+    user, slash, _ = key.partition("/")
+    if slash and _ESCAPED.fullmatch(user):
+        return key
+    return _escape(key)
 
 
 def owner_tag(part: str) -> str:

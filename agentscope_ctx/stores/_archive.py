@@ -7,7 +7,7 @@ JSON Lines, UTF-8, one object per line, each with ``v`` (the format's version, n
 
     {"v": 1, "kind": "session", "format": "agentscope-ctx session", "session": "s1",
      "user": null, "agent": null, "store": "local", "exported_at": "2026-12-06T16:00:00+00:00",
-     "package": "0.1.0"}
+     "package": "0.1.0", "keys": 2}
     {"v": 1, "kind": "output", "ref": "/srv/ctx/tool_result/….txt", "agent": "alice/coder",
      "session": "s1", "bytes": 273114, "sha256": "…", "text": "…"}
     {"v": 1, "kind": "dialog", "record": {"v": 1, "msg": {…}, "agent": "alice/coder",
@@ -19,7 +19,9 @@ JSON Lines, UTF-8, one object per line, each with ``v`` (the format's version, n
      "summaries": 1}, "bytes": 301822}
 
 - ``session``: what was exported (the session, and the ``--user`` / ``--agent`` filters), from
-  which store, when, by which version of the package;
+  which store, when, by which version of the package, and the version of its agent keys
+  (``keys``, `core._tenant.KEY_VERSION`; absent: 1, whose keys are read as their owners'
+  keys of version 2, `core._tenant.upgraded_key`);
 - ``output``: a saved output, whole: its ref in the exporting store (the notices of the
   dialog records and steps name it), its owner (``agent``: the agent key, ``null`` when the
   store could not tell it), its size and SHA-256, and its bytes: ``text`` when they are
@@ -50,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core._errors import ContextUsageError
+from ..core._tenant import upgraded_key
 
 __all__ = [
     "ARCHIVE_ELEMENT",
@@ -172,6 +175,12 @@ def parse_archive(text: str) -> Archive:
         raise ContextUsageError("not a session archive: it is empty")
     if not ended:
         raise ContextUsageError("the archive was cut short: it has no end line")
+    if archive.header.get("keys") is None:  # exported before agent keys of version 2
+        for output in archive.outputs:
+            output.agent = None if output.agent is None else upgraded_key(output.agent)
+        for record in archive.dialog:
+            if isinstance(record.get("agent"), str):
+                record["agent"] = upgraded_key(record["agent"])
     return archive
 
 

@@ -48,6 +48,7 @@ from ..core._private import FILE_MODE, private_dir
 from ..core._seams import DialogReadReport
 from ._dialog_dir import DialogDir, append_file, refused_reason
 from ._dialog_record import date_prefix, decode_owned, encode_record
+from ._keys_local import make_dialog_dir
 
 if sys.platform != "win32":
     import fcntl
@@ -314,7 +315,7 @@ class DialogStore:
                 yield None
                 return
             try:
-                private_dir(self._dialog_dir)
+                make_dialog_dir(self._dialog_dir)  # holding its format record (`_keys_local`)
                 DialogDir.fsync_path(self._dialog_dir.parent)
             except OSError as exc:
                 raise PersistenceError(

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core._tenant import agent_key, owner_tag
+from ..core._tenant import KEY_VERSION, agent_key, owner_tag
 from ._archive import ARCHIVE_VERSION, FORMAT, output_line
 from ._steps_file import StepFile
 from ._tool_results import name_tags
@@ -77,6 +77,7 @@ def export_session(
         "store": config.store.kind,
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "package": package,
+        "keys": KEY_VERSION,
     }
     if config.store.kind == "postgres":
         from .postgres._export import pg_parts
@@ -85,7 +86,12 @@ def export_session(
             engine_of(config), which.session, which.wants, which.wants_step
         )
     else:
-        outputs, dialog, steps = _local_parts(Path(config.working_dir).resolve(), which)
+        from ._keys_local import migrate_keys
+
+        working_dir = Path(config.working_dir).resolve()
+        if working_dir.is_dir():
+            migrate_keys(working_dir)  # (the keys `which` names are of version 2)
+        outputs, dialog, steps = _local_parts(working_dir, which)
     for ref, agent, data, tool in outputs:
         report.counts["outputs"] += 1
         report.bytes += len(data)

@@ -70,7 +70,10 @@ def forget_store(
         )
     else:
         from ._forget_local import forget_local
+        from ._keys_local import migrate_keys
 
+        if working_dir.is_dir():
+            migrate_keys(working_dir)  # (the keys the target names are of version 2)
         report = forget_local(working_dir, target, dry_run=dry_run, search=search, on_step=on_step)
     if not dry_run:
         made = sink is None

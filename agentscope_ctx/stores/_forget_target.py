@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core._errors import ContextUsageError
-from ..core._tenant import agent_key
+from ..core._tenant import agent_key, agent_name
 
 __all__ = ["KINDS", "ForgetReport", "ForgetTarget", "Step"]
 
@@ -107,7 +107,7 @@ class ForgetTarget:
             return self.agent
         if self.prefix is not None and key.startswith(self.prefix):
             return key[len(self.prefix) :]
-        return key.split("/", 1)[1] if "/" in key else key
+        return agent_name(key)
 
     @property
     def fields(self) -> dict[str, str | None]:

@@ -142,10 +142,12 @@ def open_backend(config: ContextConfig, *, failures: FailureLog | None = None) -
         )
 
     from ._dialog import DialogStore
+    from ._keys_local import migrate_keys
     from ._search import SearchIndex
     from ._tool_results import ToolResultStore
 
     working_dir = Path(config.working_dir).resolve()
+    migrate_keys(working_dir)  # (once: a working dir of agent keys of version 1)
     search = SearchIndex(working_dir, failures=failures)
     return Backend(
         kind="local",

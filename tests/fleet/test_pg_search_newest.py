@@ -110,7 +110,7 @@ def test_a_version_2_schema_gets_the_newest_first_index(
                 "AND tablename = 'chunks' ORDER BY indexname",
                 (s,),
             ).fetchall()
-        assert max(v for (v,) in versions) == SCHEMA_VERSION == 7
+        assert max(v for (v,) in versions) == SCHEMA_VERSION == 8
         names = {name: sql for name, sql in indexes}
         assert "chunks_by_owner" not in names
         assert names["chunks_by_owner_id"].endswith("(agent, session, id)")

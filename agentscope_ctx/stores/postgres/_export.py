@@ -63,7 +63,8 @@ def pg_parts(
     dialog = []
     for agent, text in records:
         record = _json(text)
-        record.setdefault("agent", name_from_db(agent))
+        record["agent"] = name_from_db(agent)  # the column is the owner (a record of a
+        # row migrated by schema version 8 keeps the key it was written with)
         record.setdefault("session", session)
         if wants(record["agent"]):
             dialog.append(record)

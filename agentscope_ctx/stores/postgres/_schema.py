@@ -1,12 +1,12 @@
 """The fleet store's tables, in one PostgreSQL schema (``agentscope_ctx`` by default).
 
-Version 7 (an older database is brought up to 7 in place by running the DDL again, every
+Version 8 (an older database is brought up to 8 in place by running the DDL again, every
 statement of which is idempotent: version 2's ``memory_docs``, ``outputs.indexed_bytes`` and
 ``indexed_lines``, and the tenant boundary below; version 3's index of each owner's chunks
 newest first; version 4's blocks of an output, its outputs indexed again in the background;
 version 5's chunks with a word the server's parser split, made whole; version 6's line of
 each dialog record in its owner's day; version 7's policies that let only the owner's role
-cross tenants)::
+cross tenants; version 8's agent keys, run once)::
 
     schema_version(version, applied_at)      one row per version applied
     dialog(seq, msg_id UNIQUE, agent, session, day, record, indexed, saved_at, line)
@@ -61,6 +61,11 @@ role has the privileges of the schema's owner (`CROSSES`), so that a role grante
 ``SELECT``/``INSERT``/``UPDATE``/``DELETE`` on tables a migration role owns cannot cross by
 setting ``agentscope_ctx.scope`` itself (nor turn the policies off: that takes the owner).
 
+Version 8: the agent keys of version 2 (`core._tenant.KEY_VERSION`: the name of an agent
+without a user escaped, so that it never reads as ``user/agent``). Each key of an older
+database is made its owner's key of version 2 (`core._tenant.upgraded_key`, `_KEYS`) in every
+table that names an owner, once, in the migration's transaction.
+
 Created on first use by `ensure` under a transaction-scoped advisory lock, so that several
 workers starting at once make it once (a worker finding the current version runs no DDL);
 an existing schema of a newer version is refused.
@@ -75,7 +80,7 @@ __all__ = ["CHUNK", "CROSSES", "OWNER_LOCK", "SCHEMA_VERSION", "TENANT_POLICY", 
 
 logger = logging.getLogger("agentscope_ctx")
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 CHUNK = 1 << 20
 """Bytes per output chunk."""
 _LOCK = 0x61637478  # "actx": the advisory lock key of schema creation
@@ -341,6 +346,48 @@ lock first: two of them appending to one session at once may number two rows out
 order; no line is given twice)."""
 
 
+_OWNED = ("dialog", "dialog_days", "outputs", "owners", "chunks", "memory_docs", "tombstones")
+"""The tables whose ``agent`` is an agent key (``steps`` names the agent, ``audit`` the
+target as given)."""
+_KEYS = """
+DO $$
+DECLARE
+    old text;
+    new text;
+    t text;
+BEGIN
+    FOR old IN SELECT k.agent FROM ({keys}) AS k(agent)  -- (UNION: each once)
+        WHERE strpos(k.agent, '%') > 0 AND k.agent !~ '^([^%/]|%25|%2F)*/'
+        ORDER BY length(k.agent) DESC, k.agent
+    LOOP
+        new := replace(replace(old, '%', '%25'), '/', '%2F');
+        FOREACH t IN ARRAY ARRAY[{tables}] LOOP
+            EXECUTE format('UPDATE {s}.%I SET agent = $2 WHERE agent = $1', t) USING old, new;
+        END LOOP;
+    END LOOP;
+END $$;
+"""
+"""Version 8: every agent key of version 1 that is not ``user/agent`` (a ``/``, before the
+first one a user part as `agent_key` escaped it) and holds a ``%`` (no other changes) is
+escaped, in each table of `_OWNED` (`core._tenant.upgraded_key`). Longest first: a key's new
+form is longer than it, so no key is moved onto one still to move (a unique key of two
+owners' rows never meets). A dialog row's ``record`` keeps the ``"agent"`` it was written
+with: the column is the owner."""
+
+
+def _keys_sql(conn: Any, schema: str) -> str:
+    """`_KEYS` for the tables of `_OWNED` the database has (``tombstones`` is made when
+    retention first needs it)."""
+    tables = [
+        t
+        for t in _OWNED
+        if conn.execute("SELECT to_regclass(%s)", (f"{schema}.{t}",)).fetchone()[0] is not None
+    ]
+    keys = " UNION ".join(f"SELECT agent FROM {schema}.{t}" for t in tables)
+    names = ", ".join(f"'{t}'" for t in tables)
+    return _KEYS.replace("{keys}", keys).replace("{tables}", names).replace("{s}", schema)
+
+
 def _version(conn: Any, schema: str) -> int | None:
     """The schema version the database holds (`None`: no tables yet)."""
     row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.schema_version",)).fetchone()
@@ -385,6 +432,8 @@ def ensure(conn: Any, schema: str) -> None:
                 conn.execute(_WHOLE_WORDS.format(s=schema))
                 conn.execute(_LINES.format(s=schema))
                 conn.execute(_RETENTION_POLICY.format(s=schema))
+                if version is not None and version < 8:  # (once: keys already of version 2
+                    conn.execute(_keys_sql(conn, schema))  # would be escaped again)
                 conn.execute(
                     f"INSERT INTO {schema}.schema_version (version) VALUES (%s) "
                     "ON CONFLICT DO NOTHING",
