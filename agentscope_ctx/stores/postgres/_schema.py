@@ -383,7 +383,9 @@ def _keys_sql(conn: Any, schema: str) -> str:
         for t in _OWNED
         if conn.execute("SELECT to_regclass(%s)", (f"{schema}.{t}",)).fetchone()[0] is not None
     ]
-    keys = " UNION ".join(f"SELECT agent FROM {schema}.{t}" for t in tables)
+    keys = " UNION ".join(
+        f"SELECT agent FROM {schema}.{t} WHERE strpos(agent, '%') > 0" for t in tables
+    )
     names = ", ".join(f"'{t}'" for t in tables)
     return _KEYS.replace("{keys}", keys).replace("{tables}", names).replace("{s}", schema)
 
