@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from tests.support.agent_line import Line
+    from tests.support.demo_rungs import DemoRun
     from tests.support.forked import Forker
 
 RAM_TMP = "/dev/shm"
@@ -110,3 +111,13 @@ def forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forker]:
         yield forks
     finally:
         forks.close()
+
+
+@pytest.fixture(scope="session")
+def logs_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """One run of the default demo per test process (`tests/support/demo_rungs.py`), shared by
+    the tests that only read what it left: its report, what it printed and its working dir
+    (a run takes seconds; five tests each made their own)."""
+    from tests.support.demo_rungs import run_logs_demo
+
+    return run_logs_demo(tmp_path_factory.mktemp("logs-demo") / "logs")  # (made by the demo)

@@ -25,6 +25,7 @@ from agentscope_ctx.demo import run_demo
 from agentscope_ctx.demo._line2 import NOTICE_EVENT, ScriptedChatModel, _Session
 from agentscope_ctx.demo._runner import Notices
 from agentscope_ctx.demo._scripted import PromptStats, Script, Step, answer, call
+from tests.support.demo_rungs import DemoRun
 from tests.support.openai_server import Reply, Server, model_fields, serving
 
 
@@ -34,17 +35,17 @@ def server() -> Iterator[Server]:
         yield srv
 
 
-async def test_i14_3_logs_demo_finds_the_buried_error_on_2x(tmp_path: Path) -> None:
-    report = await run_demo("logs", tmp_path, out=lambda _: None)
-    worker = (tmp_path / "logs" / "app" / "worker-03.log").read_text().splitlines()
+def test_i14_3_logs_demo_finds_the_buried_error_on_2x(logs_demo: DemoRun) -> None:
+    report, root = logs_demo.report, logs_demo.path
+    worker = (root / "logs" / "app" / "worker-03.log").read_text().splitlines()
     buried = next(i for i, line in enumerate(worker, 1) if "ledger-sync failed" in line)
     quota = sum("Disk quota exceeded" in line for line in worker)
     # the answer quotes what the real tools found: the line read in place, grep's count
     assert f"worker-03 line {buried}" in report.answers[1]
     assert f"`Disk quota exceeded` {quota} times" in report.answers[1]
-    assert sum(p.stat().st_size for p in (tmp_path / "logs").rglob("*.log")) > 2_000_000
+    assert sum(p.stat().st_size for p in (root / "logs").rglob("*.log")) > 2_000_000
     # the grep output saved whole is what `grep -rn ERROR logs` prints
-    saved = [p.read_text(encoding="utf-8") for p in (tmp_path / "tool_result").iterdir()]
+    saved = [p.read_text(encoding="utf-8") for p in (root / "tool_result").iterdir()]
     assert any("worker-03.log:5221:" in text and "ERROR" in text for text in saved)
 
 

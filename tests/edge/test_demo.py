@@ -31,15 +31,15 @@ from agentscope_ctx.demo import DEMOS, run_demo
 from agentscope_ctx.demo._chart import render_chart
 from agentscope_ctx.demo._report import DemoReport, Rung, RungKind
 from agentscope_ctx.demo._runner import DEFAULT_CONTEXT
-from tests.support.demo_rungs import run_on_models
+from tests.support.demo_rungs import DemoRun, run_on_models
 from tests.support.fakes import FakeChatModel, text, tool_call
 
 
-async def test_logs_demo_finds_the_buried_error(tmp_path: Path) -> None:
-    report = await run_demo("logs", tmp_path, out=lambda _: None)
+def test_logs_demo_finds_the_buried_error(logs_demo: DemoRun) -> None:
+    report, root = logs_demo.report, logs_demo.path
     assert "Disk quota exceeded" in report.answers[0]
-    assert sum(p.stat().st_size for p in (tmp_path / "logs").rglob("*.log")) > 2_000_000
-    assert list((tmp_path / "memory").glob("*.md"))  # the agent logged a lesson
+    assert sum(p.stat().st_size for p in (root / "logs").rglob("*.log")) > 2_000_000
+    assert list((root / "memory").glob("*.md"))  # the agent logged a lesson
 
 
 async def test_demo_accepts_a_user_config(tmp_path: Path) -> None:
@@ -316,11 +316,11 @@ def _cited_lines(text: str) -> list[tuple[str, int]]:
     return [(f"{name}.log", int(number)) for name, number in _CITED.findall(text)]
 
 
-async def test_i32_3_logs_demo_cites_the_lines_it_means(tmp_path: Path) -> None:
+def test_i32_3_logs_demo_cites_the_lines_it_means(logs_demo: DemoRun) -> None:
     """Issue 32, item 3: every `<file> line N` the scripted answers cite (the search_history
     showcase included) is the line of the error they quote, checked against the file."""
-    report = await run_demo("logs", tmp_path, out=lambda _: None)
-    files = {p.name: p for p in (tmp_path / "logs").rglob("*.log")}
+    report, root = logs_demo.report, logs_demo.path
+    files = {p.name: p for p in (root / "logs").rglob("*.log")}
     cited = [c for answer in report.answers for c in _cited_lines(answer)]
     assert len(cited) >= 5  # the root cause, the follow-up and the search showcase
     assert any("search_history" in a and "postgres.log line" in a for a in report.answers)

@@ -13,19 +13,23 @@ import pytest
 
 from agentscope_ctx.demo import DEMOS, run_demo
 from tests.support.agent_line import Line
-from tests.support.demo_rungs import check_default_demo
+from tests.support.demo_rungs import DemoRun, check_default_demo
 
 
 @pytest.mark.parametrize("name", sorted(DEMOS))
 async def test_demo_cuts_reads_on_relieves_and_stays_within_budget(
-    name: str, tmp_path: Path
+    name: str, tmp_path: Path, logs_demo: DemoRun
 ) -> None:
-    lines: list[str] = []
-    old_umask = os.umask(0o022)  # the usual one: a plain open() makes 0644
-    try:
-        report = await run_demo(name, tmp_path / name, out=lines.append)
-    finally:
-        os.umask(old_umask)
+    if name == "logs":  # the default demo: the run the read-only tests share
+        report, lines, root = logs_demo.report, list(logs_demo.lines), logs_demo.path
+    else:
+        lines = []
+        root = tmp_path / name
+        old_umask = os.umask(0o022)  # the usual one: a plain open() makes 0644
+        try:
+            report = await run_demo(name, root, out=lines.append)
+        finally:
+            os.umask(old_umask)
     output = "\n".join(lines)
     assert "SCRIPTED" in lines[0]
     steps = [line for line in lines if line.startswith("  step ")]
@@ -34,7 +38,7 @@ async def test_demo_cuts_reads_on_relieves_and_stays_within_budget(
     # an old output was cut again
     assert report.first_truncations >= 1 and report.continuation_reads >= 1
     assert report.second_truncations >= 1
-    saved = sorted((tmp_path / name / "tool_result").iterdir())
+    saved = sorted((root / "tool_result").iterdir())
     assert saved and report.bytes_offloaded == sum(p.stat().st_size for p in saved) > 0
     # the prompt passed the trigger and was brought back: by the cheap rungs of the ladder
     # (no model call) or by a compaction, which saves to dialog/; every prompt within the budget
@@ -48,18 +52,19 @@ async def test_demo_cuts_reads_on_relieves_and_stays_within_budget(
     # issue 46, item 14: every file the demo writes is 0600, every directory it makes 0700
     # (its data, the report, the chart and the viewer page were 0644)
     loose = [
-        f"{p.relative_to(tmp_path)} {stat.S_IMODE(p.lstat().st_mode):o}"
-        for p in [tmp_path / name, *(tmp_path / name).rglob("*")]
+        f"{p.relative_to(root)} {stat.S_IMODE(p.lstat().st_mode):o}"
+        for p in [root, *root.rglob("*")]
         if stat.S_IMODE(p.lstat().st_mode) & 0o077 and not p.is_symlink()
     ]
     assert loose == []
 
 
-async def test_i20_4_default_demo_shows_every_rung(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: Line
+def test_i20_4_default_demo_shows_every_rung(
+    logs_demo: DemoRun, capsys: pytest.CaptureFixture[str], line: Line
 ) -> None:
     """Issue 20, item 4: see `check_default_demo`."""
-    report, shown = await check_default_demo(tmp_path, capsys)
+    report = logs_demo.report
+    shown = check_default_demo(logs_demo, capsys)
     if line.is_1x:  # the 1.x demo's model reports no usage
         return
     # the scripted 2.x model reports its prompt's size as a provider does: our count

@@ -1,10 +1,14 @@
 """Checks shared by the demo tests of both lines: the default demo shows every rung of the
-ladder, in order, and each left its trace on disk."""
+ladder, in order, and each left its trace on disk; `run_logs_demo`, the run of it the tests
+that only read share (the ``logs_demo`` fixture)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -18,6 +22,29 @@ from agentscope_ctx.core.truncation._truncation import parse_notice
 from agentscope_ctx.demo import DemoReport, run_demo
 from agentscope_ctx.demo._report import RungKind
 from agentscope_ctx.stores._dialog import DialogStore
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One offline run of the default demo (``logs``, its default config)."""
+
+    report: DemoReport
+    path: Path
+    """Its working dir."""
+    lines: tuple[str, ...]
+    """What it printed, line by line."""
+
+
+def run_logs_demo(path: Path) -> DemoRun:
+    """Run the default demo in `path` under the usual umask (022: a plain open() makes 0644,
+    which the demo must not leave), outside any event loop."""
+    lines: list[str] = []
+    old_umask = os.umask(0o022)
+    try:
+        report = asyncio.run(run_demo("logs", path, out=lines.append))
+    finally:
+        os.umask(old_umask)
+    return DemoRun(report, path, tuple(lines))
 
 
 def _msg(line: str) -> dict[str, object]:
@@ -117,18 +144,14 @@ async def run_on_models(tmp_path: Path, model: Any, compactor: Any) -> tuple[Dem
     return report, steps
 
 
-async def check_default_demo(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> tuple[DemoReport, str]:
+def check_default_demo(run: DemoRun, capsys: pytest.CaptureFixture[str]) -> str:
     """Issue 20, item 4: one offline run of the default demo shows a first truncation and its
-        continuation read, masking, a model compaction into dialog/ and a search_history hit, in
-        the report and on the chart; the report and `inspect` say which count is which and agree
-        on the context's size. Returns the report and what `inspect` printed (for the line's own
-    checks)."""
-    lines: list[str] = []
-    report = await run_demo("logs", tmp_path, out=lines.append)
+    continuation read, masking, a model compaction into dialog/ and a search_history hit, in
+    the report and on the chart; the report and `inspect` say which count is which and agree
+    on the context's size. Returns what `inspect` printed (for the line's own checks)."""
+    report, tmp_path = run.report, run.path
     assert_every_rung(report, tmp_path)
-    assert any(line.startswith("  compactor | prompt") for line in lines)
+    assert any(line.startswith("  compactor | prompt") for line in run.lines)
     assert report.peak <= report.budget
     assert f"our count ({report.counter}) of the request as sent" in report.render()
     assert report.context_now is not None and report.counter.startswith("tiktoken:")
@@ -140,4 +163,4 @@ async def check_default_demo(
         f"estimate ({report.counter}, " in shown
     )
     assert f"context at the end   {report.context_now:,} tokens" in report.render()
-    return report, shown
+    return shown
