@@ -53,7 +53,9 @@ BUSY_TRIES = 40
 YIELD_SECONDS = 0.01
 """How long a background step waits, taking nothing, while a search of its index runs."""
 
-_searches: Counter[Path] = Counter()
+_searches: Counter[tuple[int, Path]] = Counter()
+"""The searches waiting or running, by process id and working dir (a forked child does not
+take its parent's: their threads are not its)."""
 _searches_lock = threading.Lock()
 
 
@@ -62,20 +64,21 @@ def searching(root: Path) -> Iterator[None]:
     """A search of the index of the working dir `root` waits for it or runs: the background
     indexing of every handle of this process on that working dir lets it go first
     (`searches_waiting`)."""
+    key = (os.getpid(), root)
     with _searches_lock:
-        _searches[root] += 1
+        _searches[key] += 1
     try:
         yield
     finally:
         with _searches_lock:
-            _searches[root] -= 1
-            if not _searches[root]:
-                del _searches[root]
+            _searches[key] -= 1
+            if not _searches[key]:
+                del _searches[key]
 
 
 def searches_waiting(root: Path) -> bool:
     """Whether a search of this process waits for the index of `root` or runs (`searching`)."""
-    return _searches[root] > 0
+    return _searches[(os.getpid(), root)] > 0
 
 
 class CatchUp:

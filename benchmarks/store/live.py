@@ -144,6 +144,7 @@ def run_point(
         asyncio.run(fill())
     finally:
         for one in opened:
+            one.search.close()  # its background indexing first (PostgreSQL: before the engine)
             one.close()
     figures = {name: _figures(values) for name, values in times.items()}
     growth = figures["whole"]["p95_ms"] / max(figures["tenth"]["p95_ms"], 1e-3)

@@ -4,6 +4,7 @@ the background indexing, not to the next search."""
 
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
 import threading
 import time
@@ -17,7 +18,7 @@ import agentscope_ctx.core.search._background as background_module
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import SearchIndex, SearchResult
-from agentscope_ctx.stores._search_catch_up import searches_waiting
+from agentscope_ctx.stores._search_catch_up import searches_waiting, searching
 from agentscope_ctx.stores._tool_results import ToolResultStore
 
 
@@ -154,3 +155,13 @@ async def test_the_background_indexing_lets_a_waiting_search_go_first(tmp_path: 
     finally:
         writer.close()
         searcher.close()
+
+
+def test_a_forked_child_does_not_wait_for_its_parents_searches(tmp_path: Path) -> None:
+    """A child forked while a search of its parent runs has not that search's thread: its
+    background indexing must not wait for it."""
+    with searching(tmp_path):
+        assert searches_waiting(tmp_path)
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply(searches_waiting, (tmp_path,)) is False
+    assert not searches_waiting(tmp_path)
