@@ -11,9 +11,11 @@ What the provider then reported of the model call (its prompt, cache reads and w
 agent's next record or by `flush` at the end of its reply (the record is written before the
 call, the usage arrives inside it).
 
-Cheap per step: only the messages new since the last run are read for notices, the output
-sizes come from the store's metadata, and the line is appended off the event loop. A failure
-is logged and the agent goes on.
+Cheap per step: only the messages new since the last run are read for notices (all of them
+after a rewrite: a compaction, or the ladder's harder cuts and masking, which may save an
+output anew, its new notice naming the copy), the output sizes come from the store's
+metadata, and the line is appended off the event loop. A failure is logged and the agent
+goes on.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ class StepRecorder:
         self._seen: set[str] = set()
         self._refs: set[str] = set()
         self._calls: dict[str, tuple[str, str]] = {}
-        """The tool calls whose results have not come yet: id -> (tool, key arguments)."""
+        """The newest `_CALLS_KEPT` tool calls: id -> (tool, key arguments)."""
         self._revision = -1
         self._upto: tuple[int, object] = (0, None)
         """The memory's revision and length at the last run, and its last message then."""
@@ -71,29 +73,34 @@ class StepRecorder:
         self._usages = 0
         """`CacheStats.calls` when the last usage line was written."""
 
-    def _new_outputs(self, memory: ContextMemory) -> list[dict[str, Any]]:
+    def _new_outputs(self, memory: ContextMemory, *, cut: bool) -> list[dict[str, Any]]:
+        """The outputs first seen in the context; with `cut` (the ladder's harder cuts ran:
+        they rewrite a message in place, and may save its output anew), every message is
+        read again."""
         content = memory.content
         n, last = self._upto
         if (
-            memory.revision == self._revision
+            not cut
+            and memory.revision == self._revision
             and len(content) >= n
             and (n == 0 or content[n - 1][0] is last)
         ):  # only appended since the last run: only the new messages are read
-            new, live = content[n:], self._seen
-        else:
-            new, live = content, set()
+            new, live, rewritten = content[n:], self._seen, False
+        else:  # a rewrite (a cut, masking, a compaction)
+            new, live, rewritten = content, set(), True
         outputs: list[dict[str, Any]] = []
         for msg, _ in new:
-            if msg.id in self._seen:
-                live.add(msg.id)
-                continue
+            seen = msg.id in self._seen
             live.add(msg.id)
+            if seen and not rewritten:
+                continue
             parts = record_parts({"content": msg.content})
-            self._calls.update(parts.calls)
-            for stale in list(self._calls)[:-_CALLS_KEPT]:  # results that carried no notice
-                del self._calls[stale]
+            if not seen:
+                self._calls.update(parts.calls)
+                for stale in list(self._calls)[:-_CALLS_KEPT]:
+                    del self._calls[stale]
             for ref, tool, call_id in parts.outputs:
-                _, args = self._calls.pop(call_id, (tool, ""))
+                _, args = self._calls.get(call_id, (tool, ""))
                 if ref in self._refs:
                     continue
                 self._refs.add(ref)
@@ -170,7 +177,7 @@ class StepRecorder:
                 "summary_source": report.summary_source,
                 "summary": summary,
                 "truncated": report.truncated,
-                "outputs": self._new_outputs(pipeline.memory),
+                "outputs": self._new_outputs(pipeline.memory, cut=any(report.freed.values())),
             }
             await asyncio.to_thread(self.log.append, record)
         except Exception:

@@ -182,3 +182,45 @@ async def test_i48_an_output_is_listed_in_the_row_it_was_first_seen(tmp_path: Pa
         shown = [[await a.get_attribute("data-ref") for a in row] for row in rows]
     assert errors == []
     assert shown == [[refs[0]], [refs[1]], [refs[2]], []]
+
+
+async def test_i48_an_output_saved_when_masked_is_in_the_steps_record(
+    tmp_path: Path, line: Line
+) -> None:
+    """`read_file` outputs of files (their notices name the files) masked under pressure: the
+    masking saves each anew and rewrites its message in place, and the steps record names
+    every saved output of the session, with the call that made it, so the page lists it (the
+    record read only the messages new since the last run: it named none of them)."""
+    wd = tmp_path / "ctx"
+    wd.mkdir()
+    for n in range(4):
+        (wd / f"notes{n}.md").write_text(
+            "".join(f"note {n}.{k}: the wombat digs a burrow\n" for k in range(3_000))
+        )
+    config = ContextConfig(
+        working_dir=wd,
+        read_roots=[wd],
+        max_input_tokens=6_000,
+        summarizer={"enabled": False},
+        compactor={"enabled": False},
+        recall={"session": "s1"},
+        tool_result={"recent_n": 1, "recent_max_bytes": 8_000, "old_max_bytes": 1_024},
+    )
+    session = line.session(config, line.fake_model(default="ok"), {"cat": str})
+    try:
+        for n in range(4):
+            path = str(wd / f"notes{n}.md")
+            await session.turn(
+                f"read notes {n}", line.tool_call("read_file", call_id=f"c{n}", file_path=path)
+            )
+    finally:
+        await session.close()
+    saved = sorted(str(p) for p in (wd / "tool_result").iterdir())
+    assert saved  # the masked outputs' copies
+    records = StepFile(wd).read("s1")
+    assert any(r["freed"] for r in records)
+    outputs = {o["ref"]: o for r in records for o in r["outputs"]}
+    assert sorted(ref for ref in outputs if "/tool_result/" in ref) == saved
+    for ref in saved:
+        assert outputs[ref]["tool"] == "read_file"
+        assert outputs[ref]["args"].startswith('file_path="'), outputs[ref]
