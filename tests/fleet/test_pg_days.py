@@ -6,7 +6,8 @@ one JSON line each, and following `read_file`'s notices from line 1 gives them b
 from __future__ import annotations
 
 import asyncio
-import uuid
+import itertools
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
@@ -26,9 +27,13 @@ TEXTS = st.text(
 
 def _msg(n: int, text: str, day: str) -> Msg:
     msg = Msg("user", text, "user")
-    msg.id = f"m{n}"
+    msg.id = f"m{n}-{day}"
     msg.timestamp = f"{day} 10:00:{n % 60:02d}.000"
     return msg
+
+
+_EXAMPLES = itertools.count()
+"""The examples run so far (each writes days of its own)."""
 
 
 @settings(
@@ -42,23 +47,30 @@ def _msg(n: int, text: str, day: str) -> Msg:
     max_bytes=st.integers(min_value=200, max_value=3_000),
 )
 def test_a_day_reads_back_as_its_records_through_the_notices(
-    pg_server: PostgresServer, pg_password: str, texts: list[str], other: list[str], max_bytes: int
+    pg_server: PostgresServer,
+    pg_password: str,
+    pg_schema: str,
+    texts: list[str],
+    other: list[str],
+    max_bytes: int,
 ) -> None:
+    """Each example writes two days of its own (the first the one read) to the test's schema,
+    beside the earlier examples' days (a schema an example took some 0.2 s to make)."""
+    first = date(2026, 12, 2) + timedelta(days=2 * next(_EXAMPLES))
+    the_day, next_day = first.isoformat(), (first + timedelta(days=1)).isoformat()
     engine = PostgresEngine(
-        pg_server.dsn,
-        password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD",
-        schema=f"d_{uuid.uuid4().hex[:12]}",
+        pg_server.dsn, password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD", schema=pg_schema
     )
     dialog = PostgresDialogStore(engine, record_fields={"agent": "a1"})
-    msgs = [_msg(n, t, "2026-12-02") for n, t in enumerate(texts)]
-    msgs += [_msg(100 + n, t, "2026-12-03") for n, t in enumerate(other)]  # another day
+    msgs = [_msg(n, t, the_day) for n, t in enumerate(texts)]
+    msgs += [_msg(100 + n, t, next_day) for n, t in enumerate(other)]  # another day
     asyncio.run(dialog.append(msgs))
     with engine.connection() as conn:
         rows = conn.execute(
-            f"SELECT record FROM {engine.schema}.dialog WHERE day = '2026-12-02' ORDER BY seq"
+            f"SELECT record FROM {engine.schema}.dialog WHERE day = %s ORDER BY seq", (the_day,)
         ).fetchall()
     day = "".join(record + "\n" for (record,) in rows)
-    ref = "pg-dialog:2026-12-02"
+    ref = f"pg-dialog:{the_day}"
     assert dialog.line_count(ref) == len(texts)
     at = 0
     for line, (record,) in enumerate(rows, start=1):
