@@ -41,7 +41,7 @@ import shutil
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from ..core._errors import PersistenceError
@@ -302,45 +302,26 @@ def _rekey_steps(path: Path, old: str, new: str) -> None:
 # -- the search index -----------------------------------------------------------------------
 
 
-def _index_path(root: Path) -> Path | None:
+@contextmanager
+def _index_db(root: Path, *, write: bool = False) -> Iterator[sqlite3.Connection | None]:
+    """The current generation of the search index (`None`: none readable)."""
+    db = None
     try:
         name = (root / "index" / "current").read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    path = root / "index" / name
-    return path if name and path.is_file() else None
-
-
-class _IndexHandle:
-    """The current generation of the search index (`None`: none readable)."""
-
-    def __init__(self, root: Path, *, write: bool = False) -> None:
-        self.path = _index_path(root)
-        self.write = write
-        self.db: sqlite3.Connection | None = None
-
-    def __enter__(self) -> sqlite3.Connection | None:
-        if self.path is None:
-            return None
-        mode = "rw" if self.write else "ro"
-        try:
-            self.db = sqlite3.connect(
-                f"{self.path.as_uri()}?mode={mode}", uri=True, timeout=60, isolation_level=None
-            )
-            self.db.execute("SELECT 1 FROM owners LIMIT 1")
-        except sqlite3.Error:
-            if self.db is not None:
-                self.db.close()
-            self.db = None
-        return self.db
-
-    def __exit__(self, *exc: object) -> None:
-        if self.db is not None:
-            self.db.close()
-
-
-def _index_db(root: Path, *, write: bool = False) -> _IndexHandle:
-    return _IndexHandle(root, write=write)
+        path = root / "index" / name
+        if name and path.is_file():
+            uri = f"{path.as_uri()}?mode={'rw' if write else 'ro'}"
+            db = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
+            db.execute("SELECT 1 FROM owners LIMIT 1")
+    except (OSError, sqlite3.Error):
+        if db is not None:
+            db.close()
+        db = None
+    try:
+        yield db
+    finally:
+        if db is not None:
+            db.close()
 
 
 def _index(root: Path, pairs: list[tuple[str, str]]) -> None:
