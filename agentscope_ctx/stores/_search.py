@@ -196,9 +196,17 @@ class SearchIndex(CatchUp):
         def run(db: sqlite3.Connection) -> SearchResult:
             assert isinstance(db, IndexConnection)
             indexed, commits = self._indexed, db.commits
-            pending = self._catch_up(
-                db, deadline, busy=busy, output_bytes=budget, fits_only=self.background.running()
-            )
+            db.text.merge_deadline = deadline  # its commits wait for merges until then at most
+            try:
+                pending = self._catch_up(
+                    db,
+                    deadline,
+                    busy=busy,
+                    output_bytes=budget,
+                    fits_only=self.background.running(),
+                )
+            finally:
+                db.text.merge_deadline = None
             self.search_work.count(self._indexed - indexed, db.commits - commits)
             if tenant is not None and tenant.scope != "shared" and not busy:
                 self._claim(db, tenant, busy)

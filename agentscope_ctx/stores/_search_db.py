@@ -267,6 +267,7 @@ class IndexDatabase:
 
     def _close(self) -> None:
         if self._db is not None:
+            self._db.text.wait_merges()  # those a search left running hold the writer
             self._db.text.mapped.close()
             try:
                 self._db.close()

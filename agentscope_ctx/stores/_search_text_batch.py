@@ -6,9 +6,11 @@ finds a saved output's chunks in its file, `chunk_text` reads them back."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +36,7 @@ from ._search_tantivy import (
     chunk_terms,
     era_term,
     newest_era,
+    open_index,
     output_tags,
     owner_value,
     preload,
@@ -42,6 +45,8 @@ from ._search_tantivy import (
 )
 
 __all__ = ["TextBatch", "chunk_text", "locate"]
+
+logger = logging.getLogger("agentscope_ctx")
 
 
 @dataclass
@@ -63,6 +68,11 @@ class TextBatch:
     index_dir: Path
     ops: list[tuple[str, Any]] = field(default_factory=list)
     pending_bytes: int = 0
+    merge_deadline: float | None = None
+    """When a commit stops waiting for the merges it started (`time.monotonic`; a search's
+    catch-up sets it to its own deadline, issue 46 item 11); `None`: when they are done."""
+    merging: threading.Thread | None = field(default=None, repr=False)
+    """The merges a search's commit left running past its deadline (`_merged`)."""
     mapped: MappedFiles = field(init=False)
     """The files this connection's Tantivy index maps, checked before each use (a file
     damaged while open is found before it is read: `_search_guard`)."""
@@ -174,11 +184,67 @@ class TextBatch:
             writer.rollback()
             raise
         finally:
-            writer.wait_merging_threads()
-            _collect(index, self.mapped)
-            advise_maps(self.index_dir)  # the reader's maps, the merged segments' too
-            preload(self.index_dir)
+            if self._merged(writer):
+                _collect(index, self.mapped, self.index_dir)
+                advise_maps(self.index_dir)  # the reader's maps, the merged segments' too
+                preload(self.index_dir)
             tighten(self.index_dir)
+
+    def _merged(self, writer: tantivy.IndexWriter) -> bool:
+        """Wait for the merges `writer`'s commit started: until `merge_deadline` at most, when
+        set; whether they are done. Past it, they run on (`merging`: their writer held, the
+        next commit waits for it) and finish on their own thread, as `_finish` says."""
+        if self.merge_deadline is None:
+            writer.wait_merging_threads()
+            return True
+        waiter = threading.Thread(
+            target=_quiet, args=(writer.wait_merging_threads,), name="search_index_merges"
+        )
+        waiter.daemon = True
+        waiter.start()
+        waiter.join(max(self.merge_deadline - time.monotonic(), 0.0))
+        if not waiter.is_alive():
+            return True
+        self.merging = threading.Thread(
+            target=_finish, args=(waiter, self.index_dir), name="search_index_merges"
+        )
+        self.merging.daemon = True
+        self.merging.start()
+        return False
+
+    def wait_merges(self) -> None:
+        """Wait for the merges a search left running (`_merged`; before the connection is
+        closed)."""
+        merging = self.merging
+        if merging is not None:
+            merging.join()
+            if self.merging is merging:
+                self.merging = None
+
+
+def _quiet(call: Callable[[], object]) -> None:
+    """`call()` on a thread of its own; a failure is logged (the next commit collects)."""
+    try:
+        call()
+    except BaseException as exc:
+        logger.debug("agentscope_ctx: search index merges: %s", exc)
+
+
+def _finish(waiter: threading.Thread, index_dir: Path) -> None:
+    """The end of a commit whose merges ran past a search's catch-up time (`_merged`): wait
+    for them, then delete the files they left and advise, preload and tighten the index's
+    files, as the commit does when they end in time (the reader of the connection is not
+    touched off its thread: its next search reloads it)."""
+    waiter.join()
+    _quiet(lambda: _collect_files(index_dir))
+    advise_maps(index_dir)
+    preload(index_dir)
+    tighten(index_dir)
+
+
+def _collect_files(index_dir: Path) -> None:
+    """`_collect` off the connection's thread: with a writer of an `Index` of its own."""
+    _collect(open_index(index_dir), None, index_dir)
 
 
 @dataclass
@@ -200,16 +266,18 @@ class _Eras:
         return era_term(key, at[0])
 
 
-def _collect(index: tantivy.Index, mapped: MappedFiles) -> None:
-    """Delete the files of the segments merged away (when the writer is free at once)."""
+def _collect(index: tantivy.Index, mapped: MappedFiles | None, index_dir: Path) -> None:
+    """Delete the files of the segments merged away (when the writer is free at once); with
+    `mapped`, this connection's reader lets go of them first."""
     try:
         writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
     except ValueError:
         return  # taken meanwhile: its own commit collects them
     try:
-        mapped.check(index)  # this process's reader lets go of them (and maps the new ones)
+        if mapped is not None:
+            mapped.check(index)  # this process's reader lets go of them (and maps the new ones)
         writer.garbage_collect_files()
-        _orphans(mapped.index_dir)
+        _orphans(index_dir)
     finally:
         del writer
 

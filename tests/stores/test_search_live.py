@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import agentscope_ctx.core.search._background as background_module
+import agentscope_ctx.stores._search_text_batch as text_batch_module
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import SearchIndex, SearchResult
@@ -165,3 +166,55 @@ def test_a_forked_child_does_not_wait_for_its_parents_searches(tmp_path: Path) -
         with multiprocessing.get_context("fork").Pool(1) as pool:
             assert pool.apply(searches_waiting, (tmp_path,)) is False
     assert not searches_waiting(tmp_path)
+
+
+HANG_SECONDS = 30.0
+
+
+class SlowMerges:
+    """Tantivy's writer, its merges held until `done` is set (as a large merge on a busy
+    machine: seconds to a minute)."""
+
+    def __init__(self, writer: object, done: threading.Event) -> None:
+        self._writer, self._done = writer, done
+
+    def wait_merging_threads(self) -> None:
+        self._done.wait(HANG_SECONDS)  # bounded: a search waiting for them fails, not hangs
+        self._writer.wait_merging_threads()  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._writer, name)
+
+
+async def test_a_search_waits_for_the_merges_of_its_commit_only_until_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, a search that indexed what it needed waited for the merges its commit started,
+    however long they took (they grow with the index: 77 s once at 10,000 messages on this
+    machine under load); now it waits until its catch-up's deadline at most, and they finish
+    on their own thread, whose writer the next commit waits for. Saves and the background
+    indexing wait for them as before."""
+    index = SearchIndex(tmp_path)
+    try:
+        outputs(tmp_path, index, "a").save("the first output\n")
+        dialog = DialogStore(
+            tmp_path, record_fields={"agent": "a"}, on_append=index.dialog_appended
+        )
+        await dialog.append([Msg("user", "the dunnart record", "user")])
+        done = threading.Event()
+        real = text_batch_module._writer
+        monkeypatch.setattr(
+            text_batch_module, "_writer", lambda *args: SlowMerges(real(*args), done)
+        )
+        result = index.search("dunnart", catch_up_seconds=1.0)  # its merges are held
+        assert [h.kind for h in result.hits] == ["dialog"]  # committed: found
+        assert index.search_work.commits == 1
+        merging = index.db.run(lambda db: db.text.merging)
+        assert merging is not None and merging.is_alive()  # the search went on without them
+        done.set()
+        index.close()  # waits for them
+        assert not merging.is_alive()
+        assert [h.kind for h in index.search("dunnart").hits] == ["dialog"]
+    finally:
+        done.set()
+        index.close()
