@@ -3,15 +3,18 @@ rows in batches and saved outputs in pieces (`_index_pieces`: ``outputs.indexed_
 how far each got) into ``chunks``, each taken with
 ``FOR UPDATE SKIP LOCKED`` so that workers catching up at once never index a row twice, and
 what is known of an output's owner (agent, session, tool, arguments) recorded once. Its
-transactions see every tenant's rows (`_tenant.maintenance`): the index serves them all, and
-what it finds goes to nobody but the search that filters it. A part
-of `PostgresSearchIndex`, kept apart to keep each module to one job."""
+transactions see every tenant's rows (`_tenant.maintenance`: the index serves them all, and
+what it finds goes to nobody but the search that filters it) when the role has the schema
+owner's privileges; a workers' role without them (docs/tenants.md, "A migration role and a
+workers' role") sees and indexes one owner's rows at a time (`Owner`): a save is indexed as
+its saver's, a catch-up as each owner's the worker serves. A part of `PostgresSearchIndex`,
+kept apart to keep each module to one job."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ...core._stamps import local_stamp
@@ -26,7 +29,7 @@ from ._outputs import output_id
 from ._rows import block_row, chunk_row, insert_chunks
 from ._schema import CHUNK
 from ._search_sql import db_text
-from ._tenant import maintenance
+from ._tenant import Owner, maintenance
 
 __all__ = ["INDEX_AT_SAVE_BYTES", "Indexer"]
 
@@ -61,20 +64,40 @@ class Indexer:
         deadline: float | None,
         output_bytes: int | None = None,
         fits_only: bool = False,
+        owners: Iterable[Owner | None] = (None,),
     ) -> int:
         """Index dialog rows, then saved outputs a piece at a time (the least left first),
         until `deadline`, and about `output_bytes` of outputs at most (`None`: no bound;
         `fits_only`: only the outputs whose rest fits in what is left of it), then the memory
-        documents (`_memory_index`); the number of rows, outputs and documents left, whole
-        or in part."""
+        documents (`_memory_index`): the rows of each of `owners` in turn (`None`: every
+        tenant's); the number of rows, outputs and documents left, whole or in part."""
+        left = spent = 0
+        for owner in owners:
+            room = None if output_bytes is None else output_bytes - spent
+            left += self._catch_up_owner(conn, deadline, room, fits_only, owner)
+            spent += self._spent
+        self._spent = spent
+        if output_bytes is None and self._unanalyzed > ANALYZE_AFTER:  # then the GIN index
+            self._unanalyzed = 0
+            conn.execute(f"ANALYZE {self.engine.schema}.chunks")
+        return left
+
+    def _catch_up_owner(
+        self,
+        conn: Any,
+        deadline: float | None,
+        output_bytes: int | None,
+        fits_only: bool,
+        owner: Owner | None,
+    ) -> int:
         s = self.engine.schema
-        self._catch_up_dialog(conn, deadline)
+        self._catch_up_dialog(conn, deadline, owner)
         spent = 0
         while deadline is None or time.monotonic() <= deadline:
             if output_bytes is not None and spent >= output_bytes:
                 break
             room = output_bytes - spent if fits_only and output_bytes is not None else None
-            with maintenance(conn):
+            with maintenance(conn, owner):
                 row = conn.execute(
                     f"SELECT id FROM {s}.outputs WHERE NOT indexed "
                     "AND (%s::bigint IS NULL OR size - indexed_bytes <= %s::bigint) "
@@ -85,21 +108,18 @@ class Indexer:
                     break
                 spent += self._index_piece(conn, row[0])[0]
         self._spent = spent
-        if output_bytes is None and self._unanalyzed > ANALYZE_AFTER:  # then the GIN index
-            self._unanalyzed = 0
-            conn.execute(f"ANALYZE {s}.chunks")
-        with maintenance(conn):
+        with maintenance(conn, owner):
             left = conn.execute(
                 f"SELECT (SELECT count(*) FROM {s}.dialog WHERE NOT indexed) "
                 f"+ (SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
             ).fetchone()
-        return int(left[0]) + catch_up_memory(conn, s, deadline)
+        return int(left[0]) + catch_up_memory(conn, s, deadline, owner)
 
-    def _catch_up_dialog(self, conn: Any, deadline: float | None) -> None:
+    def _catch_up_dialog(self, conn: Any, deadline: float | None, owner: Owner | None) -> None:
         s = self.engine.schema
         more = True
         while more and (deadline is None or time.monotonic() <= deadline):
-            with maintenance(conn):
+            with maintenance(conn, owner):
                 rows = conn.execute(
                     f"SELECT seq, agent, session, record FROM {s}.dialog WHERE NOT indexed "
                     "ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED",
@@ -142,16 +162,18 @@ class Indexer:
             key = output_id(ref)
             if key is not None:
                 call_args = parts.calls.get(call_id, (tool, ""))[1] or None
-                self._set_owner(conn, key, (agent, session, tool, call_args), ts)
+                self._named(conn, key, (agent, session, tool, call_args), ts)
         return out
 
     def _insert(self, conn: Any, rows: list[tuple[object, ...]]) -> None:
         self._unanalyzed += len(rows)
         insert_chunks(conn, self.engine.schema, rows)
 
-    def _saved(self, conn: Any, key: str, owner: tuple[str | None, ...]) -> None:
+    def _saved(self, conn: Any, key: str, owner: tuple[str, str, None, None]) -> None:
+        """Index output `key` as it is saved (a large one in the background), as its saver
+        `owner`'s: a transaction that sees the saver's rows alone does it (any role may)."""
         s = self.engine.schema
-        with maintenance(conn):  # one commit: the owner and the chunks
+        with maintenance(conn, owner[:2]):  # one commit: the owner and the chunks
             self._set_owner(conn, key, owner, _stamp(time.time()))
             row = conn.execute(
                 f"SELECT size FROM {s}.outputs WHERE id = %s AND NOT indexed "
@@ -165,6 +187,18 @@ class Indexer:
                 return
             while not self._index_piece(conn, key)[1]:
                 pass
+
+    def _named(self, conn: Any, key: str, owner: tuple[str | None, ...], ts: str | None) -> None:
+        """`_set_owner` for output `key` that a dialog record names, in a savepoint: a
+        transaction bound to the record's owner may not update the row of an output another
+        tenant saved (row-level security), which then stays as it is."""
+        import psycopg
+
+        try:
+            with conn.transaction():
+                self._set_owner(conn, key, owner, ts)
+        except psycopg.errors.InsufficientPrivilege:
+            pass
 
     def _set_owner(
         self, conn: Any, key: str, owner: tuple[str | None, ...], ts: str | None

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...core.search._search_text import chunk_lines
 from ._rows import chunk_row, insert_chunks
-from ._tenant import maintenance
+from ._tenant import Owner, maintenance
 
 __all__ = ["MEMORY_REF", "catch_up_memory", "index_memory"]
 
@@ -26,8 +26,9 @@ MEMORY_REF = "pg-memory:"
 
 
 def index_memory(conn: Any, schema: str, agent: str, name: str) -> None:
-    """Index the document as it is now (one transaction; waits for a writer of it)."""
-    with maintenance(conn):
+    """Index the document as it is now (one transaction, as `agent`'s: any role may; waits
+    for a writer of it)."""
+    with maintenance(conn, (agent, None)):
         row = conn.execute(
             f"SELECT body, updated_at FROM {schema}.memory_docs "
             "WHERE agent = %s AND name = %s AND NOT indexed FOR UPDATE",
@@ -37,10 +38,13 @@ def index_memory(conn: Any, schema: str, agent: str, name: str) -> None:
             _index(conn, schema, agent, name, str(row[0]), row[1])
 
 
-def catch_up_memory(conn: Any, schema: str, deadline: float | None) -> int:
-    """Index the memory documents not indexed yet, until `deadline`; the number left."""
+def catch_up_memory(
+    conn: Any, schema: str, deadline: float | None, owner: Owner | None = None
+) -> int:
+    """Index the memory documents not indexed yet (`owner`'s agent's; `None`: every agent's),
+    until `deadline`; the number left."""
     while deadline is None or time.monotonic() <= deadline:
-        with maintenance(conn):
+        with maintenance(conn, owner):
             row = conn.execute(
                 f"SELECT agent, name, body, updated_at FROM {schema}.memory_docs "
                 "WHERE NOT indexed LIMIT 1 FOR UPDATE SKIP LOCKED"
@@ -48,7 +52,7 @@ def catch_up_memory(conn: Any, schema: str, deadline: float | None) -> int:
             if row is None:
                 break
             _index(conn, schema, str(row[0]), str(row[1]), str(row[2]), row[3])
-    with maintenance(conn):
+    with maintenance(conn, owner):
         left = conn.execute(
             f"SELECT count(*) FROM {schema}.memory_docs WHERE NOT indexed"
         ).fetchone()

@@ -445,8 +445,10 @@ def ensure(conn: Any, schema: str) -> None:
 
 def _tell_if_confined(conn: Any, schema: str) -> None:
     """Log once per engine when the role cannot see every tenant's rows (it lacks the schema
-    owner's privileges, `CROSSES`): the index's catch-up, retention and the operator's tools,
-    which read every tenant's rows, then see none, and must run as the owner's role."""
+    owner's privileges, `CROSSES`): retention, the operator's tools and the index's catch-up
+    of the tenants the worker does not serve, which read every tenant's rows, then see none,
+    and must run as the owner's role (the index catches up the worker's own tenants' rows as
+    theirs: `_search`)."""
     row = conn.execute(
         "SELECT pg_has_role(nspowner, 'USAGE') FROM pg_catalog.pg_namespace "
         "WHERE oid = %s::regnamespace",
@@ -455,9 +457,9 @@ def _tell_if_confined(conn: Any, schema: str) -> None:
     if row is not None and not row[0]:
         logger.warning(
             "agentscope_ctx: this role does not have the privileges of the owner of the "
-            "store's schema %s: its own tenants' rows are read and written as ever, but the "
-            "search index's catch-up and retention, which work on every tenant's rows, see "
-            "none here; run them as the schema's owner (docs/tenants.md, 'A migration role "
-            "and a workers' role')",
+            "store's schema %s: its own tenants' rows are read, written and indexed as ever, "
+            "but retention, the operator's tools and the search index's catch-up of other "
+            "tenants' rows, which work on every tenant's rows, see none here; run them as the "
+            "schema's owner (docs/tenants.md, 'A migration role and a workers' role')",
             schema,
         )

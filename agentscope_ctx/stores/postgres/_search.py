@@ -23,11 +23,18 @@ once, a larger one in the background, in pieces); each search catches up first (
 `SEARCH_INDEX_BYTES` at most, and it says what is left), so what another worker stored is
 found even if that worker died before indexing it. `rebuild` empties the
 index and indexes everything again.
+
+A workers' role without the schema owner's privileges (docs/tenants.md, "A migration role and
+a workers' role") sees no tenant's rows but by binding it: a save is indexed as its saver's, a
+search catches up its own tenant's rows, and the other catch-ups (a dialog append, the
+background, `catch_up`) those of the owners this index has met (saved for or searched for,
+the newest `KNOWN_OWNERS`); the migration role catches up everyone's.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -36,6 +43,7 @@ from typing import Any, TypeVar
 
 from ...core._errors import PersistenceError
 from ...core._failures import FailureLog
+from ...core._tenant import Tenant
 from ...core.search import _index_pieces as pieces
 from ...core.search._background import BackgroundWork
 from ...core.search._search_hits import Filters, SearchResult, build_hits
@@ -50,7 +58,7 @@ from ._indexer import Indexer
 from ._names import db_name, name_from_db
 from ._outputs import output_id
 from ._search_sql import day_rows, db_text, ranked_rows
-from ._tenant import bind, maintenance, stored_owner
+from ._tenant import Owner, bind, crosses, maintenance, owner_of, stored_owner
 
 __all__ = ["PostgresSearchIndex"]
 
@@ -61,6 +69,8 @@ T = TypeVar("T")
 NOTIFY_SECONDS = 2.0
 STALLED_STEPS = 50
 """Background steps in a row that find nothing to take (others hold it) before it stops."""
+KNOWN_OWNERS = 64
+"""The owners a workers' role catches up (the newest met): see the module docstring."""
 
 
 class PostgresSearchIndex(Indexer):
@@ -78,6 +88,10 @@ class PostgresSearchIndex(Indexer):
         self.failures = failures or FailureLog()
         self._unanalyzed = 0  # chunks inserted since this index last ran ANALYZE
         self._last_left = self._stalled = self._spent = 0  # the background's progress
+        self._crosses: bool | None = None  # whether the role sees every tenant's rows
+        self._owners: dict[Owner, None] = {}  # the owners met, the newest last
+        self._saved_by: dict[str, Owner] = {}  # the saver of each output saved here, newest last
+        self._lock = threading.Lock()
         self.background = BackgroundWork(
             self._background_step, name="search_index_background", failures=self.failures
         )
@@ -87,23 +101,34 @@ class PostgresSearchIndex(Indexer):
     def output_saved(self, ref: str, *, agent: str | None, session: str | None = None) -> None:
         key = output_id(ref)
         if key is not None:
-            owner = (db_name(agent), db_name(session), None, None)
+            saver = stored_owner(Tenant(agent or "", session or ""))
+            self._met(saver, key)
+            owner = (*saver, None, None)
             self._notify(lambda conn: self._saved(conn, key, owner))
 
     def describe_output(self, ref: str, *, tool: str, args: str | None) -> None:
         key = output_id(ref)
         if key is not None:
-            owner = (None, None, tool, args or None)
+            with self._lock:
+                saver = self._saved_by.get(key)  # (unknown: another worker's save)
+            owner = (*(saver or (None, None)), tool, args or None)
 
             def describe(conn: Any) -> None:
-                with maintenance(conn):
+                if saver is None and not self._sees_all(conn):
+                    return  # (another worker's save: its dialog record names the tool)
+                with maintenance(conn, saver):
                     self._set_owner(conn, key, owner, None)
 
             self._notify(describe)
 
     def dialog_appended(self) -> None:
         deadline = time.monotonic() + NOTIFY_SECONDS
-        self._notify(lambda conn: self._catch_up_dialog(conn, deadline))
+
+        def catch_up(conn: Any) -> None:
+            for owner in self._scopes(conn):
+                self._catch_up_dialog(conn, deadline, owner)
+
+        self._notify(catch_up)
 
     def drop_outputs(self, refs: Iterable[str]) -> None:
         keys = [key for key in map(output_id, refs) if key]
@@ -128,7 +153,10 @@ class PostgresSearchIndex(Indexer):
             PersistenceError: the database cannot be read or written.
         """
         deadline = None if seconds is None else time.monotonic() + seconds
-        left = self._run(lambda conn: self._catch_up(conn, deadline), "cannot update the index")
+        left = self._run(
+            lambda conn: self._catch_up(conn, deadline, owners=self._scopes(conn)),
+            "cannot update the index",
+        )
         if left:
             self.background.kick()
         return left
@@ -172,7 +200,8 @@ class PostgresSearchIndex(Indexer):
             return expand(conn, self.engine.schema, rows, parsed, every, limit)  # blocks read
 
         def run(conn: Any) -> SearchResult:
-            pending = self._catch_up(conn, deadline, budget, self.background.running())
+            scopes = self._scopes(conn, tenant)
+            pending = self._catch_up(conn, deadline, budget, self.background.running(), scopes)
             with conn.transaction():
                 bind(conn, tenant)
                 rows = ranked(conn, True)
@@ -222,13 +251,49 @@ class PostgresSearchIndex(Indexer):
         what is left is held by others it waits, and stops after `STALLED_STEPS`."""
         deadline = time.monotonic() + NOTIFY_SECONDS
         left = self._run(
-            lambda conn: self._catch_up(conn, deadline, pieces.PIECE_BYTES), "indexing"
+            lambda conn: self._catch_up(
+                conn, deadline, pieces.PIECE_BYTES, owners=self._scopes(conn)
+            ),
+            "indexing",
         )
         stalled = left and not self._spent and left >= self._last_left
         self._last_left, self._stalled = left, self._stalled + 1 if stalled else 0
         if self._stalled:
             time.sleep(0.2)
         return left > 0 and self._stalled < STALLED_STEPS
+
+    def _met(self, owner: Owner, key: str | None = None) -> None:
+        """Remember `owner` (and that it saved output `key`) for `_scopes`, the newest
+        `KNOWN_OWNERS` of each."""
+        with self._lock:
+            self._owners.pop(owner, None)
+            self._owners[owner] = None
+            if key is not None:
+                self._saved_by[key] = owner
+            while len(self._owners) > KNOWN_OWNERS:
+                del self._owners[next(iter(self._owners))]
+            while len(self._saved_by) > KNOWN_OWNERS:
+                del self._saved_by[next(iter(self._saved_by))]
+
+    def _sees_all(self, conn: Any) -> bool:
+        """Whether the role sees every tenant's rows (`_tenant.crosses`; asked once)."""
+        if self._crosses is None:
+            with conn.transaction():
+                self._crosses = crosses(conn, self.engine.schema)
+        return self._crosses
+
+    def _scopes(self, conn: Any, tenant: Tenant | None = None) -> list[Owner | None]:
+        """Whose rows a catch-up indexes: every tenant's when the role may see them all;
+        else `tenant`'s (a search's), or the owners met, the newest first."""
+        if self._sees_all(conn):
+            return [None]
+        if tenant is not None and tenant.scope != "shared":
+            owner = owner_of(tenant)
+            if owner is not None and owner[1] is not None:
+                self._met(owner)
+            return [owner]
+        with self._lock:
+            return list(reversed(self._owners))
 
     def _run(self, op: Callable[[Any], T], what: str) -> T:
         try:

@@ -19,7 +19,21 @@ from ...core._tenant import Tenant
 from ._engine import PostgresEngine
 from ._names import db_name
 
-__all__ = ["bind", "maintenance", "owner_named", "owner_sql", "stored_owner", "transaction"]
+__all__ = [
+    "Owner",
+    "bind",
+    "crosses",
+    "maintenance",
+    "owner_named",
+    "owner_of",
+    "owner_sql",
+    "stored_owner",
+    "transaction",
+]
+
+Owner = tuple[str, str | None]
+"""An owner as the owner columns hold it (`stored_owner`): its agent key and its session
+(`None`: every session of the agent)."""
 
 _SET = (
     "SELECT set_config('agentscope_ctx.scope', %s, true), "
@@ -51,11 +65,35 @@ def transaction(engine: PostgresEngine, tenant: Tenant | None) -> Iterator[Any]:
 
 
 @contextmanager
-def maintenance(conn: Any) -> Iterator[None]:
-    """A transaction on `conn` that sees every tenant's rows (the index's catch-up)."""
+def maintenance(conn: Any, owner: Owner | None = None) -> Iterator[None]:
+    """A transaction on `conn` that sees every tenant's rows (the index's catch-up), or only
+    `owner`'s: what a role without the schema owner's privileges can see (`crosses`)."""
     with conn.transaction():
-        bind(conn, None)
+        if owner is None:
+            bind(conn, None)
+        else:
+            agent, session = owner
+            conn.execute(_SET, ("agent" if session is None else "session", agent, session or ""))
         yield
+
+
+def owner_of(tenant: Tenant) -> Owner | None:
+    """The rows `tenant` sees as an `Owner` (`None`: every tenant's, for ``shared``)."""
+    if tenant.scope == "shared":
+        return None
+    agent, session = stored_owner(tenant)
+    return agent, session if tenant.scope == "session" else None
+
+
+def crosses(conn: Any, schema: str) -> bool:
+    """Whether the connection's role sees every tenant's rows when it binds none: it has the
+    privileges of `schema`'s owner (`_schema.CROSSES`)."""
+    row = conn.execute(
+        "SELECT pg_has_role(nspowner, 'USAGE') FROM pg_catalog.pg_namespace "
+        "WHERE oid = to_regnamespace(%s)",
+        (schema,),
+    ).fetchone()
+    return row is None or bool(row[0])
 
 
 def owner_sql(tenant: Tenant | None, alias: str = "") -> tuple[str, tuple[str, ...]]:
