@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from agentscope.formatter import FormatterBase
@@ -33,6 +35,7 @@ from ..recall._read_file import FileReader
 from ..services._breakdown import ContextBreakdown
 from ..services._services import READ_FILE, ContextUsage, Services
 from ..services._traced import traced_run
+from ..stores._dialog_record import date_prefix
 from ._middleware import TruncationMiddleware
 from ._native import NativeHooks
 from ._takeover import say, take_over
@@ -348,7 +351,7 @@ class ContextManager(Services):
             "agentscope_ctx: %d messages with tool calls left unanswered (a worker stopped "
             "mid-reply) moved from the shared memory to %s",
             len(msgs),
-            binding.pipeline.dialog.dialog_dir,
+            _where(binding.pipeline.dialog.dialog_dir, msgs),
         )
 
     async def _compacted(self, agent: Any, older: list[Msg]) -> None:
@@ -389,3 +392,20 @@ class ContextManager(Services):
                 f"agent {getattr(agent, 'name', agent)!r} is not attached: call attach() first"
             )
         return binding
+
+
+_DAY = "YYYY-MM-DD"
+"""How a dialog store's `dialog_dir` stands for a day (the fleet store's `_dialog.GUIDE`)."""
+
+
+def _where(dialog_dir: object, msgs: list[Msg]) -> str:
+    """Where `msgs` went, as the dialog store names it (`DialogSeam.dialog_dir`): its folder
+    (locally ``dialog/``), or its days where it names a day by a pattern (the fleet store's
+    ``pg-dialog:YYYY-MM-DD``: ``pg-dialog:2026-12-06``), each message's day as the store
+    takes it (its timestamp's date, else today)."""
+    where = os.fspath(dialog_dir) if isinstance(dialog_dir, os.PathLike) else str(dialog_dir)
+    if _DAY not in where:
+        return where
+    today = date.today().isoformat()
+    days = sorted({date_prefix(msg.timestamp) or today for msg in msgs})
+    return ", ".join(where.replace(_DAY, day) for day in days)
