@@ -80,6 +80,11 @@ def test_two_workers_on_redis_memory_one_killed_mid_turn() -> None:
         sources = compaction_sources(run.env, summary["session_id"])
         assert sources and set(sources) <= {"model", "model_retry"}, sources
         assert not compactor_warnings(run.folder)
+        # the workers (the workers' role) index what they save as its saver's, at once: no
+        # "search index not updated ... row-level security" warning (issue 46 item 6)
+        logs = [log.read_text(errors="replace") for log in run.folder.glob("*.log")]
+        unindexed = [ln for log in logs for ln in log.splitlines() if "index not updated" in ln]
+        assert not unindexed, unindexed
         for where in (memory, dialog):
             twice = [i for i, n in Counter(m["id"] for m in where).items() if n > 1]
             assert not twice, twice
