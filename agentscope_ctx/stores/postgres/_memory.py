@@ -41,6 +41,19 @@ logger = logging.getLogger("agentscope_ctx")
 
 _NAME = re.compile(r"[^./\\\x00][^/\\\x00]{0,254}")
 _LOCK_KEY = "agentscope_ctx.consolidate:{schema}:{agent}"
+_RETRIED = frozenset({"40P01", "40001"})
+"""SQLSTATEs of a transaction the server aborted for the others' sake (deadlock_detected,
+serialization_failure): run again, it succeeds."""
+_WRITE_TRIES = 5
+
+
+class _Aborted(Exception):
+    """A memory write's transaction aborted by the server (`_RETRIED`); `error`: the
+    scrubbed error to raise if no try succeeds."""
+
+    def __init__(self, error: PersistenceError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class PostgresMemoryDocs:
@@ -142,7 +155,21 @@ class PostgresMemoryDocs:
             raise self.engine.error(f"cannot {what}", exc) from None
 
     def _write(self, name: str, change: Callable[[str], str | None], *, append: bool) -> bool:
-        """One transaction: lock the document's row (made first when missing), change it."""
+        """One transaction: lock the document's row (made first when missing), change it.
+        A transaction the server aborted to break a deadlock, or as a serialization failure
+        (other workers writing and indexing memory at once), is run again, `change` on the
+        document as it is then: PostgreSQL's rule for both errors (before, the `remember`
+        of one of two workers answered "cannot save", the fact lost)."""
+        for attempt in range(_WRITE_TRIES):
+            try:
+                return self._write_once(name, change, append=append)
+            except _Aborted as aborted:
+                if attempt + 1 == _WRITE_TRIES:
+                    raise aborted.error from None
+                logger.info("agentscope_ctx: %s; run again", aborted.error)
+        raise AssertionError("unreachable")
+
+    def _write_once(self, name: str, change: Callable[[str], str | None], *, append: bool) -> bool:
         s = self.engine.schema
         lock = (
             f"SELECT body, version FROM {s}.memory_docs WHERE agent = %s AND name = %s FOR UPDATE"
@@ -171,7 +198,10 @@ class PostgresMemoryDocs:
         except PersistenceError:
             raise
         except Exception as exc:
-            raise self.engine.error(f"cannot write {name!r} of the memory", exc) from None
+            error = self.engine.error(f"cannot write {name!r} of the memory", exc)
+            if getattr(exc, "sqlstate", None) in _RETRIED:
+                raise _Aborted(error) from None
+            raise error from None
         try:  # a cache: the search index's catch-up repairs what fails here
             with self.engine.connection() as conn:
                 index_memory(conn, s, self._stored, name)
