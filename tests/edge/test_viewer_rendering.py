@@ -26,6 +26,7 @@ from agentscope_ctx.viewer._figures import session_figures
 from tests.support.agent_line import Line
 from tests.support.browser import open_page
 from tests.support.lines import Msg
+from tests.support.two_outputs import two_outputs_session
 
 OUTPUTS = {
     "log": "".join(f"line {n} of the quokka log\n" for n in range(300)),
@@ -46,16 +47,7 @@ async def _session(wd: Path, line: Line) -> None:
         recall={"session": "s1"},
         tool_result={"recent_max_bytes": 2_048, "old_max_bytes": 1_024},
     )
-    session = line.session(config, line.fake_model(default="ok"), {"cat": OUTPUTS.__getitem__})
-    await session.turn(
-        "show both",
-        line.tool_call("cat", call_id="c1", arg="log"),
-        line.tool_call("cat", call_id="c2", arg="cjk"),
-        line.text("seen both"),
-    )
-    for n in range(4):  # long turns: the prompt passes the trigger, a compaction follows
-        await session.turn(f"turn {n}: " + "a long question about the platypus " * 60)
-    await session.close()
+    await two_outputs_session(line, config, OUTPUTS)
 
 
 async def _texts(page: Any, selector: str) -> list[str]:

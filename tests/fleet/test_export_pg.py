@@ -23,11 +23,7 @@ from agentscope_ctx.stores.factory import open_backend, open_stores
 from agentscope_ctx.stores.postgres._audit import PostgresAudit
 from tests.fleet.pg_config import PgStore, config_file
 from tests.support.agent_line import Line
-
-OUTPUTS = {
-    "log": "".join(f"line {n} of the quokka log\r\n" for n in range(300)),
-    "cjk": "日志 wombat 🙂 " * 400 + "no final newline",
-}
+from tests.support.two_outputs import two_outputs_session
 
 
 async def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -64,16 +60,7 @@ async def test_a_fleet_session_exports_and_imports_into_a_local_working_dir(
             "compactor": config.compactor.model_copy(update={"enabled": False}),
         }
     )
-    session = line.session(config, line.fake_model(default="ok"), {"cat": OUTPUTS.__getitem__})
-    await session.turn(
-        "show both",
-        line.tool_call("cat", call_id="c1", arg="log"),
-        line.tool_call("cat", call_id="c2", arg="cjk"),
-        line.text("seen both"),
-    )
-    for n in range(4):
-        await session.turn(f"turn {n}: " + "a long question about the platypus " * 60)
-    await session.close()
+    await two_outputs_session(line, config)
 
     archive = tmp_path / "s1.jsonl"
     out = await _run(
