@@ -43,7 +43,7 @@ from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.stores.factory import Stores, open_stores
-from benchmarks.store.stores import _output, _queries, _text
+from benchmarks.store.stores import _output, _queries, _text, point_config
 
 DEFAULT_POINTS = ((10_000, 100),)
 HANDLES = 10
@@ -196,7 +196,7 @@ def main(
     """Run every point on `stores`; print the figures and return them."""
     points = points or DEFAULT_POINTS
     sys.path.insert(0, str(ROOT))
-    from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
+    from tests.fleet.postgres_server import PostgresServer, why_unavailable
 
     results: dict[str, Any] = {"live": {}, "skipped": {}}
     why = why_unavailable()
@@ -213,15 +213,7 @@ def main(
                     print(f"postgres skipped: {why}")
                     continue
                 work = Path(tempfile.mkdtemp(prefix="bench-live-"))
-                store: dict[str, Any] = {"kind": kind}
-                if server is not None and kind == "postgres":
-                    os.environ["AGENTSCOPE_CTX_BENCH_PGPASSWORD"] = PASSWORD
-                    store.update(
-                        dsn=server.dsn,
-                        password_env="AGENTSCOPE_CTX_BENCH_PGPASSWORD",
-                        schema_name=f"live_{messages}_{output_mb}",
-                    )
-                config = ContextConfig(working_dir=work, store=store)
+                config = point_config(kind, work, server, f"live_{messages}_{output_mb}")
                 try:
                     row = run_point(
                         kind, config, messages, output_mb, handles=handles, searches=searches

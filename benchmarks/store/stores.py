@@ -369,6 +369,21 @@ def _print(kind: str, row: dict[str, Any]) -> None:
     )
 
 
+def point_config(kind: str, work: Path, server: Any, schema: str) -> ContextConfig:
+    """The config of one point's store: local in `work`, or PostgreSQL in `schema` of
+    `server` (a `tests.fleet.postgres_server.PostgresServer`; its password through the
+    environment, as a user gives it)."""
+    store: dict[str, Any] = {"kind": kind}
+    if kind == "postgres":
+        from tests.fleet.postgres_server import PASSWORD
+
+        os.environ["AGENTSCOPE_CTX_BENCH_PGPASSWORD"] = PASSWORD
+        store.update(
+            dsn=server.dsn, password_env="AGENTSCOPE_CTX_BENCH_PGPASSWORD", schema_name=schema
+        )
+    return ContextConfig(working_dir=work, store=store)
+
+
 def main(
     points: Sequence[tuple[int, int]] | None = None,
     *,
@@ -397,7 +412,7 @@ def main(
             else (LARGE_POINTS if large else DEFAULT_POINTS)
         )
     sys.path.insert(0, str(ROOT))
-    from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
+    from tests.fleet.postgres_server import PostgresServer, why_unavailable
 
     results: dict[str, Any] = {"points": {}, "skipped": {}}
     why = why_unavailable()
@@ -411,15 +426,7 @@ def main(
                     print(f"postgres skipped: {why}")
                     continue
                 work = Path(tempfile.mkdtemp(prefix="bench-store-"))
-                store: dict[str, Any] = {"kind": kind}
-                if server is not None and kind == "postgres":
-                    os.environ["AGENTSCOPE_CTX_BENCH_PGPASSWORD"] = PASSWORD
-                    store.update(
-                        dsn=server.dsn,
-                        password_env="AGENTSCOPE_CTX_BENCH_PGPASSWORD",
-                        schema_name=f"bench_{messages}_{output_mb}",
-                    )
-                config = ContextConfig(working_dir=work, store=store)
+                config = point_config(kind, work, server, f"bench_{messages}_{output_mb}")
                 try:
                     row = _run_point(
                         kind,
