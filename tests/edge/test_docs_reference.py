@@ -11,32 +11,17 @@ added tomorrow is checked too.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import shlex
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 import agentscope_ctx
 from agentscope_ctx.cli import _intermixed
+from tests.support.docs_site import DOCS, load_generator
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
-
-
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_ref", DOCS / "gen_ref.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_ref", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = load_generator()
 
 CONFIG_PAGE = DOCS / "configuration.md"
 CLI_PAGE = DOCS / "cli.md"

@@ -22,18 +22,15 @@ nav, so a page added to it is checked from the day it is added.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
+from tests.support.docs_site import DOCS, ROOT, load_generator
+
 CONTRIBUTORS = "For contributors"
 WORD_BUDGET = 20_000
 
@@ -54,15 +51,6 @@ INTERNAL = {
 FENCED = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 NOT_PROSE = re.compile(r"\]\([^)\s]*\)|^::: .*$", re.MULTILINE)
 """A link's target and a mkdocstrings directive: addresses, not words a reader sees."""
-
-
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_ref", DOCS / "gen_ref.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_ref", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _pages(entries: list[object], section: str = "") -> Iterator[tuple[str, str]]:
@@ -182,7 +170,7 @@ def test_user_text_is_not_taken_for_internal_material(text: str) -> None:
 
 
 def test_the_users_pages_hold_no_internal_material() -> None:
-    gen = _load_generator()
+    gen = load_generator()
     found = {}
     for path in user_pages():
         hits = internal_material(gen.render(path.read_text(encoding="utf-8")))
@@ -222,7 +210,7 @@ def _docstrings(obj: object, seen: set[str]) -> Iterator[tuple[str, str]]:
 
 def test_the_api_reference_cites_no_internal_path() -> None:
     griffe = pytest.importorskip("griffe")
-    gen = _load_generator()
+    gen = load_generator()
     package = griffe.load("agentscope_ctx", search_paths=[str(ROOT)], allow_inspection=False)
     loader_root = {"agentscope_ctx": package}
     targets = re.findall(r"^::: ([\w.]+)$", gen.api(), re.MULTILINE)
