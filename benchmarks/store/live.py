@@ -27,9 +27,7 @@ import argparse
 import asyncio
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,14 +41,13 @@ from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.stores.factory import Stores, open_stores
-from benchmarks.store.stores import _output, _queries, _text, point_config
+from benchmarks.store.stores import _output, _queries, _text, each_point
 
 DEFAULT_POINTS = ((10_000, 100),)
 HANDLES = 10
 SEARCHES = 2
 APPEND_BATCH = 10
 OUTPUTS = 100
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pct(values: Sequence[float], q: float) -> float:
@@ -195,36 +192,15 @@ def main(
 ) -> dict[str, Any]:
     """Run every point on `stores`; print the figures and return them."""
     points = points or DEFAULT_POINTS
-    sys.path.insert(0, str(ROOT))
-    from tests.fleet.postgres_server import PostgresServer, why_unavailable
-
     results: dict[str, Any] = {"live": {}, "skipped": {}}
-    why = why_unavailable()
-    server = None if why or "postgres" not in stores else PostgresServer.start(durable=True)
     print(
         f"search while {handles} handles save (p50/p95/p99 in ms; the machine's load averages "
         f"over 1/5/15 min at the start and end of each window; {os.cpu_count()} cores)"
     )
-    try:
-        for messages, output_mb in points:
-            for kind in stores:
-                if kind == "postgres" and server is None:
-                    results["skipped"]["postgres"] = why
-                    print(f"postgres skipped: {why}")
-                    continue
-                work = Path(tempfile.mkdtemp(prefix="bench-live-"))
-                config = point_config(kind, work, server, f"live_{messages}_{output_mb}")
-                try:
-                    row = run_point(
-                        kind, config, messages, output_mb, handles=handles, searches=searches
-                    )
-                finally:
-                    shutil.rmtree(work, ignore_errors=True)
-                results["live"][f"{kind}:{messages}:{output_mb}"] = row
-                print_row(row)
-    finally:
-        if server is not None:
-            server.stop()
+    for kind, messages, output_mb, config in each_point(points, stores, "live", results["skipped"]):
+        row = run_point(kind, config, messages, output_mb, handles=handles, searches=searches)
+        results["live"][f"{kind}:{messages}:{output_mb}"] = row
+        print_row(row)
     return results
 
 

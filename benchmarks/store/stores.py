@@ -64,7 +64,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -369,19 +369,42 @@ def _print(kind: str, row: dict[str, Any]) -> None:
     )
 
 
-def point_config(kind: str, work: Path, server: Any, schema: str) -> ContextConfig:
-    """The config of one point's store: local in `work`, or PostgreSQL in `schema` of
-    `server` (a `tests.fleet.postgres_server.PostgresServer`; its password through the
-    environment, as a user gives it)."""
-    store: dict[str, Any] = {"kind": kind}
-    if kind == "postgres":
-        from tests.fleet.postgres_server import PASSWORD
+def each_point(
+    points: Sequence[tuple[int, int]], stores: Sequence[str], prefix: str, skipped: dict[str, Any]
+) -> Iterator[tuple[str, int, int, ContextConfig]]:
+    """`(kind, messages, output_mb, config)` of every point on every store of `stores`, each
+    in a fresh working dir (removed after it) or PostgreSQL schema (``{prefix}_{messages}_
+    {output_mb}``) of one server started for the run (its password through the environment,
+    as a user gives it); PostgreSQL is skipped, and why put in `skipped`, where no server runs.
+    """
+    sys.path.insert(0, str(ROOT))
+    from tests.fleet.postgres_server import PASSWORD, PostgresServer, why_unavailable
 
-        os.environ["AGENTSCOPE_CTX_BENCH_PGPASSWORD"] = PASSWORD
-        store.update(
-            dsn=server.dsn, password_env="AGENTSCOPE_CTX_BENCH_PGPASSWORD", schema_name=schema
-        )
-    return ContextConfig(working_dir=work, store=store)
+    why = why_unavailable()
+    server = None if why or "postgres" not in stores else PostgresServer.start(durable=True)
+    try:
+        for messages, output_mb in points:
+            for kind in stores:
+                store: dict[str, Any] = {"kind": kind}
+                if kind == "postgres":
+                    if server is None:
+                        skipped["postgres"] = why
+                        print(f"postgres skipped: {why}")
+                        continue
+                    os.environ["AGENTSCOPE_CTX_BENCH_PGPASSWORD"] = PASSWORD
+                    store.update(
+                        dsn=server.dsn,
+                        password_env="AGENTSCOPE_CTX_BENCH_PGPASSWORD",
+                        schema_name=f"{prefix}_{messages}_{output_mb}",
+                    )
+                work = Path(tempfile.mkdtemp(prefix=f"bench-{prefix}-"))
+                try:
+                    yield kind, messages, output_mb, ContextConfig(working_dir=work, store=store)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def main(
@@ -411,39 +434,16 @@ def main(
             if env
             else (LARGE_POINTS if large else DEFAULT_POINTS)
         )
-    sys.path.insert(0, str(ROOT))
-    from tests.fleet.postgres_server import PostgresServer, why_unavailable
-
     results: dict[str, Any] = {"points": {}, "skipped": {}}
-    why = why_unavailable()
-    server = None if why or "postgres" not in stores else PostgresServer.start(durable=True)
     print("p50/p95 in ms; append = 10 messages; read = read_file's 32 KB excerpt from a line")
-    try:
-        for messages, output_mb in points:
-            for kind in stores:
-                if kind == "postgres" and server is None:
-                    results["skipped"]["postgres"] = why
-                    print(f"postgres skipped: {why}")
-                    continue
-                work = Path(tempfile.mkdtemp(prefix="bench-store-"))
-                config = point_config(kind, work, server, f"bench_{messages}_{output_mb}")
-                try:
-                    row = _run_point(
-                        kind,
-                        config,
-                        messages,
-                        output_mb,
-                        rebuild=rebuild,
-                        sessions=sessions,
-                        big_mb=big_mb,
-                    )
-                finally:
-                    shutil.rmtree(work, ignore_errors=True)
-                results["points"][f"{kind}:{messages}:{output_mb}"] = row
-                _print(kind, row)
-    finally:
-        if server is not None:
-            server.stop()
+    for kind, messages, output_mb, config in each_point(
+        points, stores, "bench", results["skipped"]
+    ):
+        row = _run_point(
+            kind, config, messages, output_mb, rebuild=rebuild, sessions=sessions, big_mb=big_mb
+        )
+        results["points"][f"{kind}:{messages}:{output_mb}"] = row
+        _print(kind, row)
     return results
 
 
