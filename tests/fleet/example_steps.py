@@ -37,12 +37,31 @@ def compaction_sources(env: dict[str, str], session: str) -> list[str]:
     return [str(r.get("summary_source")) for r in records if r.get("compacted")]
 
 
-def compactor_warnings(folder: Path) -> list[str]:
-    """The lines of the example's process logs (FOLDER/*.log, whole) where the compactor
-    warned: a model call that failed, a summary rejected until the extractive fallback."""
+def log_lines(folder: Path, *needles: str) -> list[str]:
+    """The lines of the example's process logs (FOLDER/*.log, whole) holding any of
+    `needles`."""
     return [
         line
         for log in sorted(folder.glob("*.log"))
         for line in log.read_text(errors="replace").splitlines()
-        if "Compactor" in line or "extractive summary" in line
+        if any(needle in line for needle in needles)
     ]
+
+
+def compactor_warnings(folder: Path) -> list[str]:
+    """The log lines where the compactor warned: a model call that failed, a summary
+    rejected until the extractive fallback."""
+    return log_lines(folder, "Compactor", "extractive summary")
+
+
+def check_compactions_and_indexing(env: dict[str, str], folder: Path, session: str) -> None:
+    """`session` compacted, each summary the one the example's model server wrote
+    (``model_retry``: its first answer was over the size limit, its second taken), none
+    falling back to the extractive one (none logged a warning); and the workers (the
+    workers' role) indexed what they saved as its saver's, at once: no "search index not
+    updated ... row-level security" line in any log (issue 46 item 6)."""
+    sources = compaction_sources(env, session)
+    assert sources and set(sources) <= {"model", "model_retry"}, sources
+    assert not compactor_warnings(folder)
+    unindexed = log_lines(folder, "index not updated")
+    assert not unindexed, unindexed

@@ -25,7 +25,7 @@ if not IS_1X:
 pytest.importorskip("uvicorn")
 
 from tests.fleet.example_run import EXAMPLE, fleet, free_port, skip_unless_servers
-from tests.fleet.example_steps import compaction_sources, compactor_warnings
+from tests.fleet.example_steps import check_compactions_and_indexing
 
 pytestmark = pytest.mark.slow
 TURNS, KILL_AT = 10, 5
@@ -73,18 +73,8 @@ def test_two_workers_on_redis_memory_one_killed_mid_turn() -> None:
         memory = asyncio.run(shared_memory(run.env["REDIS_URL"], summary))
         dialog = [row["msg"] for row in run.dialog() if row["session"] == summary["session_id"]]
         assert dialog, "a compaction saved the old turns to the dialog store"
-        # the ten turns outgrow worker1.py's budget: each compaction's summary is the one its
-        # model (the example's model server) wrote (model_retry: its first answer was over the
-        # size limit, its second taken), and none fell back to the extractive summary (none
-        # logged a warning)
-        sources = compaction_sources(run.env, summary["session_id"])
-        assert sources and set(sources) <= {"model", "model_retry"}, sources
-        assert not compactor_warnings(run.folder)
-        # the workers (the workers' role) index what they save as its saver's, at once: no
-        # "search index not updated ... row-level security" warning (issue 46 item 6)
-        logs = [log.read_text(errors="replace") for log in run.folder.glob("*.log")]
-        unindexed = [ln for log in logs for ln in log.splitlines() if "index not updated" in ln]
-        assert not unindexed, unindexed
+        # the ten turns outgrow worker1.py's budget: its compactions are its model's
+        check_compactions_and_indexing(run.env, run.folder, summary["session_id"])
         for where in (memory, dialog):
             twice = [i for i, n in Counter(m["id"] for m in where).items() if n > 1]
             assert not twice, twice
