@@ -229,9 +229,11 @@ class ContextManager(Services):
         goes to the summary (and `extra_instruction` to the compactor's prompt)."""
         binding = self._binding(agent)
         await binding.memory.refresh()
-        return await traced_run(
+        report = await traced_run(
             binding.pipeline, "forced", force=True, extra_instruction=extra_instruction
         )
+        await self.record_run(binding.pipeline, report)
+        return report
 
     async def pin(self, agent: Any, msg_id: str, *, pinned: bool = True) -> None:
         """Pin (or, with `pinned=False`, unpin) message `msg_id` of the agent's memory: it is
@@ -300,6 +302,7 @@ class ContextManager(Services):
                 keep_ratio=self.config.keep_recent_ratio / 2,
                 target=int(rejected * EMERGENCY_SHRINK),
             )
+            await self.record_run(pipeline, report)
             if not (report.compacted or report.truncated):
                 return None
             msgs = [Msg("system", agent.sys_prompt, "system"), *await binding.memory.get_memory()]

@@ -166,6 +166,7 @@ class ContextManager(AgentRuns):
             finally:
                 binding.mirror.push(agent.state)
             await self._after_changes(binding, before, report)
+        await self.record_run(binding.pipeline, report)
         return report
 
     async def pin(self, agent: Agent, msg_id: str, *, pinned: bool = True) -> None:

@@ -340,14 +340,22 @@ class Services:
             logger.exception("agentscope_ctx: the context pipeline failed; the agent goes on")
             await self._hold(pipeline, when)
             return None
-        recorder = self._steps.get(pipeline)
-        if recorder is not None:
-            await recorder.note(pipeline, report, call=when == "model_call")  # (never raises)
+        await self.record_run(pipeline, report, call=when == "model_call")
         # the outputs' retention: hourly per process and store, off the loop (`_cleanup`)
         await cleanup_due(
             self.backend.scope, self.store, self.search_index.drop_outputs, self._retention
         )
         return report
+
+    async def record_run(
+        self, pipeline: ContextPipeline, report: PipelineReport, *, call: bool = False
+    ) -> None:
+        """The run's record for the session viewer (`StepRecorder.note`; never raises): every
+        run that changed the context has one, a compaction asked for (`compact`) or an
+        emergency one too, not only those `run_pipeline` makes before a model call."""
+        recorder = self._steps.get(pipeline)
+        if recorder is not None:
+            await recorder.note(pipeline, report, call=call)
 
     @staticmethod
     async def _hold(pipeline: ContextPipeline, when: str) -> None:

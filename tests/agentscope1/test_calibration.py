@@ -28,6 +28,7 @@ from openai.types.completion_usage import CompletionUsage
 from agentscope_ctx import ContextConfig, ContextManager, ContextMemory, TokenCounter
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core.tokens._calibration import Calibration, PromptUsage
+from agentscope_ctx.stores._steps_file import read_steps
 from tests.core.test_calibration_math import http_response, overflow_errors
 from tests.support.crash_session import spy_on_add
 from tests.support.fakes import FakeChatModel, text, tool_call
@@ -152,6 +153,9 @@ async def test_overflow_compacts_once_retries_once_and_succeeds(
     assert await COUNTER.count(retry) < await COUNTER.count(first)
     assert memory.compact_summary  # one emergency compaction
     assert sum("emergency compaction" in p for p in printed) == 1
+    # in the steps record, for the viewer and export (it was left out)
+    steps = [r for p in (tmp_path / "usage" / "steps").rglob("*.jsonl") for r in read_steps(p)]
+    assert [r["call"] for r in steps if r["compacted"]] == [False]
     assert any("compacted" in p for p in printed)
 
 
