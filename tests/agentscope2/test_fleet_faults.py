@@ -17,7 +17,12 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx.core.truncation._truncation import parse_notice
-from tests.fleet.conftest import pg_password, pg_private_server  # noqa: F401 (fixtures)
+from tests.fleet.conftest import (  # noqa: F401 (fixtures)
+    _pg_module_server,
+    pg_password,
+    pg_private_server,
+    pg_schema,
+)
 from tests.fleet.pg_config import PASSWORD_ENV
 from tests.fleet.postgres_server import PASSWORD, PostgresServer
 from tests.support.chain import follow_chain
@@ -49,6 +54,7 @@ def _outputs(agent: Agent) -> dict[str, str]:
 def _reader(
     tmp_path: Path,
     server: PostgresServer,
+    schema: str,
     down: int,
     up: int,
     max_input_tokens: int,
@@ -56,8 +62,9 @@ def _reader(
     answers: list[object],
 ) -> tuple[ContextManager, FakeChatModel, Agent]:
     """A log reader whose `cat` stops `server` before log `down` and starts it again before
-    log `up`; its context manager on the server's store, retrying at every step (the
-    breaker: test_pg_breaker); its model scripted with `answers`."""
+    log `up`; its context manager on the server's store (in `schema`: the module's tests share
+    the server), retrying at every step (the breaker: test_pg_breaker); its model scripted
+    with `answers`."""
 
     def cat(n: int) -> str:
         """Print log n.
@@ -80,6 +87,7 @@ def _reader(
             "store": {
                 "kind": "postgres",
                 "dsn": server.dsn,
+                "schema_name": schema,
                 "password_env": PASSWORD_ENV,
                 "connect_timeout_seconds": 2,
                 "retry_seconds": 0,
@@ -101,6 +109,7 @@ def _reader(
 async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries(
     tmp_path: Path,
     pg_private_server: PostgresServer,  # noqa: F811
+    pg_schema: str,  # noqa: F811
     pg_password: str,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -118,6 +127,7 @@ async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries
     manager, _, agent = _reader(
         tmp_path,
         pg_private_server,
+        pg_schema,
         DOWN,
         UP,
         30_000,
@@ -156,6 +166,7 @@ async def test_an_unreachable_database_keeps_outputs_whole_logs_once_and_retries
 async def test_a_compaction_while_the_database_is_away_removes_nothing_until_it_is_stored(
     tmp_path: Path,
     pg_private_server: PostgresServer,  # noqa: F811
+    pg_schema: str,  # noqa: F811
     pg_password: str,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -166,6 +177,7 @@ async def test_a_compaction_while_the_database_is_away_removes_nothing_until_it_
     manager, model, agent = _reader(
         tmp_path,
         pg_private_server,
+        pg_schema,
         1,
         7,
         5_000,

@@ -35,10 +35,19 @@ def pg_server() -> Iterator[PostgresServer]:
     yield from _serve()
 
 
-@pytest.fixture
-def pg_private_server() -> Iterator[PostgresServer]:
-    """A server of the test's own (for a test that stops and starts it mid-test)."""
+@pytest.fixture(scope="module")
+def _pg_module_server() -> Iterator[PostgresServer]:
     yield from _serve()
+
+
+@pytest.fixture
+def pg_private_server(_pg_module_server: PostgresServer) -> PostgresServer:
+    """A server no other module uses (for tests that stop and start it mid-test), shared by
+    the module's tests, each on a schema of its own: it is started again before a test when
+    the one before left it stopped (one server start per module, not per test)."""
+    if not _pg_module_server.running():
+        _pg_module_server.resume()
+    return _pg_module_server
 
 
 @pytest.fixture

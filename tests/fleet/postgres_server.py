@@ -129,6 +129,14 @@ class PostgresServer:
             "-o", self.options, "-w", "-t", "60", "start",
         )  # fmt: skip
 
+    def running(self) -> bool:
+        """Whether the server runs (`halt` stops it)."""
+        data = str(self.root / "data")
+        command = [str(self.bindir / "pg_ctl"), "-D", data, "status"]
+        if self.user:
+            command = ["runuser", "-u", self.user, "--", *command]
+        return subprocess.run(command, capture_output=True, timeout=60).returncode == 0
+
     def stop(self) -> None:
         """Stop the server and remove its directory."""
         try:
