@@ -250,8 +250,15 @@ def view_text_file(file_path: str) -> str:
     return f"The content of {file_path}:\n```\n{numbered}```"
 
 
-async def run_system(system: str, name: str, scenario: Scenario, work: Path) -> dict[str, Any]:
-    """One system on one scenario of provider `name`: its row."""
+async def run_system(
+    system: str,
+    name: str,
+    scenario: Scenario,
+    work: Path,
+    inspect: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
+    """One system on one scenario of provider `name`: its row (`inspect`, if given, is
+    handed the simulator at the end: `benchmarks.cost.calls` reads its requests)."""
     from agentscope.agent import Agent, InjectionConfig, ReActConfig
     from agentscope.agent import ContextConfig as AgentContextConfig
     from agentscope.message import UserMsg
@@ -298,6 +305,8 @@ async def run_system(system: str, name: str, scenario: Scenario, work: Path) -> 
                 logger.info("turn %d failed: %s", turn + 1, str(exc)[:200])
         if manager is not None:
             await manager.close()
+        if inspect is not None:
+            inspect(sim)
     return row(sim, failed)
 
 
