@@ -156,6 +156,7 @@ class ContextPipeline:
             cutter,
             self._notify,
             pin_max_share=config.pin_max_share,
+            mask_to_ratio=config.mask_to_ratio,
         )
         self.cache = CacheStats()
         """The provider's prompt-cache reads over the session (where it reports them)."""

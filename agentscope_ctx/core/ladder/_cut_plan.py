@@ -53,6 +53,16 @@ class CutPlan:
         if self.applied.get(msg_id, 0) < level and self.due.get(msg_id, 0) < level:
             self.due[msg_id] = level
 
+    async def mark_freeing(
+        self, msgs: Mapping[str, Msg], counts: Mapping[str, int], calls: Calls, msg_id: str
+    ) -> int:
+        """`mark` `msg_id` for masking; the tokens its cut frees (0: masked already, or
+        nothing to cut), planning it."""
+        if self.applied.get(msg_id, 0) >= MASKED:
+            return 0
+        self.mark(msg_id, MASKED)
+        return (await self._plan(msgs[msg_id], self.due[msg_id], counts[msg_id], calls)).freed
+
     def settled(self, msg_id: str, level: int) -> None:
         """A cut of `level` was made outside the plan (by the fit): nothing lighter is due."""
         if self.applied.get(msg_id, 0) < level:

@@ -9,8 +9,11 @@ beyond `mask_after` of them, or under pressure (level `MASKED`). A due cut is pl
 (computed, its full text saved, the tokens it would free counted) and applied later, together
 with the other due cuts, when the prompt is over the trigger or when the batch frees at least
 `clear_at_least` tokens: rewriting an older message breaks a provider's cached prompt prefix
-from that message on, so it is done rarely and all at once. Last, when nothing else brought
-the prompt within the budget, `Ladder.fit` cuts whatever it must (rung d).
+from that message on, so it is done rarely and all at once. Over the trigger, masking goes on
+down to a low-water mark (`ContextConfig.mask_to_ratio`), oldest output first, in the same
+batch: the rewrite starts at the oldest output it masks however many it masks, and the calls
+until the next firing only append. Last, when nothing else brought the prompt within the
+budget, `Ladder.fit` cuts whatever it must (rung d).
 """
 
 from __future__ import annotations
@@ -68,8 +71,10 @@ class Ladder:
         notify: Callable[[str], Awaitable[None]],
         *,
         pin_max_share: float = 0.25,
+        mask_to_ratio: float | None = None,
     ) -> None:
         self.config = config
+        self.mask_to_ratio = mask_to_ratio
         self.pin_max_share = pin_max_share
         self.clear_at_least = clear_at_least
         self.accountant = accountant
@@ -128,6 +133,10 @@ class Ladder:
         await self._rung(relief, "second truncation", OLD)
         if self.config.mask_after is not None:
             await self._rung(relief, "masking", MASKED)
+            if self.mask_to_ratio is not None:
+                await self._mask_to(
+                    relief, int(self.mask_to_ratio * self.accountant.calibration.budget)
+                )
             if relief.tokens_after > threshold:
                 pinned = self.pinned()
                 for k in range(self._boundary(1, 0)):
@@ -262,6 +271,25 @@ class Ladder:
         relief.changed += changed
         relief.tokens_after = await self.accountant.calibrated()
         relief.freed[name] = relief.freed.get(name, 0) + before - relief.tokens_after
+
+    async def _mask_to(self, relief: Relief, low: int) -> None:
+        """Masking over the trigger goes on down to the low-water mark `low` (calibrated,
+        `ContextConfig.mask_to_ratio`), oldest output first, all but the newest (no pin), in
+        the same batch: the rewrite starts at the oldest output it masks however many it
+        masks, so masking more now costs no more cache, and the calls up to the next firing
+        only append (weighed at the providers' prices in docs/contributors/providers.md)."""
+        t = self.accountant.ledger
+        if relief.tokens_after <= low:
+            return
+        pinned = self.pinned()
+        scale = self.accountant.calibration.scale
+        need = relief.tokens_after - low
+        for msg_id in t.tool_msgs[: self._boundary(1, 0)]:
+            if need <= 0:
+                break
+            if msg_id not in pinned:
+                need -= int(scale * await self.plan.mark_freeing(t.msgs, t.counts, t.calls, msg_id))
+        await self._rung(relief, "masking", MASKED)
 
     def _mark_due(self) -> None:
         """Plan the second truncation beyond the newest `recent_n` tool-result messages, and
