@@ -33,9 +33,13 @@ def _plain(value: Any) -> Any:
     """`value` without its ``cache_control`` marks (what a cache hashes)."""
     if isinstance(value, dict):
         content = value.get("content")
-        if isinstance(content, list) and len(content) == 1 and set(content[0]) >= {"text"}:
-            if content[0].get("type") == "text" and "cache_control" in content[0]:
-                value = {**value, "content": content[0]["text"]}  # as it was before its mark
+        if (
+            isinstance(content, list)
+            and len(content) == 1
+            and isinstance(content[0], dict)
+            and content[0].get("type") == "text"
+        ):  # one text part: a string content a mark made a list (chat), or one that was
+            value = {**value, "content": content[0].get("text")}
         return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list):
         return [_plain(v) for v in value]
