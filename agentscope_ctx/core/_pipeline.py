@@ -9,7 +9,8 @@ A pressure ladder of small stages, each a unit with one job, in order:
 2. the `Accountant` counts system prompt + tool schemas + summary + messages;
 3. `Ladder.relieve`, no model call: under `compact_trigger_ratio`, due cuts of older
    outputs wait for a batch worth `clear_at_least`; over it, the second truncation, then
-   masking (old outputs reduced to their notice), then masking of all but the newest;
+   masking (old outputs reduced to their notice, on down to `mask_to_ratio`), then masking
+   of all but the newest;
 4. `Compaction`, only if the prompt is still over the trigger: a model summary of the older
    messages, saved to `dialog/` durably before they leave memory;
 5. `Ladder.fit`, the last resort when the prompt is over the budget; still over it, a

@@ -117,9 +117,10 @@ class Ladder:
         """Rungs (a) and (b), from a prompt of `tokens` (calibrated).
 
         Under the trigger, due cuts wait (`clear_at_least`). Over it, every due cut is
-        applied in one batch: the second truncation, then masking by age (a batch breaks the
-        cached prefix once, whatever it holds, and the more it frees the longer until the
-        next); then, only if the prompt is still over, masking of all but the newest."""
+        applied in one batch: the second truncation, then masking by age, going on down to
+        the low-water mark (`_mask_to`; a batch breaks the cached prefix once, whatever it
+        holds, and the more it frees the longer until the next); then, only if the prompt is
+        still over, masking of all but the newest."""
         relief = Relief(tokens)
         t = self.accountant.ledger
         if tokens <= threshold:
