@@ -14,8 +14,10 @@ remembered (`_JUDGED`, by reader and path), and the compaction that asks again r
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -55,7 +57,8 @@ this package. An error raised while iterating makes the run ``unseen``."""
 
 _JUDGED: OrderedDict[tuple[object, str], Outcome] = OrderedDict()
 """The outcomes of saved outputs read whole, by (reader, path), newest last: a reader is a
-store's bound method, so one tenant's store never answers for another's."""
+store's bound method, held weakly (`_reader_key`), so one tenant's store never answers for
+another's, and a finished session's store is not kept alive by it."""
 _JUDGED_MAX = 512
 _JUDGED_LOCK = threading.Lock()  # `judge_ahead` fills it from a worker thread
 
@@ -108,7 +111,7 @@ def judge(text: str, read_saved: ReadSaved | None = None) -> Outcome:
 def _judge_saved(read_saved: ReadSaved, path: str) -> Outcome | None:
     """The outcome of the saved output at `path`, streamed through; `None` when it cannot be
     read whole and shows no failure in what was read."""
-    key: tuple[object, str] = (read_saved, path)
+    key: tuple[object, str] = (_reader_key(read_saved), path)
     try:
         hash(key)
     except TypeError:  # a reader that cannot be a key: judged each time
@@ -141,6 +144,15 @@ def _judge_saved(read_saved: ReadSaved, path: str) -> Outcome | None:
             while len(_JUDGED) > _JUDGED_MAX:
                 _JUDGED.popitem(last=False)
     return outcome
+
+
+def _reader_key(read_saved: ReadSaved) -> object:
+    """`read_saved` as a key of `_JUDGED`: a bound method weakly (its store leaves with its
+    session: a strong key held every finished session's store, issue 46 item 17), anything
+    else as it is."""
+    if inspect.ismethod(read_saved):
+        return weakref.WeakMethod(read_saved)
+    return read_saved
 
 
 def judge_ahead(texts: Iterable[str], read_saved: ReadSaved) -> None:
