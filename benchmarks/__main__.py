@@ -8,7 +8,8 @@ lines side by side). A benchmark that only makes sense on the other line is skip
 the reason printed. Numbers only: nothing here asserts a time limit.
 
 On both lines: tokens, truncation, pipeline (the core's step), pins (pinned messages that
-share a call id), search, probes (what the
+share a call id), search, fleet_load (10 and 100 sessions, a manager each, on two worker
+processes and one PostgreSQL server), probes (what the
 agent still knows after 1, 3 and 10 compactions), startup (importing the package and the
 quick CLI commands against ``import agentscope``), tracing (the pipeline step with tracing
 off and on, against the plain run; last, as it sets the global tracer provider). `cost` is
@@ -68,6 +69,7 @@ _PLAN: list[tuple[str, str | None, str | None, str]] = [
     ("probes", "pipeline.probes", "pipeline.probes", ""),
     ("startup", "startup.imports", "startup.imports", ""),
     ("store", "store.stores", "store.stores", ""),
+    ("fleet_load", "fleet.load", "fleet.load", ""),
     # last: its tracing-on phase sets the global tracer provider for the rest of the process
     ("tracing", "pipeline.tracing", "pipeline.tracing", ""),
 ]

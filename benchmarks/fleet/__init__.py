@@ -1,0 +1,1 @@
+"""The fleet benchmarks: many sessions on worker processes sharing one PostgreSQL store."""
