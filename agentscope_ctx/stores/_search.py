@@ -5,9 +5,10 @@ The files are the truth; the index (SQLite metadata, `_search_db`, and a Tantivy
 with them (`_search_catch_up`): dialog files by inode and byte offset (whole lines only),
 ``tool_result/`` files by name (each written once, atomically) and how far they are indexed
 (in pieces, DESIGN.md §16), memory files by inode, size and mtime; the entries of files that
-are gone are dropped. It catches up before each search and whenever a save notifies
-it, so writes by other processes and crashes are covered; a missing, torn, corrupt or outdated
-index is rebuilt from the files.
+are gone are dropped. It catches up whenever a save notifies it and in the background; a
+search commits nothing: it reads what the files hold past the index into memory (its tail,
+`_search_tail`, issue 46 item 11), so writes by other processes and crashes are covered; a
+missing, torn, corrupt or outdated index is rebuilt from the files.
 
 What is indexed, by line chunks (`_search_text.chunk_lines`): the text, thinking, tool calls
 and tool outputs of each dialog record (a truncated output's excerpt, without its notice: the
@@ -43,19 +44,22 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from itertools import chain
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..core._failures import FailureLog
+from ..core._tenant import Tenant
+from ..core.search import _background as background_module
 from ..core.search import _index_pieces as pieces
 from ..core.search._background import BackgroundWork
-from ..core.search._search_hits import LOCAL_SOURCES, Filters, SearchResult, build_hits
+from ..core.search._search_hits import LOCAL_SOURCES, Filters, SearchResult
 from ..core.search._search_text import Query, parse_query, storable
 from ._search_catch_up import CatchUp, searching
 from ._search_db import IndexBusy, IndexConnection, IndexDatabase, Owner, batch, set_owner, write
 from ._search_files import file_stamp
-from ._search_query import ranked_rows, tenant_params
+from ._search_query import tenant_params
+from ._search_tail import TAIL_BYTES, TAIL_OUTPUT_BYTES, Tail, TailTooLarge, read_tail, searched
 
 __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
@@ -79,6 +83,8 @@ class SearchWork:
     searches: int = 0
     files_indexed: int = 0
     commits: int = 0
+    tail_files: int = 0
+    """Files read into a search's tail (`_search_tail`: matched in memory, not committed)."""
 
     def count(self, files: int, commits: int) -> None:
         self.searches += 1
@@ -107,7 +113,9 @@ class SearchIndex(CatchUp):
         self._calls: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._pending: deque[tuple[str, Owner, str | None]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
+        self._recent: deque[tuple[str, Owner, str | None]] = deque(maxlen=256)
         self._busy_tries = 0
+        self._claims: OrderedDict[Tenant, None] = OrderedDict()
         self._indexed = 0
         self.search_work = SearchWork()
         """What this handle's searches did in their own path (counters)."""
@@ -168,13 +176,16 @@ class SearchIndex(CatchUp):
         limit: int = 5,
         catch_up_seconds: float | None = 10.0,
     ) -> SearchResult:
-        """Catch up (for at most `catch_up_seconds`, which also bounds the wait for other
-        writers; saved outputs: `SEARCH_INDEX_BYTES` at most, unless `catch_up_seconds` is
-        `None`), then the best `limit` hits of `query` by BM25 (Tantivy's top k, the filters
-        inside the query: `_search_query`), newest first on ties; a hit
-        showing the same line as a better one is left out. When no chunk has every term, the
-        chunks with any of them. When other writers hold the index longer, what is indexed
-        is searched (nothing when the index could not even be opened) and `busy` is set.
+        """The best `limit` hits of `query` by BM25 (Tantivy's top k, the filters inside the
+        query: `_search_query`) among the committed index and its tail (`_search_tail`: what
+        the files hold past it, matched in memory; the search commits nothing), newest first
+        on ties; a hit showing the same line as a better one is left out. When no chunk has
+        every term, the chunks with any of them. `catch_up_seconds` bounds the wait for this
+        handle's other work and, when the tail is past `TAIL_BYTES`, the indexing the search
+        then does itself (saved outputs: `SEARCH_INDEX_BYTES` at most); `None`: everything
+        is indexed first, unbounded. When another writer holds the index then, what is
+        indexed and the tail are searched and `busy` is set (nothing is searched when the
+        index could not even be opened).
 
         Raises:
             PersistenceError: the index cannot be opened or read.
@@ -193,46 +204,91 @@ class SearchIndex(CatchUp):
         budget = pieces.search_budget(catch_up_seconds)
         busy: list[bool] = []
 
-        def run(db: sqlite3.Connection) -> SearchResult:
-            assert isinstance(db, IndexConnection)
-            indexed, commits = self._indexed, db.commits
-            db.text.merge_deadline = deadline  # its commits wait for merges until then at most
-            try:
-                pending = self._catch_up(
-                    db,
-                    deadline,
-                    busy=busy,
-                    output_bytes=budget,
-                    fits_only=self.background.running(),
-                )
-            finally:
-                db.text.merge_deadline = None
-            self.search_work.count(self._indexed - indexed, db.commits - commits)
-            if tenant is not None and tenant.scope != "shared" and not busy:
-                self._claim(db, tenant, busy)
-            params = {**vars(filters), **owner}
-            params.pop("tenant", None)
-            rows = ranked_rows(db, parsed, True, params, 4 * limit + 8)
-            first = next(rows, None)
-            every = first is not None or len(parsed.terms) == 1
-            if first is not None:
-                rows = chain([first], rows)
-            elif not every:
-                rows = ranked_rows(db, parsed, False, params, 4 * limit + 8)
-            hits = build_hits(rows, self.root, parsed, limit)
-            return SearchResult(hits, parsed, every, pending, busy=bool(busy))
+        params = {**vars(filters), **owner}
+        params.pop("tenant", None)
 
+        def answer(db: IndexConnection, most: int | None) -> SearchResult:
+            with self._pending_lock:  # before the snapshot: kept, else committed in it
+                owners = [*self._recent, *self._pending]
+            read = partial(self._tail, db, tenant, most, owners)
+            hits, every, tail = searched(db, read, parsed, params, limit)
+            self.search_work.tail_files += tail.files
+            if tail.claimed and tenant is not None:
+                self.claimed([tenant])
+            elif tail.files or tail.pending or tail.hidden:
+                self.background.kick()  # what the tail holds is committed in the background
+            return SearchResult(hits, parsed, every, tail.pending, busy=bool(busy))
+
+        def run(db: IndexConnection) -> SearchResult:
+            """Through the writer (which makes or repairs the index): what is missing is
+            indexed first when asked (`None`: unbounded) or when the tail is past its bound,
+            then the rest read as a tail."""
+            if catch_up_seconds is not None:
+                try:
+                    return answer(db, TAIL_BYTES)
+                except TailTooLarge:
+                    pass
+            self._catch_up_here(db, deadline, busy, budget)
+            if catch_up_seconds is None and tenant is not None and tenant.scope != "shared":
+                self._claim(db, tenant, busy)  # else read into the tail, claimed there
+            return answer(db, None)
+
+        if self._pending:  # the owners this handle kept while the index was busy
+            self._write_kept(0)  # never waiting: else the background writes them
         rebuilds = self.db.rebuilds
         try:
             with searching(self.root):  # the background indexing lets it go first
-                result = self.db.run(run, wait=catch_up_seconds)
+                try:
+                    if catch_up_seconds is None:
+                        raise TailTooLarge("everything is indexed first")
+                    result = self.db.read(partial(answer, most=TAIL_BYTES), wait=catch_up_seconds)
+                except (TailTooLarge, sqlite3.DatabaseError, OSError):
+                    result = self.db.run(run, wait=catch_up_seconds)
         except IndexBusy as exc:
             logger.info("agentscope_ctx: search without the index: %s", exc)
             result = SearchResult(hits=[], query=parsed, busy=True, searched=False)
+        self.search_work.searches += 1
         result.rebuilt = self.db.rebuilds != rebuilds
-        if result.pending or not result.searched:
+        if not result.searched:
             self.background.kick()  # what the search left is indexed in the background
         return result
+
+    def _tail(
+        self,
+        db: IndexConnection,
+        tenant: Tenant | None,
+        most: int | None,
+        owners: list[tuple[str, Owner, str | None]],
+    ) -> Tail:
+        """What the files hold past the index `db` (in a read transaction): `read_tail`.
+
+        Raises:
+            TailTooLarge: more than `most` bytes of dialog and memory text.
+        """
+        alone = not background_module.ENABLED  # no background: what searches alone do
+        room = 0 if alone and most is None else min(TAIL_OUTPUT_BYTES, pieces.SEARCH_INDEX_BYTES)
+        tail = read_tail(db, self.root, self._add_record, owners, tenant, most, room)
+        if tail is None:
+            raise TailTooLarge(f"the index lacks more than {most} bytes")
+        if tail.pending and most is not None and alone:
+            raise TailTooLarge("no background indexing: the search indexes a piece itself")
+        return tail
+
+    def _catch_up_here(
+        self, db: IndexConnection, deadline: float | None, busy: list[bool], budget: int | None
+    ) -> None:
+        """Index what is missing in the search's own path (the tail is too large): its
+        commits wait for the merges they start until `deadline` at most."""
+        indexed, commits = self._indexed, db.commits
+        db.text.merge_deadline = deadline
+        try:
+            self._catch_up(
+                db, deadline, busy=busy, output_bytes=budget, fits_only=self.background.running()
+            )
+        finally:
+            db.text.merge_deadline = None
+        self.search_work.files_indexed += self._indexed - indexed
+        self.search_work.commits += db.commits - commits
 
     def rebuild(self) -> None:
         """Replace the database by an empty one (as a damaged one is), then index the files."""
@@ -241,7 +297,10 @@ class SearchIndex(CatchUp):
         self.catch_up()
 
     def close(self) -> None:
-        """Stop the background indexing and close the database (both resumed when needed)."""
+        """Write the owners kept while the index was busy (waiting for other writers), stop
+        the background indexing and close the database (all resumed when needed)."""
+        if self._pending:
+            self._write_kept(None)
         self.background.close()
         self.db.close()
 
@@ -270,6 +329,17 @@ class SearchIndex(CatchUp):
             self.failures.failed("search_index", f"search index not updated: {exc}")
         else:
             self.failures.recovered("search_index")
+
+    def _write_kept(self, wait: float | None) -> None:
+        """Write the owners kept while the index was busy, waiting `wait` at most (a SQLite
+        write, no text index commit unless their outputs were indexed meanwhile; usually done
+        by the background indexing the busy save started, before the next search)."""
+        try:
+            self.db.run(self._write_pending, wait=wait)
+        except IndexBusy:
+            self.background.kick()
+        except Exception as exc:  # a cache: the search goes on (they stay kept)
+            self.failures.failed("search_index", f"search index not updated: {exc}")
 
     def _keep(self, owner: tuple[str, Owner, str | None] | None) -> None:
         if owner is not None:

@@ -50,6 +50,8 @@ STEP_SECONDS = 0.2
 """Longest a background step holds the index (then a search or a save may take it)."""
 BUSY_TRIES = 40
 """Times in a row the background indexing finds the index busy before it stops."""
+MAX_CLAIMS = 64
+"""Tenants whose claims are kept for the background (`CatchUp.claimed`)."""
 YIELD_SECONDS = 0.01
 """How long a background step waits, taking nothing, while a search of its index runs."""
 
@@ -91,7 +93,12 @@ class CatchUp:
     _calls: OrderedDict[str, tuple[str, str]]
     _pending: deque[tuple[str, Owner, str | None]]
     _pending_lock: threading.Lock
+    _recent: deque[tuple[str, Owner, str | None]]
+    """The owners `_write_pending` took last (a search's tail takes them with `_pending`:
+    they may be written but not committed yet)."""
     _busy_tries: int
+    _claims: OrderedDict[Tenant, None]
+    """Tenants whose claims of unowned outputs a search read into its tail (`claimed`)."""
     _indexed: int
     """Files a catch-up indexed (whole or a piece) in this process (`SearchWork`)."""
 
@@ -102,6 +109,7 @@ class CatchUp:
                 return
             owners = list(self._pending)
             self._pending.clear()
+            self._recent.extend(owners)  # until surely committed: a search's tail reads them
         try:
             with write(db, self.db.deadline):
                 for name, owner, ts in owners:
@@ -251,17 +259,12 @@ class CatchUp:
         a search waits for at most the step or commit in progress, not for the background
         steps of the other handles, which would take the index before it one after another,
         each with a commit of 100 ms to seconds on a busy disk (issue 46 item 11); the search
-        indexes what it needs itself."""
+        reads what it needs into its tail (`_search_tail`)."""
         if searches_waiting(self.root):
             time.sleep(YIELD_SECONDS)
             return True
         try:
-            pending = self.db.run(
-                lambda db: self._catch_up(
-                    db, time.monotonic() + STEP_SECONDS, output_bytes=pieces.PIECE_BYTES
-                ),
-                wait=0,
-            )
+            pending = self.db.run(self._step, wait=0)
         except IndexBusy:
             self._busy_tries += 1
             if self._busy_tries >= BUSY_TRIES:
@@ -271,6 +274,30 @@ class CatchUp:
             return True
         self._busy_tries = 0
         return pending > 0
+
+    def _step(self, db: sqlite3.Connection) -> int:
+        """A background step on `db`: the claims the searches read into their tails
+        (`claimed`), then `STEP_SECONDS` of catch-up."""
+        with self._pending_lock:
+            tenants, self._claims = list(self._claims), OrderedDict()
+        busy: list[bool] = []
+        for at, tenant in enumerate(tenants):
+            self._claim(db, tenant, busy)
+            if busy:
+                self.claimed(tenants[at:])
+                raise IndexBusy("the search index is busy (claims kept for the next step)")
+        return self._catch_up(db, time.monotonic() + STEP_SECONDS, output_bytes=pieces.PIECE_BYTES)
+
+    def claimed(self, tenants: Iterable[Tenant]) -> None:
+        """A search read outputs of `tenants` that the index knows no owner of into its tail,
+        claimed: the background writes the claims (`_claim`), the newest `MAX_CLAIMS`."""
+        with self._pending_lock:
+            for tenant in tenants:
+                self._claims.pop(tenant, None)
+                self._claims[tenant] = None
+            while len(self._claims) > MAX_CLAIMS:
+                self._claims.popitem(last=False)
+        self.background.kick()
 
     def _index_output(
         self, db: sqlite3.Connection, rel: str, deadline: float | None, budget: list[int | None]

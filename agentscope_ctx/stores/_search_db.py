@@ -163,6 +163,71 @@ class IndexDatabase:
         self.deadline: float | None = 0.0
         """When the current `run` stops waiting for others (`time.monotonic`; `None`: each
         wait `BUSY_SECONDS` at most): pass it to `write`."""
+        self._read_lock = threading.Lock()
+        self._reader: IndexConnection | None = None
+        self._reader_key: _Key | None = None
+
+    def read(self, op: Callable[[IndexConnection], T], *, wait: float | None = None) -> T:
+        """Run the read-only `op` on a connection of its own, beside this handle's writes (a
+        search never waits for the commit of its own background indexing: issue 46 item 11);
+        waits `wait` seconds at most for another read of this handle (`None`: as long as it
+        runs). Whatever fails there is not repaired here: the caller runs `op` again through
+        `run`, which replaces a damaged database.
+
+        Raises:
+            IndexBusy: another read of this handle ran longer than `wait`.
+            sqlite3.DatabaseError, OSError: the database or its text index cannot be read (or
+                is missing): the reader is closed.
+        """
+        if not self._read_lock.acquire(timeout=-1 if wait is None else wait):
+            raise IndexBusy("the search index is read by another thread of this handle")
+        try:
+            try:
+                return op(self._open_reader())
+            except (sqlite3.DatabaseError, OSError):
+                self._close_reader()
+                raise
+        finally:
+            self._read_lock.release()
+
+    def _open_reader(self) -> IndexConnection:
+        key = self._pointer_key()
+        if self._reader is not None and key == self._reader_key:
+            return self._reader
+        self._close_reader()
+        if key is None:
+            raise sqlite3.DatabaseError("no such database: the index is not made yet")
+        name = (self.dir / "current").read_text(encoding="utf-8", errors="replace").strip()
+        if not _DB_NAME.fullmatch(name) or not (self.dir / name).is_file():
+            raise sqlite3.DatabaseError(f"no such database file {name[:80]!r}")
+        db = sqlite3.connect(
+            self.dir / name,
+            timeout=0,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=IndexConnection,
+        )
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+            db.root = self.dir.parent
+            db.index = open_index(self.dir / _text_dir(name))
+            db.text = TextBatch(self.dir / _text_dir(name))
+        except BaseException:
+            db.close()
+            raise
+        self._reader, self._reader_key = db, key
+        return db
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.text.mapped.close()
+            try:
+                self._reader.close()
+            except sqlite3.Error:
+                pass
+        self._reader = self._reader_key = None
 
     def run(self, op: Callable[[IndexConnection], T], *, wait: float | None = None) -> T:
         """Run `op` on the database; a damaged database is replaced by an empty one and `op`
@@ -210,9 +275,11 @@ class IndexDatabase:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        """Close the connection (reopened at the next `run`)."""
+        """Close the connections (reopened at the next `run` or `read`)."""
         with self._lock:
             self._close()
+        with self._read_lock:
+            self._close_reader()
 
     def _replaced(self) -> bool:
         """Whether ``current`` names another generation than the one `run` opened (closed

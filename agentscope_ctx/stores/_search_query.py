@@ -15,7 +15,7 @@ its file name (``tool_result/<agent tag>-<session tag>-...``, the ``tags`` field
 the index was told owns it (a dialog record naming the file, after a rebuild), its name says
 whose it is. For the ``session`` scope the boundary is the tenant's era keys (`_keys`, which
 also rank its newest matches first: `_newest`); for the others, clauses on the owner fields
-and tags (`_filters`). Each hit is checked again on its ``docs`` row (`_sees`)."""
+and tags (`_filters`). Each hit is checked again on its ``docs`` row (`sees`)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ from ._search_tantivy import (
 )
 from ._search_text_batch import chunk_text
 
-__all__ = ["CANDIDATES", "newest_first", "ranked_rows", "tenant_params"]
+__all__ = ["CANDIDATES", "newest_first", "ranked_rows", "sees", "tenant_params"]
 
 CANDIDATES = 500
 """Matches a tenant's search (``session`` scope) ranks at least, when it has more: those in
@@ -262,7 +262,7 @@ _ROWS = (
 )
 
 
-def _sees(p: dict[str, Any], path: str, kind: str, agent: str | None, session: str | None) -> bool:
+def sees(p: dict[str, Any], path: str, kind: str, agent: str | None, session: str | None) -> bool:
     """Whether the tenant of `p` may see a chunk of the doc (`path`, `kind`, owned by
     `agent` in `session`): its boundary as `_filters` and `_keys` put it to the index, tested
     again on each hit's metadata row, so that a chunk the index gave a wrong owner, era or
@@ -320,7 +320,7 @@ def _rows(
     """`ranked_rows`' rows of the hits `found` (best first): their ``rowid`` fast fields at
     once, then a score at a time the ties' ``docs`` rows, which order them, then each chunk's
     stored fields as its row is taken (a row the tenant of `params` may not see is left out:
-    `_sees`). Chunks of one length score alike: before, a search showing 5 hits read all 28
+    `sees`). Chunks of one length score alike: before, a search showing 5 hits read all 28
     tied chunks from the doc store (on a cold index, 60-94 pages of it)."""
     with tantivy_errors(db.text.index_dir):  # at once: the bindings open every segment's column
         rowids = [int(r or 0) for r in searcher.fast_field_values("rowid", [a for _, a in found])]
@@ -340,7 +340,7 @@ def _rows(
         ]
         ties.sort(key=lambda tie: (newest_first(tie[0][9]), tie[1]), reverse=True)
         for row, _, address in ties:
-            if not _sees(params, row[1], row[2], row[5], row[10]):
+            if not sees(params, row[1], row[2], row[5], row[10]):
                 continue
             with tantivy_errors(db.text.index_dir):
                 doc = searcher.doc(address)

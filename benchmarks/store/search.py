@@ -328,6 +328,7 @@ def bench_busy(root: Path, search_seconds: float = 1.0) -> dict[str, Any]:
             "append_ms": (appended - saved) * 1e3,
             "search_ms": (searched - appended) * 1e3,
             "search_busy": result.busy,
+            "hits_during": len(result.hits),
             "hits_after": len(after.hits),
         }
     return rows
@@ -385,7 +386,8 @@ def _print_queries(result: dict[str, Any]) -> None:
             print(
                 f"  {what:>21}: save {row['save_ms']:.1f} ms, dialog append "
                 f"{row['append_ms']:.1f} ms, search {row['search_ms']:.0f} ms "
-                f"(busy: {row['search_busy']}); once released, {row['hits_after']} hits"
+                f"(busy: {row['search_busy']}, {row['hits_during']} hits); once released, "
+                f"{row['hits_after']} hits"
             )
 
 

@@ -27,6 +27,7 @@ import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_catch_up as search_catch_up
 import agentscope_ctx.stores._search_db as search_db
 import agentscope_ctx.stores._search_query as search_query
+import agentscope_ctx.stores._search_tail as search_tail
 import agentscope_ctx.stores._search_txn as search_txn
 from agentscope_ctx.cli import main as cli_main
 from agentscope_ctx.core._entry import Msg
@@ -176,6 +177,7 @@ async def test_a_search_reads_the_chunks_it_shows_not_all_it_ranks(
         index, [msg(" ".join(["quokka"] * n + ["filler"] * (40 - n))) for n in range(1, 31)]
     )
     await append(index, [msg("a wallaby", ts=f"2026-12-0{d} 09:00:00.000") for d in (1, 2, 3)])
+    index.catch_up()  # committed (a search would read them into its tail)
     read.clear()
     hits = index.search("quokka", limit=2).hits
     assert [h.lines[0][1].count("quokka") for h in hits] == [30, 29]  # best first
@@ -280,7 +282,10 @@ def test_search_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert row["index_bytes"] > 0 and row["search_p95_ms"] >= row["search_p50_ms"] > 0
     assert result["save"]["20000"]["indexed_at_save"] is True
     assert result["long_query"]["cjk:3000"]["search_ms"] > 0
-    assert all(row["search_busy"] and row["hits_after"] == 2 for row in result["busy"].values())
+    busy = result["busy"]  # a search reads past another process's write transaction
+    assert not busy["write"]["search_busy"] and busy["write"]["hits_during"] == 2
+    assert busy["lock"]["search_busy"]  # the index missing, its creation held: nothing to read
+    assert all(row["hits_after"] == 2 for row in busy.values())
     assert "search index against history size" in capsys.readouterr().out
     json.dumps(result)
 
@@ -491,8 +496,9 @@ async def test_deleted_outputs_are_dropped(tmp_path: Path) -> None:
     path.unlink()
     index.drop_outputs([path])  # at cleanup
     assert index.db.run(lambda db: db.execute("SELECT count(*) FROM docs").fetchone()[0]) == 1
-    other.unlink()  # and, without being told, at the next catch-up
+    other.unlink()  # and, without being told, by the next search (then the catch-up)
     assert index.search("okapi").hits == []
+    index.catch_up()
     assert index.db.run(text_docs) == 0  # nor any chunk in the text index
 
 
@@ -517,6 +523,8 @@ def test_a_search_lists_the_saved_outputs_only_when_their_folder_changed(
         return real(root, kinds)
 
     monkeypatch.setattr(search_catch_up, "source_files", spy)
+    monkeypatch.setattr(search_tail, "source_files", spy)  # a search's tail lists them too
+    monkeypatch.setattr(background_module, "ENABLED", False)  # caught up when the test says
     folder = tmp_path / "tool_result"
     index = SearchIndex(tmp_path)
     save(index, "the okapi line\n")
@@ -531,10 +539,13 @@ def test_a_search_lists_the_saved_outputs_only_when_their_folder_changed(
     listed.clear()
     assert len(index.search("okapi").hits) == 2
     assert any("tool_result" in kinds for kinds in listed)
+    index.catch_up()  # the background's (the search read it into its tail)
 
     next(folder.iterdir()).unlink()
     age(folder)
-    assert len(index.search("okapi").hits) == 1  # a removed output is dropped
+    assert len(index.search("okapi").hits) == 1  # a removed output is not shown
+    index.catch_up()  # and dropped (the background's)
+    index.search("okapi")  # finds every output listed committed whole
     listed.clear()
     index.search("okapi")
     assert all("tool_result" not in kinds for kinds in listed)
@@ -558,9 +569,11 @@ def test_outputs_left_unindexed_keep_the_folder_listed(
     index = SearchIndex(tmp_path)
     ToolResultStore(tmp_path, 7).save(log(4_000, {3_900: "the tapir code is 77"}))
     age(tmp_path / "tool_result")
-    first = index.search("tapir code", catch_up_seconds=0.0)
-    assert first.pending == 1 and first.hits == []
+    left = index.db.run(lambda db: index._catch_up(db, None, output_bytes=4_096))  # a piece
+    assert left == 1
     assert index.db.run(lambda db: db.outputs_whole) is None
+    first = index.search("tapir code")  # the rest is read into its tail (issue 46 item 11)
+    assert "the tapir code is 77" in lines_of(first) and index.search_work.commits == 0
     index.catch_up()
     assert index.db.run(lambda db: db.outputs_whole) is not None
     assert "the tapir code is 77" in lines_of(index.search("tapir code"))
@@ -720,10 +733,16 @@ async def test_a_save_never_waits_for_another_process_holding_the_index(
 
         path = unless_hung(saves)  # returned while the other process still holds the index
         busy = unless_hung(lambda: index.search("caribou marmot", catch_up_seconds=0.2))
-        assert busy.busy and busy.searched == (mode == "write")  # a write lets readers read
-        assert lines_of(busy) == (["remember the marmot is called Fred"] if mode == "write" else [])
-        answer = format_result(busy, "caribou marmot", shared=True, max_bytes=4_000)
-        assert "busy" in answer and "again in a moment" in answer
+        if mode == "write":  # a search reads past a writer: what the index lacks, in its tail
+            assert not busy.busy and busy.searched
+            assert sorted(lines_of(busy)) == [
+                "remember the marmot is called Fred",
+                "the caribou record",
+            ]
+        else:  # the index missing, its making held: nothing to read
+            assert busy.busy and not busy.searched and lines_of(busy) == []
+            answer = format_result(busy, "caribou marmot", shared=True, max_bytes=4_000)
+            assert "busy" in answer and "again in a moment" in answer
     assert lines_of(index.search("caribou")) == ["the caribou record"]  # caught up
     hit = index.search("yak", Filters(agent="alice")).hits[0]
     assert (hit.path, hit.tool, hit.args) == (path, "dump", 'table="yaks"')  # kept, then written
@@ -781,24 +800,22 @@ async def test_a_waiting_search_blocks_neither_the_loop_nor_another_agents_save(
     tmp_path: Path,
 ) -> None:
     """Issue #19, items 8 and 9: one agent's search waiting for the index (here for another
-    process's write) held up another agent's save in the same process."""
+    process's write) held up another agent's save in the same process. (Since issue 46 item
+    11 a search reads past the writer, waiting for nothing: what the index lacks is its
+    tail.)"""
     index = SearchIndex(tmp_path)
     await make_history(index)
     alice = Recall(index, RecallConfig(catch_up_seconds=3_600), "alice")
     with holding(tmp_path, "write"):
-        ToolResultStore(tmp_path, 7).save("a file the index has not seen: the search writes\n")
+        ToolResultStore(tmp_path, 7).save("a file the index has not seen: the search reads\n")
         search = asyncio.create_task(alice.search_history("ibex code"))
-        while index.db._lock.acquire(blocking=False):  # until the search thread holds it
-            index.db._lock.release()
-            await asyncio.sleep(0.005)
         bob = ToolResultStore(tmp_path, 7, on_saved=lambda p: index.output_saved(p, agent="bob"))
         saved = await asyncio.wait_for(asyncio.to_thread(bob.save, "the zebu\n"), HANG_SECONDS)
         dialog = DialogStore(
             tmp_path, record_fields={"agent": "bob"}, on_append=index.dialog_appended
         )
         await asyncio.wait_for(dialog.append([msg("bob saw a zebu")]), HANG_SECONDS)
-        assert not search.done()  # still waiting for the other process, off the event loop
-    found = text_of(await asyncio.wait_for(search, HANG_SECONDS))
+        found = text_of(await asyncio.wait_for(search, HANG_SECONDS))  # the writer still holds
     assert "the ibex code is 5150" in found, found
     hits = index.search("zebu", Filters(agent="bob")).hits
     assert {h.path for h in hits} >= {saved} and index.search(

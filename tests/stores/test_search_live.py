@@ -10,11 +10,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import agentscope_ctx.core.search._background as background_module
+import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_text_batch as text_batch_module
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.stores._dialog import DialogStore
@@ -62,7 +64,9 @@ def outputs(root: Path, index: SearchIndex, agent: str) -> ToolResultStore:
     return ToolResultStore(root, 7, on_saved=lambda p: index.output_saved(p, agent=agent))
 
 
-async def test_a_search_counts_what_it_indexed_in_its_own_path(tmp_path: Path) -> None:
+async def test_a_search_counts_what_it_read_in_its_own_path(tmp_path: Path) -> None:
+    """What another handle appended is read into the search's tail (`_search_tail`), never
+    committed by it: before, each such search indexed it with a commit of its own."""
     writer, searcher = SearchIndex(tmp_path), SearchIndex(tmp_path)  # two handles of one store
     try:
         dialog = DialogStore(
@@ -71,14 +75,19 @@ async def test_a_search_counts_what_it_indexed_in_its_own_path(tmp_path: Path) -
         await dialog.append([Msg("user", "the quokka record", "user")])  # left to the background
         first = searcher.search("quokka")
         assert [h.kind for h in first.hits] == ["dialog"]
-        assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (1, 1)
         again = searcher.search("quokka")
         assert again.hits == first.hits
         assert dict(searcher.search_work.items()) == {
             "searches": 2,
-            "files_indexed": 1,  # nothing new: nothing indexed, nothing committed
-            "commits": 1,
+            "files_indexed": 0,
+            "commits": 0,
+            "tail_files": 2,  # the day file, read past the index by each search
         }
+        run_background(writer)
+        committed = searcher.search("quokka").hits
+        assert [replace(h, score=0) for h in committed] == [replace(h, score=0) for h in first.hits]
+        assert committed[0].score == pytest.approx(first.hits[0].score, rel=1e-6)  # BM25 alike
+        assert searcher.search_work.tail_files == 2  # committed: nothing past the index
     finally:
         writer.close()
         searcher.close()
@@ -129,7 +138,7 @@ async def test_the_background_indexing_lets_a_waiting_search_go_first(tmp_path: 
     background steps) found the other handles' background steps taking the index before it,
     one after another, each with its commit: a chain of seconds on a busy disk. Now each
     background step of the process takes nothing while a search of its index waits, and the
-    search indexes what it needs itself."""
+    search reads what it needs into its tail."""
     writer, searcher = SearchIndex(tmp_path), SearchIndex(tmp_path)
     try:
         dialog = DialogStore(
@@ -149,10 +158,11 @@ async def test_the_background_indexing_lets_a_waiting_search_go_first(tmp_path: 
             searcher.db._lock.release()
         thread.join()
         assert [h.kind for h in answer[0].hits] == ["dialog"]
-        assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (1, 1)
+        assert (searcher.search_work.files_indexed, searcher.search_work.commits) == (0, 0)
+        assert searcher.search_work.tail_files == 1
         assert not searches_waiting(searcher.root)
-        assert run_background(writer) == 1  # nothing left for it
-        assert writer._indexed == 0
+        assert run_background(writer) == 1  # now it takes the record, in one step
+        assert writer._indexed == 1
     finally:
         writer.close()
         searcher.close()
@@ -193,7 +203,9 @@ async def test_a_search_waits_for_the_merges_of_its_commit_only_until_its_deadli
     however long they took (they grow with the index: 77 s once at 10,000 messages on this
     machine under load); now it waits until its catch-up's deadline at most, and they finish
     on their own thread, whose writer the next commit waits for. Saves and the background
-    indexing wait for them as before."""
+    indexing wait for them as before. (A search commits only what is past its tail's bound:
+    here everything.)"""
+    monkeypatch.setattr(search_module, "TAIL_BYTES", 0)
     index = SearchIndex(tmp_path)
     try:
         outputs(tmp_path, index, "a").save("the first output\n")

@@ -51,6 +51,7 @@ async def append(index: SearchIndex, agent: str, texts: list[tuple[str, int]]) -
         on_append=index.dialog_appended,
     )
     await dialog.append([msg(text, n) for text, n in texts])
+    index.catch_up()  # committed: the window is the index's (a search ranks all of its tail)
 
 
 async def test_many_matches_rank_the_newest_window_few_rank_all(tmp_path: Path) -> None:
