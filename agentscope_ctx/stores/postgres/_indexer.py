@@ -44,6 +44,12 @@ ANALYZE_AFTER = 20_000
 autovacuum would later: a table grown by a rebuild is searched through its GIN index. Done by
 an unbounded catch-up only (a rebuild, `catch_up()`), never by a search or a background step:
 an ANALYZE of a large table takes seconds."""
+_NO_FLUSH_WAIT = "SET LOCAL synchronous_commit = off"
+"""A catch-up's transaction commits without waiting for its WAL to reach the disk (issue 46
+item 11: the flush was most of a search's catch-up under load, 280 of 308 ms at p95 in the
+live benchmark). The index is a cache of the stores: a crash loses at most the last such
+transactions whole (the chunks with the rows' ``indexed`` flags), and they are indexed again;
+PostgreSQL never applies part of one."""
 
 
 def _stamp(seconds: float) -> str:
@@ -98,6 +104,7 @@ class Indexer:
                 break
             room = output_bytes - spent if fits_only and output_bytes is not None else None
             with maintenance(conn, owner):
+                conn.execute(_NO_FLUSH_WAIT)
                 row = conn.execute(
                     f"SELECT id FROM {s}.outputs WHERE NOT indexed "
                     "AND (%s::bigint IS NULL OR size - indexed_bytes <= %s::bigint) "
@@ -120,6 +127,7 @@ class Indexer:
         more = True
         while more and (deadline is None or time.monotonic() <= deadline):
             with maintenance(conn, owner):
+                conn.execute(_NO_FLUSH_WAIT)
                 rows = conn.execute(
                     f"SELECT seq, agent, session, record FROM {s}.dialog WHERE NOT indexed "
                     "ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED",
