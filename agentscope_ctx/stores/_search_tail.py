@@ -70,10 +70,10 @@ __all__ = [
 TAIL_BYTES = 4 << 20
 """Dialog and memory bytes the index lacks past which a search indexes them itself (with a
 commit) before it reads the tail."""
-TAIL_OUTPUT_BYTES = 1 << 20
-"""Bytes of saved outputs a search reads into its tail, `SEARCH_INDEX_BYTES` at most (an
-output whose rest does not fit in what is left is pending: the background indexing has it;
-where none runs, the search indexes a piece of it, as before)."""
+TAIL_OUTPUT_BYTES = 2 << 20
+"""Bytes of saved outputs a search reads into its tail (`SEARCH_INDEX_BYTES`, what it indexed
+before; an output whose rest does not fit in what is left is pending: the background
+indexing has it; where none runs, the search indexes a piece of it, as before)."""
 TOKENS_CACHED = 2048
 """Chunks whose tokens the process keeps (`_tokens`): at most some 32 MB of texts and
 tokens."""
