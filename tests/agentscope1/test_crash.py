@@ -48,6 +48,7 @@ from agentscope_ctx.stores._dialog import DialogStore
 from tests.support.crash_checks import check_bad_lines, check_notices, duplicates
 from tests.support.crash_session import DONE_TEXT, id_log_path, read_id_log, restore
 from tests.support.forked import Forker
+from tests.support.ready import start_ready
 
 REPO = Path(__file__).resolve().parents[2]
 TURNS = 6
@@ -79,18 +80,16 @@ def _session(working_dir: Path) -> list[str]:
             f"--steps={STEPS}"]  # fmt: skip
 
 
-def _start(working_dir: Path, log: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
+def _start(working_dir: Path, log: Path) -> subprocess.Popen[bytes]:
+    """The session started in `working_dir`, once it said READY (read unbuffered: what it
+    says next, DONE on a quick resume, stays for ``communicate``)."""
+    proc, line = start_ready(
         [sys.executable, *_session(working_dir)],
         cwd=REPO,
-        stdout=subprocess.PIPE,
         stderr=log.open("a"),
-        text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line.strip() != "READY":
+    if line != "READY":
         proc.kill()
         proc.wait()
         pytest.fail(f"crash_session did not start: {line!r}\n{log.read_text()[-3000:]}")
@@ -191,7 +190,7 @@ def run_trials(tmp_path: Path, *, trials: int, seed: int, max_kills: int) -> Sta
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-        assert proc.returncode == 0 and "DONE" in out, log.read_text()[-3000:]
+        assert proc.returncode == 0 and b"DONE" in out, log.read_text()[-3000:]
         asyncio.run(_check(working_dir, stats, counter, final=True, windows=windows))
         stats.trials += 1
     stats.seconds = time.monotonic() - started
