@@ -18,7 +18,6 @@ budget, `Ladder.fit` cuts whatever it must (rung d).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -26,16 +25,12 @@ from .._entry import Msg
 from ..config._config import ToolResultConfig
 from ..context._pins import protected
 from ..context._turns import current_turn
-from ..truncation._offload import clean_text
-from ..truncation._truncation import utf8_len
 from ._accountant import Accountant
 from ._cut_plan import MASKED, OLD, CutPlan
-from ._cuts import _MASK_BYTES, Cut, Cutter
+from ._cuts import Cut, Cutter
+from ._summary_fit import drop_summary, fit_summary
 
 __all__ = ["MASKED", "OLD", "CutPlan", "Ladder", "Relief"]
-
-_NOTICE_TOKENS = 120
-"""About what a notice adds to an excerpt, in tokens (the path and the read_file hint)."""
 
 
 @dataclass
@@ -157,7 +152,7 @@ class Ladder:
         """Rung (d), the last resort when the prompt is still over `target`, each step only
         while it is: the old limits for every tool output and call, newest included; masking
         of tool outputs and calls, oldest first; largest message first, the text and media
-        of the messages cut to the old limits; the summary message trimmed (`_fit_summary`);
+        of the messages cut to the old limits; the summary message trimmed (`fit_summary`);
         last, largest message first, their text masked. Every cut is lossless (saved first,
         the notice says where). Pinned messages are left as they are; the current user turn
         is cut (a huge paste: its head and a notice) but never masked. What they hold over
@@ -177,63 +172,17 @@ class Ladder:
         counts = self.accountant.ledger.counts
         for mask in (False, True):
             if mask:
-                changed += await self._fit_summary(target)
+                changed += await fit_summary(self.memory, self.accountant, self.cutter, target)
             for msg in sorted(maskable if mask else shown, key=lambda m: -counts[m.id]):
                 if await self.accountant.calibrated() <= target:
                     return changed
                 changed += await self.cut(msg, old=True, everything=True, mask=mask, short=mask)
         return changed
 
-    async def _fit_summary(self, target: int) -> int:
-        """The summary message within `target`, as far as it can go: the long-term note
-        left out (MEMORY.md is on disk; a line says where), then the summary cut to a head
-        and a notice, its whole text saved to `tool_result/` first (the notice points there,
-        `read_file` reads on), down to the notice alone; last, the whole message (the
-        pointer to MEMORY.md and the guide to `dialog/` with it) saved and shown as a notice
-        alone (issue 19: the guide and the pointer took ~130 tokens, too many at a
-        1,000-token budget). What is stored does not change: the next compaction still gets
-        the whole summary. Returns 1 if anything was cut."""
-        memory = self.memory
-        if memory.summary_message() is None:
-            return 0
-        if await self.accountant.calibrated() <= target:
-            return 0
-        memory.trim_summary(None, note=False)
-        summary = clean_text(memory.summary_text())  # measured and saved as valid UTF-8
-        shown, limit = summary, utf8_len(summary)
-        while limit > _MASK_BYTES and (over := await self.accountant.calibrated() - target) > 0:
-            tokens = max(await self.accountant.counter.count_text(shown), 1)
-            excess = math.ceil(over / self.accountant.calibration.scale) + _NOTICE_TOKENS
-            wanted = int(utf8_len(shown) * (tokens - excess) / tokens)
-            limit = max(min(wanted, limit if shown is summary else limit * 3 // 4), _MASK_BYTES)
-            _, cut = await self.cutter.text(summary, limit, short=True)
-            if cut == shown:
-                break
-            shown = cut
-            memory.trim_summary(shown, note=False)
-        if await self.accountant.calibrated() > target:
-            before = await self.accountant.summary_tokens()
-            whole = memory.whole_summary_message()
-            _, bare = await self.cutter.text(
-                "" if whole is None else whole.content, _MASK_BYTES, short=True
-            )
-            memory.trim_summary(bare, note=True, bare=True)
-            if await self.accountant.summary_tokens() >= before:  # never larger
-                memory.trim_summary(shown if shown != summary else None, note=False)
-        return 1
-
     async def drop_summary(self, target: int) -> int:
-        """The summary message out of view, when that alone brings the prompt within
-        `target` (after `fit`): the summary and the long-term memory stay stored, and the
-        next compaction shows a new summary. Returns 1 if it was dropped."""
-        shown = await self.accountant.summary_tokens()
-        if not shown:
-            return 0
-        scale = self.accountant.calibration.scale
-        if math.ceil((await self.accountant.prompt_tokens() - shown) * scale) > target:
-            return 0
-        self.memory.trim_summary("", note=False, bare=True)
-        return 1
+        """The summary message out of view when that alone brings the prompt within `target`
+        (`_summary_fit.drop_summary`). Returns 1 if it was dropped."""
+        return await drop_summary(self.memory, self.accountant, target)
 
     async def cut(
         self,
