@@ -65,6 +65,9 @@ __all__ = ["Filters", "SearchIndex", "SearchResult"]
 
 logger = logging.getLogger("agentscope_ctx")
 
+CLOSE_WAIT_SECONDS = 5.0
+"""How long `SearchIndex.close` waits for another writer to write the owners it kept."""
+
 INDEX_AT_SAVE_BYTES = 8 << 20
 """A saved output up to this size is indexed as it is saved; a larger one in the background,
 in pieces (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
@@ -297,11 +300,19 @@ class SearchIndex(CatchUp):
         self.catch_up()
 
     def close(self) -> None:
-        """Write the owners kept while the index was busy (waiting for other writers), stop
-        the background indexing and close the database (all resumed when needed)."""
-        if self._pending:
-            self._write_kept(None)
+        """Stop the background indexing, write the owners kept while the index was busy, and
+        close the database (all resumed when needed). The owners' write waits for another
+        writer `CLOSE_WAIT_SECONDS` at most (a manager closes on the event loop, at the end
+        of a reply, and must not hang on a process holding the index); one left unwritten is
+        claimed from the output's name by its tenant's next search (`CatchUp._claim`)."""
         self.background.close()
+        if self._pending:
+            try:
+                self.db.run(self._write_pending, wait=CLOSE_WAIT_SECONDS)
+            except IndexBusy as exc:
+                logger.warning("agentscope_ctx: search index busy at close: %s", exc)
+            except Exception as exc:  # a cache: the owners are claimed later
+                self.failures.failed("search_index", f"search index not updated: {exc}")
         self.db.close()
 
     # -- internals ----------------------------------------------------------------------------
