@@ -61,6 +61,17 @@ take its parent's: their threads are not its)."""
 _searches_lock = threading.Lock()
 
 
+def _fresh_lock_in_child() -> None:
+    """A forked child gets a lock of its own: the parent's background threads take
+    `_searches_lock` every few milliseconds, and one holding it at the fork left it held
+    forever in the child, whose first search then hung."""
+    global _searches_lock
+    _searches_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock_in_child)
+
+
 @contextmanager
 def searching(root: Path) -> Iterator[None]:
     """A search of the index of the working dir `root` waits for it or runs: the background
