@@ -197,26 +197,7 @@ class IndexDatabase:
         self._close_reader()
         if key is None:
             raise sqlite3.DatabaseError("no such database: the index is not made yet")
-        name = (self.dir / "current").read_text(encoding="utf-8", errors="replace").strip()
-        if not _DB_NAME.fullmatch(name) or not (self.dir / name).is_file():
-            raise sqlite3.DatabaseError(f"no such database file {name[:80]!r}")
-        db = sqlite3.connect(
-            self.dir / name,
-            timeout=0,
-            isolation_level=None,
-            check_same_thread=False,
-            factory=IndexConnection,
-        )
-        try:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
-            db.root = self.dir.parent
-            db.index = open_index(self.dir / _text_dir(name))
-            db.text = TextBatch(self.dir / _text_dir(name))
-        except BaseException:
-            db.close()
-            raise
+        db = self._connect(timeout=0, writer=False)
         self._reader, self._reader_key = db, key
         return db
 
@@ -305,14 +286,24 @@ class IndexDatabase:
             self._replace(None)
             key = self._pointer_key()
         self._key = key  # what `run` names as bad if what follows fails
+        db = self._connect(max(until(self.deadline) - time.monotonic(), 0.0), writer=True)
+        self._db = db
+        return db
+
+    def _connect(self, timeout: float, *, writer: bool) -> IndexConnection:
+        """The generation ``current`` names, opened: its name and schema version checked, its
+        text index with it (`timeout`: SQLite's busy wait). The writer's (`_open`) also
+        tightens the folder and sets its write pragmas; the reader's (`_open_reader`) does
+        not write."""
         name = (self.dir / "current").read_text(encoding="utf-8", errors="replace").strip()
         path = self.dir / name
         if not _DB_NAME.fullmatch(name) or not path.is_file():
             raise sqlite3.DatabaseError(f"no such database file {name[:80]!r}")
-        private_dir(self.dir)  # tightens a database an older version left readable
+        if writer:
+            private_dir(self.dir)  # tightens a database an older version left readable
         db = sqlite3.connect(
             path,
-            timeout=max(until(self.deadline) - time.monotonic(), 0.0),
+            timeout=timeout,
             isolation_level=None,
             check_same_thread=False,
             factory=IndexConnection,
@@ -321,15 +312,15 @@ class IndexDatabase:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
                 raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
-            db.execute("PRAGMA synchronous=NORMAL")
-            _add_unowned_index(db)
+            if writer:
+                db.execute("PRAGMA synchronous=NORMAL")
+                _add_unowned_index(db)
             db.root = self.dir.parent
             db.index = open_index(self.dir / _text_dir(name))
             db.text = TextBatch(self.dir / _text_dir(name))
         except BaseException:
             db.close()
             raise
-        self._db = db
         return db
 
     def _close(self) -> None:
