@@ -31,6 +31,7 @@ from hypothesis import settings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from multiprocessing.process import BaseProcess
 
     from tests.support.agent_line import Line
     from tests.support.demo_rungs import DemoRun
@@ -86,6 +87,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
 settings.register_profile("dev", print_blob=True, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI", "").lower() in {"1", "true", "yes"} else "dev")
+
+
+def _forked_children() -> set[BaseProcess]:
+    """The `multiprocessing` children of this process still running (none if it never
+    imported `multiprocessing`)."""
+    mp = sys.modules.get("multiprocessing")
+    return set(mp.active_children()) if mp is not None else set()
+
+
+@pytest.fixture(autouse=True)
+def _no_child_left() -> Iterator[None]:
+    """A test's `multiprocessing` children end with it: one still running at its end (it hung,
+    and the test's ``join(timeout)`` gave up on it) is killed, and the test fails saying so.
+    Left running, such a child (a fork of the xdist worker) kept the run's stdout and stderr
+    open after pytest had ended, and the write end of the ``forker``'s stdin with them, so that
+    interpreter never read its end and outlived the run too."""
+    before = _forked_children()
+    yield
+    left = _forked_children() - before
+    for child in left:
+        child.kill()
+        child.join()
+    if left:
+        pytest.fail(f"the test left {len(left)} forked child(ren) running (killed): {left}")
 
 
 @pytest.fixture

@@ -162,9 +162,17 @@ class Forker:
         return answer
 
     def close(self) -> None:
+        """Tell the interpreter to end (its stdin closed) and wait for it; killed, and this
+        raises, if it is still running after 120 s: then a process forked from this one still
+        holds its stdin's write end (a test's child left running)."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        self.proc.wait(timeout=120)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("the forker never read the end of its stdin: killed") from None
 
 
 @dataclass
