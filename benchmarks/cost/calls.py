@@ -3,8 +3,9 @@
 
 Runs the package (defaults but the budget) on one session of `benchmarks.cost.providers` and
 prints, for each of the agent's calls: its messages, prompt tokens, the tokens the provider
-read from its cache and wrote to it, the append-only bound's read (all of the previous
-prompt, at most this one), what this call lost against it, the first message that differs
+read from its cache and wrote to it, the append-only bound's read (`cost.bound`: all it can
+of the previous prompt, writing what the session added since), what this call lost against
+it, what it added (in the provider's tokens), the first message that differs
 from the previous request (its index, and the head of what it was: a rewrite starts there;
 ``-`` when the call only appended), and the messages carrying a cache mark. Last, the
 totals: the loss on the calls that rewrote an earlier message and on those that only
@@ -26,41 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.cost import bound as cost_bound  # noqa: E402
 from benchmarks.cost import providers  # noqa: E402
-
-
-def _plain(value: Any) -> Any:
-    """`value` without its ``cache_control`` marks (what a cache hashes)."""
-    if isinstance(value, dict):
-        content = value.get("content")
-        if (
-            isinstance(content, list)
-            and len(content) == 1
-            and isinstance(content[0], dict)
-            and content[0].get("type") == "text"
-        ):  # one text part: a string content a mark made a list (chat), or one that was
-            value = {**value, "content": content[0].get("text")}
-        return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def messages_of(body: dict[str, Any]) -> list[Any]:
-    """The request's prompt as a list: the system prompt (Anthropic's ``system``) first."""
-    system = body.get("system")
-    return ([{"role": "system", "content": system}] if system else []) + list(body["messages"])
+from benchmarks.cost.bound import messages_of  # noqa: E402
 
 
 def _head(message: Any, size: int = 48) -> str:
-    text = json.dumps(_plain(message), ensure_ascii=False)
+    text = json.dumps(cost_bound.plain(message), ensure_ascii=False)
     return text[:size].replace("\n", " ")
-
-
-def _size(messages: list[Any]) -> int:
-    from tests.support.chat_sim import encode
-
-    return sum(len(encode(json.dumps(m, ensure_ascii=False, sort_keys=True))) for m in messages)
 
 
 def _marked(messages: list[Any]) -> list[int]:
@@ -69,15 +43,19 @@ def _marked(messages: list[Any]) -> list[int]:
 
 def rows(sim: Any) -> list[dict[str, Any]]:
     """One row per agent call of the simulator's session (see the module)."""
+    agent = [
+        (body, call)
+        for body, call in zip(sim.requests, sim.calls, strict=True)
+        if isinstance(body, dict) and providers.kind_of(body) == "agent"
+    ]
+    prompts = [providers._prompt_tokens(call) for _, call in agent]
+    added = cost_bound.added_tokens([body for body, _ in agent], prompts)
+    bounds = cost_bound.reads(prompts, added)
     out: list[dict[str, Any]] = []
     before: list[Any] = []
-    previous = 0
-    for body, call in zip(sim.requests, sim.calls, strict=True):
-        if not isinstance(body, dict) or providers.kind_of(body) != "agent":
-            continue
+    for (body, call), prompt, bound, new in zip(agent, prompts, bounds, added, strict=True):
         messages = messages_of(body)
-        plain = [_plain(m) for m in messages]
-        prompt = providers._prompt_tokens(call)
+        plain = [cost_bound.plain(m) for m in messages]
         read = providers._read_tokens(call)
         created = int(
             getattr(call, "cache_creation_input_tokens", getattr(call, "cache_creation_tokens", 0))
@@ -86,11 +64,6 @@ def rows(sim: Any) -> list[dict[str, Any]]:
             (i for i, (a, b) in enumerate(zip(before, plain, strict=False)) if a != b),
             None if len(plain) >= len(before) else len(plain),
         )
-        bound = min(previous, prompt)
-        # what this call appended (the messages past the previous request's), in the
-        # provider's tokens pro rata: a call must write these, whatever the ladder does
-        new = len(plain) - len(before) if len(plain) > len(before) else 1
-        appended = round(prompt * _size(plain[-new:]) / max(_size(plain), 1))
         out.append(
             {
                 "n": len(out) + 1,
@@ -99,15 +72,14 @@ def rows(sim: Any) -> list[dict[str, Any]]:
                 "read": read,
                 "created": created,
                 "bound": bound,
-                "appended": appended,
-                "fair": min(previous, prompt - appended),
+                "added": new,
                 "lost": bound - read,
                 "differs": differs,
                 "was": "" if differs is None or differs >= len(before) else _head(before[differs]),
                 "marks": _marked(messages),
             }
         )
-        before, previous = plain, prompt
+        before = plain
     return out
 
 
@@ -122,32 +94,30 @@ def main(provider: str = "anthropic", session: str = "stress") -> list[dict[str,
     table = rows(kept[0])
     print(
         f"{'n':>3}{'msgs':>5}{'prompt':>8}{'read':>8}{'created':>8}{'bound':>8}{'lost':>7}"
-        f"{'fair':>8}{'ratio':>6}  differs  marks"
+        f"{'added':>8}{'ratio':>6}  differs  marks"
     )
     for r in table:
         where = "-" if r["differs"] is None else f"{r['differs']} {r['was']}"
         print(
             f"{r['n']:>3}{r['messages']:>5}{r['prompt']:>8}{r['read']:>8}{r['created']:>8}"
-            f"{r['bound']:>8}{r['lost']:>7}{r['fair']:>8}{r['read'] / max(r['prompt'], 1):>6.2f}  "
+            f"{r['bound']:>8}{r['lost']:>7}{r['added']:>8}{r['read'] / max(r['prompt'], 1):>6.2f}  "
             f"{where[:60]:<60}  {r['marks']}"
         )
     rewrote = [r for r in table if r["differs"] is not None]
     appended = [r for r in table if r["differs"] is None]
     prompt = sum(r["prompt"] for r in table) or 1
-    fair = sum(r["fair"] for r in table) / prompt
     ceiling = _ceiling(table)
 
     def units(read: str) -> float:  # input at the explicit caches' prices (0.1x, 1.25x)
         return sum(0.1 * r[read] + 1.25 * (r["prompt"] - r[read]) for r in table)
 
     print(
-        f"read {figures['read_ratio']} (bound {figures['bound_read_ratio']}, {fair:.3f} "
-        f"writing each call's new messages, {ceiling:.3f} with every prompt as large as the "
-        "largest sent); lost against "
+        f"read {figures['read_ratio']} (bound {figures['bound_read_ratio']}, {ceiling:.3f} "
+        "with every prompt as large as the largest sent); lost against "
         f"the bound: {sum(r['lost'] for r in rewrote) / prompt:.3f} of the prompt tokens on "
         f"{len(rewrote)} calls that rewrote, {sum(r['lost'] for r in appended) / prompt:.3f} "
         f"on {len(appended)} that only appended; input cost {units('read') / units('bound'):.2f}x "
-        f"the bound's ({units('fair') / units('bound'):.2f}x writing each call's new messages)"
+        "the bound's"
     )
     print(
         f"agent ${figures['agent_cost_usd']:.3f} ({figures['cost_over_bound']}x the bound's "
@@ -164,7 +134,7 @@ def _ceiling(table: list[dict[str, Any]]) -> float:
     largest = max((r["prompt"] for r in table), default=0)
     grown = previous = read = sent = 0
     for r in table:
-        appended = r["prompt"] if previous == 0 else r["appended"]
+        appended = r["prompt"] if previous == 0 else r["added"]
         grown += appended
         now = min(grown, largest)
         read += max(min(previous, now - appended), 0)

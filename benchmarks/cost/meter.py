@@ -12,8 +12,9 @@ Per call, a `PromptMeter` records:
 - `prefix`: tokens of the longest prefix shared with the previous call's prompt, whole
   pieces while they are byte-identical, then the common token prefix of the first piece
   that differs: what a provider's prompt cache can reuse;
-- `bound`: `min(previous tokens, tokens)`, what an append-only prompt of the same sizes
-  would reuse;
+- `bound`: what an append-only prompt of the same sizes would reuse, all it can of the
+  previous prompt but the pieces the session added since (`cost.bound`:
+  `min(previous tokens, tokens - added)`);
 - `budget_tokens`: the prompt as the context manager's own `TokenCounter` counts it
   (`count(messages, tools=tools)`), the unit of `max_input_tokens`. That count is a sum over
   messages, so it is taken per message and memoised.
@@ -33,6 +34,7 @@ from typing import Any
 import tiktoken
 
 from agentscope_ctx import TokenCounter
+from benchmarks.cost.bound import added, bound_read
 
 CACHED_PRICE = 0.1
 NEW_PRICE = 1.25
@@ -128,7 +130,9 @@ class PromptMeter:
             prefix += common_prefix(known[old][0], current[new][0])
             break
         previous_total = sum(len(known[p][0]) for p in self._previous)
-        call = Call(total, prefix, min(previous_total, total), budget_tokens)
+        new = pieces[len(pieces) - added(self._previous, pieces) :]
+        bound = bound_read(previous_total, total, sum(len(current[p][0]) for p in new))
+        call = Call(total, prefix, bound, budget_tokens)
         self.calls.append(call)
         self._previous, self._pieces = pieces, current
         return call

@@ -28,9 +28,10 @@ Systems, on AgentScope 2.x (the 2.x `Agent`):
 
 Printed per session and system: the agent's calls and the helpers' (compactor, Summarizer,
 the built-in's summary), rejected calls, the agent's cache read ratio (cache reads / prompt
-tokens) beside the append-only bound's (each call reading all of the previous prompt from
-the cache, writing the rest), the agent's cost in USD beside the bound's and their ratio, and
-the cost of every call (the helpers' too: what the user pays).
+tokens) beside the append-only bound's (`benchmarks.cost.bound`: each call reading all it
+can of the previous prompt from the cache, writing what the session added since), the
+agent's cost in USD beside the bound's and their ratio, and the cost of every call (the
+helpers' too: what the user pays).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X  # noqa: E402
+from benchmarks.cost import bound  # noqa: E402
 from benchmarks.cost import script as cost_script  # noqa: E402
 from benchmarks.cost.session import (  # noqa: E402
     SYS_PROMPT,
@@ -337,11 +339,13 @@ def row(sim: Any, failed_turns: int) -> dict[str, Any]:
     kinds = [kind_of(body) if isinstance(body, dict) else "agent" for body in sim.requests]
     calls = list(sim.calls)
     agent = [c for c, k in zip(calls, kinds, strict=True) if k == "agent"]
+    bodies = [b if isinstance(b, dict) else None for b in sim.requests]
     prompts = [_prompt_tokens(c) for c in agent]
     read = sum(_read_tokens(c) for c in agent)
-    bound_read = sum(min(a, b) for a, b in zip([0, *prompts], prompts, strict=False))
+    agent_bodies = [b for b, k in zip(bodies, kinds, strict=True) if k == "agent"]
+    bound_reads = bound.reads(prompts, bound.added_tokens(agent_bodies, prompts))
     totals = sim.summary()
-    bound = append_only_bound(agent, sim)
+    bound_usd = append_only_bound(agent, sim, bound_reads)
     agent_cost = sum(c.cost_usd for c in agent)
     return {
         "agent_calls": len(agent),
@@ -349,26 +353,24 @@ def row(sim: Any, failed_turns: int) -> dict[str, Any]:
         "rejected": totals["rejected"],
         "failed_turns": failed_turns,
         "read_ratio": round(read / sum(prompts), 3) if sum(prompts) else 0.0,
-        "bound_read_ratio": round(bound_read / sum(prompts), 3) if sum(prompts) else 0.0,
+        "bound_read_ratio": round(sum(bound_reads) / sum(prompts), 3) if sum(prompts) else 0.0,
         "agent_cost_usd": round(agent_cost, 4),
         "cost_usd": round(totals["cost_usd"], 4),
-        "bound_usd": round(bound, 4),
-        "cost_over_bound": round(agent_cost / bound, 2) if bound else None,
+        "bound_usd": round(bound_usd, 4),
+        "cost_over_bound": round(agent_cost / bound_usd, 2) if bound_usd else None,
     }
 
 
-def append_only_bound(calls: list[Any], sim: Any) -> float:
-    """USD of the agent's prompts if each read all of the previous one and wrote the rest
-    (cache writes at the provider's price: 1.25x on Anthropic and Model Studio, 1x on
-    OpenAI's automatic cache), the answers at the output price."""
-    total, previous = 0.0, 0
-    for call in calls:
+def append_only_bound(calls: list[Any], sim: Any, reads: list[int]) -> float:
+    """USD of the agent's prompts at the append-only bound (`bound`: each call reading
+    `reads`, all it can of the previous prompt, and writing the rest, at the provider's
+    write price: 1.25x on Anthropic and Model Studio, 1x on OpenAI's automatic cache), the
+    answers at the output price."""
+    total = 0.0
+    for call, read in zip(calls, reads, strict=True):
         prompt = _prompt_tokens(call)
-        if not prompt:
-            continue
-        read = min(previous, prompt)
-        total += _price(sim, call, read, prompt - read)
-        previous = prompt
+        if prompt:
+            total += _price(sim, call, read, prompt - read)
     return total
 
 

@@ -69,7 +69,7 @@ def test_cost2_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
             assert agent["calls"] == len(calls) >= 1, (name, system)
             assert calls[0]["prefix"] == 0
             for before, call in itertools.pairwise(calls):
-                assert call["bound"] == min(before["tokens"], call["tokens"])
+                assert call["bound"] <= min(before["tokens"], call["tokens"])
                 assert 0 <= call["prefix"] <= call["bound"] <= call["tokens"]
             assert agent["over_budget"] == sum(
                 c["budget_tokens"] > scenario["budget"] for c in calls

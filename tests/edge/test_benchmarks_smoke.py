@@ -205,7 +205,7 @@ def test_cost_bench_tiny(capsys: pytest.CaptureFixture[str]) -> None:
             calls = row["per_call"]
             assert calls[0]["prefix"] == calls[0]["bound"] == 0
             for before, call in itertools.pairwise(calls):
-                assert call["bound"] == min(before["tokens"], call["tokens"])
+                assert call["bound"] <= min(before["tokens"], call["tokens"])
                 assert 0 <= call["prefix"] <= call["bound"] <= call["tokens"]
                 assert 0 < call["budget_tokens"]
             assert agent["tokens_sent"] == sum(c["tokens"] for c in calls)
