@@ -236,8 +236,9 @@ class SearchIndex(CatchUp):
                 self._claim(db, tenant, busy)  # else read into the tail, claimed there
             return answer(db, None)
 
-        if self._pending:  # the owners this handle kept while the index was busy
-            self._write_kept(0)  # never waiting: else the background writes them
+        if self._pending:  # the owners this handle kept while the index was busy: its tail
+            self.background.kick()  # reads them; the background writes them (never a search:
+            # an owner learnt late rewrites its output's chunks, seconds for a 2 MB one)
         rebuilds = self.db.rebuilds
         try:
             with searching(self.root):  # the background indexing lets it go first
@@ -270,7 +271,7 @@ class SearchIndex(CatchUp):
         """
         alone = not background_module.ENABLED  # no background: what searches alone do
         room = 0 if alone and most is None else min(TAIL_OUTPUT_BYTES, pieces.SEARCH_INDEX_BYTES)
-        tail = read_tail(db, self.root, self._add_record, owners, tenant, most, room)
+        tail = read_tail(db, self.root, self._learn, owners, tenant, most, room)
         if tail is None:
             raise TailTooLarge(f"the index lacks more than {most} bytes")
         if tail.pending and most is not None and alone:
@@ -340,17 +341,6 @@ class SearchIndex(CatchUp):
             self.failures.failed("search_index", f"search index not updated: {exc}")
         else:
             self.failures.recovered("search_index")
-
-    def _write_kept(self, wait: float | None) -> None:
-        """Write the owners kept while the index was busy, waiting `wait` at most (a SQLite
-        write, no text index commit unless their outputs were indexed meanwhile; usually done
-        by the background indexing the busy save started, before the next search)."""
-        try:
-            self.db.run(self._write_pending, wait=wait)
-        except IndexBusy:
-            self.background.kick()
-        except Exception as exc:  # a cache: the search goes on (they stay kept)
-            self.failures.failed("search_index", f"search index not updated: {exc}")
 
     def _keep(self, owner: tuple[str, Owner, str | None] | None) -> None:
         if owner is not None:

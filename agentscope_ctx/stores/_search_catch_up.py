@@ -6,7 +6,6 @@ and a budget of output bytes; and the background step that indexes what searches
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -17,11 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core._failures import FailureLog
-from ..core._stamps import local_stamp
 from ..core._tenant import Tenant
 from ..core.search import _index_pieces as pieces
 from ..core.search._background import BackgroundWork
-from ..core.search._search_text import chunk_lines, record_parts
 from ._search_db import (
     IndexBusy,
     IndexConnection,
@@ -43,6 +40,7 @@ from ._search_files import (
     source_files,
     up_to_date,
 )
+from ._search_record import Record, parse_record
 
 __all__ = ["CatchUp", "searches_waiting", "searching"]
 
@@ -343,30 +341,20 @@ class CatchUp:
     def _add_record(
         self, db: sqlite3.Connection, rel: str, line: int, offset: int, raw: bytes
     ) -> None:
-        try:  # an invalid byte costs its character, not the record
-            record = json.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            return  # a torn or foreign line: the dialog reader reports it
-        msg = record.get("msg") if isinstance(record, dict) and record.get("v") == 1 else None
-        if not isinstance(msg, dict):
-            return
-        agent, session, ts = record.get("agent"), record.get("session"), msg.get("timestamp")
-        agent = agent if isinstance(agent, str) else None
-        session = session if isinstance(session, str) else None
-        ts = local_stamp(ts) or (ts if isinstance(ts, str) else None)  # 2.x: ISO stamps
-        parts = record_parts(msg)
-        args = next(iter(parts.calls.values()))[1] if len(parts.calls) == 1 else None
-        tools = ",".join(parts.tools) or None
-        values = (rel, "dialog", line, offset, agent, session, parts.role, tools, args, ts)
-        # the text may hold lone surrogates (the record keeps them as \uXXXX escapes):
-        # `add_doc` and `set_owner` store them as U+FFFD
-        add_doc(db, values, (c for text in parts.texts for c in chunk_lines(text.split("\n"))))
-        for call_id, call in parts.calls.items():
+        record = parse_record(rel, line, offset, raw)
+        if record is not None:
+            add_doc(db, record.values, record.chunks)
+            self._learn(db, record)
+
+    def _learn(self, db: sqlite3.Connection, record: Record) -> None:
+        """What a dialog record tells this handle: the calls it makes (whose arguments name
+        the outputs of later records) and the owners of the saved outputs it names."""
+        for call_id, call in record.calls.items():
             self._calls[call_id] = call
             if len(self._calls) > 512:
                 self._calls.popitem(last=False)
-        for file_path, tool, call_id in parts.outputs:
+        for file_path, tool, call_id in record.outputs:
             name = self._output_name(file_path)
             if name is not None:
                 call_args = self._calls.get(call_id, (tool, ""))[1] or None
-                set_owner(db, name, (agent, session, tool, call_args), ts)
+                set_owner(db, name, (record.agent, record.session, tool, call_args), record.ts)

@@ -426,9 +426,10 @@ def add_doc(
     values: tuple[object, ...],
     chunks: Iterable[Chunk],
     locate: Callable[[Chunk], tuple[int, int] | None] | None = None,
-) -> None:
+) -> int:
     """Insert a doc (`values` in the column order of ``docs`` after ``id``) and its chunks;
-    `locate` says where a chunk's text is in its file (then read back from there)."""
+    `locate` says where a chunk's text is in its file (then read back from there). Returns
+    the rowid of its first chunk (the next ones follow it)."""
     assert isinstance(db, IndexConnection)
     stored = _storable(values)
     cursor = db.execute(
@@ -441,6 +442,7 @@ def add_doc(
     for k, c in enumerate(islice(chunks, 1 << DOC_SHIFT)):
         at = None if locate is None else locate(c)
         db.text.add(base + k, path, off, c.start_line, c.line_offset, storable(c.text), at)
+    return base
 
 
 def set_owner(

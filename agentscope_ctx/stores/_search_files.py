@@ -26,6 +26,7 @@ from ._search_text_batch import locate
 
 __all__ = [
     "ALL_KINDS",
+    "PIECE_READ",
     "file_stamp",
     "folder_key",
     "index_dialog",
@@ -38,7 +39,8 @@ __all__ = [
 _BATCH_BYTES = 4 << 20
 """Dialog bytes indexed per write transaction (what another writer may wait for)."""
 _READ_BYTES = 4 << 20
-_PIECE_READ = 256 << 10
+PIECE_READ = 256 << 10
+"""Bytes a saved output is read by while its piece is cut (`cut_piece`)."""
 _FILES = (
     ("tool_result", re.compile(r"[^.].*\.txt")),
     ("dialog", re.compile(r"\d{4}-\d{2}-\d{2}\.jsonl")),
@@ -163,7 +165,7 @@ def index_piece(
             return 0, True
         text_batch(db).delete_from(rel, done)  # what a crash left in the text index
         file.seek(done)
-        data = cut_piece(iter(lambda: file.read(_PIECE_READ), b""), limit)
+        data = cut_piece(iter(lambda: file.read(PIECE_READ), b""), limit)
         owner = db.execute(
             "SELECT agent, session, tool, args, ts FROM owners WHERE name = ?", (rel,)
         ).fetchone() or (None, None, None, None, None)

@@ -37,22 +37,21 @@ from pathlib import Path
 from typing import Any
 
 from ..core._tenant import Tenant
-from ..core.search import _index_pieces as pieces
 from ..core.search._search_hits import Hit, build_hits
 from ..core.search._search_text import Query
 from ._search_db import _SCHEMA, IndexConnection, Owner, set_owner, unowned_outputs, write
 from ._search_files import (
     ALL_KINDS,
     folder_key,
-    index_dialog,
     index_file,
-    index_piece,
     source_files,
     up_to_date,
 )
 from ._search_guard import tantivy_errors
 from ._search_query import ranked_rows
+from ._search_record import Record, tail_records
 from ._search_tail_match import TailChunk, tail_rows
+from ._search_tail_output import tail_output
 from ._search_tantivy import DOC_SHIFT, query_tokens
 from ._search_text_batch import TextBatch, _Add
 
@@ -78,7 +77,7 @@ TOKENS_CACHED = 2048
 """Chunks whose tokens the process keeps (`_tokens`): at most some 32 MB of texts and
 tokens."""
 
-AddRecord = Callable[[sqlite3.Connection, str, int, int, bytes], None]
+Learn = Callable[[sqlite3.Connection, Record], None]
 
 
 class TailTooLarge(Exception):
@@ -109,6 +108,8 @@ class TailText(TextBatch):
     (never written to a text index)."""
 
     adds: dict[int, _Add] = field(default_factory=dict)
+    tokens: dict[int, list[str]] = field(default_factory=dict)
+    """The tokens of the chunks of saved outputs, by rowid (`tail_output`)."""
 
     def apply(self, db: sqlite3.Connection, index: Any, deadline: float) -> None:
         for kind, value in self.ops:
@@ -119,6 +120,11 @@ class TailText(TextBatch):
                 for rowid in [r for r, a in self.adds.items() if a.path == path and a.off >= off]:
                     del self.adds[rowid]
         self.clear()
+
+
+def _text(mem: IndexConnection) -> TailText:
+    assert isinstance(mem.text, TailText)
+    return mem.text
 
 
 def _tail_db(root: Path) -> IndexConnection:
@@ -185,14 +191,14 @@ def _stale(
 def read_tail(
     db: IndexConnection,
     root: Path,
-    add_record: AddRecord,
+    learn: Learn,
     owners: list[tuple[str, Owner, str | None]],
     tenant: Tenant | None,
     most: int | None = TAIL_BYTES,
     output_bytes: int = TAIL_OUTPUT_BYTES,
 ) -> Tail | None:
     """The tail of the index `db` (in an open read transaction) over the files of `root`
-    (see the module docstring); `add_record` indexes a dialog record (`CatchUp._add_record`),
+    (see the module docstring); `learn` takes in what a dialog record tells (`CatchUp._learn`),
     `owners` are those the handle kept while the index was busy. The committed outputs the
     index knows no owner of whose names carry the tags of `tenant` are read into the tail
     again, claimed by it (`Tail.claimed`: `CatchUp._claim` writes the claim in the
@@ -226,21 +232,20 @@ def read_tail(
         with write(mem):
             for name, owner, ts in owners:
                 set_owner(mem, name, owner, ts)
-        budget = output_bytes
+        budget, dialog = output_bytes, []
         for left, rel in outputs:
             if left > budget:
                 tail.pending += 1
                 tail.hidden.discard(rel)  # what the index holds of it is shown
                 continue
             budget -= left
-            while not index_piece(mem, root, rel, None, pieces.PIECE_BYTES)[1]:
-                pass
+            tail_output(mem, root, rel, _text(mem).tokens)
             tail.files += 1
         for rel, (kind, _, _, _) in stale.items():
             if kind == "memory":
                 index_file(mem, root, rel, kind, None)
             elif kind == "dialog":
-                index_dialog(mem, root, rel, None, None, add_record)
+                dialog.extend(tail_records(mem, root, rel, learn))
             else:
                 continue
             tail.files += 1
@@ -249,7 +254,7 @@ def read_tail(
             with write(mem):  # as `CatchUp._claim` does in the index
                 for name in unowned_outputs(mem, tenant.tags):
                     set_owner(mem, name, (tenant.agent, tenant.session, None, None), None)
-        tail.chunks = _chunks(mem)
+        tail.chunks = [*_chunks(mem), *dialog]
     finally:
         mem.close()
     return tail
@@ -274,8 +279,7 @@ def _owned_again(
             f"SELECT DISTINCT path FROM docs WHERE path IN ({marks}) AND agent IS NULL", part
         ).fetchall():
             try:
-                while not index_piece(mem, root, rel, None, pieces.PIECE_BYTES)[1]:
-                    pass
+                tail_output(mem, root, rel, _text(mem).tokens)
             except OSError:
                 continue
             tail.hidden.add(rel)
@@ -306,7 +310,9 @@ def _chunks(mem: IndexConnection) -> list[TailChunk]:
         if row is None or row[0] != add.path:
             continue
         body = (add.text, add.start_line, add.line_offset)
-        chunks.append(TailChunk((*body, *row[:9]), row[9], _tokens(add.text)))
+        tokens = mem.text.tokens.get(rowid)
+        tokens = _tokens(add.text) if tokens is None else tokens
+        chunks.append(TailChunk((*body, *row[:9]), row[9], tokens))
     return chunks
 
 
