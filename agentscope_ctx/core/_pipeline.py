@@ -49,6 +49,7 @@ from .ladder._accountant import Accountant, PromptParts
 from .ladder._cuts import Cutter, Describe
 from .ladder._fits import ensure_fits, floor_fits
 from .ladder._ladder import Ladder
+from .ladder._summary_fit import cap_summary
 from .tokens._calibration import CacheStats, Calibration, PromptUsage
 from .tokens._tokens import TokenCounter
 
@@ -225,6 +226,9 @@ class ContextPipeline:
                 )
                 report.compacted += outcome.compacted
                 report.summary_source, report.note = outcome.source, outcome.note
+                if outcome.compacted and self.config.summary_max_share is not None:
+                    cap = int(self.config.summary_max_share * self.calibration.budget)
+                    report.truncated += await cap_summary(self.memory, accountant, self.cutter, cap)
                 # tool outputs that arrived while the compactor ran (parallel tool calls)
                 report.truncated += await self.ladder.first_cuts()
                 report.tokens_after = await accountant.calibrated()
@@ -331,10 +335,13 @@ class ContextPipeline:
         """What the prompt-cache breakpoints of the next model call need (`models._cache`):
         whether a summary message follows the system prompt, and the calls whose results
         end what the ladder leaves as it is (`Ladder.stable_call`): the one of the call
-        before, where this call reads after a batch of cuts, then this call's. Asked once
-        per model call."""
+        before, where this call reads after a batch of cuts (unless a compaction took its
+        result away), then this call's. Asked once per model call."""
         stable = self.ladder.stable_call()
-        calls = tuple(dict.fromkeys(c for c in (self._stable, stable) if c is not None))
+        previous = self._stable
+        if previous is not None and stable is None:
+            previous = None  # (settled results leave only by a compaction: it took this one)
+        calls = tuple(dict.fromkeys(c for c in (previous, stable) if c is not None))
         self._stable = stable
         return self.memory.summary_message() is not None, calls
 

@@ -4,20 +4,28 @@ as it is until the next trigger, where the third cache breakpoint goes (`models.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agentscope_ctx.core.ladder._cut_plan import MASKED
 from tests.core.test_pipeline import Agent, pipeline, run, turn
 from tests.support.lines import Msg
 
 
+@pytest.mark.parametrize(
+    "policy", [{}, {"summary_max_share": 0.15, "compact_headroom": 2}], ids=["default", "small"]
+)
 async def test_the_stable_call_ends_what_no_cut_will_touch(
-    tmp_path: Path,
+    tmp_path: Path, policy: dict[str, Any]
 ) -> None:
     """At every step of a session that masks and compacts: at or before the stable call's
     result no tool message has a cut due or to come (each is at its last level, masked),
-    and the next tool message has one."""
+    and the next tool message has one. With the small-window policy a compaction takes every
+    settled result away: the call marked before is not marked again."""
     pipe, memory, _ = pipeline(
         tmp_path,
+        **policy,
         tool_result={
             "recent_n": 1,
             "recent_max_bytes": 3_000,

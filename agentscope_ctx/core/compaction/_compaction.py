@@ -171,6 +171,8 @@ class Compaction:
         calibration = self.accountant.calibration
         ratio = self.config.keep_recent_ratio if keep_ratio is None else keep_ratio
         keep = int(ratio * calibration.budget / calibration.scale)  # in raw estimate units
+        if keep_ratio is None and not everything:
+            keep = min(keep, await self._headroom_keep(threshold))
         leaving = msgs if everything else msgs[: split_point(msgs, counts, keep)]
         turn = turn_ids(self.memory.content)
         share = int(self.config.pin_max_share * calibration.budget / calibration.scale)
@@ -302,6 +304,24 @@ class Compaction:
         if self.on_compacted is not None:
             await self.on_compacted(older)
         return len(older)
+
+    async def _headroom_keep(self, threshold: int) -> int:
+        """The most of the newest messages (raw estimate) that a compaction may keep so that
+        the prompt after it leaves room under `threshold` for `compact_headroom` fresh
+        outputs, the summary counted at `summary_max_share` (or as shown now, when not
+        capped). Small windows only: elsewhere `keep_recent_ratio` is the smaller."""
+        room, share = self.config.compact_headroom, self.config.tool_result.recent_max_share
+        calibration = self.accountant.calibration
+        if room is None or share is None:
+            return calibration.budget  # (more than any keep)
+        cap = self.config.summary_max_share
+        if cap is None:
+            summary = math.ceil(await self.accountant.summary_tokens() * calibration.scale)
+        else:
+            summary = int(cap * calibration.budget)
+        fixed = math.ceil(await self.accountant.fixed_tokens() * calibration.scale)
+        after = threshold - room * share * calibration.budget - fixed - summary
+        return max(int(after / calibration.scale), 0)
 
     async def _arrived_tokens(self, known: set[str]) -> int:
         """Calibrated tokens of the shown messages that are not in `known`."""

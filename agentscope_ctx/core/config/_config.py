@@ -89,6 +89,28 @@ class ContextConfig(_Section):
     less). `None`: masking stops once under the trigger. At or above `compact_trigger_ratio`
     it changes nothing."""
 
+    summary_max_share: float | None = Field(default=None, gt=0, lt=1)
+    """For small windows (off by default): after a compaction, the summary message as shown
+    (the compactor's summary, the carried user's words and artifact trail, the eviction
+    index) takes at most this share of `max_input_tokens` as far as the writer's text can
+    give: that text is shown cut to a head and a notice, its whole saved and readable with
+    `read_file`; the carried block and the index stay whole; what is stored, and given to
+    the next compaction, is the whole summary. At a 4,000-token window a whole summary takes
+    about 1,500 tokens and left the prompt over the trigger again at the next call (issue
+    45); 0.15 with `compact_headroom: 2` halved the compactions there. The cut is not part
+    of a saved state: a worker that resumes the session shows the whole summary until the
+    next compaction. `None`: shown whole, up to the budget."""
+
+    compact_headroom: int | None = Field(default=None, ge=0)
+    """For small windows (off by default): after a compaction, the prompt is left room under
+    the trigger for at least this many fresh tool outputs (`tool_result.recent_max_share` of
+    the budget each), the summary counted at `summary_max_share` (else as shown): where the
+    newest `keep_recent_ratio` of the budget kept verbatim would leave less, fewer are kept
+    (never less than the newest tool call with its result; the current user turn stays, and
+    is written to `dialog/` with the older part). With 2 and the defaults it keeps less only
+    where the system prompt and tool schemas take over 5% of the budget (with 600 tokens of
+    them, below a 12,000-token window). `None`: `keep_recent_ratio` alone."""
+
     pin_max_share: float = Field(default=0.25, gt=0, le=0.5)
     """Pinned messages (metadata ``agentscope_ctx.pinned``, or `ContextManager.pin`) are never
     masked, cut harder or compacted while together they hold at most this share of

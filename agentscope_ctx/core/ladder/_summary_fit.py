@@ -1,7 +1,9 @@
 """The summary message within the budget, the last steps of rung (d) (`Ladder.fit`):
 `fit_summary` trims it (the long-term note left out, then the summary cut to a head and a
 notice, down to a notice alone), `drop_summary` takes it out of view when that alone is
-enough. What is stored never changes: the next compaction still gets the whole summary."""
+enough; `cap_summary` holds it to its share of the budget after a compaction
+(`ContextConfig.summary_max_share`). What is stored never changes: the next compaction
+still gets the whole summary."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from ..truncation._truncation import utf8_len
 from ._accountant import Accountant
 from ._cuts import _MASK_BYTES, Cutter
 
-__all__ = ["drop_summary", "fit_summary"]
+__all__ = ["cap_summary", "drop_summary", "fit_summary"]
 
 _NOTICE_TOKENS = 120
 """About what a notice adds to an excerpt, in tokens (the path and the read_file hint)."""
@@ -69,3 +71,33 @@ async def drop_summary(memory: ContextMemory, accountant: Accountant, target: in
         return 0
     memory.trim_summary("", note=False, bare=True)
     return 1
+
+
+async def cap_summary(
+    memory: ContextMemory, accountant: Accountant, cutter: Cutter, cap: int
+) -> int:
+    """The summary message as shown within `cap` tokens (calibrated), after a compaction
+    (`ContextConfig.summary_max_share`), as far as the writer's text can give: that text is
+    cut to a head and a notice, its whole saved first (the notice points there, `read_file`
+    reads on); what code carried (the user's words, the artifact trail) and the eviction
+    index stay whole. What is stored does not change. Returns 1 if anything was cut."""
+    kept, summary = memory.kept, memory.summary_text()
+    writer = None if kept is None else kept.writer(summary)
+    if kept is None or not writer:
+        return 0
+    scale = accountant.calibration.scale
+    shown, limit, changed = writer, utf8_len(writer), 0
+    while limit > _MASK_BYTES:
+        over = math.ceil(await accountant.summary_tokens() * scale) - cap
+        if over <= 0:
+            break
+        tokens = max(await accountant.counter.count_text(shown), 1)
+        excess = math.ceil(over / scale) + _NOTICE_TOKENS
+        wanted = int(utf8_len(shown) * (tokens - excess) / tokens)
+        limit = max(min(wanted, limit if shown is writer else limit * 3 // 4), _MASK_BYTES)
+        _, cut = await cutter.text(writer, limit, short=True)
+        if cut == shown:
+            break
+        shown, changed = cut, 1
+        memory.trim_summary(shown + kept.tail, note=True)
+    return changed
