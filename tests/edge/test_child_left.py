@@ -33,8 +33,13 @@ def test_a_child_left_running_is_killed_and_fails_its_test(tmp_path: Path) -> No
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.conftest"]\n')
     (tmp_path / "test_leaves.py").write_text(LEAVES_A_CHILD)
     pid_file = tmp_path / "child.pid"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CHILD_PID": str(pid_file)}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CHILD_PID": str(pid_file),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # (no xdist, asyncio, ...: a quicker start)
+    }
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     proc = subprocess.Popen(
         [*command, str(tmp_path / "test_leaves.py")],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
