@@ -88,6 +88,25 @@ class Indexer:
             conn.execute(f"ANALYZE {self.engine.schema}.chunks")
         return left
 
+    def _outputs_waiting(self, conn: Any, owners: Iterable[Owner | None]) -> int | None:
+        """The saved outputs not indexed yet of `owners` when nothing else waits for a search's
+        catch-up (no dialog row, no memory document), in one statement per owner; `None`
+        when something does. (A search's catch-up of nothing was some 13 round trips, each
+        waiting for the interpreter behind the background's work: 150-500 ms under load in
+        the live benchmark, issue 46 item 11.)"""
+        s, left = self.engine.schema, 0
+        for owner in owners:
+            with maintenance(conn, owner):
+                dialog, memory, outputs = conn.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM {s}.dialog WHERE NOT indexed), "
+                    f"EXISTS (SELECT 1 FROM {s}.memory_docs WHERE NOT indexed), "
+                    f"(SELECT count(*) FROM {s}.outputs WHERE NOT indexed)"
+                ).fetchone()
+            if dialog or memory:
+                return None
+            left += int(outputs)
+        return left
+
     def _catch_up_owner(
         self,
         conn: Any,

@@ -58,6 +58,7 @@ from ._engine import PostgresEngine
 from ._indexer import Indexer
 from ._names import db_name, name_from_db
 from ._outputs import output_id
+from ._search_gate import background_gate
 from ._search_sql import day_rows, db_text, ranked_rows
 from ._tenant import Owner, bind, crosses, maintenance, owner_of, stored_owner
 
@@ -93,6 +94,7 @@ class PostgresSearchIndex(Indexer):
         self._owners: dict[Owner, None] = {}  # the owners met, the newest last
         self._saved_by: dict[str, Owner] = {}  # the saver of each output saved here, newest last
         self._lock = threading.Lock()
+        self._closed = False
         self.background = BackgroundWork(
             self._background_step, name="search_index_background", failures=self.failures
         )
@@ -209,7 +211,10 @@ class PostgresSearchIndex(Indexer):
 
         def run(conn: Any) -> SearchResult:
             scopes = self._scopes(conn, tenant)
-            pending = self._catch_up(conn, deadline, budget, self.background.running(), scopes)
+            pending = self._outputs_waiting(conn, scopes) if budget == 0 else None
+            if pending is None:
+                running = self.background.running()
+                pending = self._catch_up(conn, deadline, budget, running, scopes)
             with conn.transaction():
                 bind(conn, tenant)
                 rows = ranked(conn, True)
@@ -248,6 +253,7 @@ class PostgresSearchIndex(Indexer):
         self.catch_up()
 
     def close(self) -> None:
+        self._closed = True  # (a background step waiting for the gate then stops)
         self.background.close()
         self.engine.close()
 
@@ -255,15 +261,19 @@ class PostgresSearchIndex(Indexer):
 
     def _background_step(self) -> bool:
         """One step of the background indexing: a piece of the saved outputs (and the dialog
-        rows waiting); whether more is left. Workers share the work (``SKIP LOCKED``): while
-        what is left is held by others it waits, and stops after `STALLED_STEPS`."""
-        deadline = time.monotonic() + NOTIFY_SECONDS
-        left = self._run(
-            lambda conn: self._catch_up(
-                conn, deadline, pieces.PIECE_BYTES, owners=self._scopes(conn)
-            ),
-            "indexing",
-        )
+        rows waiting); whether more is left. The steps of a process's handles on one pool run
+        one at a time (`_search_gate`). Workers share the work (``SKIP LOCKED``): while what
+        is left is held by others it waits, and stops after `STALLED_STEPS`."""
+        with background_gate(self.engine.pool):
+            if self._closed:
+                return False
+            deadline = time.monotonic() + NOTIFY_SECONDS
+            left = self._run(
+                lambda conn: self._catch_up(
+                    conn, deadline, pieces.PIECE_BYTES, owners=self._scopes(conn)
+                ),
+                "indexing",
+            )
         stalled = left and not self._spent and left >= self._last_left
         self._last_left, self._stalled = left, self._stalled + 1 if stalled else 0
         if self._stalled:
