@@ -12,8 +12,12 @@ SQLite), it lists the files and indexes what lies past that into an in-memory da
 the index's schema, by the same steps (`_search_files`: dialog lines, saved outputs in
 pieces, memory files whole; the owners of the outputs as the index has them, with those this
 handle kept while the index was busy, and a tenant's claim of its unowned outputs), their
-chunks collected rather than written (`TailText`). `_search_tail_match` matches and scores
-them. The commits happen only in the background indexing, which a search never waits for.
+chunks collected rather than written (`TailText`). The dialog records and the outputs' rests
+are read, chunked and tokenized once per process, whichever handle searches
+(`_search_record.tail_records`, `_search_tail_output.tail_output`); each search replays them
+into its own tail database, where the owners are its own. `_search_tail_match` matches and
+scores them. The commits happen only in the background indexing, which a search never waits
+for.
 
 The tail is bounded by how far the background indexing lags. Past `TAIL_BYTES` of dialog
 and memory text, `read_tail` returns `None` and the search indexes what is missing itself,
@@ -74,8 +78,8 @@ TAIL_OUTPUT_BYTES = 2 << 20
 before; an output whose rest does not fit in what is left is pending: the background
 indexing has it; where none runs, the search indexes a piece of it, as before)."""
 TOKENS_CACHED = 2048
-"""Chunks whose tokens the process keeps (`_tokens`): at most some 32 MB of texts and
-tokens."""
+"""Chunks of memory files whose tokens the process keeps (`_tokens`; the records' and the
+outputs' are kept with them)."""
 
 Learn = Callable[[sqlite3.Connection, Record], None]
 
