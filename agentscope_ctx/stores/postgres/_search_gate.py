@@ -8,9 +8,10 @@ seconds under load) and ran Python on one interpreter: in the live benchmark
 (`benchmarks/store/live.py`, 20k messages, load 15-25) a search waited up to 2.2 s for a
 connection, and each of its round trips waited for the interpreter lock behind the steps'
 work. One step at a time leaves the pool's other connections to the saves and searches (at
-100k messages: p95 106 ms, against 330 ms unbounded and 446 ms with half the pool's
-connections for the steps; docs/contributors/search-notebook.md). Other processes are not
-bounded by it: ``SKIP LOCKED`` shares the work among them.
+100k messages: p95 106 and 173 ms in two runs, against 330 ms unbounded and 446 ms with half
+the pool's connections for the steps, at various loads; the background's backlog grows:
+docs/contributors/search-notebook.md). Other processes are not bounded by it: ``SKIP
+LOCKED`` shares the work among them.
 """
 
 from __future__ import annotations
