@@ -174,6 +174,8 @@ class MappedFiles:
     """Each file's (inode, size, mtime in ns), by its path."""
     watch: _Watch | None = None
     """What tells that nothing in the folder changed since the last check (`_Watch`)."""
+    added: int = 0
+    """Bytes of the files the last reload mapped that the one before had not."""
 
     def check(self, index: Any) -> bool:
         """Reload `index`'s reader when another commit was made (``meta.json`` changed), after
@@ -234,5 +236,7 @@ class MappedFiles:
                     f"{os.path.basename(name)} changed while it was opened"
                 )
         self.meta = meta
-        self.stamps = {name: stamp for name, stamp in after.items() if stamp is not None}
+        stamps = {name: stamp for name, stamp in after.items() if stamp is not None}
+        self.added = sum(stamp[1] for name, stamp in stamps.items() if name not in self.stamps)
+        self.stamps = stamps
         return True

@@ -52,6 +52,9 @@ from ._search_text_batch import chunk_text
 
 __all__ = ["CANDIDATES", "newest_first", "ranked_rows", "sees", "tenant_params"]
 
+ADVISE_BYTES = 8 << 20
+"""New segment files a reload maps past which their maps are advised (`_reload`): a smaller
+file costs at most its size read ahead on a cold page."""
 CANDIDATES = 500
 """Matches a tenant's search (``session`` scope) ranks at least, when it has more: those in
 the newest eras of its own chunks (`ERA_CHUNKS` each) that hold so many, as PostgreSQL ranks
@@ -354,14 +357,17 @@ def _reload(db: IndexConnection) -> None:
     """Take the commits made since the last search (another process's too): reload the reader
     when the index's ``meta.json``, which Tantivy replaces at each commit, is not the one read
     last (12 us to read; a reload costs 0.1-0.2 ms, growing with the segments), and advise the
-    maps of its segments for random access (`advise_maps`); first check that none of the
-    files it maps was damaged since (`_search_guard.MappedFiles`: a truncated one would kill
-    the process at its first read).
+    maps of its segments for random access (`advise_maps`) when it mapped `ADVISE_BYTES` of
+    new files (a merged segment; the small one of each commit is not worth reading the
+    process's maps: 16-46 ms with ten handles' segments mapped, issue 46 item 11); first
+    check that none of the files it maps was damaged since (`_search_guard.MappedFiles`: a
+    truncated one would kill the process at its first read).
 
     Raises:
         TextIndexError: the text index cannot be read, or a file of it was damaged.
     """
-    if db.text.mapped.check(db.index):
+    mapped = db.text.mapped
+    if mapped.check(db.index) and mapped.added >= ADVISE_BYTES:
         advise_maps(db.text.index_dir)
 
 

@@ -17,7 +17,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import agentscope_ctx.core.search._background as background_module
 import agentscope_ctx.stores._search_db as search_db
+import agentscope_ctx.stores._search_query as query_module
 import agentscope_ctx.stores._search_tantivy as search_tantivy
 import agentscope_ctx.stores._search_text_batch as batch_module
 from agentscope_ctx.core.search._index_pieces import piece_lines
@@ -327,7 +329,12 @@ def test_a_search_reads_the_index_at_random_and_a_merge_in_order(
     # every segment file a search maps is advised MADV_RANDOM (smaps' "rr"), so that a cold
     # page is read alone, not with the disk's readahead window: the first segment, and the
     # one a later commit adds; while the writer writes and merges (reading whole segments),
-    # they have the kernel's usual readahead, and after it they are random again
+    # they have the kernel's usual readahead, and after it they are random again (here at
+    # any size: `ADVISE_BYTES`, below). The background indexing is off: a step of its own
+    # (its writer advises the maps for reading in order until its commit) ran at times while
+    # the maps were read here, in a whole suite's worker under load
+    monkeypatch.setattr(query_module, "ADVISE_BYTES", 0)
+    monkeypatch.setattr(background_module, "ENABLED", False)
     index = SearchIndex(tmp_path)
     save(index, "the first serval\n")
     assert len(index.search("serval").hits) == 1
@@ -352,6 +359,30 @@ def test_a_search_reads_the_index_at_random_and_a_merge_in_order(
     flags = [f for each in maps.values() for f in each]
     assert flags and all(" rr" in f for f in flags), maps
     index.close()
+
+
+def test_a_search_advises_the_maps_for_a_large_new_segment_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each search after a commit read the process's memory maps (`advise_maps`): 16-46 ms
+    with ten handles' segments mapped, under the maps' lock every mmap of the process takes
+    (issue 46 item 11), for a commit's small segment that costs at most its size read ahead.
+    A search advises them when its reload mapped `ADVISE_BYTES` of new files."""
+    advised: list[Path] = []
+    monkeypatch.setattr(query_module, "advise_maps", lambda d, **_: advised.append(d) or 0)
+    monkeypatch.setattr(query_module, "ADVISE_BYTES", 256 << 10)
+    index = SearchIndex(tmp_path)
+    try:
+        save(index, "the first serval\n")
+        assert len(index.search("serval").hits) == 1
+        save(index, "a second serval\n")
+        assert len(index.search("serval").hits) == 2
+        assert advised == []  # a few KB of new files each time
+        save(index, "".join(f"serval number {k} of {k * 7919 % 10007}\n" for k in range(40000)))
+        assert index.search("serval").hits
+        assert advised == [text_dir(tmp_path)]
+    finally:
+        index.close()
 
 
 def test_each_commit_asks_for_the_files_every_search_reads(
