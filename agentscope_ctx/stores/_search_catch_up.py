@@ -10,9 +10,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter, OrderedDict, deque
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections import OrderedDict, deque
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..core._failures import FailureLog
@@ -41,6 +40,7 @@ from ._search_files import (
     up_to_date,
 )
 from ._search_record import Record, parse_record
+from ._search_turns import searches_waiting, searching
 
 __all__ = ["CatchUp", "searches_waiting", "searching"]
 
@@ -52,45 +52,6 @@ MAX_CLAIMS = 64
 """Tenants whose claims are kept for the background (`CatchUp.claimed`)."""
 YIELD_SECONDS = 0.01
 """How long a background step waits, taking nothing, while a search of its index runs."""
-
-_searches: Counter[tuple[int, Path]] = Counter()
-"""The searches waiting or running, by process id and working dir (a forked child does not
-take its parent's: their threads are not its)."""
-_searches_lock = threading.Lock()
-
-
-def _fresh_lock_in_child() -> None:
-    """A forked child gets a lock of its own: the parent's background threads take
-    `_searches_lock` every few milliseconds, and one holding it at the fork left it held
-    forever in the child, whose first search then hung."""
-    global _searches_lock
-    _searches_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_fresh_lock_in_child)
-
-
-@contextmanager
-def searching(root: Path) -> Iterator[None]:
-    """A search of the index of the working dir `root` waits for it or runs: the background
-    indexing of every handle of this process on that working dir lets it go first
-    (`searches_waiting`)."""
-    key = (os.getpid(), root)
-    with _searches_lock:
-        _searches[key] += 1
-    try:
-        yield
-    finally:
-        with _searches_lock:
-            _searches[key] -= 1
-            if not _searches[key]:
-                del _searches[key]
-
-
-def searches_waiting(root: Path) -> bool:
-    """Whether a search of this process waits for the index of `root` or runs (`searching`)."""
-    return _searches[(os.getpid(), root)] > 0
-
 
 class CatchUp:
     """The catch-up of `SearchIndex` (whose `__init__` sets these attributes)."""

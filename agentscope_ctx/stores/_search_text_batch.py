@@ -43,6 +43,7 @@ from ._search_tantivy import (
     tighten,
     ts_digits,
 )
+from ._search_turns import yield_to_searches
 
 __all__ = ["TextBatch", "chunk_text", "locate"]
 
@@ -94,6 +95,7 @@ class TextBatch:
         is then not stored)."""
         self.ops.append(("add", _Add(rowid, path, off, start_line, offset, text, at)))
         self.pending_bytes += len(text)
+        yield_to_searches()
 
     def delete_path(self, path: str) -> None:
         """Forget every chunk of the file `path`."""
@@ -179,6 +181,7 @@ class TextBatch:
                 writer.delete_documents_by_term("path", path)
             for add, row in _with_rows(db, adds):
                 writer.add_document(_document(add, row, eras))
+                yield_to_searches()
             writer.commit()
         except BaseException:
             writer.rollback()

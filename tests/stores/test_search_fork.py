@@ -1,4 +1,4 @@
-"""A process forked while one of its threads is inside `_search_catch_up.searching` (the
+"""A process forked while one of its threads is inside `_search_turns.searching` (the
 background indexing polls it every few milliseconds) searches in the child: the lock the
 parent held at the fork was held forever in the child, whose first search hung (the forked
 writers of tests/stores/test_search.py::test_two_processes_indexing_at_once, now and then)."""
@@ -8,18 +8,18 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-import agentscope_ctx.stores._search_catch_up as catch_up
+import agentscope_ctx.stores._search_turns as turns
 from tests.stores.test_search import HANG_SECONDS
 
 
 def _search_once(root: str) -> None:
-    with catch_up.searching(Path(root)):
+    with turns.searching(Path(root)):
         pass
 
 
 def test_a_child_forked_while_the_lock_is_held_can_search(tmp_path: Path) -> None:
     context = multiprocessing.get_context("fork")
-    with catch_up._searches_lock:  # as a background thread holds it at the fork
+    with turns._searches_lock:  # as a background thread holds it at the fork
         child = context.Process(target=_search_once, args=(str(tmp_path),))
         child.start()
     child.join(HANG_SECONDS)  # a liveness guard: the child returns at once

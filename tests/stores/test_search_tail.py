@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from threading import get_ident
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +22,7 @@ import agentscope_ctx.core.search._background as background_module
 import agentscope_ctx.stores._search as search_module
 import agentscope_ctx.stores._search_record as record_module
 import agentscope_ctx.stores._search_tail_output as output_module
+import agentscope_ctx.stores._search_turns as turns
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.search._search_hits import Filters
@@ -326,3 +330,44 @@ async def test_an_output_past_the_index_is_read_once_per_process(
     finally:
         for index in (writer, one, two):
             index.close()
+
+
+def test_the_indexing_hands_the_interpreter_to_a_search_at_each_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a search of the process runs, the indexing on other threads hands it the
+    interpreter lock at each chunk it adds and indexes (`_search_turns.yield_to_searches`):
+    else each file or SQLite read of the search waited out the switch interval (5 ms) behind
+    the indexing's Python; the search's own tail never yields to itself."""
+    handed: list[int] = []
+    monkeypatch.setattr(turns, "time", SimpleNamespace(sleep=lambda _: handed.append(get_ident())))
+    index = SearchIndex(tmp_path)
+    lines = "".join(f"line {k} of a lynx output\n" for k in range(300))
+    try:
+        index.catch_up()
+        ToolResultStore(tmp_path, 7, owner=("a", "s1")).save(lines)  # not told: its tail
+        index.catch_up()
+        assert handed == []  # no search runs
+        running, done = threading.Event(), threading.Event()
+
+        def search_running() -> None:
+            with turns.searching(tmp_path):
+                running.set()
+                done.wait()
+
+        thread = threading.Thread(target=search_running)
+        thread.start()
+        running.wait()
+        try:
+            ToolResultStore(tmp_path, 7, owner=("a", "s1")).save(lines)
+            index.catch_up()
+        finally:
+            done.set()
+            thread.join()
+        assert len(handed) >= 2 * 10 and set(handed) == {get_ident()}  # chunks added, indexed
+        handed.clear()
+        ToolResultStore(tmp_path, 7, owner=("a", "s1")).save(lines)
+        assert len(index.search("lynx", Filters(tenant=Tenant.of("a", "s1"))).hits) == 5
+        assert index.search_work.tail_files >= 1 and handed == []  # (the claimed ones too)
+    finally:
+        index.close()

@@ -31,6 +31,7 @@ from typing import Any
 from ...core.search._index_pieces import piece_lines
 from ...core.search._search_hits import hit_key
 from ...core.search._search_text import CHUNK_CHARS, Chunk, Query, _pieces, chunk_lines, folded
+from .._search_turns import yield_to_searches
 from ._outputs import range_params, range_sql
 from ._search_sql import (
     MAX_LEXEME,
@@ -168,6 +169,7 @@ def _block(group: Sequence[Chunk], b0: int, b1: int, skip: int | None) -> Block:
     for number, chunk in enumerate(group, start=1):
         for word in dict.fromkeys(lexemes(db_text(chunk.text))):
             where.setdefault(word, []).append(number)
+        yield_to_searches()  # (a search of the process runs first)
     first = group[0]
     return Block(first.start_line, first.line_offset, b0, b1, skip, len(group), chunks_text(where))
 

@@ -22,6 +22,7 @@ from ...core.search import _index_pieces as pieces
 from ...core.search._background import BackgroundWork
 from ...core.search._index_pieces import cut_piece
 from ...core.search._search_text import chunk_lines, record_parts
+from .._search_turns import yield_to_searches
 from ._blocks import cut_blocks
 from ._engine import PostgresEngine
 from ._memory_index import catch_up_memory
@@ -180,6 +181,7 @@ class Indexer:
         tools = ",".join(parts.tools) or None
         meta = (agent, session, parts.role, tools, args, ts)
         source = f"pg-dialog:{seq}"
+        yield_to_searches()  # (a search of the process runs first)
         out = [
             chunk_row("dialog", source, chunk, meta)
             for text in parts.texts

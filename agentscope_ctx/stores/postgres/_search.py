@@ -53,6 +53,7 @@ from ...core.search._search_text import (
     Query,
     parse_query,
 )
+from .._search_turns import searching
 from ._blocks import expand
 from ._engine import PostgresEngine
 from ._indexer import Indexer
@@ -226,7 +227,8 @@ class PostgresSearchIndex(Indexer):
             hits = build_hits(rows, Path(), parsed, limit, record=lambda _, seq: records.get(seq))
             return SearchResult(hits, parsed, every, pending)
 
-        result = self._run(run, "cannot search")
+        with searching(("postgres", self.engine.schema)):  # the indexing hands it the GIL
+            result = self._run(run, "cannot search")
         if result.pending:
             self.background.kick()  # what the search left is indexed in the background
         return result

@@ -1,0 +1,74 @@
+"""Whose turn it is at a working dir's index within one process: a search goes before the
+background indexing (issue 46 item 11).
+
+`searching` marks a search waiting for the index or running. The background indexing of
+every handle of the process on that working dir then takes no new step (`searches_waiting`),
+and while it indexes it hands the interpreter lock to the search at each chunk
+(`yield_to_searches`): a search's every read of a file or of SQLite gives the lock up, and
+getting it back from a thread busy in Python waits out the interpreter's switch interval
+(5 ms) each time, which made the slowest searches of the live benchmark at 100k messages
+(`benchmarks/store/live.py`) some 150 ms on an idle machine for 10-30 ms of their own work.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["searches_waiting", "searching", "yield_to_searches"]
+
+_searches: Counter[tuple[int, Hashable]] = Counter()
+"""The searches waiting or running, by process id and index (a working dir; a PostgreSQL
+schema: ``("postgres", schema)``; a forked child does not take its parent's: their threads
+are not its)."""
+_searches_lock = threading.Lock()
+_thread = threading.local()
+"""``searching``: how many searches this thread runs (it never yields to itself)."""
+
+
+def _fresh_lock_in_child() -> None:
+    """A forked child gets a lock of its own: the parent's background threads take
+    `_searches_lock` every few milliseconds, and one holding it at the fork left it held
+    forever in the child, whose first search then hung."""
+    global _searches_lock
+    _searches_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock_in_child)
+
+
+@contextmanager
+def searching(root: Hashable) -> Iterator[None]:
+    """A search of the index `root` (a working dir, or ``("postgres", schema)``) waits for it
+    or runs: the background indexing of every handle of this process on a working dir lets
+    it go first (`searches_waiting`), and any indexing of the process hands it the
+    interpreter at each chunk (`yield_to_searches`)."""
+    key = (os.getpid(), root)
+    with _searches_lock:
+        _searches[key] += 1
+    _thread.searching = getattr(_thread, "searching", 0) + 1
+    try:
+        yield
+    finally:
+        _thread.searching -= 1
+        with _searches_lock:
+            _searches[key] -= 1
+            if not _searches[key]:
+                del _searches[key]
+
+
+def searches_waiting(root: Path) -> bool:
+    """Whether a search of this process waits for the index of `root` or runs (`searching`)."""
+    return _searches[(os.getpid(), root)] > 0
+
+
+def yield_to_searches() -> None:
+    """Hand the interpreter lock to a search of this process, if one runs on another thread
+    (called by the indexing at each chunk: a few microseconds when none does)."""
+    if _searches and not getattr(_thread, "searching", 0):
+        time.sleep(0)
