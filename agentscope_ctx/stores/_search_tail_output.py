@@ -104,6 +104,17 @@ def _read(file: BinaryIO, size: int, start: tuple[int, int]) -> list[_Piece]:
 _MEMO = _Memo()
 
 
+def _fresh_memo_in_child() -> None:
+    """A forked child gets a memo of its own: a parent's search holding the memo's lock at
+    the fork would leave it held forever in the child, whose first search would hang (as
+    `_search_turns._searches_lock` did)."""
+    global _MEMO
+    _MEMO = _Memo()
+
+
+os.register_at_fork(after_in_child=_fresh_memo_in_child)
+
+
 def tail_output(
     mem: sqlite3.Connection, root: Path, rel: str, tokens: dict[int, list[str]]
 ) -> None:

@@ -32,11 +32,12 @@ _thread = threading.local()
 
 
 def _fresh_lock_in_child() -> None:
-    """A forked child gets a lock of its own: the parent's background threads take
+    """A forked child gets a lock and a count of its own: the parent's background threads take
     `_searches_lock` every few milliseconds, and one holding it at the fork left it held
     forever in the child, whose first search then hung."""
     global _searches_lock
     _searches_lock = threading.Lock()
+    _searches.clear()  # the parent's searches: this process's indexing never waits for them
 
 
 os.register_at_fork(after_in_child=_fresh_lock_in_child)

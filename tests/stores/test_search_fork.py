@@ -5,10 +5,17 @@ writers of tests/stores/test_search.py::test_two_processes_indexing_at_once, now
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 from pathlib import Path
 
+import agentscope_ctx.stores._search_record as record_module
+import agentscope_ctx.stores._search_tail_output as output_module
 import agentscope_ctx.stores._search_turns as turns
+from agentscope_ctx.core._entry import Msg
+from agentscope_ctx.stores._dialog import DialogStore
+from agentscope_ctx.stores._search import SearchIndex
+from agentscope_ctx.stores._tool_results import ToolResultStore
 from tests.stores.test_search import HANG_SECONDS
 
 
@@ -28,3 +35,30 @@ def test_a_child_forked_while_the_lock_is_held_can_search(tmp_path: Path) -> Non
         child.kill()
         child.join()
     assert not hung and child.exitcode == 0, "the forked child hung on the parent's lock"
+
+
+def _search_tail(root: str) -> None:
+    index = SearchIndex(Path(root))
+    try:
+        assert len(index.search("okapi").hits) == 2  # a record and an output, from the tail
+    finally:
+        index.close()
+
+
+def test_a_child_forked_while_a_tail_memo_is_held_can_search(tmp_path: Path) -> None:
+    """The memos of the tail (`_search_record`, `_search_tail_output`) are locked while a
+    search reads them: a child forked then held their locks forever (the first CI run of
+    0d5029c: a forked writer of test_two_processes_indexing_at_once hung, 1 of 1,356)."""
+    SearchIndex(tmp_path).close()  # the index made, then records and an output past it
+    asyncio.run(DialogStore(tmp_path).append([Msg("user", "the okapi record", "user")]))
+    ToolResultStore(tmp_path, 7).save("an okapi output\n")
+    context = multiprocessing.get_context("fork")
+    with record_module._MEMO.lock, output_module._MEMO.lock:  # as a search holds them
+        child = context.Process(target=_search_tail, args=(str(tmp_path),))
+        child.start()
+    child.join(HANG_SECONDS)  # a liveness guard: the child returns at once
+    hung = child.exitcode is None
+    if hung:
+        child.kill()
+        child.join()
+    assert not hung and child.exitcode == 0, "the forked child hung on the parent's memo"
