@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -51,8 +50,8 @@ from agentscope_ctx.stores._search import Filters, SearchIndex, SearchResult
 from agentscope_ctx.stores._tool_results import ToolResultPolicy, ToolResultStore
 from benchmarks.store import engines as bench_engines
 from benchmarks.store import search as bench_search
+from tests.support.forked import Forker
 from tests.support.lines import text_of
-from tests.support.search_proc import worker
 
 
 def log(lines: int, facts: dict[int, str]) -> str:
@@ -634,21 +633,21 @@ async def test_searches_are_not_indexed(tmp_path: Path) -> None:
 # -- processes and listeners ----------------------------------------------------------------
 
 
-def test_two_processes_indexing_at_once(tmp_path: Path) -> None:
+def test_two_processes_indexing_at_once(tmp_path: Path, forker: Forker) -> None:
+    """Two processes (each forked from the `Forker`'s single-threaded interpreter: forked
+    from this many-threaded test process, a child once hung on a lock a thread held at the
+    fork, 1 run of 1,356 in CI) index into one working dir and search it."""
     go = tmp_path / "go"
-    context = multiprocessing.get_context("fork")  # starts at once: AgentScope is imported
-    results = context.Queue()
-    procs = [
-        context.Process(target=worker, args=(str(tmp_path), str(go), name, 20, results))
-        for name in ("p1", "p2")
+    module = ["-m", "tests.support.search_proc", str(tmp_path), str(go)]
+    children = [
+        forker.start([*module, name, "--rounds", "20"], cwd=ROOT_DIR) for name in ("p1", "p2")
     ]
-    for proc in procs:
-        proc.start()
     go.touch()
-    summaries = [results.get(timeout=120) for _ in procs]
-    for proc in procs:
-        proc.join(timeout=60)
-        assert proc.exitcode == 0
+    summaries = []
+    for child in children:
+        done = child.wait(timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        summaries.append(json.loads(done.stdout.splitlines()[-1]))
     assert [s["found"] for s in summaries] == [20, 20]
     index = SearchIndex(tmp_path)
     index.catch_up()
@@ -666,6 +665,7 @@ def test_two_processes_indexing_at_once(tmp_path: Path) -> None:
 
 
 T = TypeVar("T")
+ROOT_DIR = Path(__file__).resolve().parents[2]
 HANG_SECONDS = 30.0
 """How long a test lets a call wait before it calls it a hang (a liveness guard, not a speed
 check: a call that must not wait returns in milliseconds)."""

@@ -5,8 +5,8 @@
 Prints READY, waits until GO_FILE exists (so that several processes start together), then
 for each round saves a tool output (a real `ToolResultStore`, notifying the index), appends
 two dialog records (a real `DialogStore`, notifying the index) and searches. Prints a JSON
-summary: what it wrote and how many of its own searches found their target. `worker` does
-the same in a forked process (no second import of AgentScope: much faster to start).
+summary: what it wrote and how many of its own searches found their target
+(tests/stores/test_search.py runs it from its `Forker`: no second import of AgentScope).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from agentscope_ctx.core._entry import Msg
 from agentscope_ctx.stores._dialog import DialogStore
@@ -58,11 +57,6 @@ async def run(
         found += any("150" in text for hit in result.hits for _, text in hit.lines)
     index.close()  # writes the owners it kept while the other process held the index
     return {"name": name, "rounds": rounds, "found": found}
-
-
-def worker(working_dir: str, go: str, name: str, rounds: int, results: Any) -> None:
-    """`run` in a `multiprocessing` child; the summary goes to the `results` queue."""
-    results.put(asyncio.run(run(Path(working_dir), Path(go), name, rounds, quiet=True)))
 
 
 def main() -> None:
