@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+from collections.abc import Callable
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import agentscope_ctx.stores._search_record as record_module
@@ -19,22 +21,33 @@ from agentscope_ctx.stores._tool_results import ToolResultStore
 from tests.stores.test_search import HANG_SECONDS
 
 
+def _forked(target: Callable[[str], None], root: Path) -> BaseProcess:
+    """`target(root)` in a child forked now (while the caller holds what it holds)."""
+    child = multiprocessing.get_context("fork").Process(target=target, args=(str(root),))
+    child.start()
+    return child
+
+
+def _ended(child: BaseProcess) -> bool:
+    """Whether `child` ended well; killed when it has not ended after `HANG_SECONDS` (a
+    liveness guard: it returns at once)."""
+    child.join(HANG_SECONDS)
+    if child.exitcode is None:
+        child.kill()
+        child.join()
+        return False
+    return child.exitcode == 0
+
+
 def _search_once(root: str) -> None:
     with turns.searching(Path(root)):
         pass
 
 
 def test_a_child_forked_while_the_lock_is_held_can_search(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("fork")
     with turns._searches_lock:  # as a background thread holds it at the fork
-        child = context.Process(target=_search_once, args=(str(tmp_path),))
-        child.start()
-    child.join(HANG_SECONDS)  # a liveness guard: the child returns at once
-    hung = child.exitcode is None
-    if hung:
-        child.kill()
-        child.join()
-    assert not hung and child.exitcode == 0, "the forked child hung on the parent's lock"
+        child = _forked(_search_once, tmp_path)
+    assert _ended(child), "the forked child hung on the parent's lock"
 
 
 def _search_tail(root: str) -> None:
@@ -52,13 +65,6 @@ def test_a_child_forked_while_a_tail_memo_is_held_can_search(tmp_path: Path) -> 
     SearchIndex(tmp_path).close()  # the index made, then records and an output past it
     asyncio.run(DialogStore(tmp_path).append([Msg("user", "the okapi record", "user")]))
     ToolResultStore(tmp_path, 7).save("an okapi output\n")
-    context = multiprocessing.get_context("fork")
     with record_module._MEMO.lock, output_module._MEMO.lock:  # as a search holds them
-        child = context.Process(target=_search_tail, args=(str(tmp_path),))
-        child.start()
-    child.join(HANG_SECONDS)  # a liveness guard: the child returns at once
-    hung = child.exitcode is None
-    if hung:
-        child.kill()
-        child.join()
-    assert not hung and child.exitcode == 0, "the forked child hung on the parent's memo"
+        child = _forked(_search_tail, tmp_path)
+    assert _ended(child), "the forked child hung on the parent's memo"

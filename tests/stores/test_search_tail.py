@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +28,7 @@ from agentscope_ctx.core.search._search_hits import Filters
 from agentscope_ctx.stores._dialog import DialogStore
 from agentscope_ctx.stores._search import SearchIndex, SearchResult
 from agentscope_ctx.stores._tool_results import ToolResultStore
+from tests.stores.test_search_turns import a_search_running
 
 
 @pytest.fixture(autouse=True)
@@ -348,22 +348,9 @@ def test_the_indexing_hands_the_interpreter_to_a_search_at_each_chunk(
         ToolResultStore(tmp_path, 7, owner=("a", "s1")).save(lines)  # not told: its tail
         index.catch_up()
         assert handed == []  # no search runs
-        running, done = threading.Event(), threading.Event()
-
-        def search_running() -> None:
-            with turns.searching(tmp_path):
-                running.set()
-                done.wait()
-
-        thread = threading.Thread(target=search_running)
-        thread.start()
-        running.wait()
-        try:
+        with a_search_running(tmp_path):
             ToolResultStore(tmp_path, 7, owner=("a", "s1")).save(lines)
             index.catch_up()
-        finally:
-            done.set()
-            thread.join()
         assert len(handed) >= 2 * 10 and set(handed) == {get_ident()}  # chunks added, indexed
         handed.clear()
         ToolResultStore(tmp_path, 7, owner=("a", "s1")).save(lines)
