@@ -16,9 +16,10 @@ tenant (agent ``bench``, session ``s<n>``) with the default catch-up: each searc
 handle's first after the other handles wrote, the first of them just after a write. Nothing waits
 for the indexing to be idle. The windows are the last fifth of the history's first tenth and
 the last fiftieth of all of it: p50/p95/p99 of each, the p95 growth from the tenth to the
-whole, and what the searches did in their own path (files they indexed, text index commits
-they waited for, reader reloads), with the load averages of the machine at the start and end
-of each window. Numbers only: no target is asserted.
+whole, how far the background indexing was behind (what each search reported as pending:
+files or dialog rows it could not search whole), and what the searches did in their own path
+(files they indexed, text index commits they waited for, reader reloads), with the load
+averages of the machine at the start and end of each window. Numbers only: no target is asserted.
 """
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ def _figures(times: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _backlog(pending: Sequence[int]) -> dict[str, float]:
+    """What the background had not indexed yet, as the window's searches reported it
+    (`SearchResult.pending`: files or dialog rows each search could not search whole)."""
+    if not pending:
+        return {}
+    return {"mean": round(sum(pending) / len(pending), 1), "max": max(pending), "last": pending[-1]}
+
+
 def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -101,6 +110,7 @@ def run_point(
         "whole": (messages - max(messages // 20, APPEND_BATCH * handles), messages),
     }
     times: dict[str, list[float]] = {name: [] for name in windows}
+    pending: dict[str, list[int]] = {name: [] for name in windows}
     loads: dict[str, list[list[float]]] = {name: [] for name in windows}
     work: dict[str, dict[str, int]] = {}
 
@@ -124,10 +134,11 @@ def run_point(
                         who = (k + j) % handles
                         query = queries[(turn * searches + j) % len(queries)]
                         start = time.perf_counter()
-                        await asyncio.to_thread(
+                        result = await asyncio.to_thread(
                             opened[who].search.search, query, tenants[who], limit=5
                         )
                         times[name].append(time.perf_counter() - start)
+                        pending[name].append(result.pending)
                     if stored + APPEND_BATCH > high:
                         loads[name].append(_load())
                         after = _search_work(opened)
@@ -160,6 +171,8 @@ def run_point(
         "p95_growth": round(growth, 2),
         "load_tenth": loads["tenth"],
         "load_whole": loads["whole"],
+        "pending_tenth": _backlog(pending["tenth"]),
+        "pending_whole": _backlog(pending["whole"]),
         "search_work_tenth": work.get("tenth", {}),
         "search_work_whole": work.get("whole", {}),
         "cpu_count": os.cpu_count(),
@@ -178,6 +191,7 @@ def print_row(row: dict[str, Any]) -> None:
         f"p95 growth {row['p95_growth']:.2f}x | fill {row['fill_s']} s"
     )
     for name in ("tenth", "whole"):
+        print(f"{'':<9}not indexed yet, per search ({name}): {row[f'pending_{name}']}")
         done = row[f"search_work_{name}"]
         if done:
             print(f"{'':<9}in the searches' path ({name}): {done}")
