@@ -1,7 +1,8 @@
 """Where a session's cache reads go, call by call (issue 45): ``python -m benchmarks.cost.calls
---provider anthropic|dashscope|openai --session stress|everyday|small``.
+--provider anthropic|dashscope|openai --session stress|everyday|small [--set FIELD=JSON ...]``.
 
-Runs the package (defaults but the budget) on one session of `benchmarks.cost.providers` and
+Runs the package (defaults but the budget and the `ContextConfig` fields `--set` gives, e.g.
+``--set summary_max_share=1``) on one session of `benchmarks.cost.providers` and
 prints, for each of the agent's calls: its messages, prompt tokens, the tokens the provider
 read from its cache and wrote to it, the append-only bound's read (`cost.bound`: all it can
 of the previous prompt, writing what the session added since), what this call lost against
@@ -83,13 +84,18 @@ def rows(sim: Any) -> list[dict[str, Any]]:
     return out
 
 
-def main(provider: str = "anthropic", session: str = "stress") -> list[dict[str, Any]]:
-    """Run `session` on `provider`'s simulator; print and return its rows."""
+def main(
+    provider: str = "anthropic", session: str = "stress", settings: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Run `session` on `provider`'s simulator (`settings`: `ContextConfig` fields of a
+    variant); print and return its rows."""
     kept: list[Any] = []
     scenario = providers.SCENARIOS[session]()
     with tempfile.TemporaryDirectory(prefix="calls-") as tmp:
         figures = asyncio.run(
-            providers.run_system("agentscope_ctx", provider, scenario, Path(tmp), kept.append)
+            providers.run_system(
+                "agentscope_ctx", provider, scenario, Path(tmp), kept.append, settings
+            )
         )
     table = rows(kept[0])
     print(
@@ -147,8 +153,16 @@ def options(argv: Sequence[str]) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", choices=providers.PROVIDERS, default="anthropic")
     parser.add_argument("--session", choices=sorted(providers.SCENARIOS), default="stress")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help="a ContextConfig field of a variant, e.g. summary_max_share=0.15 (repeatable)",
+    )
     args = parser.parse_args(list(argv))
-    return {"provider": args.provider, "session": args.session}
+    settings = {k: json.loads(v) for k, _, v in (s.partition("=") for s in args.set)}
+    return {"provider": args.provider, "session": args.session, "settings": settings}
 
 
 if __name__ == "__main__":

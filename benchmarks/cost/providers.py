@@ -258,9 +258,11 @@ async def run_system(
     scenario: Scenario,
     work: Path,
     inspect: Callable[[Any], None] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One system on one scenario of provider `name`: its row (`inspect`, if given, is
-    handed the simulator at the end: `benchmarks.cost.calls` reads its requests)."""
+    handed the simulator at the end: `benchmarks.cost.calls` reads its requests; `settings`
+    are `ContextConfig` fields set beside the budget, for a variant)."""
     from agentscope.agent import Agent, InjectionConfig, ReActConfig
     from agentscope.agent import ContextConfig as AgentContextConfig
     from agentscope.message import UserMsg
@@ -281,6 +283,7 @@ async def run_system(
                 working_dir=work / "ctx",
                 max_input_tokens=scenario.budget,
                 token_counter="cl100k_base",
+                **(settings or {}),
             )
             manager = ContextManager(config, model=make_model())
             extra["middlewares"] = [manager.middleware()]
