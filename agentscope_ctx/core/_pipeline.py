@@ -49,7 +49,6 @@ from .ladder._accountant import Accountant, PromptParts
 from .ladder._cuts import Cutter, Describe
 from .ladder._fits import ensure_fits, floor_fits
 from .ladder._ladder import Ladder
-from .ladder._summary_fit import cap_summary
 from .tokens._calibration import CacheStats, Calibration, PromptUsage
 from .tokens._tokens import TokenCounter
 
@@ -173,6 +172,7 @@ class ContextPipeline:
             read_saved=store.read_saved,
             internal=store.owns,
             cache=self.cache,
+            cutter=cutter,
         )
         self.last_estimate = 0
         self.span_group: Mapping[str, str] = {}
@@ -226,9 +226,6 @@ class ContextPipeline:
                 )
                 report.compacted += outcome.compacted
                 report.summary_source, report.note = outcome.source, outcome.note
-                if outcome.compacted and self.config.summary_max_share is not None:
-                    cap = int(self.config.summary_max_share * self.calibration.budget)
-                    report.truncated += await cap_summary(self.memory, accountant, self.cutter, cap)
                 # tool outputs that arrived while the compactor ran (parallel tool calls)
                 report.truncated += await self.ladder.first_cuts()
                 report.tokens_after = await accountant.calibrated()

@@ -1,7 +1,7 @@
-"""The small-window policy (issue 45; opt-in): after a compaction the summary as shown is
-held to `summary_max_share` of the budget and fewer of the newest messages are kept where
-`keep_recent_ratio` would leave less than `compact_headroom` fresh outputs of room under the
-trigger. At a 4,000-token window a whole summary (~1,200 tokens) and the kept quarter left
+"""The small-window policy (issue 45; by default below an 8,000-token budget): after a
+compaction the summary as shown is held to `summary_max_share` of the budget and fewer of the
+newest messages are kept where `keep_recent_ratio` would leave less than `compact_headroom`
+fresh outputs of room under the trigger. At a 4,000-token window a whole summary (~1,200 tokens) and the kept quarter left
 the prompt over the trigger again at the next call: a compaction, and a rewrite of the cached
 prompt from the summary on, at every call. On both AgentScope lines."""
 
@@ -69,13 +69,12 @@ def _consecutive(compacted: list[bool]) -> int:
 
 
 async def test_compaction_no_longer_fires_at_consecutive_calls(tmp_path: Path) -> None:
-    after, compacted, memory = await _session(
-        tmp_path / "policy", summary_max_share=0.15, compact_headroom=2
-    )
+    """With the defaults (0.15 and 2 below 8,000 tokens)."""
+    after, compacted, memory = await _session(tmp_path / "policy")
     assert max(after) <= BUDGET
     assert sum(compacted) >= 3 and _consecutive(compacted) == 0, compacted
     # the writer's text shown cut, its whole saved and readable; the carried block and the
-    # eviction index whole (`cap_summary`)
+    # eviction index whole (`cap_writer`)
     shown, whole_msg = memory.summary_message(), memory.whole_summary_message()
     assert shown is not None and whole_msg is not None
     assert len(str(shown.content)) < len(str(whole_msg.content)) - 1_000
@@ -109,8 +108,8 @@ async def test_compaction_no_longer_fires_at_consecutive_calls(tmp_path: Path) -
 
 
 async def test_without_the_policy_it_compacts_at_every_call(tmp_path: Path) -> None:
-    """The contrast (`summary_max_share` and `compact_headroom` null, the defaults): the whole
+    """The contrast (the policy off: `summary_max_share` 1, `compact_headroom` 0): the whole
     summary and the kept quarter leave the prompt over the trigger at the next call."""
-    after, compacted, _ = await _session(tmp_path, summary_max_share=None, compact_headroom=None)
+    after, compacted, _ = await _session(tmp_path, summary_max_share=1, compact_headroom=0)
     assert max(after) <= BUDGET
     assert _consecutive(compacted) >= 3, compacted

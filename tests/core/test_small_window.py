@@ -91,7 +91,9 @@ async def test_a_forced_compaction_of_the_first_exchange_keeps_it(tmp_path: Path
 
 
 async def test_a_summary_longer_than_what_it_replaces_is_not_applied(tmp_path: Path) -> None:
-    pipe, memory, _ = pipeline(tmp_path)
+    """Shown whole (`summary_max_share` 1: at this budget the default would show it cut to
+    its share, a summary message smaller than what it replaces)."""
+    pipe, memory, _ = pipeline(tmp_path, summary_max_share=1)
     big = BigCompactor()
     pipe.compaction.compactor = big
     agent = attach(pipe, Agent())

@@ -30,6 +30,7 @@ async def _session(wd: Path, line: Line) -> None:
     config = ContextConfig(
         working_dir=wd,
         max_input_tokens=3_000,
+        summary_max_share=1,  # (shown whole: no saved summary beside the two outputs)
         summarizer={"enabled": False},
         compactor={"enabled": False},
         recall={"session": "s1"},

@@ -312,9 +312,19 @@ def assert_session(
         assert not result["facts_missing"], result["facts_missing"][:3]
         summary = result["summary"]
         assert "## Goal" in summary and "## Next Steps" in summary, summary[:500]
-        assert summary in result["state_summary"], "the summary shown is not the summary kept"
+        shown = result["summary_shown"]  # (`summary_max_share`: its writer's text cut)
+        assert shown in result["state_summary"], "the summary shown is not the summary kept"
     first, second = results
-    for key in ("users", "calls", "results", "dialog", "live", "summary", "notices"):
+    for key in (
+        "users",
+        "calls",
+        "results",
+        "dialog",
+        "live",
+        "summary",
+        "summary_shown",
+        "notices",
+    ):
         assert first[key] == second[key], f"the workers see different {key}"
     stats.in_both += results[0]["in_both"]
     stats.notices += sum(r["notices"] for r in results)

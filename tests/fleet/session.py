@@ -106,6 +106,7 @@ def make_config(spec: Spec) -> ContextConfig:
             "max_input_tokens": spec.budget,
             "compact_trigger_ratio": 0.7,
             "keep_recent_ratio": 0.3,
+            "compact_headroom": 0,  # (the kept 0.3 holds cut outputs: notices to follow)
             "read_roots": [store.get("working_dir", "."), spec.files],
             "token_counter": "cl100k_base",
             "tool_result": {
@@ -164,6 +165,7 @@ async def check(
     )
     result["turns_done"] = turns_done
     result["summary"] = summary
+    result["summary_shown"] = memory.shown_summary()  # cut on a small budget, from the state
     result["state_summary"] = state_summary
     return result
 

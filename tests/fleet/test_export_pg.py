@@ -48,6 +48,7 @@ async def test_a_fleet_session_exports_and_imports_into_a_local_working_dir(
     config = ContextConfig.from_yaml(fleet).model_copy(
         update={
             "max_input_tokens": 3_000,
+            "summary_max_share": 1,  # (shown whole: no saved summary beside the two outputs)
             "summarizer": ContextConfig().summarizer.model_copy(update={"enabled": False}),
         }
     )

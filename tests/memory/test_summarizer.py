@@ -313,6 +313,8 @@ def attached(
         # room for the tools (about 700 tokens) and the summary of a long user message
         max_input_tokens=2_000,
         keep_recent_ratio=0.125,
+        summary_max_share=1,  # (the small-window policy off: these batches as they were)
+        compact_headroom=0,
         compactor={"enabled": False, "carry_max_chars": 400},
         summarizer=summarizer,
     )

@@ -44,6 +44,8 @@ from ..config._config import ContextConfig
 from ..context._pins import protected
 from ..context._turns import HINT_MARK, split_point, turn_ids
 from ..ladder._accountant import Accountant
+from ..ladder._cuts import Cutter
+from ..ladder._summary_fit import cap_writer
 from ..summary._carry import carried
 from ..summary._carry_text import with_carry
 from ..summary._eviction import IndexEntry, eviction_index, with_index
@@ -110,11 +112,14 @@ class Compaction:
         read_saved: ReadSaved | None = None,
         internal: Callable[[str], bool] = lambda path: False,
         cache: CacheStats | None = None,
+        cutter: Cutter | None = None,
     ) -> None:
         """`read_saved` reads a saved output back (bounded) to judge a run whose output was
         cut or masked; `internal` tells the package's own paths (saved outputs) apart from the
         agent's artifacts (see `_carry`); `cache` is what the provider reported of its prompt
-        cache (`compactor.request: auto` makes prefix requests once it reported reads)."""
+        cache (`compactor.request: auto` makes prefix requests once it reported reads);
+        `cutter` saves and cuts the writer's summary held to its share of the budget
+        (`ContextConfig.summary_max_share`; without one it is shown whole)."""
         self.config = config
         self.accountant = accountant
         self.memory = accountant.memory
@@ -126,6 +131,7 @@ class Compaction:
         self.read_saved = read_saved
         self.internal = internal
         self.cache = cache
+        self.cutter = cutter
         self._stalled_at: int | None = None
         self._pending: tuple[str, Kept | None] | None = None
         """The summary standing for the messages hidden because the dialog store failed, and
@@ -212,10 +218,7 @@ class Compaction:
         )
         index, entries = "", list[IndexEntry]()
         if self.config.recall.enabled:  # what is gone, to search for (changes only here)
-            # at most a tenth of the budget (at ~3.5 characters a token), like the carried block
-            index_chars = min(
-                self.config.recall.eviction_index_max_chars, max(calibration.budget * 7 // 20, 200)
-            )
+            index_chars = min(self.config.recall.eviction_index_max_chars, self._index_chars())
             index, entries = eviction_index(older, previous_index, index_chars)
         # No-grow rule: what leaves (the older messages shown, the summary shown now) against
         # what would come instead (a summary message, at least its guide and the index).
@@ -224,7 +227,7 @@ class Compaction:
         if everything and least is not None:
             freed += await self.accountant.summary_tokens()  # as shown: the fit cut it
         else:
-            freed += await self._summary_tokens(self.memory.summary_text())
+            freed += await self._summary_tokens(self.memory.shown_summary())
         cap = least if everything else None
         least_summary = with_index(with_carry("-", carry), index)
         grown = await self._no_grow(tokens_before, least_summary, cap, freed, older, made=False)
@@ -241,7 +244,9 @@ class Compaction:
         )
         del prefix, more
         summary, kept = compose(result.summary, carry, carry_state, index, entries)
-        grown = await self._no_grow(tokens_before, summary, cap, freed, older, made=True)
+        kept = await self._capped(summary, kept)
+        shown = kept.shown_summary(summary)
+        grown = await self._no_grow(tokens_before, shown, cap, freed, older, made=True)
         if grown is not None:
             return grown
         try:
@@ -305,16 +310,41 @@ class Compaction:
             await self.on_compacted(older)
         return len(older)
 
+    def _index_chars(self) -> int:
+        """The most characters the eviction index may take: like the carried block, a tenth
+        of the budget (at ~3.5 characters a token), or, where the summary is held to a share
+        of it (`ContextConfig.summary_share`: small windows), a quarter of that share. At
+        4,000 tokens the block and the index took more than the share before the writer's
+        text, which was shown as a notice alone; the block (the user's words, the files) is
+        what DESIGN.md §13 keeps, the index only says what `search_history` can find."""
+        budget = self.accountant.calibration.budget
+        share = self.config.summary_share(budget)
+        return max(int(budget * 0.35 if share is None else budget * share * 3.5 / 4), 200)
+
+    async def _capped(self, summary: str, kept: Kept) -> Kept:
+        """`kept` with the writer's text cut to the summary's share of the budget, where one
+        applies (`ContextConfig.summary_share`; `_summary_fit.cap_writer`)."""
+        calibration = self.accountant.calibration
+        share = self.config.summary_share(calibration.budget)
+        if share is None or self.cutter is None:
+            return kept
+        cap = int(share * calibration.budget)
+        counter = self.accountant.counter
+        return await cap_writer(
+            self.memory, counter, self.cutter, summary, kept, cap, calibration.scale
+        )
+
     async def _headroom_keep(self, threshold: int) -> int:
         """The most of the newest messages (raw estimate) that a compaction may keep so that
         the prompt after it leaves room under `threshold` for `compact_headroom` fresh
-        outputs, the summary counted at `summary_max_share` (or as shown now, when not
-        capped). Small windows only: elsewhere `keep_recent_ratio` is the smaller."""
-        room, share = self.config.compact_headroom, self.config.tool_result.recent_max_share
+        outputs, the summary counted at its share (`summary_max_share`, or as shown now,
+        when not held). Small windows only: elsewhere `keep_recent_ratio` is the smaller."""
         calibration = self.accountant.calibration
+        room = self.config.headroom(calibration.budget)
+        share = self.config.tool_result.recent_max_share
         if room is None or share is None:
             return calibration.budget  # (more than any keep)
-        cap = self.config.summary_max_share
+        cap = self.config.summary_share(calibration.budget)
         if cap is None:
             summary = math.ceil(await self.accountant.summary_tokens() * calibration.scale)
         else:

@@ -42,6 +42,11 @@ __all__ = [
 AGENT_SECTIONS = ("agent", "model", "compactor_model", "context")
 """The sections of a full agent config file (see `agentscope_ctx._agent_config`)."""
 
+SMALL_WINDOW = 8_000
+"""Below this prompt budget (tokens) `summary_max_share` and `compact_headroom` apply by
+default (0.15 and 2): the cost benchmark's small session costs 30-47% less with them at 4,000
+to 6,000 tokens, 10% at 7,000, the same at 8,000 and above (issue 45)."""
+
 
 class ContextConfig(_Section):
     """All settings of agentscope_ctx. Load with `ContextConfig.from_yaml(path)` or build with
@@ -89,27 +94,28 @@ class ContextConfig(_Section):
     less). `None`: masking stops once under the trigger. At or above `compact_trigger_ratio`
     it changes nothing."""
 
-    summary_max_share: float | None = Field(default=None, gt=0, lt=1)
-    """For small windows (off by default): after a compaction, the summary message as shown
-    (the compactor's summary, the carried user's words and artifact trail, the eviction
-    index) takes at most this share of `max_input_tokens` as far as the writer's text can
-    give: that text is shown cut to a head and a notice, its whole saved and readable with
-    `read_file`; the carried block and the index stay whole; what is stored, and given to
-    the next compaction, is the whole summary. At a 4,000-token window a whole summary takes
-    about 1,500 tokens and left the prompt over the trigger again at the next call (issue
-    45); 0.15 with `compact_headroom: 2` halved the compactions there. The cut is not part
-    of a saved state: a worker that resumes the session shows the whole summary until the
-    next compaction. `None`: shown whole, up to the budget."""
+    summary_max_share: float | None = Field(default=None, gt=0, le=1)
+    """After a compaction, the summary message (the compactor's summary, the carried user's
+    words and artifact trail, the eviction index, without the long-term note) takes at most
+    this share of the budget as far as the writer's text can give: that text is shown cut
+    to a head and a notice, its whole saved and readable with `read_file`; the carried block
+    and the index stay whole; the next compaction is given the whole summary. The cut is
+    saved with the summary (state and stores), so a worker that resumes the session shows
+    the same. `None` (the default): 0.15 where the prompt budget (`max_input_tokens`, or
+    less where the model's context is smaller) is under `SMALL_WINDOW` (8,000 tokens), no
+    cap above: at 4,000 a whole summary took about 1,500 tokens and left the prompt over
+    the trigger again at the next call (issue 45); at 8,000 and above the policy changed
+    neither the cache reads nor the cost. 1: never cut."""
 
     compact_headroom: int | None = Field(default=None, ge=0)
-    """For small windows (off by default): after a compaction, the prompt is left room under
-    the trigger for at least this many fresh tool outputs (`tool_result.recent_max_share` of
-    the budget each), the summary counted at `summary_max_share` (else as shown): where the
-    newest `keep_recent_ratio` of the budget kept verbatim would leave less, fewer are kept
-    (never less than the newest tool call with its result; the current user turn stays, and
-    is written to `dialog/` with the older part). With 2 and the defaults it keeps less only
-    where the system prompt and tool schemas take over 5% of the budget (with 600 tokens of
-    them, below a 12,000-token window). `None`: `keep_recent_ratio` alone."""
+    """After a compaction, the prompt is left room under the trigger for at least this many
+    fresh tool outputs (`tool_result.recent_max_share` of the budget each), the summary
+    counted at its share (`summary_max_share`, else as shown): where the newest
+    `keep_recent_ratio` of the budget kept verbatim would leave less, fewer are kept (never
+    less than the newest tool call with its result; the current user turn stays, and is
+    written to `dialog/` with the older part). `None` (the default): 2 where the budget is
+    under `SMALL_WINDOW` (as `summary_max_share`), none above. 0: `keep_recent_ratio`
+    alone."""
 
     pin_max_share: float = Field(default=0.25, gt=0, le=0.5)
     """Pinned messages (metadata ``agentscope_ctx.pinned``, or `ContextManager.pin`) are never
@@ -156,6 +162,22 @@ class ContextConfig(_Section):
     """Cap on the part of `memory/MEMORY.md` offered to the agent at the start of a reply. In
     the last resort (a prompt still over the budget) the note is left out, a line saying
     where MEMORY.md is."""
+
+    def summary_share(self, budget: int) -> float | None:
+        """The share of `budget` (the prompt budget in force) the summary message is held
+        to after a compaction; `None`: not held (see `summary_max_share`)."""
+        share = self.summary_max_share
+        if share is None:
+            return 0.15 if budget < SMALL_WINDOW else None
+        return None if share >= 1 else share
+
+    def headroom(self, budget: int) -> int | None:
+        """The fresh outputs a compaction leaves room for under the trigger at `budget`;
+        `None`: no such rule (see `compact_headroom`)."""
+        room = self.compact_headroom
+        if room is None:
+            return 2 if budget < SMALL_WINDOW else None
+        return room or None
 
     @field_validator("working_dir")
     @classmethod

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._entry import Msg
+from ..summary._kept import Kept
 from ..summary._summary_text import note_left_out, summary_text
 from ._memory_backend import SUMMARY_MSG_NAME
 
@@ -22,6 +23,7 @@ class SummaryViews:
     dialog_days: str | None
     hidden: set[str]
     pending_summary: str | None
+    kept: Kept | None
     _compressed_summary: str
     _summary_msg: Msg | None
     _summary_key: tuple[object, ...] | None
@@ -45,16 +47,17 @@ class SummaryViews:
                 self._summary_key = bare
                 self._summary_msg = _bare_summary_message(trim[2]) if trim[2] else None
             return self._summary_msg
+        shown = self.shown_summary()
         if trim is not None and trim[:2] == (summary, note):
-            summary = trim[2] if trim[2] is not None else summary
+            shown = trim[2] if trim[2] is not None else shown
             if not trim[3] and note:
                 path = self.working_dir / "memory" / "MEMORY.md"
                 note = note_left_out(path, self.language)
-        key = (summary, note, len(self.hidden))
+        key = (shown, note, len(self.hidden))
         if key == self._summary_key:
             return self._summary_msg
         self._summary_key = key
-        self._summary_msg = self._summary_for(summary or "", len(self.hidden), note)
+        self._summary_msg = self._summary_for(shown, len(self.hidden), note)
         return self._summary_msg
 
     def summary_message_for(self, summary: str) -> Msg | None:
@@ -77,11 +80,20 @@ class SummaryViews:
         """The summary the summary message presents, whole ("" if none)."""
         return (self.pending_summary if self.hidden else self._compressed_summary) or ""
 
+    def shown_summary(self) -> str:
+        """The summary as the model is shown it but for the last-resort fit: held to its
+        share of the budget after the compaction that wrote it (`Kept.shown`), else whole."""
+        summary = self.summary_text()
+        kept = None if self.hidden else self.kept  # (a pending summary carries its own)
+        return summary if kept is None else kept.shown_summary(summary)
+
     def trimmed_summary(self) -> str | None:
-        """The cut of the summary the model is shown (see `trim_summary`), if any."""
+        """The cut of the summary the model is shown (the fit's, see `trim_summary`, else
+        the one it is held to after a compaction), if any."""
         trim = self._summary_trim
         if trim is None or trim[:2] != (self.summary_text(), self.long_term_note):
-            return None
+            shown = self.shown_summary()
+            return None if shown == self.summary_text() else shown
         return trim[2]
 
     def trim_summary(self, shown: str | None, *, note: bool, bare: bool = False) -> None:

@@ -1,21 +1,24 @@
 """The summary message within the budget, the last steps of rung (d) (`Ladder.fit`):
 `fit_summary` trims it (the long-term note left out, then the summary cut to a head and a
 notice, down to a notice alone), `drop_summary` takes it out of view when that alone is
-enough; `cap_summary` holds it to its share of the budget after a compaction
-(`ContextConfig.summary_max_share`). What is stored never changes: the next compaction
-still gets the whole summary."""
+enough; `cap_writer` holds it to its share of the budget after a compaction
+(`ContextConfig.summary_max_share`, the cut kept with the summary in `Kept.shown`). What is
+stored never changes: the next compaction still gets the whole summary."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..context._memory import ContextMemory
+from ..summary._kept import Kept
+from ..tokens._tokens import TokenCounter
 from ..truncation._offload import clean_text
-from ..truncation._truncation import utf8_len
+from ..truncation._truncation import excerpt_with_notice, parse_notice, utf8_len
 from ._accountant import Accountant
 from ._cuts import _MASK_BYTES, Cutter
 
-__all__ = ["cap_summary", "drop_summary", "fit_summary"]
+__all__ = ["cap_writer", "drop_summary", "fit_summary"]
 
 _NOTICE_TOKENS = 120
 """About what a notice adds to an excerpt, in tokens (the path and the read_file hint)."""
@@ -73,31 +76,43 @@ async def drop_summary(memory: ContextMemory, accountant: Accountant, target: in
     return 1
 
 
-async def cap_summary(
-    memory: ContextMemory, accountant: Accountant, cutter: Cutter, cap: int
-) -> int:
-    """The summary message as shown within `cap` tokens (calibrated), after a compaction
-    (`ContextConfig.summary_max_share`), as far as the writer's text can give: that text is
-    cut to a head and a notice, its whole saved first (the notice points there, `read_file`
-    reads on); what code carried (the user's words, the artifact trail) and the eviction
-    index stay whole. What is stored does not change. Returns 1 if anything was cut."""
-    kept, summary = memory.kept, memory.summary_text()
-    writer = None if kept is None else kept.writer(summary)
-    if kept is None or not writer:
-        return 0
-    scale = accountant.calibration.scale
-    shown, limit, changed = writer, utf8_len(writer), 0
-    while limit > _MASK_BYTES:
-        over = math.ceil(await accountant.summary_tokens() * scale) - cap
-        if over <= 0:
-            break
-        tokens = max(await accountant.counter.count_text(shown), 1)
-        excess = math.ceil(over / scale) + _NOTICE_TOKENS
-        wanted = int(utf8_len(shown) * (tokens - excess) / tokens)
-        limit = max(min(wanted, limit if shown is writer else limit * 3 // 4), _MASK_BYTES)
-        _, cut = await cutter.text(writer, limit, short=True)
-        if cut == shown:
-            break
-        shown, changed = cut, 1
-        memory.trim_summary(shown + kept.tail, note=True)
-    return changed
+async def cap_writer(
+    memory: ContextMemory,
+    counter: TokenCounter,
+    cutter: Cutter,
+    summary: str,
+    kept: Kept,
+    cap: int,
+    scale: float,
+) -> Kept:
+    """`kept` with the writer's text of `summary` cut so that the summary message (without
+    the long-term note) takes at most `cap` tokens (calibrated by `scale`), after a
+    compaction (`ContextConfig.summary_max_share`), as far as the writer's text can give:
+    a head and a notice, its whole saved first (the notice points there, `read_file` reads
+    on); what code carried (the user's words, the artifact trail) and the eviction index stay
+    whole. The summary itself (stored, given to the next compaction) does not change; the
+    cut travels with it in `Kept.shown`."""
+    writer = kept.writer(summary)
+    if not writer:
+        return kept
+    writer = clean_text(writer)  # measured and saved as valid UTF-8 (a tool's lone surrogates)
+
+    async def over(shown: str) -> int:
+        msg = memory.summary_message_for(shown + kept.tail)
+        return (0 if msg is None else math.ceil(await counter.count_msg(msg) * scale)) - cap
+
+    shown, limit, path = writer, utf8_len(writer), ""
+    while limit > _MASK_BYTES and (excess := await over(shown)) > 0:
+        tokens = max(await counter.count_text(shown), 1)
+        excess = math.ceil(excess / scale)  # (`limit` holds the notice: nothing added for it)
+        wanted = int(utf8_len(shown) * (tokens - excess) / tokens)  # (in proportion)
+        limit = max(min(wanted, limit if shown is writer else limit - 1), _MASK_BYTES)
+        if path:  # saved once: the next cuts point at the same file
+            shown = excerpt_with_notice(writer, max_bytes=limit, file_path=path)
+            continue
+        _, shown = await cutter.text(writer, limit, short=True)
+        notice = parse_notice(shown)
+        if notice is None:  # not saved (the store failed): shown whole, as before the cap
+            return kept
+        path = notice[1].file_path
+    return kept if shown is writer else replace(kept, shown=shown)

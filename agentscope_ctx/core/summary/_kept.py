@@ -51,6 +51,18 @@ class Kept:
     index: tuple[IndexEntry, ...]
     tail: str
     """The text after the writer's summary: the summary is the writer's text and this."""
+    shown: str | None = None
+    """The writer's text as the model is shown it, when it was held to the summary's share
+    of the budget (`ContextConfig.summary_max_share`): a head and a notice pointing at the
+    whole, saved; `None`: shown whole. Saved with the rest, so a resumed session shows the
+    same summary."""
+
+    def shown_summary(self, summary: str) -> str:
+        """`summary` as the model is shown it: the cut writer's text and `tail` where
+        `summary` is the one this was rendered into, else `summary` itself."""
+        if self.shown is None or self.writer(summary) is None:
+            return summary
+        return self.shown + self.tail
 
     def writer(self, summary: str) -> str | None:
         """The writer's part of `summary`, or `None` when `summary` is not the one this was
@@ -66,6 +78,7 @@ class Kept:
             "carry": self.carry.to_data(),
             "index": [entry.to_data() for entry in self.index],
             "tail": self.tail,
+            **({} if self.shown is None else {"shown": self.shown}),
         }
 
     @classmethod
@@ -77,13 +90,16 @@ class Kept:
         try:
             if not isinstance(data, Mapping) or data.get("version") != _VERSION:
                 raise ValueError(f"expected version {_VERSION}")
-            tail, index = data["tail"], data["index"]
+            tail, index, shown = data["tail"], data["index"], data.get("shown")
             if not isinstance(tail, str) or not isinstance(index, Sequence):
                 raise ValueError("tail or index of the wrong type")
+            if shown is not None and not isinstance(shown, str):
+                raise ValueError("shown of the wrong type")
             return cls(
                 CarryState.from_data(data["carry"]),
                 tuple(IndexEntry.from_data(e) for e in index),
                 tail,
+                shown,
             )
         except (KeyError, TypeError, ValueError) as exc:
             logger.warning(
