@@ -273,11 +273,15 @@ async def test_a_reply_never_waits_for_another_process_holding_the_index(
     take 75 s (each save waited for it)."""
     import asyncio
 
+    import agentscope_ctx.stores._search as search
     import agentscope_ctx.stores._search_txn as search_txn
     from agentscope_ctx.stores._search import SearchIndex
     from tests.stores.test_search import HANG_SECONDS, holding
 
     monkeypatch.setattr(search_txn, "BUSY_SECONDS", 3_600.0)  # whoever waits, waits long
+    # but the manager's close, which waits for the holder a bounded time (5 s) to write the
+    # owners it kept, then leaves them to the next search (the one below): the same give-up
+    monkeypatch.setattr(search, "CLOSE_WAIT_SECONDS", 0.05)
     config = _config(tmp_path, mask_after=None, recent_max_share=None)
     SearchIndex(config.working_dir).catch_up()  # the index exists
     with holding(config.working_dir, "write"):
