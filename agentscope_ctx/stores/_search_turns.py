@@ -92,7 +92,8 @@ def yield_to_searches() -> None:
     indexing at each chunk: a few microseconds when none does): wait until none runs, once
     per search started and `HANDOFF_SECONDS` at most; past that, hand the interpreter lock
     over (`time.sleep(0)`)."""
-    if not _searches or getattr(_thread, "searching", 0):
+    mine: int = getattr(_thread, "searching", 0)
+    if not _searches or mine:
         return
     with _none_running:
         if getattr(_thread, "waited", None) != _started:
