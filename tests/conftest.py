@@ -20,6 +20,7 @@ then compiled once, not again in every process of every run (some 15 s of a 1.x 
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -73,6 +74,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SCRATCH] = scratch
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = None  # read TMPDIR again
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Take what collecting left (AgentScope, the SDKs, the package and the test modules: some
+    300,000 objects that a test process keeps to its end) out of the cyclic collector's sight
+    (`gc.freeze`, after a collection): every full collection of the run scanned them all again.
+    The collector took 5.4 of 80 CPU-s of a `-n 0` run of five test directories, 4.4 with them
+    frozen (2026-12-07); what the tests create is collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
