@@ -224,7 +224,14 @@ def open_index(path: Path) -> tantivy.Index:
         raise TextIndexError(f"no such text index {path.name!r}")
     try:
         tighten(path)
-        return _register(tantivy.Index.open(str(path)))
+        index = tantivy.Index.open(str(path))
+        # Reloaded only by `_search_guard.MappedFiles.check`, which stamps the files first: by
+        # default a thread of Tantivy's polls ``meta.json`` and reloads the reader on a commit
+        # of its own accord, mapping and reading new segments no check saw. A file damaged
+        # meanwhile killed the worker with SIGBUS there (the damage harness, now and then
+        # under load: tests/stores/test_search_damage.py).
+        index.config_reader(reload_policy="manual")
+        return _register(index)
     except ValueError as exc:
         raise TextIndexError(f"text index {path.name!r} is corrupt: {exc}") from exc
     except BaseException as exc:

@@ -11,12 +11,19 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from agentscope_ctx.stores._search_guard import tantivy_errors
-from agentscope_ctx.stores._search_tantivy import TextIndexError, is_panic
+from agentscope_ctx.stores._search_tantivy import (
+    TextIndexError,
+    _register,
+    create_index,
+    is_panic,
+    open_index,
+)
 from tests.support.index_damage import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +67,30 @@ def test_without_inotify_the_files_stat_finds_the_damage() -> None:
     reports = damaged_runs("--no-watch", *kinds)
     assert {kind: r["ok"] for kind, r in reports.items()} == dict.fromkeys(kinds, True)
     assert all("the search index was damaged" in str(r["first"]) for r in reports.values())
+
+
+def test_only_the_guard_reloads_an_open_index(tmp_path: Path) -> None:
+    """Tantivy's reader reloaded itself on a commit (a thread of its own polls ``meta.json``),
+    mapping and reading new segments no `MappedFiles.check` had stamped: a file damaged at
+    that moment killed the damage harness's worker with SIGBUS now and then under load (3 of
+    some 200 runs, 2026-12-07). An index the package opens is reloaded by the guard alone.
+    A reader opened with Tantivy's default beside it shows the commit was seen (its poll runs
+    every 500 ms: two commits, each waited for, leave the package's reader time for a poll)."""
+    import tantivy
+
+    create_index(tmp_path / "t")
+    ours = open_index(tmp_path / "t")
+    theirs = _register(tantivy.Index.open(str(tmp_path / "t")))  # Tantivy's default
+    writer = ours.writer(heap_size=15_000_000, num_threads=1)
+    for count in (1, 2):
+        writer.add_document(tantivy.Document(terms=f"okapi {count}"))
+        writer.commit()
+        while theirs.searcher().num_docs < count:  # until its poll has seen the commit
+            time.sleep(0.01)
+    writer.wait_merging_threads()
+    assert ours.searcher().num_docs == 0  # not reloaded behind the guard's back
+    ours.reload()
+    assert ours.searcher().num_docs == 2
 
 
 PanicException = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
