@@ -3,7 +3,12 @@
 notice, down to a notice alone), `drop_summary` takes it out of view when that alone is
 enough; `cap_writer` holds it to its share of the budget after a compaction
 (`ContextConfig.summary_max_share`, the cut kept with the summary in `Kept.shown`). What is
-stored never changes: the next compaction still gets the whole summary."""
+stored never changes: the next compaction still gets the whole summary.
+
+Each cut saves the whole text once (its further tries point at the same file), and a cut's
+byte limit holds its notice (nothing is added for it: counted twice, the head was cut some
+120 tokens shorter than the budget needed). The file is recorded as a summary's saved text,
+not a tool's output (`summary._saved.SAVED_SUMMARY`)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from dataclasses import replace
 
 from ..context._memory import ContextMemory
 from ..summary._kept import Kept
+from ..summary._saved import SAVED_SUMMARY
 from ..tokens._tokens import TokenCounter
 from ..truncation._offload import clean_text
 from ..truncation._truncation import excerpt_with_notice, parse_notice, utf8_len
@@ -19,9 +25,6 @@ from ._accountant import Accountant
 from ._cuts import _MASK_BYTES, Cutter
 
 __all__ = ["cap_writer", "drop_summary", "fit_summary"]
-
-_NOTICE_TOKENS = 120
-"""About what a notice adds to an excerpt, in tokens (the path and the read_file hint)."""
 
 
 async def fit_summary(
@@ -41,13 +44,17 @@ async def fit_summary(
         return 0
     memory.trim_summary(None, note=False)
     summary = clean_text(memory.summary_text())  # measured and saved as valid UTF-8
-    shown, limit = summary, utf8_len(summary)
+    shown, limit, path = summary, utf8_len(summary), ""
     while limit > _MASK_BYTES and (over := await accountant.calibrated() - target) > 0:
         tokens = max(await accountant.counter.count_text(shown), 1)
-        excess = math.ceil(over / accountant.calibration.scale) + _NOTICE_TOKENS
-        wanted = int(utf8_len(shown) * (tokens - excess) / tokens)
-        limit = max(min(wanted, limit if shown is summary else limit * 3 // 4), _MASK_BYTES)
-        _, cut = await cutter.text(summary, limit, short=True)
+        excess = math.ceil(over / accountant.calibration.scale)  # (`limit` holds the notice)
+        wanted = int(utf8_len(shown) * (tokens - excess) / tokens)  # (in proportion)
+        limit = max(min(wanted, limit if shown is summary else limit - 1), _MASK_BYTES)
+        if path:  # saved once: the next cuts point at the same file
+            cut = excerpt_with_notice(summary, max_bytes=limit, file_path=path)
+        else:
+            _, cut = await cutter.text(summary, limit, short=True)
+            path = await _saved(cutter, cut)
         if cut == shown:
             break
         shown = cut
@@ -56,6 +63,7 @@ async def fit_summary(
         before = await accountant.summary_tokens()
         whole = memory.whole_summary_message()
         _, bare = await cutter.text("" if whole is None else whole.content, _MASK_BYTES, short=True)
+        await _saved(cutter, bare)
         memory.trim_summary(bare, note=True, bare=True)
         if await accountant.summary_tokens() >= before:  # never larger
             memory.trim_summary(shown if shown != summary else None, note=False)
@@ -111,8 +119,20 @@ async def cap_writer(
             shown = excerpt_with_notice(writer, max_bytes=limit, file_path=path)
             continue
         _, shown = await cutter.text(writer, limit, short=True)
-        notice = parse_notice(shown)
-        if notice is None:  # not saved (the store failed): shown whole, as before the cap
+        path = await _saved(cutter, shown)
+        if not path:  # not saved (the store failed): shown whole, as before the cap
             return kept
-        path = notice[1].file_path
     return kept if shown is writer else replace(kept, shown=shown)
+
+
+async def _saved(cutter: Cutter, shown: str) -> str:
+    """The file the notice ending `shown` points at, just saved by `cutter` (``""``: none,
+    the store failed), recorded as a summary's saved text (`SAVED_SUMMARY`), not a tool's
+    output."""
+    notice = parse_notice(shown)
+    if notice is None:
+        return ""
+    path = notice[1].file_path
+    if cutter.describe is not None:
+        await cutter.describe([path], SAVED_SUMMARY, "")
+    return path
