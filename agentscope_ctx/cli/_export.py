@@ -128,9 +128,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(
         f"exported session {args.session!r} to {out}: {c['outputs']} saved output(s) "
         f"({_size(report.bytes)}), {c['dialog']} dialog record(s), {c['steps']} step(s), "
-        f"{c['summaries']} summary(ies)"
+        f"{c['summaries']} summary(ies){_saved_summaries(c)}"
     )
     return 0
+
+
+def _saved_summaries(counts: dict[str, int]) -> str:
+    """How many summaries shown cut had their whole text saved (and exported or imported
+    with the outputs, counted apart: `core.summary._saved`), when any did."""
+    n = counts.get("saved_summaries", 0)
+    return f", and the whole text of {n} summary(ies) shown cut" if n else ""
 
 
 def _jsonl(line: dict[str, Any]) -> str:
@@ -209,6 +216,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(
         f"imported session {header.get('session')!r} into {_where(config)}: "
         f"{c['outputs']} saved output(s) ({_size(report.bytes)}), {c['dialog']} dialog "
-        f"record(s), {c['steps']} step(s)"
+        f"record(s), {c['steps']} step(s){_saved_summaries(c)}"
     )
     return 0

@@ -21,8 +21,9 @@ INSPECT_VERSION = 1
 """The ``version`` of `inspect --json`'s object; raised when a field changes meaning or goes."""
 
 
-def _files(path: Path) -> dict[str, Any]:
-    """What the working dir's dialog/ and tool_result/ hold."""
+def _files(path: Path, summaries: dict[str, int]) -> dict[str, Any]:
+    """What the working dir's dialog/ and tool_result/ hold (the files of `summaries`, the
+    summaries' saved texts, apart from the outputs)."""
     from ..stores._dialog import DialogStore
 
     try:
@@ -33,7 +34,8 @@ def _files(path: Path) -> dict[str, Any]:
     for msg in msgs:
         day = str(msg.timestamp or "")[:10]
         days[day] = days.get(day, 0) + 1
-    files = _tool_result_files(path)
+    names = {Path(ref).name for ref in summaries}
+    files = [p for p in _tool_result_files(path) if p.name not in names]
     times = [p.stat().st_mtime for p in files]
     return {
         "dialog": {
@@ -53,17 +55,33 @@ def _files(path: Path) -> dict[str, Any]:
     }
 
 
-def _fleet(backend: Any) -> dict[str, Any]:
-    """What the fleet store holds (the database: its dialog days and saved outputs)."""
+def _fleet(backend: Any, summaries: dict[str, int]) -> dict[str, Any]:
+    """What the fleet store holds (the database: its dialog days and saved outputs, but the
+    summaries' saved texts of `summaries`)."""
     try:
         days = backend.dialog().day_counts()
         count, total, newest, oldest = backend.outputs().stats()
     except ContextError as exc:
         raise CliError(str(exc)) from None
+    count, total = count - len(summaries), total - sum(summaries.values())
     return {
         "dialog": {"messages": sum(days.values()), "days": days, "bad_lines": []},
         "outputs": {"count": count, "bytes": total, "newest": newest, "oldest": oldest},
     }
+
+
+def _saved_summaries(config: ContextConfig | None, path: Path) -> dict[str, int]:
+    """The summaries' saved texts in the store (every session), by the mark the store
+    recorded for each (`core.summary._saved`): not tool outputs, so `inspect` counts them
+    apart (``saved_summaries``)."""
+    from ..stores._export import local_saved_summaries, saved_summaries
+
+    if config is None or config.store.kind != "postgres":
+        return local_saved_summaries(path)  # (no config models loaded without --config)
+    try:
+        return saved_summaries(config)
+    except ContextError as exc:
+        raise CliError(str(exc)) from None
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
@@ -76,14 +94,16 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     if backend is not None:
         assert config is not None
         store = {"kind": "postgres", "schema": config.store.schema_name}
-        facts = _fleet(backend)
+        summaries = _saved_summaries(config, Path(config.working_dir))
+        facts = _fleet(backend, summaries)
         path = Path(args.working_dir or config.working_dir).expanduser()
         if args.working_dir is not None and not path.is_dir():
             path = _state_dir(args.working_dir, config)  # the usage error, as elsewhere
     else:
         store = {"kind": "local"}
         path = _state_dir(args.working_dir, config)
-        facts = _files(path)
+        summaries = _saved_summaries(config, path)
+        facts = _files(path, summaries)
     memory_dir = path / "memory"
     notes = sorted(memory_dir.glob("*.md")) if memory_dir.is_dir() else []
     return {
@@ -91,6 +111,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         "working_dir": str(path.resolve()),
         "store": store,
         **facts,
+        "saved_summaries": {"count": len(summaries), "bytes": sum(summaries.values())},
         "memory": [{"name": note.name, "bytes": note.stat().st_size} for note in notes],
         "usage": read_usage(path),
     }
@@ -176,22 +197,34 @@ def render(facts: dict[str, Any]) -> str:
                 f"  last used {_age(now - outputs['newest'])} ago (newest), "
                 f"{_age(now - outputs['oldest'])} ago (oldest)"
             )
+        lines += _summaries_line(facts)
         lines.append(f"working dir (memory, usage): {facts['working_dir']}")
     else:
         lines.append(f"working dir: {facts['working_dir']}")
         lines.append(f"dialog/: {dialog['messages']} messages in {len(dialog['days'])} day file(s)")
         lines += [f"  {day}: {n} messages" for day, n in dialog["days"].items()]
-        lines.append(f"tool_result/: {outputs['count']} file(s), {_size(outputs['bytes'])}")
+        lines.append(f"tool_result/: {outputs['count']} saved output(s), {_size(outputs['bytes'])}")
         if outputs["count"]:
             lines.append(
                 f"  newest {_age(now - outputs['newest'])} old, "
                 f"oldest {_age(now - outputs['oldest'])} old"
             )
+        lines += _summaries_line(facts)
     lines.append(f"memory/: {len(facts['memory'])} file(s)")
     lines += [f"  {note['name']}: {_size(note['bytes'])}" for note in facts["memory"]]
     for usage in facts["usage"]:
         lines += [_usage_line(usage), *_context_lines(usage)]
     return "\n".join(lines)
+
+
+def _summaries_line(facts: dict[str, Any]) -> list[str]:
+    saved = facts["saved_summaries"]
+    if not saved["count"]:
+        return []
+    return [
+        f"  and {saved['count']} summary(ies) shown cut, whole text saved beside them: "
+        f"{_size(saved['bytes'])} (not tool outputs)"
+    ]
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:

@@ -15,8 +15,8 @@ JSON Lines, UTF-8, one object per line, each with ``v`` (the format's version, n
     {"v": 1, "kind": "step", "record": {"v": 2, "at": "…", "agent": "coder", "session": "s1",
      "run": 1, …, "summary": "…"}}
     {"v": 1, "kind": "summary", "agent": "coder", "run": 7, "at": "…", "text": "…"}
-    {"v": 1, "kind": "end", "counts": {"outputs": 3, "dialog": 40, "steps": 12,
-     "summaries": 1}, "bytes": 301822}
+    {"v": 1, "kind": "end", "counts": {"outputs": 3, "saved_summaries": 0, "dialog": 40,
+     "steps": 12, "summaries": 1}, "bytes": 301822}
 
 - ``session``: what was exported (the session, and the ``--user`` / ``--agent`` filters), from
   which store, when, by which version of the package, and the version of its agent keys
@@ -26,14 +26,17 @@ JSON Lines, UTF-8, one object per line, each with ``v`` (the format's version, n
   dialog records and steps name it), its owner (``agent``: the agent key, ``null`` when the
   store could not tell it), its size and SHA-256, and its bytes: ``text`` when they are
   UTF-8, else ``base64``; ``tool`` and ``args``, when the store's index knew which tool call
-  made it (what a search hit names). Outputs come before the records that name them;
+  made it (what a search hit names). Outputs come before the records that name them. A
+  summary's text saved whole when it was shown cut is an ``output`` line too, its ``tool``
+  the mark `core.summary._saved.SAVED_SUMMARY` (counted as ``saved_summaries``, not as
+  ``outputs``);
 - ``dialog``: a dialog record as the store keeps it (`_dialog_record`), in append order;
 - ``step``: a record of the session viewer's steps (`_steps_file`), with its usage lines
   (``kind: usage``) where they were written;
 - ``summary``: each compaction's summary of the session, as its step recorded it (also in
   the step; listed apart for a reader of the archive; an import takes the steps' own);
-- ``end``: the counts, and the outputs' bytes. An archive without it was cut short, and an
-  import refuses it.
+- ``end``: the counts, and the tool outputs' bytes. An archive without it was cut short, and
+  an import refuses it.
 
 The HTML form (``--format html``) is the session viewer's page, each output whole as its
 excerpt, with the archive's lines embedded in a ``<script type="application/json"

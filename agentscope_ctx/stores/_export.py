@@ -7,6 +7,12 @@ Which records are the session's: those whose owner's session is `session`, and, 
 user). A local saved output names its owner by tags only (`_tool_results.saved_name`): its
 agent key is found among the session's known ones (its dialog records', its steps', the one
 asked for); an output of an agent known by no record is exported with ``agent: null``.
+
+A summary's whole text, saved when its summary message was shown cut (`core.summary._saved`),
+is in the store beside the outputs: it is exported as an ``output`` line (its notice names
+it: an import restores it), with the mark the store recorded for it as its ``tool``, and
+counted apart (``saved_summaries``), not as a tool output. `saved_summaries` finds them for
+the viewer and `inspect`.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core._tenant import KEY_VERSION, agent_key, owner_tag
+from ..core.summary._saved import is_saved_summary
 from ._archive import ARCHIVE_VERSION, FORMAT, output_line
 from ._steps_file import StepFile
 from ._tool_results import name_tags
@@ -28,7 +35,13 @@ if TYPE_CHECKING:
     from ..core.config._config import ContextConfig
     from .postgres._engine import PostgresEngine
 
-__all__ = ["ExportReport", "SessionFilter", "export_session"]
+__all__ = [
+    "ExportReport",
+    "SessionFilter",
+    "export_session",
+    "local_saved_summaries",
+    "saved_summaries",
+]
 
 
 @dataclass(frozen=True)
@@ -54,10 +67,17 @@ class SessionFilter:
 
 @dataclass
 class ExportReport:
-    """What an export wrote: records by kind, and the outputs' bytes."""
+    """What an export wrote: records by kind, and the tool outputs' bytes (``outputs``: the
+    tool outputs; ``saved_summaries``: the summaries' texts saved whole, apart)."""
 
     counts: dict[str, int] = field(
-        default_factory=lambda: {"outputs": 0, "dialog": 0, "steps": 0, "summaries": 0}
+        default_factory=lambda: {
+            "outputs": 0,
+            "saved_summaries": 0,
+            "dialog": 0,
+            "steps": 0,
+            "summaries": 0,
+        }
     )
     bytes: int = 0
 
@@ -93,8 +113,11 @@ def export_session(
             migrate_keys(working_dir)  # (the keys `which` names are of version 2)
         outputs, dialog, steps = _local_parts(working_dir, which)
     for ref, agent, data, tool in outputs:
-        report.counts["outputs"] += 1
-        report.bytes += len(data)
+        if is_saved_summary(tool[0]):
+            report.counts["saved_summaries"] += 1
+        else:
+            report.counts["outputs"] += 1
+            report.bytes += len(data)
         yield output_line(ref, agent, which.session, data, tool)
     for record in dialog:
         report.counts["dialog"] += 1
@@ -154,6 +177,39 @@ def _local_parts(wd: Path, which: SessionFilter) -> Parts:
             continue
         outputs.append((str(path), agent, path.read_bytes(), (tool, args)))
     return outputs, dialog, steps
+
+
+def saved_summaries(config: ContextConfig, session: str | None = None) -> dict[str, int]:
+    """The summaries' texts saved whole in the store `config` names, of `session` (``""``:
+    none set; `None`: every session), by the mark the store recorded for each
+    (`core.summary._saved`): their bytes, by ref (empty when the store's records cannot be
+    read now, or it has no index).
+
+    Raises:
+        PersistenceError: the fleet store cannot be read.
+    """
+    if config.store.kind == "postgres":
+        from .postgres._export import pg_saved_summaries
+
+        return pg_saved_summaries(engine_of(config), session)
+    return local_saved_summaries(Path(config.working_dir), session)
+
+
+def local_saved_summaries(working_dir: Path, session: str | None = None) -> dict[str, int]:
+    """`saved_summaries` of a local working dir (by the owners its search index recorded)."""
+    wd = working_dir.resolve()
+    tag = None if session is None else owner_tag(session)
+    found = {}
+    for name, (_, tool, _) in _indexed_owners(wd).items():
+        owner = name_tags(name)
+        if not is_saved_summary(tool) or (tag is not None and (owner or ("", ""))[1] != tag):
+            continue
+        path = wd / "tool_result" / name
+        try:
+            found[str(path)] = path.stat().st_size
+        except OSError:
+            continue  # (deleted since it was indexed)
+    return found
 
 
 def _indexed_owners(wd: Path) -> dict[str, tuple[str | None, str | None, str | None]]:

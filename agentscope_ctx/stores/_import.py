@@ -3,7 +3,8 @@ local working dir or the fleet store, whichever it came from (docs/data.md).
 
 - each output is saved anew for its owner (its agent key and session; ``""`` for an agent
   the archive could not name), byte for byte, and indexed (with the tool call that made it,
-  when the archive names it): it gets a ref of this store;
+  when the archive names it, or the mark of a summary's saved text, `core.summary._saved`,
+  counted apart): it gets a ref of this store;
 - every ref of the archive is rewritten to the new one wherever a dialog record or a step
   names it (the notices), so that `read_file` on a notice reads the restored output;
 - the dialog records are appended in their order, for their owners (idempotent by message id
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core._errors import PersistenceError
+from ..core.summary._saved import is_saved_summary
 from ._archive import Archive
 from ._dialog_record import decode_record
 from .factory import Stores, open_backend, open_stores
@@ -33,9 +35,12 @@ __all__ = ["ImportReport", "import_archive", "rewrite_refs"]
 
 @dataclass
 class ImportReport:
-    """What an import wrote: records by kind, the outputs' bytes, and each old ref's new one."""
+    """What an import wrote: records by kind (the summaries' saved texts apart from the tool
+    outputs, `core.summary._saved`), the tool outputs' bytes, and each old ref's new one."""
 
-    counts: dict[str, int] = field(default_factory=lambda: {"outputs": 0, "dialog": 0, "steps": 0})
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"outputs": 0, "saved_summaries": 0, "dialog": 0, "steps": 0}
+    )
     bytes: int = 0
     refs: dict[str, str] = field(default_factory=dict)
 
@@ -81,8 +86,11 @@ async def import_archive(config: ContextConfig, archive: Archive) -> ImportRepor
                 target.search.describe_output(
                     report.refs[output.ref], tool=output.tool, args=output.args
                 )
-            report.counts["outputs"] += 1
-            report.bytes += len(output.data)
+            if is_saved_summary(output.tool):
+                report.counts["saved_summaries"] += 1
+            else:
+                report.counts["outputs"] += 1
+                report.bytes += len(output.data)
         for record in archive.dialog:
             record = rewrite_refs(record, report.refs)
             raw = json.dumps(record).encode("ascii")  # (a lone surrogate stays escaped)

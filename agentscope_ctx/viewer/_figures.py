@@ -1,7 +1,9 @@
 """`session_figures`: the counts of a session, once, for the viewer's page and the demo's
 report (`agentscope-ctx demo`), which print them under the same names: model calls, the
 ladder's reliefs and the compactions (after which call), the messages that left the context,
-the saved outputs and their bytes, and each agent's context at the end."""
+the saved outputs and their bytes (and, apart, the summaries whose whole text was saved when
+they were shown cut: not tool outputs, `core.summary._saved`), and each agent's context at
+the end."""
 
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ class SessionFigures:
     records name)."""
     saved_bytes: int
     """Their bytes in all."""
+    saved_summaries: tuple[int, int] = (0, 0)
+    """The summaries shown cut whose whole text was saved to ``tool_result/`` beside the
+    outputs (`SessionView.saved_summaries`): (files, bytes). Not tool outputs: not in
+    `saved_outputs`; each compaction's row of the page shows its summary."""
     context: dict[str, int] = field(default_factory=dict)
     """Each agent's context after its last reply, by the context manager's count."""
 
@@ -48,6 +54,15 @@ class SessionFigures:
                 f"{self.saved_bytes:,} bytes in {self.saved_outputs} tool_result/ files",
             ),
         ]
+        files, size = self.saved_summaries
+        if files:
+            rows.append(
+                (
+                    "summaries saved whole",
+                    f"{size:,} bytes in {files} tool_result/ files (summaries the model was "
+                    "shown cut: not tool outputs; each compaction's row has its summary)",
+                )
+            )
         for agent, tokens in self.context.items():
             rows.append(("context at the end", f"{tokens:,} tokens (agent {agent})"))
         return rows
@@ -72,6 +87,7 @@ def session_figures(view: SessionView) -> SessionFigures:
         dialog_messages=len(view.dialog) if view.dialog_total is None else view.dialog_total,
         saved_outputs=saved,
         saved_bytes=size,
+        saved_summaries=(len(view.saved_summaries), sum(view.saved_summaries.values())),
         context={agent: context.total for agent, _, context in view.contexts},
     )
 

@@ -16,6 +16,7 @@ steps record's are (`services._steps`).
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ..core.config._config import ContextConfig
 from ..core.ladder._tool_policy import ToolResultPolicy
 from ..recall._read_file import FileReader, ReadFileError
 from ..services._breakdown import ContextBreakdown
+from ..stores._export import saved_summaries
 from ..stores._tool_results import name_tags
 from ..stores._usage_file import read_usage
 from ..stores.factory import Backend, open_backend
@@ -88,6 +90,11 @@ class SessionView:
     contexts: list[tuple[str, str, ContextBreakdown]] = field(default_factory=list)
     """What each agent's context held after its last reply: (agent, when, breakdown), from
     the usage records of the working dir (`stores._usage_file`)."""
+    saved_summaries: dict[str, int] = field(default_factory=dict)
+    """The summaries whose whole text was saved when they were shown cut (by the mark the
+    store recorded, `core.summary._saved`): their bytes, by ref. Not tool outputs: left out
+    of `stored` and `saved`; the page counts them apart, and each compaction's row shows its
+    summary."""
 
 
 def fold(records: list[dict[str, Any]]) -> list[Call]:
@@ -149,20 +156,28 @@ def load_session(
         backend.close()
     view.contexts = contexts(Path(config.working_dir), view.session)
     view.root = str(Path(config.working_dir).resolve())
+    own = "" if view.session == "default" else view.session
+    view.saved_summaries = saved_summaries(config, own)
+    view.saved -= set(view.saved_summaries)
     if config.store.kind != "postgres":
-        own = "" if view.session == "default" else view.session
-        view.stored = stored_outputs(Path(config.working_dir), own)
+        summaries = {Path(ref).name for ref in view.saved_summaries}
+        view.stored = stored_outputs(Path(config.working_dir), own, summaries)
     return view
 
 
-def stored_outputs(working_dir: Path, session: str) -> tuple[int, int]:
+def stored_outputs(
+    working_dir: Path, session: str, summaries: Collection[str] = ()
+) -> tuple[int, int]:
     """The saved outputs of `session` (``""``: none set) in ``working_dir/tool_result``, by
-    the session's tag in their names (`stores._tool_results.saved_name`): (files, bytes)."""
+    the session's tag in their names (`stores._tool_results.saved_name`), but the files
+    named in `summaries` (the summaries' saved texts): (files, bytes)."""
     tag = owner_tag(session)
     files, size = 0, 0
     folder = working_dir / "tool_result"
     for entry in os.scandir(folder) if folder.is_dir() else []:
         tags = name_tags(entry.name)
+        if entry.name in summaries:
+            continue
         if tags is not None and tags[1] == tag and entry.is_file(follow_symlinks=False):
             files += 1
             size += entry.stat(follow_symlinks=False).st_size

@@ -2,7 +2,10 @@
 installed line (2.x `Agent`, 1.x `ReActAgent`) exported by `agentscope-ctx export` and
 imported into another working dir by `agentscope-ctx import`, as JSONL and as the viewer's
 page: every output byte for byte, its notices pointing at the restored outputs, which
-`read_file` reads and search finds; one audit line each."""
+`read_file` reads and search finds; one audit line each. The session runs with the defaults
+(a 3,000-token budget: its compactions' summaries are shown cut, their whole text saved
+beside the outputs), and what is saved of a summary is exported and restored apart from the
+tool outputs (`core.summary._saved`)."""
 
 from __future__ import annotations
 
@@ -17,9 +20,11 @@ from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.ladder._tool_policy import ToolResultPolicy
+from agentscope_ctx.core.summary._saved import SAVED_SUMMARY
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._archive import parse_archive
 from agentscope_ctx.stores._audit import AuditFile
+from agentscope_ctx.stores._export import saved_summaries
 from agentscope_ctx.stores._search import SearchIndex
 from tests.support.agent_line import Line
 from tests.support.browser import open_page
@@ -30,7 +35,6 @@ async def _session(wd: Path, line: Line) -> None:
     config = ContextConfig(
         working_dir=wd,
         max_input_tokens=3_000,
-        summary_max_share=1,  # (shown whole: no saved summary beside the two outputs)
         summarizer={"enabled": False},
         compactor={"enabled": False},
         recall={"session": "s1"},
@@ -58,10 +62,14 @@ async def test_a_session_round_trips_byte_for_byte(
     )
     assert out["counts"]["outputs"] == 2 and out["counts"]["dialog"] > 0, out
     assert out["counts"]["steps"] > 0 and out["counts"]["summaries"] >= 1  # its compactions
+    assert out["counts"]["saved_summaries"] >= 1  # (shown cut at this budget)
     assert oct(archive.stat().st_mode & 0o777) == "0o600"
     parsed = parse_archive(archive.read_text(encoding="utf-8"))
-    assert sorted(o.data for o in parsed.outputs) == sorted(t.encode() for t in OUTPUTS.values())
-    assert {o.tool for o in parsed.outputs} == {"cat"}  # the call that made each
+    outputs = [o for o in parsed.outputs if o.tool != SAVED_SUMMARY]
+    assert sorted(o.data for o in outputs) == sorted(t.encode() for t in OUTPUTS.values())
+    assert {o.tool for o in outputs} == {"cat"}  # the call that made each
+    summaries = [o for o in parsed.outputs if o.tool == SAVED_SUMMARY]
+    assert len(summaries) == out["counts"]["saved_summaries"]
     if fmt == "html":
         page = archive.read_text(encoding="utf-8")
         assert page.startswith("<!DOCTYPE html>") and "line 299 of the quokka log" in page
@@ -69,6 +77,7 @@ async def test_a_session_round_trips_byte_for_byte(
     back = await _run(["import", str(archive), "--working-dir", str(dst), "--json"], capsys)
     assert back["counts"] == {
         "outputs": 2,
+        "saved_summaries": len(summaries),
         "dialog": out["counts"]["dialog"],
         "steps": out["counts"]["steps"],
     }
@@ -77,13 +86,17 @@ async def test_a_session_round_trips_byte_for_byte(
         assert Path(new).read_bytes() == Path(old).read_bytes()
     # the restored dialog's notices name the restored outputs, which read_file reads
     dialog = "".join(p.read_text(encoding="utf-8") for p in (dst / "dialog").glob("*.jsonl"))
-    assert all(new in dialog and old not in dialog for old, new in back["refs"].items())
+    refs = {o.ref: back["refs"][o.ref] for o in outputs}
+    assert all(new in dialog and old not in dialog for old, new in refs.items())
     reader = FileReader(
         [dst], ToolResultPolicy(ContextConfig().tool_result), store_dir=dst / "tool_result"
     ).scoped(Tenant("coder", "s1"))
-    for new in back["refs"].values():
+    for new in refs.values():
         text = reader.read_now(new)
         assert text.startswith(("line 0 of the quokka log\r\n", "日志 wombat 🙂")), text[:80]
+    for summary in summaries:  # restored, and still told apart from the outputs
+        assert reader.read_now(back["refs"][summary.ref]).startswith("## Goal")
+    assert _saved_summaries(dst) == {back["refs"][o.ref] for o in summaries}
     search = SearchIndex(dst)
     try:
         assert search.search("quokka").hits and search.search("wombat").hits
@@ -101,6 +114,42 @@ async def test_a_session_round_trips_byte_for_byte(
     assert [a["action"] for a in imported] == ["import", "import"]
     assert imported[0]["bytes"] == sum(len(t.encode()) for t in OUTPUTS.values())
     assert "quokka" not in (src / "audit.jsonl").read_text()
+
+
+def _saved_summaries(wd: Path) -> set[str]:
+    return set(saved_summaries(ContextConfig(working_dir=wd), "s1"))
+
+
+async def test_a_summary_shown_cut_is_counted_apart_from_the_outputs(
+    tmp_path: Path, line: Line, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At a small budget a compaction shows its summary cut and saves its whole text under
+    tool_result/, beside the outputs: export and `inspect` count the two outputs only (they
+    counted every file there: 5 outputs, two with no tool), and the summary's saved text is
+    exported with its mark and read on with `read_file`, as its notice says."""
+    src = tmp_path / "src"
+    await _session(src, line)
+    files = {str(p) for p in (src / "tool_result").iterdir()}
+    summaries = _saved_summaries(src)
+    assert summaries and summaries < files and len(files - summaries) == 2
+    out = await _run(
+        ["export", str(src), "--session", "s1", "-o", str(tmp_path / "a"), "--json"], capsys
+    )
+    assert out["counts"]["outputs"] == 2
+    assert out["counts"]["saved_summaries"] == len(summaries)
+    inspected = await _run(["inspect", str(src), "--json"], capsys)
+    assert inspected["outputs"]["count"] == 2
+    assert inspected["saved_summaries"]["count"] == len(summaries)
+    assert inspected["outputs"]["bytes"] == sum(len(t.encode()) for t in OUTPUTS.values())
+    archive = parse_archive((tmp_path / "a").read_text(encoding="utf-8"))
+    saved = {o.ref: o.data for o in archive.outputs if o.tool == SAVED_SUMMARY}
+    assert set(saved) == summaries
+    reader = FileReader(
+        [src], ToolResultPolicy(ContextConfig().tool_result), store_dir=src / "tool_result"
+    ).scoped(Tenant("coder", "s1"))
+    for ref, data in saved.items():
+        assert Path(ref).read_bytes() == data and data.startswith(b"## Goal")
+        assert reader.read_now(ref).startswith("## Goal")
 
 
 async def test_another_session_or_agent_is_not_exported(

@@ -43,7 +43,6 @@ async def _session(wd: Path, line: Line) -> None:
     config = ContextConfig(
         working_dir=wd,
         max_input_tokens=3_000,
-        summary_max_share=1,  # (shown whole: no saved summary beside the two outputs)
         summarizer={"enabled": False},
         recall={"session": "s1"},
         tool_result={"recent_max_bytes": 2_048, "old_max_bytes": 1_024},
@@ -103,7 +102,9 @@ async def test_i48_the_pages_counts_are_the_reports_and_inspects(
     tmp_path: Path, line: Line, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The page prints `session_figures` (the demo's report takes its counts from it too,
-    tests/edge/test_viewer.py), and they agree with `inspect --json`'s."""
+    tests/edge/test_viewer.py), and they agree with `inspect --json`'s. The summaries shown
+    cut at this budget have their whole text saved under tool_result/: both count them apart
+    from the two outputs (`core.summary._saved`; both counted them as outputs before)."""
     wd = tmp_path / "ctx"
     await _session(wd, line)
     config = ContextConfig(working_dir=wd)
@@ -115,6 +116,9 @@ async def test_i48_the_pages_counts_are_the_reports_and_inspects(
     inspected = json.loads(capsys.readouterr().out)
     assert figures.saved_outputs == inspected["outputs"]["count"] == 2
     assert figures.saved_bytes == inspected["outputs"]["bytes"]
+    saved = inspected["saved_summaries"]
+    assert figures.saved_summaries == (saved["count"], saved["bytes"]) and saved["count"] >= 1
+    assert len(list((wd / "tool_result").iterdir())) == 2 + saved["count"]
     assert figures.dialog_messages == inspected["dialog"]["messages"] > 0
     assert figures.compactions and figures.model_calls == len(view.calls)
     async with open_page(page_file) as (page, errors):
@@ -197,7 +201,13 @@ async def test_i48_an_output_saved_when_masked_is_in_the_steps_record(
         summarizer={"enabled": False},
         compactor={"enabled": False},
         recall={"session": "s1"},
-        tool_result={"recent_n": 1, "recent_max_bytes": 8_000, "old_max_bytes": 1_024},
+        # (0.15: the reads enter large enough to pass the trigger, and masking cuts them)
+        tool_result={
+            "recent_n": 1,
+            "recent_max_bytes": 8_000,
+            "old_max_bytes": 1_024,
+            "recent_max_share": 0.15,
+        },
     )
     session = line.session(config, line.fake_model(default="ok"), {"cat": str})
     try:

@@ -1,7 +1,10 @@
 """Export and import across stores (issue 47): a session of a real agent on the fleet store
 exported from PostgreSQL and imported into a local working dir, and back into another
 PostgreSQL schema: every output byte for byte, its notices pointing at the restored outputs,
-read by `read_file` and found by search; one audit row or line each."""
+read by `read_file` and found by search; one audit row or line each. At its 3,000-token
+budget the compactions' summaries are shown cut, their whole text saved beside the outputs:
+each store tells them apart (`core.summary._saved`), and export, import and `inspect` count
+them apart from the two outputs."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.ladder._tool_policy import ToolResultPolicy
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._audit import AuditFile
+from agentscope_ctx.stores._export import saved_summaries
 from agentscope_ctx.stores.factory import open_backend, open_stores
 from agentscope_ctx.stores.postgres._audit import PostgresAudit
 from tests.fleet.pg_config import PgStore, config_file
@@ -48,7 +52,6 @@ async def test_a_fleet_session_exports_and_imports_into_a_local_working_dir(
     config = ContextConfig.from_yaml(fleet).model_copy(
         update={
             "max_input_tokens": 3_000,
-            "summary_max_share": 1,  # (shown whole: no saved summary beside the two outputs)
             "summarizer": ContextConfig().summarizer.model_copy(update={"enabled": False}),
         }
     )
@@ -69,19 +72,31 @@ async def test_a_fleet_session_exports_and_imports_into_a_local_working_dir(
     )
     assert out["counts"]["outputs"] == 2 and out["counts"]["dialog"] > 0, out
     assert pg_store.password not in archive.read_text(encoding="utf-8")
+    # the summaries shown cut at this budget: their saved texts apart from the outputs
+    summaries = saved_summaries(config, "s1")
+    assert out["counts"]["saved_summaries"] == len(summaries) >= 1
+    inspected = await _run(["inspect", "--config", str(fleet), "--json"], capsys)
+    assert inspected["outputs"]["count"] == 2
+    assert inspected["saved_summaries"]["count"] == len(summaries)
     local = tmp_path / "local"
     back = await _run(["import", str(archive), "--working-dir", str(local), "--json"], capsys)
     assert back["counts"]["outputs"] == 2 and back["counts"]["dialog"] == out["counts"]["dialog"]
+    assert back["counts"]["saved_summaries"] == len(summaries)
     for old, new in back["refs"].items():
         assert old.startswith("pg-output:") and Path(new).parent == local.resolve() / "tool_result"
         assert Path(new).read_bytes() == _saved(config, old)
+    restored = saved_summaries(ContextConfig(working_dir=local), "s1")
+    assert set(restored) == {back["refs"][ref] for ref in summaries}
+    refs = {old: new for old, new in back["refs"].items() if old not in summaries}
     dialog = "".join(p.read_text(encoding="utf-8") for p in (local / "dialog").glob("*.jsonl"))
-    assert all(new in dialog and old not in dialog for old, new in back["refs"].items())
+    assert all(new in dialog and old not in dialog for old, new in refs.items())
     reader = FileReader(
         [local], ToolResultPolicy(config.tool_result), store_dir=local / "tool_result"
     ).scoped(Tenant("coder", "s1"))
-    for new in back["refs"].values():
+    for new in refs.values():
         assert reader.read_now(new).startswith(("line 0 of the quokka log\r\n", "日志 wombat"))
+    for new in restored:
+        assert reader.read_now(new).startswith("## Goal")
     found = await _run(["search", str(local), "quokka", "--json"], capsys)
     assert any(h["tool"] == "cat" for h in found["hits"]), found  # its tool call named
 
@@ -101,12 +116,13 @@ async def test_a_fleet_session_exports_and_imports_into_a_local_working_dir(
     second = ContextConfig.from_yaml(other)
     for old, new in into["refs"].items():
         assert new.startswith("pg-output:") and _saved(second, new) == Path(old).read_bytes()
+    assert set(saved_summaries(second, "s1")) == {into["refs"][ref] for ref in restored}
     backend = open_backend(second)
     try:
         text = (
             FileReader([tmp_path], ToolResultPolicy(second.tool_result), sources=backend.source)
             .scoped(Tenant("coder", "s1"))
-            .read_now(next(iter(into["refs"].values())))
+            .read_now(into["refs"][next(iter(refs.values()))])
         )
         assert "quokka" in text or "wombat" in text
         [line_] = PostgresAudit(backend.search.engine).read()  # type: ignore[attr-defined]

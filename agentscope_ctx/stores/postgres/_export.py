@@ -8,12 +8,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ...core.summary._saved import SAVED_SUMMARY
 from ._engine import PostgresEngine
 from ._names import db_name, name_from_db
 from ._outputs import PostgresOutputStore
 from ._tenant import transaction
 
-__all__ = ["pg_parts"]
+__all__ = ["pg_parts", "pg_saved_summaries"]
 
 
 def pg_parts(
@@ -70,6 +71,27 @@ def pg_parts(
             dialog.append(record)
     kept = [r for r in map(_json, (row[0] for row in steps)) if wants_step(r.get("agent"))]
     return outputs, dialog, kept
+
+
+def pg_saved_summaries(engine: PostgresEngine, session: str | None) -> dict[str, int]:
+    """The summaries' texts saved whole (`core.summary._saved`) of `session` (`None`: every
+    session): their bytes, by ref.
+
+    Raises:
+        PersistenceError: the store cannot be read.
+    """
+    s = engine.schema
+    where = "" if session is None else " AND o.session = %s"
+    try:
+        with transaction(engine, None) as conn:
+            rows = conn.execute(
+                f"SELECT o.id, o.size FROM {s}.outputs AS o JOIN {s}.owners AS w ON w.id = o.id "
+                f"WHERE w.tool = %s{where}",
+                (SAVED_SUMMARY,) if session is None else (SAVED_SUMMARY, db_name(session)),
+            ).fetchall()
+    except Exception as exc:
+        raise engine.error("cannot read the saved summaries", exc) from None
+    return {f"pg-output:{key}": int(size) for key, size in rows}
 
 
 def _json(text: str) -> dict[str, Any]:
