@@ -159,7 +159,13 @@ async def setup(working_dir: Path) -> DemoSetup:
         turns=_plan(base),
         context={
             "max_input_tokens": 12_000,
-            "tool_result": {"recent_max_bytes": 16_384, "old_max_bytes": 2_048},
+            # pages enter at 15% of the budget (not 8%), so that the two questions pass the
+            # trigger and an old page is cut again
+            "tool_result": {
+                "recent_max_bytes": 16_384,
+                "old_max_bytes": 2_048,
+                "recent_max_share": 0.15,
+            },
         },
         cleanup=cleanup,
     )

@@ -58,6 +58,7 @@ def replica(tmp_path: Path, memory: Any) -> tuple[ReActAgent, ContextManager, Fa
             "recent_max_bytes": 3_000,
             "old_max_bytes": 1_100,
             "mask_after": None,
+            "recent_max_share": None,  # the bytes alone cut the outputs
         },
     )
     manager = ContextManager(config)

@@ -29,7 +29,13 @@ async def _session(tmp_path: Path, mask_to_ratio: float | None) -> tuple[list[in
         compact_trigger_ratio=0.75,
         mask_to_ratio=mask_to_ratio,
         clear_at_least=None,
-        tool_result={"recent_n": 2, "mask_after": 4, "recent_max_bytes": 8_000},
+        # the outputs enter whole (bytes only: no share of the budget cuts them)
+        tool_result={
+            "recent_n": 2,
+            "mask_after": 4,
+            "recent_max_bytes": 8_000,
+            "recent_max_share": None,
+        },
     )
     agent = Agent()
     after: list[int] = []

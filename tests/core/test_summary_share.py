@@ -40,7 +40,10 @@ def _summary_shown(session: Session) -> str:
 async def test_a_resumed_session_shows_the_summary_cut_as_the_compacting_one(
     tmp_path: Path, line: Line
 ) -> None:
-    config = ContextConfig(working_dir=tmp_path, max_input_tokens=4_000)
+    # the output enters at 600 tokens (0.15), so that a compaction has an older part to take
+    config = ContextConfig(
+        working_dir=tmp_path, max_input_tokens=4_000, tool_result={"recent_max_share": 0.15}
+    )
     tools = {"read": lambda arg: f"{arg}: " + "a line of the file\n" * 200}
     first = line.session(config, line.fake_model(default=LONG), tools)
     await first.turn("Read the first module.", line.tool_call("read", "c1", arg="m0"), "ok")

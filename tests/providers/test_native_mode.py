@@ -69,7 +69,15 @@ async def test_a_native_session_on_openai_responses_holds_the_budget(
     tmp_path: Path, stream: bool
 ) -> None:
     session = await run_session(
-        tmp_path, "responses", model="gpt-5", budget=12_000, lines=60, steps=8, stream=stream
+        tmp_path,
+        "responses",
+        model="gpt-5",
+        budget=12_000,
+        lines=60,
+        steps=8,
+        stream=stream,
+        # each output enters at 1,800 tokens, as the session was sized (three compactions)
+        tool_result={"recent_max_share": 0.15},
     )
     sim = session.sim
     assert [c.status for c in sim.calls] == [200] * 18

@@ -155,7 +155,13 @@ async def test_i19_1_masked_read_file_result_stays_reachable(
         working_dir=tmp_path / "ctx",
         max_input_tokens=6_000,
         read_roots=[tmp_path],
-        tool_result={"recent_n": 1, "mask_after": 2, "recent_max_bytes": 8_000},
+        # 0.15: the excerpts the session was sized for (the notice chain fits `max_iters`)
+        tool_result={
+            "recent_n": 1,
+            "mask_after": 2,
+            "recent_max_bytes": 8_000,
+            "recent_max_share": 0.15,
+        },
         summarizer={"enabled": False},  # type: ignore[arg-type]
         token_counter="cl100k_base",
     )

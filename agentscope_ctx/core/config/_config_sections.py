@@ -46,10 +46,19 @@ class ToolResultConfig(_Section):
     passes the trigger, and under pressure all but the newest are, before any model
     compaction. `None` masks nothing. A value below `recent_n` counts as `recent_n`."""
 
-    recent_max_share: float | None = Field(default=0.15, gt=0, le=1)
+    recent_max_share: float | None = Field(default=0.08, gt=0, le=1)
     """A fresh output's excerpt is also bounded by this share of `max_input_tokens` (tokens
     per byte estimated from the output itself), so that one output cannot force a
-    compaction alone. `None`: bytes only."""
+    compaction alone. `None`: bytes only.
+
+    The default, 0.08, is about the share `recent_max_bytes` gives at a 128,000-token budget
+    (32 KB, some 8,000 tokens of code): the bytes bind above about 100,000 tokens, the share
+    below. It also bounds what a provider's prompt cache can read: a call that adds one fresh
+    output to a prompt at the trigger reads at most ``1 - share / compact_trigger_ratio`` of
+    it from the cache (0.89 here; 0.80 with 0.15, the default until 2026-12-07, which held
+    the cost benchmark's stress session at 0.71 of its prompt tokens read against issue 45's
+    0.80: 0.82 with 0.08, docs/contributors/providers.md). The rest of an output is a
+    `read_file` away (its notice says where)."""
 
     markdown_recent_max_bytes: int = Field(default=65_536, ge=1_024)
     """`recent_max_bytes` for Markdown sources (`*.md`, `*.markdown`, `protected_globs`,
