@@ -51,6 +51,21 @@ def test_every_field_is_documented_in_default_yaml() -> None:
             assert f"  {child}:" in text, f"{name}.{child}"
 
 
+def test_the_small_window_room_follows_the_fresh_outputs_share() -> None:
+    """`compact_headroom: null` leaves 0.3 of a small budget free after a compaction,
+    counted in fresh outputs at `tool_result.recent_max_share` (issue 45): 4 at the default
+    0.08 (it was 2 whatever the share, which at 0.08 kept twice as much and compacted every
+    third call of the cost benchmark's small session), 2 at 0.15 or with no share; never
+    at or above `SMALL_WINDOW`, and an explicit value is kept."""
+    assert ContextConfig().headroom(4_000) == 4
+    assert ContextConfig(tool_result={"recent_max_share": 0.15}).headroom(4_000) == 2
+    assert ContextConfig(tool_result={"recent_max_share": None}).headroom(4_000) == 2
+    assert ContextConfig(tool_result={"recent_max_share": 0.5}).headroom(4_000) == 2
+    assert ContextConfig().headroom(8_000) is None
+    assert ContextConfig(compact_headroom=3).headroom(4_000) == 3
+    assert ContextConfig(compact_headroom=0).headroom(4_000) is None
+
+
 def test_yaml_working_dir_expands_user(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("working_dir: ~/somewhere\n")

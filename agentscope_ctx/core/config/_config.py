@@ -44,8 +44,16 @@ AGENT_SECTIONS = ("agent", "model", "compactor_model", "context")
 
 SMALL_WINDOW = 8_000
 """Below this prompt budget (tokens) `summary_max_share` and `compact_headroom` apply by
-default (0.15 and 2): the cost benchmark's small session costs 30-47% less with them at 4,000
-to 6,000 tokens, 10% at 7,000, the same at 8,000 and above (issue 45)."""
+default (0.15, and room for `SMALL_WINDOW_ROOM`): the cost benchmark's small session costs
+30-47% less with them at 4,000 to 6,000 tokens, 10% at 7,000, the same at 8,000 and above
+(issue 45)."""
+
+SMALL_WINDOW_ROOM = 0.3
+"""The share of the budget a compaction leaves free under the trigger below `SMALL_WINDOW`
+by default, counted in fresh outputs (`compact_headroom`): two at the 0.15 share this was
+measured with, four at 0.08 (at 4,000 tokens, two at 0.08 kept twice as much and compacted
+every third call: the small session read 0.635 of its prompt tokens from the cache against
+0.688 with four; docs/contributors/providers.md)."""
 
 
 class ContextConfig(_Section):
@@ -113,9 +121,9 @@ class ContextConfig(_Section):
     counted at its share (`summary_max_share`, else as shown): where the newest
     `keep_recent_ratio` of the budget kept verbatim would leave less, fewer are kept (never
     less than the newest tool call with its result; the current user turn stays, and is
-    written to `dialog/` with the older part). `None` (the default): 2 where the budget is
-    under `SMALL_WINDOW` (as `summary_max_share`), none above. 0: `keep_recent_ratio`
-    alone."""
+    written to `dialog/` with the older part). `None` (the default): where the budget is
+    under `SMALL_WINDOW` (as `summary_max_share`), as many as fill `SMALL_WINDOW_ROOM` (0.3)
+    of it, 4 at the default share; none above. 0: `keep_recent_ratio` alone."""
 
     pin_max_share: float = Field(default=0.25, gt=0, le=0.5)
     """Pinned messages (metadata ``agentscope_ctx.pinned``, or `ContextManager.pin`) are never
@@ -173,10 +181,15 @@ class ContextConfig(_Section):
 
     def headroom(self, budget: int) -> int | None:
         """The fresh outputs a compaction leaves room for under the trigger at `budget`;
-        `None`: no such rule (see `compact_headroom`)."""
+        `None`: no such rule (see `compact_headroom`). Auto: as many as fill
+        `SMALL_WINDOW_ROOM` of the budget at `tool_result.recent_max_share` (4 at 0.08; 2,
+        at least)."""
         room = self.compact_headroom
         if room is None:
-            return 2 if budget < SMALL_WINDOW else None
+            if budget >= SMALL_WINDOW:
+                return None
+            share = self.tool_result.recent_max_share
+            return 2 if share is None else max(2, round(SMALL_WINDOW_ROOM / share))
         return room or None
 
     @field_validator("working_dir")
