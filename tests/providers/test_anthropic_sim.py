@@ -420,6 +420,21 @@ def test_cache_writes_only_a_prefix_over_the_model_minimum(api: Api) -> None:
     assert api.create(system=short, messages=[user("hi")]).usage.cache_creation_input_tokens > 0
 
 
+def test_a_short_breakpoint_makes_no_entry_even_inside_what_was_read(api: Api) -> None:
+    """A breakpoint on a prefix under the model's minimum makes no entry, also when the
+    request reads a longer prefix through another breakpoint: a later request that keeps
+    only that short prefix reads nothing. (The simulator kept one at no charge, and the cost
+    benchmark's compactions read the 572 tokens of tools and system prompt they could not.)"""
+    short = [text("A short prompt.", cache_control=EPHEMERAL)]
+    history = user({**text(LONG + " (history)"), "cache_control": EPHEMERAL})
+    written = api.create(system=short, messages=[history]).usage
+    assert written.cache_creation_input_tokens > 1024 and written.cache_read_input_tokens == 0
+    read = api.create(system=short, messages=[history, assistant("ok"), user("more")]).usage
+    assert read.cache_read_input_tokens == written.cache_creation_input_tokens
+    alone = api.create(system=short, messages=[user("something new")]).usage
+    assert alone.cache_read_input_tokens == 0 and alone.cache_creation_input_tokens == 0
+
+
 def test_cache_reads_look_back_20_blocks_at_most(api: Api) -> None:
     history = text(LONG + " (history)")
     conversation = api.create(

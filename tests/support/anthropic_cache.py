@@ -202,9 +202,9 @@ class PromptCache:
         done = read
         for position, ttl in marks:
             seconds = TTL_SECONDS[ttl]
+            if sizes[position] < minimum:
+                continue  # under the model's minimum: never cached, read through or not
             if position > hit:
-                if sizes[position] < minimum:
-                    continue
                 written[ttl] += sizes[position] - done
                 done = sizes[position]
             else:  # inside what was read: kept at no charge, its longer TTL too
