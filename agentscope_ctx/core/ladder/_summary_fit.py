@@ -7,12 +7,14 @@ stored never changes: the next compaction still gets the whole summary.
 
 Each cut saves the whole text once (its further tries point at the same file), and a cut's
 byte limit holds its notice (nothing is added for it: counted twice, the head was cut some
-120 tokens shorter than the budget needed). The file is recorded as a summary's saved text,
-not a tool's output (`summary._saved.SAVED_SUMMARY`)."""
+120 tokens shorter than the budget needed); a cut in proportion that took too much is
+widened again to the longest that fits (`_widen`). The file is recorded as a summary's saved
+text, not a tool's output (`summary._saved.SAVED_SUMMARY`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from ..context._memory import ContextMemory
@@ -25,6 +27,9 @@ from ._accountant import Accountant
 from ._cuts import _MASK_BYTES, Cutter
 
 __all__ = ["cap_writer", "drop_summary", "fit_summary"]
+
+_WIDEN_BYTES = 64
+"""A cut is widened until it is within this many bytes of the longest that fits (`_widen`)."""
 
 
 async def fit_summary(
@@ -45,7 +50,9 @@ async def fit_summary(
     memory.trim_summary(None, note=False)
     summary = clean_text(memory.summary_text())  # measured and saved as valid UTF-8
     shown, limit, path = summary, utf8_len(summary), ""
+    above = limit  # (the limit of a cut known not to fit)
     while limit > _MASK_BYTES and (over := await accountant.calibrated() - target) > 0:
+        above = limit
         tokens = max(await accountant.counter.count_text(shown), 1)
         excess = math.ceil(over / accountant.calibration.scale)  # (`limit` holds the notice)
         wanted = int(utf8_len(shown) * (tokens - excess) / tokens)  # (in proportion)
@@ -58,6 +65,14 @@ async def fit_summary(
         if cut == shown:
             break
         shown = cut
+        memory.trim_summary(shown, note=False)
+    if path and shown is not summary and await accountant.calibrated() <= target:
+
+        async def fits(cut: str) -> bool:
+            memory.trim_summary(cut, note=False)
+            return await accountant.calibrated() <= target
+
+        shown = await _widen(summary, path, limit, above, fits) or shown
         memory.trim_summary(shown, note=False)
     if await accountant.calibrated() > target:
         before = await accountant.summary_tokens()
@@ -109,8 +124,13 @@ async def cap_writer(
         msg = memory.summary_message_for(shown + kept.tail)
         return (0 if msg is None else math.ceil(await counter.count_msg(msg) * scale)) - cap
 
+    async def fits(shown: str) -> bool:
+        return await over(shown) <= 0
+
     shown, limit, path = writer, utf8_len(writer), ""
+    above = limit  # (the limit of a cut known not to fit)
     while limit > _MASK_BYTES and (excess := await over(shown)) > 0:
+        above = limit
         tokens = max(await counter.count_text(shown), 1)
         excess = math.ceil(excess / scale)  # (`limit` holds the notice: nothing added for it)
         wanted = int(utf8_len(shown) * (tokens - excess) / tokens)  # (in proportion)
@@ -122,7 +142,30 @@ async def cap_writer(
         path = await _saved(cutter, shown)
         if not path:  # not saved (the store failed): shown whole, as before the cap
             return kept
-    return kept if shown is writer else replace(kept, shown=shown)
+    if shown is writer:
+        return kept
+    if await fits(shown):
+        shown = await _widen(writer, path, limit, above, fits) or shown
+    return replace(kept, shown=shown)
+
+
+async def _widen(
+    text: str, path: str, fits_at: int, over_at: int, fits: Callable[[str], Awaitable[bool]]
+) -> str | None:
+    """The longest cut of `text` (its notice pointing at `path`, saved already) that `fits`,
+    between the limits of a cut known to fit (`fits_at` bytes) and of one known not to
+    (`over_at`), to within `_WIDEN_BYTES` or a fiftieth; `None`: no longer one fits. A cut
+    in proportion to the whole cuts too much of a text whose head has fewer tokens a byte
+    than its rest (plain lines, then figures): some 830 tokens at a 3,000-token budget."""
+    best = None
+    while over_at - fits_at > max(_WIDEN_BYTES, fits_at // 50):
+        mid = (fits_at + over_at) // 2
+        cut = excerpt_with_notice(text, max_bytes=mid, file_path=path)
+        if await fits(cut):
+            fits_at, best = mid, cut
+        else:
+            over_at = mid
+    return best
 
 
 async def _saved(cutter: Cutter, shown: str) -> str:
