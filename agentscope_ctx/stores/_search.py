@@ -23,9 +23,10 @@ file's state inside its own write transaction, so nothing is indexed twice.
 The index never holds up a save: a notification does not wait for another writer (another
 process's write transaction or rebuild, another thread's search). When the index is busy it
 is skipped; what it would have written is caught up later (the files by the next catch-up,
-the owner and tool of a saved output kept in memory until the next write, at most
-`MAX_PENDING`). A search waits for other writers at most its catch-up time, then searches
-what is indexed and says the index was busy (`SearchResult.busy`).
+the owner and tool of a saved output kept in memory until the next write of any handle of
+the process on that working dir, at most `_search_kept.MAX_PENDING`). A search waits for
+other writers at most its catch-up time, then searches what is indexed and says the index
+was busy (`SearchResult.busy`).
 
 A big saved output never holds up a search either: a search indexes at most
 `_index_pieces.SEARCH_INDEX_BYTES` of saved outputs (the least left first), answers from what
@@ -39,9 +40,8 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -58,6 +58,7 @@ from ..core.search._search_text import Query, parse_query, storable
 from ._search_catch_up import CatchUp, searching
 from ._search_db import IndexBusy, IndexConnection, IndexDatabase, Owner, batch, set_owner, write
 from ._search_files import file_stamp
+from ._search_kept import kept_owners
 from ._search_query import tenant_params
 from ._search_tail import TAIL_BYTES, TAIL_OUTPUT_BYTES, Tail, TailTooLarge, read_tail, searched
 
@@ -71,9 +72,6 @@ CLOSE_WAIT_SECONDS = 5.0
 INDEX_AT_SAVE_BYTES = 8 << 20
 """A saved output up to this size is indexed as it is saved; a larger one in the background,
 in pieces (indexing runs at about 10 MB/s: the save should not wait for seconds)."""
-MAX_PENDING = 10_000
-"""Owners of saved outputs kept in memory while the index is busy (the oldest are dropped
-beyond: a dialog record carrying the output's notice names its owner again)."""
 
 
 @dataclass
@@ -114,9 +112,9 @@ class SearchIndex(CatchUp):
         self.db = IndexDatabase(self.root / "index")
         self.failures = failures or FailureLog()
         self._calls: OrderedDict[str, tuple[str, str]] = OrderedDict()
-        self._pending: deque[tuple[str, Owner, str | None]] = deque(maxlen=MAX_PENDING)
-        self._pending_lock = threading.Lock()
-        self._recent: deque[tuple[str, Owner, str | None]] = deque(maxlen=256)
+        kept = kept_owners(self.root)  # shared by the process's handles on this working dir
+        self._kept = kept  # held: the registry keeps it only while a handle does
+        self._pending, self._pending_lock, self._recent = kept.pending, kept.lock, kept.recent
         self._busy_tries = 0
         self._claims: OrderedDict[Tenant, None] = OrderedDict()
         self._indexed = 0

@@ -62,6 +62,8 @@ class CatchUp:
     background: BackgroundWork
     _calls: OrderedDict[str, tuple[str, str]]
     _pending: deque[tuple[str, Owner, str | None]]
+    """The owners kept while the index was busy, those of every handle of the process on
+    this working dir (`_search_kept`): whichever writes next writes them."""
     _pending_lock: threading.Lock
     _recent: deque[tuple[str, Owner, str | None]]
     """The owners `_write_pending` took last (a search's tail takes them with `_pending`:

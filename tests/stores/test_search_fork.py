@@ -68,3 +68,18 @@ def test_a_child_forked_while_a_tail_memo_is_held_can_search(tmp_path: Path) -> 
     with record_module._MEMO.lock, output_module._MEMO.lock:  # as a search holds them
         child = _forked(_search_tail, tmp_path)
     assert _ended(child), "the forked child hung on the parent's memo"
+
+
+def test_a_child_forked_while_the_kept_owners_are_locked_can_search(tmp_path: Path) -> None:
+    """The owners kept while the index was busy are one set per working dir, shared by the
+    process's handles (`_search_kept`), whose threads lock it to keep or write them: a child
+    forked then would hold that lock forever, its first search hanging."""
+    parent = SearchIndex(tmp_path)  # the working dir's kept owners, which the child inherits
+    asyncio.run(DialogStore(tmp_path).append([Msg("user", "the okapi record", "user")]))
+    ToolResultStore(tmp_path, 7).save("an okapi output\n")
+    try:
+        with parent._pending_lock:  # as a handle's thread holds it at the fork
+            child = _forked(_search_tail, tmp_path)
+        assert _ended(child), "the forked child hung on the parent's kept owners"
+    finally:
+        parent.close()
