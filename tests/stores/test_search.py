@@ -613,6 +613,8 @@ async def test_the_owner_of_an_output_is_learnt_again_from_the_dialog(tmp_path: 
     text = log(3_000, {2_000: "the bongo code is 4040"})
     path = save(index, text, agent="alice")
     excerpt = excerpt_with_notice(text, max_bytes=2_000, file_path=str(path))
+    while index.background.running():  # its step would rebuild in the folder being deleted
+        index.background.close()
     shutil.rmtree(tmp_path / "index")  # the owner recorded at save is lost
     fresh = SearchIndex(tmp_path)
     assert fresh.search("bongo", Filters(agent="bob")).hits  # owner unknown: shown to all
