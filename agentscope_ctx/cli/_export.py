@@ -135,7 +135,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _saved_summaries(counts: dict[str, int]) -> str:
     """How many summaries shown cut had their whole text saved (and exported or imported
-    with the outputs, counted apart: `core.summary._saved`), when any did."""
+    with the outputs, counted apart: `core.search._saved_summary`), when any did."""
     n = counts.get("saved_summaries", 0)
     return f", and the whole text of {n} summary(ies) shown cut" if n else ""
 

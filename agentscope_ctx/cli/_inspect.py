@@ -72,7 +72,7 @@ def _fleet(backend: Any, summaries: dict[str, int]) -> dict[str, Any]:
 
 def _saved_summaries(config: ContextConfig | None, path: Path) -> dict[str, int]:
     """The summaries' saved texts in the store (every session), by the mark the store
-    recorded for each (`core.summary._saved`): not tool outputs, so `inspect` counts them
+    recorded for each (`core.search._saved_summary`): not tool outputs, so `inspect` counts them
     apart (``saved_summaries``)."""
     from ..stores._export import local_saved_summaries, saved_summaries
 

@@ -28,7 +28,7 @@ JSON Lines, UTF-8, one object per line, each with ``v`` (the format's version, n
   UTF-8, else ``base64``; ``tool`` and ``args``, when the store's index knew which tool call
   made it (what a search hit names). Outputs come before the records that name them. A
   summary's text saved whole when it was shown cut is an ``output`` line too, its ``tool``
-  the mark `core.summary._saved.SAVED_SUMMARY` (counted as ``saved_summaries``, not as
+  the mark `core.search._saved_summary.SAVED_SUMMARY` (counted as ``saved_summaries``, not as
   ``outputs``);
 - ``dialog``: a dialog record as the store keeps it (`_dialog_record`), in append order;
 - ``step``: a record of the session viewer's steps (`_steps_file`), with its usage lines

@@ -8,7 +8,7 @@ user). A local saved output names its owner by tags only (`_tool_results.saved_n
 agent key is found among the session's known ones (its dialog records', its steps', the one
 asked for); an output of an agent known by no record is exported with ``agent: null``.
 
-A summary's whole text, saved when its summary message was shown cut (`core.summary._saved`),
+A summary's whole text, saved when its summary message was shown cut (`core.search._saved_summary`),
 is in the store beside the outputs: it is exported as an ``output`` line (its notice names
 it: an import restores it), with the mark the store recorded for it as its ``tool``, and
 counted apart (``saved_summaries``), not as a tool output. `saved_summaries` finds them for
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core._tenant import KEY_VERSION, agent_key, owner_tag
-from ..core.summary._saved import is_saved_summary
+from ..core.search._saved_summary import is_saved_summary
 from ._archive import ARCHIVE_VERSION, FORMAT, output_line
 from ._steps_file import StepFile
 from ._tool_results import name_tags
@@ -182,7 +182,7 @@ def _local_parts(wd: Path, which: SessionFilter) -> Parts:
 def saved_summaries(config: ContextConfig, session: str | None = None) -> dict[str, int]:
     """The summaries' texts saved whole in the store `config` names, of `session` (``""``:
     none set; `None`: every session), by the mark the store recorded for each
-    (`core.summary._saved`): their bytes, by ref (empty when the store's records cannot be
+    (`core.search._saved_summary`): their bytes, by ref (empty when the store's records cannot be
     read now, or it has no index).
 
     Raises:

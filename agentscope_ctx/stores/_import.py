@@ -3,7 +3,7 @@ local working dir or the fleet store, whichever it came from (docs/data.md).
 
 - each output is saved anew for its owner (its agent key and session; ``""`` for an agent
   the archive could not name), byte for byte, and indexed (with the tool call that made it,
-  when the archive names it, or the mark of a summary's saved text, `core.summary._saved`,
+  when the archive names it, or the mark of a summary's saved text, `core.search._saved_summary`,
   counted apart): it gets a ref of this store;
 - every ref of the archive is rewritten to the new one wherever a dialog record or a step
   names it (the notices), so that `read_file` on a notice reads the restored output;
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core._errors import PersistenceError
-from ..core.summary._saved import is_saved_summary
+from ..core.search._saved_summary import is_saved_summary
 from ._archive import Archive
 from ._dialog_record import decode_record
 from .factory import Stores, open_backend, open_stores
@@ -36,7 +36,7 @@ __all__ = ["ImportReport", "import_archive", "rewrite_refs"]
 @dataclass
 class ImportReport:
     """What an import wrote: records by kind (the summaries' saved texts apart from the tool
-    outputs, `core.summary._saved`), the tool outputs' bytes, and each old ref's new one."""
+    outputs, `core.search._saved_summary`), the tool outputs' bytes, and each old ref's new one."""
 
     counts: dict[str, int] = field(
         default_factory=lambda: {"outputs": 0, "saved_summaries": 0, "dialog": 0, "steps": 0}

@@ -2,7 +2,7 @@
 report (`agentscope-ctx demo`), which print them under the same names: model calls, the
 ladder's reliefs and the compactions (after which call), the messages that left the context,
 the saved outputs and their bytes (and, apart, the summaries whose whole text was saved when
-they were shown cut: not tool outputs, `core.summary._saved`), and each agent's context at
+they were shown cut: not tool outputs, `core.search._saved_summary`), and each agent's context at
 the end."""
 
 from __future__ import annotations

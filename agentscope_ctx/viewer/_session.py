@@ -92,7 +92,7 @@ class SessionView:
     the usage records of the working dir (`stores._usage_file`)."""
     saved_summaries: dict[str, int] = field(default_factory=dict)
     """The summaries whose whole text was saved when they were shown cut (by the mark the
-    store recorded, `core.summary._saved`): their bytes, by ref. Not tool outputs: left out
+    store recorded, `core.search._saved_summary`): their bytes, by ref. Not tool outputs: left out
     of `stored` and `saved`; the page counts them apart, and each compaction's row shows its
     summary."""
 

@@ -2,7 +2,7 @@
 summary is saved once per fit, whatever the number of cuts it tries; the cut's byte limit
 holds its notice, so the head shown is as long as the budget allows (the notice was counted
 twice: some 120 tokens cut too many); and the saved file is recorded as the summary's saved
-text, not a tool's output (`core.summary._saved`), as `cap_writer`'s is."""
+text, not a tool's output (`core.search._saved_summary`), as `cap_writer`'s is."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agentscope_ctx.core.ladder._summary_fit import cap_writer, fit_summary
+from agentscope_ctx.core.search._saved_summary import SAVED_SUMMARY
 from agentscope_ctx.core.summary._carry_text import CarryState
 from agentscope_ctx.core.summary._kept import Kept
-from agentscope_ctx.core.summary._saved import SAVED_SUMMARY
 from agentscope_ctx.core.truncation._truncation import notice_paths
 from tests.core.test_pipeline import Agent, attach, pipeline
 from tests.support.lines import Msg

@@ -5,7 +5,7 @@ page: every output byte for byte, its notices pointing at the restored outputs, 
 `read_file` reads and search finds; one audit line each. The session runs with the defaults
 (a 3,000-token budget: its compactions' summaries are shown cut, their whole text saved
 beside the outputs), and what is saved of a summary is exported and restored apart from the
-tool outputs (`core.summary._saved`)."""
+tool outputs (`core.search._saved_summary`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
 from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.core.ladder._tool_policy import ToolResultPolicy
-from agentscope_ctx.core.summary._saved import SAVED_SUMMARY
+from agentscope_ctx.core.search._saved_summary import SAVED_SUMMARY
+from agentscope_ctx.core.search._search_hits import Filters, format_result
 from agentscope_ctx.recall._read_file import FileReader
 from agentscope_ctx.stores._archive import parse_archive
 from agentscope_ctx.stores._audit import AuditFile
@@ -150,6 +151,14 @@ async def test_a_summary_shown_cut_is_counted_apart_from_the_outputs(
     for ref, data in saved.items():
         assert Path(ref).read_bytes() == data and data.startswith(b"## Goal")
         assert reader.read_now(ref).startswith("## Goal")
+    search = SearchIndex(src)  # search_history finds it, and says what it is
+    try:
+        result = search.search("platypus", Filters(tool=SAVED_SUMMARY))
+        assert result.hits and {str(h.path) for h in result.hits} <= summaries
+        text = format_result(result, "platypus", shared=False, max_bytes=4_000)
+        assert "saved text of a summary shown cut" in text and "saved output of" not in text
+    finally:
+        search.close()
 
 
 async def test_another_session_or_agent_is_not_exported(

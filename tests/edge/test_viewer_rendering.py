@@ -104,7 +104,7 @@ async def test_i48_the_pages_counts_are_the_reports_and_inspects(
     """The page prints `session_figures` (the demo's report takes its counts from it too,
     tests/edge/test_viewer.py), and they agree with `inspect --json`'s. The summaries shown
     cut at this budget have their whole text saved under tool_result/: both count them apart
-    from the two outputs (`core.summary._saved`; both counted them as outputs before)."""
+    from the two outputs (`core.search._saved_summary`; both counted them as outputs before)."""
     wd = tmp_path / "ctx"
     await _session(wd, line)
     config = ContextConfig(working_dir=wd)

@@ -3,7 +3,7 @@ exported from PostgreSQL and imported into a local working dir, and back into an
 PostgreSQL schema: every output byte for byte, its notices pointing at the restored outputs,
 read by `read_file` and found by search; one audit row or line each. At its 3,000-token
 budget the compactions' summaries are shown cut, their whole text saved beside the outputs:
-each store tells them apart (`core.summary._saved`), and export, import and `inspect` count
+each store tells them apart (`core.search._saved_summary`), and export, import and `inspect` count
 them apart from the two outputs."""
 
 from __future__ import annotations

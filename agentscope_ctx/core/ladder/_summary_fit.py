@@ -9,7 +9,7 @@ Each cut saves the whole text once (its further tries point at the same file), a
 byte limit holds its notice (nothing is added for it: counted twice, the head was cut some
 120 tokens shorter than the budget needed); a cut in proportion that took too much is
 widened again to the longest that fits (`_widen`). The file is recorded as a summary's saved
-text, not a tool's output (`summary._saved.SAVED_SUMMARY`)."""
+text, not a tool's output (`search._saved_summary.SAVED_SUMMARY`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from ..context._memory import ContextMemory
+from ..search._saved_summary import SAVED_SUMMARY
 from ..summary._kept import Kept
-from ..summary._saved import SAVED_SUMMARY
 from ..tokens._tokens import TokenCounter
 from ..truncation._offload import clean_text
 from ..truncation._truncation import excerpt_with_notice, parse_notice, utf8_len

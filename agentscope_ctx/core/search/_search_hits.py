@@ -19,6 +19,7 @@ from typing import Any
 from .._stamps import local_stamp
 from .._tenant import Tenant
 from ..truncation._truncation import utf8_len
+from ._saved_summary import is_saved_summary
 from ._search_text import DEFAULT_HITS, MAX_HITS, Query, clip, pick_lines, shown_text
 
 __all__ = [
@@ -212,7 +213,9 @@ def parse_time(value: str | None, name: str) -> str | None:
 
 
 def _describe(hit: Hit, shared: bool) -> str:
-    if hit.kind == "tool_result":
+    if hit.kind == "tool_result" and is_saved_summary(hit.tool):  # (not a tool's output)
+        what = "saved text of a summary shown cut"
+    elif hit.kind == "tool_result":
         call = f"{hit.tool}({hit.args})" if hit.args else hit.tool
         what = f"saved output of {call}" if call else "saved tool output"
     elif hit.kind == "memory":

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ...core.summary._saved import SAVED_SUMMARY
+from ...core.search._saved_summary import SAVED_SUMMARY
 from ._engine import PostgresEngine
 from ._names import db_name, name_from_db
 from ._outputs import PostgresOutputStore
@@ -74,7 +74,7 @@ def pg_parts(
 
 
 def pg_saved_summaries(engine: PostgresEngine, session: str | None) -> dict[str, int]:
-    """The summaries' texts saved whole (`core.summary._saved`) of `session` (`None`: every
+    """The summaries' texts saved whole (`core.search._saved_summary`) of `session` (`None`: every
     session): their bytes, by ref.
 
     Raises:
