@@ -9,7 +9,9 @@ of the search index, on either store), with `SAVED_SUMMARY` for the tool: a name
 have (a provider's tool names are letters, digits, ``_`` and ``-``). Export, `import`, the
 viewer and `inspect` count such a file apart from the tool outputs (docs/data.md). A file
 saved before this mark existed, or while recall is off (the store then keeps no owners
-record), has no mark and counts as an output with no tool, as it did before. The name lives
+record), has no mark and counts as an output with no tool, as it did before; so does one
+whose local index was rebuilt (a cache: no dialog record names the file, from which an
+output's tool is learnt again; PostgreSQL's rebuild keeps the owners). The name lives
 with the search because the search index's owners record is where it is kept, and a search
 hit on such a file says what it is (`_search_hits`)."""
 
