@@ -162,7 +162,8 @@ def run_trials(tmp_path: Path, *, trials: int, seed: int, max_kills: int) -> Sta
     stats = Stats()
     counter = TokenCounter("cl100k_base")
     started = time.monotonic()
-    # calibration: how long the whole session works after READY (kills are drawn within it)
+    # calibration: how long the whole session works after READY (kills are drawn within it);
+    # a trial's first run that ends before its kill (the machine got faster) narrows it
     proc = _start(tmp_path / "calibration", tmp_path / "calibration.log")
     ready = time.monotonic()
     proc.communicate(timeout=120)
@@ -174,12 +175,15 @@ def run_trials(tmp_path: Path, *, trials: int, seed: int, max_kills: int) -> Sta
         windows: list[set[str]] = []
         for _ in range(rng.randint(1, max_kills)):
             proc = _start(working_dir, log)
+            ready = time.monotonic()
             time.sleep(rng.uniform(0.0, work_seconds))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 stats.kills += 1
             else:
                 stats.finished_before_kill += 1
+                if not windows:  # a whole session, faster than the calibration's (less load)
+                    work_seconds = min(work_seconds, time.monotonic() - ready)
             proc.wait()
             windows.append(
                 asyncio.run(_check(working_dir, stats, counter, final=False, windows=windows))
