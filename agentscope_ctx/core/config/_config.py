@@ -53,7 +53,8 @@ SMALL_WINDOW_ROOM = 0.3
 by default, counted in fresh outputs (`compact_headroom`): two at the 0.15 share this was
 measured with, four at 0.08 (at 4,000 tokens, two at 0.08 kept twice as much and compacted
 every third call: the small session read 0.635 of its prompt tokens from the cache against
-0.688 with four; docs/contributors/providers.md)."""
+0.686 with four, on the Anthropic simulator before 43487a3, which read a few hundred tokens
+too many at each compaction; docs/contributors/providers.md)."""
 
 
 class ContextConfig(_Section):
