@@ -188,16 +188,24 @@ async def test_a_summary_held_to_its_share_is_cut_again_from_its_whole(tmp_path:
     assert described.calls == [([str(saved)], SAVED_SUMMARY, "")]
 
 
-async def test_under_the_notice_alone_the_share_gets_the_least_cut(tmp_path: Path) -> None:
-    """A share smaller than the notice: the writer's text is shown at its least (the notice
-    and a character or so, as `_MASK_BYTES` cuts), saved once."""
+@pytest.mark.parametrize("cap", [100, 150])
+async def test_under_the_notice_alone_the_share_gets_the_least_cut(
+    tmp_path: Path, cap: int
+) -> None:
+    """A share smaller than the notice and the guide: the writer's text is shown at its
+    least (the notice and a character or so, as `_MASK_BYTES` cuts), saved once; and the
+    first repeat of that cut ends the tries, as in `fit_summary` (`cap_writer` lost that stop
+    in 52d1687 and tried every byte limit down to `_MASK_BYTES`, each giving the same cut: at
+    150, 188 messages counted, now 3)."""
     pipe, memory, _ = pipeline(tmp_path)
     counter = pipe.accountant.counter
+    before = sum(counter.cache_info())
     kept = await cap_writer(
-        memory, counter, pipe.cutter, PLAIN, Kept(CarryState(), (), ""), 100, 1.0
+        memory, counter, pipe.cutter, PLAIN, Kept(CarryState(), (), ""), cap, 1.0
     )
     (saved,) = (tmp_path / "tool_result").iterdir()
     assert kept.shown == excerpt_with_notice(PLAIN, max_bytes=_MASK_BYTES, file_path=str(saved))
+    assert sum(counter.cache_info()) - before < 10  # (messages counted, one a try)
 
 
 async def test_a_store_that_cannot_save_leaves_the_writers_text_whole(tmp_path: Path) -> None:
