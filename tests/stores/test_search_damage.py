@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,18 +25,16 @@ from agentscope_ctx.stores._search_tantivy import (
 )
 from tests.support.index_damage import KINDS
 
+if TYPE_CHECKING:
+    from tests.support.forked import Forker
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def damaged_runs(*args: str) -> dict[str, dict[str, object]]:
-    """Run the damage harness in a child process; its report per kind."""
-    child = subprocess.run(
-        [sys.executable, "-m", "tests.support.index_damage", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def damaged_runs(forker: Forker, *args: str) -> dict[str, dict[str, object]]:
+    """Run the damage harness in a child process (forked after ``import agentscope``: a fresh
+    interpreter's import took 2.5 s a run on 1.x, at a load of 6); its report per kind."""
+    child = forker.run(["-m", "tests.support.index_damage", *args], cwd=ROOT, timeout=600)
     reports = {r["kind"]: r for r in map(json.loads, child.stdout.splitlines())}
     asked = [a for a in args if not a.startswith("--")] or list(KINDS)
     missing = [kind for kind in asked if kind not in reports]
@@ -47,8 +44,8 @@ def damaged_runs(*args: str) -> dict[str, dict[str, object]]:
     return reports
 
 
-def test_each_kind_of_damage_while_open_is_rebuilt_and_found_again() -> None:
-    reports = damaged_runs()
+def test_each_kind_of_damage_while_open_is_rebuilt_and_found_again(forker: Forker) -> None:
+    reports = damaged_runs(forker)
     assert len(KINDS) == 27
     failed = {kind: r for kind, r in reports.items() if r["ok"] is not True}
     assert not failed
@@ -56,15 +53,15 @@ def test_each_kind_of_damage_while_open_is_rebuilt_and_found_again() -> None:
         assert "the search index was damaged" in str(report["first"]), kind
 
 
-def test_a_truncated_file_met_by_a_save_and_the_background_first() -> None:
+def test_a_truncated_file_met_by_a_save_and_the_background_first(forker: Forker) -> None:
     kinds = [k for k in KINDS if k.startswith("truncate:")] + ["zero:store", "delete:idx"]
-    reports = damaged_runs("--save-first", *kinds)
+    reports = damaged_runs(forker, "--save-first", *kinds)
     assert {kind: r["ok"] for kind, r in reports.items()} == dict.fromkeys(kinds, True)
 
 
-def test_without_inotify_the_files_stat_finds_the_damage() -> None:
+def test_without_inotify_the_files_stat_finds_the_damage(forker: Forker) -> None:
     kinds = [k for k in KINDS if k.endswith((":idx", ":store"))] + ["delete:meta.json"]
-    reports = damaged_runs("--no-watch", *kinds)
+    reports = damaged_runs(forker, "--no-watch", *kinds)
     assert {kind: r["ok"] for kind, r in reports.items()} == dict.fromkeys(kinds, True)
     assert all("the search index was damaged" in str(r["first"]) for r in reports.values())
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import sys
 import tempfile
@@ -199,7 +198,9 @@ def _run(index: SearchIndex, kind: str, save_first: bool) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONFAULTHANDLER", "1")
+    import faulthandler
+
+    faulthandler.enable()  # a crash's stacks on stderr, also in a child forked by a `Forker`
     args = sys.argv[1:]
     save_first = "--save-first" in args
     if "--no-watch" in args:  # the files stat-ed at every check, as where inotify is not
