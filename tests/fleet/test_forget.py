@@ -13,13 +13,13 @@ import asyncio
 import json
 import os
 import random
-import subprocess
-import sys
+import signal
 import tempfile
 import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,6 +31,9 @@ from agentscope_ctx.stores._forget import ForgetTarget, forget_store
 from agentscope_ctx.stores.factory import open_backend
 from tests.fleet.forget_world import Who, World, tenants
 from tests.fleet.pg_config import fleet_config
+
+if TYPE_CHECKING:
+    from tests.support.forked import Forker
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ["local", "postgres"]
@@ -243,7 +246,7 @@ def test_forget_many(
 # -- a worker killed mid-forget -------------------------------------------------------------
 
 _WORKER = """
-import sys
+import signal, sys
 from agentscope_ctx.core.config._config import ContextConfig
 from agentscope_ctx.stores._forget import ForgetTarget, forget_store
 
@@ -254,7 +257,7 @@ stop = sys.argv[3]
 def step(kind):
     if kind == stop:
         print("at", kind, flush=True)
-        sys.stdin.read()  # killed here
+        signal.pause()  # killed here
 
 forget_store(config, target, who="worker", on_step=step)
 print("done", flush=True)
@@ -262,41 +265,40 @@ print("done", flush=True)
 STEPS = {"local": ["outputs", "media", "usage", "dialog"], "postgres": ["files", "rows"]}
 
 
-def kill_at(config: ContextConfig, target: ForgetTarget, stop: str) -> None:
-    """Run the forget in a worker process and SIGKILL it once it reports `stop` done."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, config.model_dump_json(), json.dumps(target.fields), stop],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        cwd=ROOT,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().decode()
-    proc.kill()
-    proc.wait()
+def kill_at(forker: Forker, config: ContextConfig, target: ForgetTarget, stop: str) -> None:
+    """Run the forget in a worker process and SIGKILL it once it reports `stop` done. The
+    worker is a child of the forker (forked after ``import agentscope``, which took a fresh
+    interpreter 1.7 s on 1.x); it writes to a FIFO this end reads, as it wrote to a pipe."""
+    fifo = Path(tempfile.mkdtemp(prefix="forget-kill-")) / "out"
+    os.mkfifo(fifo)
+    argv = ["-c", _WORKER, config.model_dump_json(), json.dumps(target.fields), stop]
+    child = forker.start(argv, cwd=ROOT, env=dict(os.environ), stdout=fifo)
+    with fifo.open(encoding="utf-8") as out:  # the child opens it first thing: no hang
+        line = out.readline()
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
     assert line.split() == ["at", stop], line
 
 
 def test_a_forget_killed_midway_is_completed_by_the_next(
-    make_config: Callable[[], ContextConfig],
+    make_config: Callable[[], ContextConfig], forker: Forker
 ) -> None:
     """Killed after its files, before the index (local) or before the rows (PostgreSQL)."""
     config = make_config()
-    killed_then_completed(config, {"local": "dialog", "postgres": "files"}[config.store.kind])
+    stop = {"local": "dialog", "postgres": "files"}[config.store.kind]
+    killed_then_completed(forker, config, stop)
 
 
 @pytest.mark.slow
 def test_a_forget_killed_at_each_step_is_completed_by_the_next(
-    make_config: Callable[[], ContextConfig],
+    make_config: Callable[[], ContextConfig], forker: Forker
 ) -> None:
     kind = make_config().store.kind
     for stop in STEPS[kind]:
-        killed_then_completed(make_config(), stop)
+        killed_then_completed(forker, make_config(), stop)
 
 
-def killed_then_completed(config: ContextConfig, stop: str) -> None:
+def killed_then_completed(forker: Forker, config: ContextConfig, stop: str) -> None:
     stops = STEPS[config.store.kind]
     step = stops.index(stop)
     whos = tenants(random.Random(step), 3)
@@ -310,7 +312,7 @@ def killed_then_completed(config: ContextConfig, stop: str) -> None:
     kept = [w for w in whos if w not in gone]
     before = snapshot(world, kept)
     before_index = index_files(world) if world.kind == "local" else set()
-    kill_at(config, target, stop)
+    kill_at(forker, config, target, stop)
     report = forget_store(config, target, who="test")  # completes it
     done = step >= stops.index("dialog" if world.kind == "local" else "rows")
     assert report.counts["dialog"] == (0 if done else 4 * len(gone))
