@@ -76,6 +76,18 @@ def pytest_configure(config: pytest.Config) -> None:
         tempfile.tempdir = None  # read TMPDIR again
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject's addopts: the default run) starts one worker more than the
+    cores this process may use: a test spends a good part of its time waiting on what runs
+    outside the test process (servers starting, forked interpreters, the browser), and
+    another worker runs a test meanwhile. On the project's 2 cores (2026-12-07, at 9ff66d4):
+    2.x 131 s with 2 workers (load 1-5), 120 s with 3 (load 3-8); 1.x 136 s and 125 s (load
+    3-5, 8). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still says how many (xdist reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Take what collecting left (AgentScope, the SDKs, the package and the test modules: some
     300,000 objects that a test process keeps to its end) out of the cyclic collector's sight
