@@ -76,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
         tempfile.tempdir = None  # read TMPDIR again
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) has no such hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` (pyproject's addopts: the default run) starts one worker more than the
     cores this process may use: a test spends a good part of its time waiting on what runs
