@@ -139,7 +139,7 @@ def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
     facts = _facts(random.Random(30), 12)
     stores = open_stores(config, agent="a", session="s")
     refs = [stores.outputs.save(text) for _, _, text in facts]
-    stores.search.catch_up()
+    _index_all(stores)
     stores.close()
     with psycopg.connect(pg_store.server.dsn, password=pg_store.password, autocommit=True) as conn:
         conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
@@ -211,7 +211,7 @@ def test_a_schema_4_store_gets_the_words_its_parser_split_whole(
     stores = open_stores(config, agent="a", session="s")
     asyncio.run(stores.dialog.append([make_msg(k, v) for k, v in texts.items()]))
     stores.outputs.save("an output: 7e7q\n")
-    stores.search.catch_up()
+    _index_all(stores)  # (one catch-up passes over a row the background indexer holds)
     stores.close()
     with psycopg.connect(pg_store.server.dsn, password=pg_store.password, autocommit=True) as conn:
         conn.execute("SELECT set_config('agentscope_ctx.scope', 'all', false)")
@@ -329,7 +329,7 @@ def test_a_word_in_every_chunk_of_a_block_keeps_all_its_chunks(
     stores = open_stores(pg_store.config(tmp_path), agent="a", session="s")
     try:
         stores.outputs.save("\n".join(lines) + "\n")
-        stores.search.catch_up()
+        _index_all(stores)
         for word, line in (("factone", 255 * 16 + 4), ("facttwo", 299 * 16 + 4)):
             result = stores.search.search(f"tick {word}", limit=5)
             assert _lines_with(result.hits, word) == [line] and result.every
