@@ -472,12 +472,13 @@ def _flock(folder: DialogDir) -> Iterator[None]:
 
 def _drop_pending(index: Any, target: ForgetTarget, owners: Owners) -> None:
     """The owners of saved outputs this process keeps in memory while its index is busy
-    (`SearchIndex._pending`, written at its next write): the forgotten ones are dropped, so
+    (`SearchIndex._kept`, written at its next write): the forgotten ones are dropped, so
     no row naming them comes back. (Another process's are written there too, and name an
     output that is gone: the next forget, or a rebuild, takes them.)"""
-    pending, lock = getattr(index, "_pending", None), getattr(index, "_pending_lock", None)
-    if pending is None or lock is None:
+    kept_owners = getattr(index, "_kept", None)
+    if kept_owners is None:
         return
+    pending, lock = kept_owners.pending, kept_owners.lock
     with lock:
         kept = [
             item

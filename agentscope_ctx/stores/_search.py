@@ -112,9 +112,9 @@ class SearchIndex(CatchUp):
         self.db = IndexDatabase(self.root / "index")
         self.failures = failures or FailureLog()
         self._calls: OrderedDict[str, tuple[str, str]] = OrderedDict()
-        kept = kept_owners(self.root)  # shared by the process's handles on this working dir
-        self._kept = kept  # held: the registry keeps it only while a handle does
-        self._pending, self._pending_lock, self._recent = kept.pending, kept.lock, kept.recent
+        # Shared by the process's handles on this working dir; held: the registry keeps it
+        # only while a handle does.
+        self._kept = kept_owners(self.root)
         self._busy_tries = 0
         self._claims: OrderedDict[Tenant, None] = OrderedDict()
         self._indexed = 0
@@ -209,8 +209,8 @@ class SearchIndex(CatchUp):
         params.pop("tenant", None)
 
         def answer(db: IndexConnection, most: int | None) -> SearchResult:
-            with self._pending_lock:  # before the snapshot: kept, else committed in it
-                owners = [*self._recent, *self._pending]
+            with self._kept.lock:  # before the snapshot: kept, else committed in it
+                owners = [*self._kept.recent, *self._kept.pending]
             read = partial(self._tail, db, tenant, most, owners)
             hits, every, tail = searched(db, read, parsed, params, limit)
             self.search_work.tail_files += tail.files
@@ -234,7 +234,7 @@ class SearchIndex(CatchUp):
                 self._claim(db, tenant, busy)  # else read into the tail, claimed there
             return answer(db, None)
 
-        if self._pending:  # the owners this handle kept while the index was busy: its tail
+        if self._kept.pending:  # the owners this handle kept while the index was busy: its tail
             self.background.kick()  # reads them; the background writes them (never a search:
             # an owner learnt late rewrites its output's chunks, seconds for a 2 MB one)
         rebuilds = self.db.rebuilds
@@ -305,7 +305,7 @@ class SearchIndex(CatchUp):
         of a reply, and must not hang on a process holding the index); one left unwritten is
         claimed from the output's name by its tenant's next search (`CatchUp._claim`)."""
         self.background.close()
-        if self._pending:
+        if self._kept.pending:
             try:
                 self.db.run(self._write_pending, wait=CLOSE_WAIT_SECONDS)
             except IndexBusy as exc:
@@ -342,8 +342,8 @@ class SearchIndex(CatchUp):
 
     def _keep(self, owner: tuple[str, Owner, str | None] | None) -> None:
         if owner is not None:
-            with self._pending_lock:
-                self._pending.append(owner)
+            with self._kept.lock:
+                self._kept.pending.append(owner)
 
     def _saved(self, db: sqlite3.Connection, name: str, owner: Owner, ts: str) -> None:
         with write(db, self.db.deadline):

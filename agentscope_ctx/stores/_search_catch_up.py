@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,7 +21,6 @@ from ._search_db import (
     IndexBusy,
     IndexConnection,
     IndexDatabase,
-    Owner,
     add_doc,
     batch,
     drop_one,
@@ -39,6 +37,7 @@ from ._search_files import (
     source_files,
     up_to_date,
 )
+from ._search_kept import KeptOwners
 from ._search_record import Record, parse_record
 from ._search_turns import searches_waiting, searching
 
@@ -53,6 +52,7 @@ MAX_CLAIMS = 64
 YIELD_SECONDS = 0.01
 """How long a background step waits, taking nothing, while a search of its index runs."""
 
+
 class CatchUp:
     """The catch-up of `SearchIndex` (whose `__init__` sets these attributes)."""
 
@@ -61,12 +61,10 @@ class CatchUp:
     failures: FailureLog
     background: BackgroundWork
     _calls: OrderedDict[str, tuple[str, str]]
-    _pending: deque[tuple[str, Owner, str | None]]
+    _kept: KeptOwners
     """The owners kept while the index was busy, those of every handle of the process on
-    this working dir (`_search_kept`): whichever writes next writes them."""
-    _pending_lock: threading.Lock
-    _recent: deque[tuple[str, Owner, str | None]]
-    """The owners `_write_pending` took last (a search's tail takes them with `_pending`:
+    this working dir (`_search_kept`): whichever writes next writes them (`pending`), and
+    those `_write_pending` took last (`recent`: a search's tail takes them with `pending`,
     they may be written but not committed yet)."""
     _busy_tries: int
     _claims: OrderedDict[Tenant, None]
@@ -76,19 +74,19 @@ class CatchUp:
 
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """Record the owners kept while the index was busy (kept again if it still is)."""
-        with self._pending_lock:
-            if not self._pending:
+        with self._kept.lock:
+            if not self._kept.pending:
                 return
-            owners = list(self._pending)
-            self._pending.clear()
-            self._recent.extend(owners)  # until surely committed: a search's tail reads them
+            owners = list(self._kept.pending)
+            self._kept.pending.clear()
+            self._kept.recent.extend(owners)  # until surely committed: a search's tail reads them
         try:
             with write(db, self.db.deadline):
                 for name, owner, ts in owners:
                     set_owner(db, name, owner, ts)
         except BaseException:
-            with self._pending_lock:
-                self._pending.extendleft(reversed(owners))
+            with self._kept.lock:
+                self._kept.pending.extendleft(reversed(owners))
             raise
 
     def _output_name(self, path: str | Path) -> str | None:
@@ -250,7 +248,7 @@ class CatchUp:
     def _step(self, db: sqlite3.Connection) -> int:
         """A background step on `db`: the claims the searches read into their tails
         (`claimed`), then `STEP_SECONDS` of catch-up."""
-        with self._pending_lock:
+        with self._kept.lock:
             tenants, self._claims = list(self._claims), OrderedDict()
         busy: list[bool] = []
         for at, tenant in enumerate(tenants):
@@ -263,7 +261,7 @@ class CatchUp:
     def claimed(self, tenants: Iterable[Tenant]) -> None:
         """A search read outputs of `tenants` that the index knows no owner of into its tail,
         claimed: the background writes the claims (`_claim`), the newest `MAX_CLAIMS`."""
-        with self._pending_lock:
+        with self._kept.lock:
             for tenant in tenants:
                 self._claims.pop(tenant, None)
                 self._claims[tenant] = None

@@ -592,7 +592,7 @@ def test_the_owners_a_busy_index_keeps_in_memory_are_forgotten_too(tmp_path: Pat
                 (w.refs[0].replace(str(tmp_path) + "/", ""), (w.key, w.session, None, None), None)
             )
         forget_store(config, target_of(victim, "session"), search=index)
-        assert all(owner[:2] == (other.key, other.session) for _, owner, _ in index._pending)
+        assert all(owner[:2] == (other.key, other.session) for _, owner, _ in index._kept.pending)
         index.catch_up()  # (writes what is still kept)
     finally:
         index.close()

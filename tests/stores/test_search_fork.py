@@ -78,7 +78,7 @@ def test_a_child_forked_while_the_kept_owners_are_locked_can_search(tmp_path: Pa
     asyncio.run(DialogStore(tmp_path).append([Msg("user", "the okapi record", "user")]))
     ToolResultStore(tmp_path, 7).save("an okapi output\n")
     try:
-        with parent._pending_lock:  # as a handle's thread holds it at the fork
+        with parent._kept.lock:  # as a handle's thread holds it at the fork
             child = _forked(_search_tail, tmp_path)
         assert _ended(child), "the forked child hung on the parent's kept owners"
     finally:

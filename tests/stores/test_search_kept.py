@@ -40,9 +40,9 @@ def test_an_owner_one_handle_kept_is_written_by_another(tmp_path: Path) -> None:
         other.catch_up()  # the index made
         with holding(tmp_path):  # the owner told while the index is busy: kept
             path = outputs(keeper).save("an okapi output\n")
-        assert keeper._pending
+        assert keeper._kept.pending
         other.catch_up()  # another handle's write (its background step): the output indexed
-        assert not keeper._pending and owners(other, path) == {("a", "s1")}
+        assert not keeper._kept.pending and owners(other, path) == {("a", "s1")}
         tenant = Filters(tenant=Tenant.of("a", "s1", scope="session"))
         for _ in range(3):
             assert [h.path for h in other.search("okapi", tenant).hits] == [path]
@@ -58,7 +58,7 @@ def test_handles_of_other_working_dirs_keep_their_own(tmp_path: Path) -> None:
         one.catch_up()
         with holding(tmp_path / "one"):
             outputs(one).save("an okapi output\n")
-        assert one._pending and not two._pending
+        assert one._kept.pending and not two._kept.pending
     finally:
         one.close()
         two.close()

@@ -249,7 +249,7 @@ async def test_a_search_never_writes_the_owners_its_handle_kept(
         assert [h.path for h in index.search("okapi", tenant).hits] == [path]
         assert writes == [] and index.search_work.commits == 0
         index.catch_up()  # what the background does
-        assert writes and not index._pending
+        assert writes and not index._kept.pending
         owners = index.db.run(
             lambda db: db.execute(
                 "SELECT agent, session FROM docs WHERE path = ?", (f"tool_result/{path.name}",)
