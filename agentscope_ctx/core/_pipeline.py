@@ -8,9 +8,10 @@ A pressure ladder of small stages, each a unit with one job, in order:
    whole because the store failed, saved and cut once it works again);
 2. the `Accountant` counts system prompt + tool schemas + summary + messages;
 3. `Ladder.relieve`, no model call: under `compact_trigger_ratio`, due cuts of older
-   outputs wait for a batch worth `clear_at_least`; over it, the second truncation, then
-   masking (old outputs reduced to their notice, on down to `mask_to_ratio`), then masking
-   of all but the newest;
+   outputs wait for a batch worth `clear_at_least`, or for a cold cache (no model call for
+   longer than `cache.ttl`: the provider writes the whole prompt again anyway); over it,
+   the second truncation, then masking (old outputs reduced to their notice, on down to
+   `mask_to_ratio`), then masking of all but the newest;
 4. `Compaction`, only if the prompt is still over the trigger: a model summary of the older
    messages, saved to `dialog/` durably before they leave memory;
 5. `Ladder.fit`, the last resort when the prompt is over the budget; still over it, a
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -59,6 +61,9 @@ if TYPE_CHECKING:  # annotations only: the caller passes the store in
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
 
 logger = logging.getLogger("agentscope_ctx")
+
+_TTL_SECONDS = {"5m": 300.0, "1h": 3_600.0}
+"""A prompt cache entry's life in seconds, by `CacheConfig.ttl`."""
 
 
 @dataclass
@@ -182,6 +187,13 @@ class ContextPipeline:
         """The stable call of the last model call's cache marks (`cache_marks`)."""
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
+        self.clock: Callable[[], float] = time.monotonic
+        """The time in seconds, for the prompt cache's TTL (`cold`; a benchmark or a test
+        sets a virtual one)."""
+        self._last_call: float | None = None
+        """`clock` when the provider's usage of the last model call came (`observe_usage`);
+        `None` before the first in this process (a session resumed on another worker counts
+        as warm)."""
 
     async def run(
         self,
@@ -208,7 +220,9 @@ class ContextPipeline:
             await accountant.sync()
             report.truncated = await self.ladder.first_cuts()
             report.tokens_before = await accountant.calibrated()
-            relief = await self.ladder.relieve(report.tokens_before, report.threshold)
+            relief = await self.ladder.relieve(
+                report.tokens_before, report.threshold, cold=self.cold
+            )
             report.tokens_after, report.freed = relief.tokens_after, relief.freed
             report.truncated += relief.changed
             budget = self.calibration.budget
@@ -298,7 +312,7 @@ class ContextPipeline:
             await self.accountant.sync()
             changed = await self.ladder.first_cuts()
             tokens = await self.accountant.calibrated()
-            relief = await self.ladder.relieve(tokens, self.threshold)
+            relief = await self.ladder.relieve(tokens, self.threshold, cold=self.cold)
             return changed + relief.changed
 
     # -- the budget, as the accountant and the calibration see it --------------------------
@@ -312,9 +326,21 @@ class ContextPipeline:
     def threshold(self) -> int:
         return int(self.config.compact_trigger_ratio * self.calibration.budget)
 
+    @property
+    def cold(self) -> bool:
+        """Whether the provider's prompt cache has expired: no model call's usage came for
+        longer than its TTL (`cache.ttl`, refreshed by each call). Then the next call writes
+        the whole prompt anyway, and the cuts due are applied at once (`Ladder.relieve`).
+        Measured from the usage's arrival, after the answer: the idle time is undercounted
+        by the answer's length, so a cache counted cold is cold."""
+        if self._last_call is None:
+            return False
+        return self.clock() - self._last_call > _TTL_SECONDS[self.config.cache.ttl]
+
     def observe_usage(self, usage: PromptUsage) -> float | None:
         """Fold the provider's count of the last prompt into the calibration (and its cache
         reads and writes into `cache`, and into a span when tracing: `note_model_usage`)."""
+        self._last_call = self.clock()
         self.cache.observe(usage)
         with grouped(self.span_group):
             note_model_usage(self.calibration.key, usage.prompt, usage.cached, usage.created)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 __all__ = ["added", "added_tokens", "bound_read", "messages_of", "pieces", "plain", "reads"]
@@ -112,10 +112,13 @@ def added_tokens(bodies: Sequence[dict[str, Any] | None], prompts: Sequence[int]
     return out
 
 
-def reads(prompts: Sequence[int], added: Sequence[int]) -> list[int]:
+def reads(prompts: Sequence[int], added: Sequence[int], cold: Collection[int] = ()) -> list[int]:
     """The bound read of each call of a session (`bound_read`), from its prompt tokens and
-    what it added."""
+    what it added; 0 at the calls in `cold` (their indexes: the first after a pause longer
+    than the cache's TTL, when no cache holds anything to read)."""
     return [
-        bound_read(previous, prompt, new)
-        for previous, prompt, new in zip([0, *prompts], prompts, added, strict=False)
+        0 if k in cold else bound_read(previous, prompt, new)
+        for k, (previous, prompt, new) in enumerate(
+            zip([0, *prompts], prompts, added, strict=False)
+        )
     ]

@@ -7,14 +7,18 @@ documentation (`tests/support/anthropic_sim.py`; `tests/support/chat_sim.py` wit
 ``dashscope`` and ``openai`` profiles): requests are validated, the prompt cache is accounted
 as the provider bills it (breakpoints, the 20-block lookback, TTLs; OpenAI's automatic
 prefixes in 128-token steps), costs at the model's list prices (Claude Sonnet 4.5; Qwen-Plus
-on Model Studio; gpt-5 on OpenAI). The simulator's clock is virtual, 5 s a call: no entry
-expires, as in a session that does not pause. Only the model's answers are scripted.
+on Model Studio; gpt-5 on OpenAI). The simulator's clock is virtual (`VirtualClock`), 5 s a
+call: no entry expires, as in a session that does not pause, but in ``paced``, where the user
+takes 6 minutes before each task, past the 5-minute TTL (the package reads the same clock).
+Only the model's answers are scripted.
 
 Sessions (`benchmarks/cost/session.py`: the same files and script as the cost benchmark):
 
 - ``stress``: 6 turns of 8 `view_text_file` calls, outputs of 30 KB-1.3 MB, budget 24,000;
 - ``everyday``: 10 turns of 10 calls, outputs of 1.5-40 KB (every 23rd 200 KB), budget 128,000;
 - ``small``: 4 turns of 6 calls, outputs of 1.5-12 KB, a 4,000-token window;
+- ``paced``: ``everyday`` with 6 minutes before each task after the first (a person reading
+  the answers): each task opens on a cold cache;
 - ``thinking`` (Anthropic only): `tests/support/thinking_session.py`, extended thinking on, 6
   turns of 8 log reads, budget 24,000; AgentScope's own compression cannot run there (its
   structured-output call forces `tool_choice`, which thinking refuses).
@@ -43,7 +47,7 @@ import json
 import logging
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,8 +70,11 @@ from benchmarks.cost.session import (  # noqa: E402
 )
 
 SECONDS_PER_CALL = 5.0
+PAUSE_SECONDS = 360.0
+TTL_SECONDS = 300.0
+"""The cache TTL of every provider here (Anthropic's 5 minutes, the package's default)."""
 PROVIDERS = ("anthropic", "dashscope", "openai")
-SESSIONS = ("stress", "everyday", "small", "thinking")
+SESSIONS = ("stress", "everyday", "small", "paced", "thinking")
 MODELS = {"anthropic": "claude-sonnet-4-5", "dashscope": "qwen-plus", "openai": "gpt-5"}
 WINDOWS = {"anthropic": 200_000, "dashscope": 131_072, "openai": 400_000}
 """The models' own windows: the provider refuses a prompt over it; the session's budget
@@ -91,10 +98,18 @@ def small(turns: int = 4, calls: int = 6, budget: int = 4_000, seed: int = 3) ->
     return Scenario("small", budget, turns, calls, sizes, seed)
 
 
+def paced() -> Scenario:
+    """`everyday` with 6 minutes before each task after the first (`Scenario.pause`)."""
+    import dataclasses
+
+    return dataclasses.replace(everyday(), name="paced", pause=PAUSE_SECONDS)
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "stress": stress,
     "everyday": everyday,
     "small": small,
+    "paced": paced,
 }
 
 
@@ -105,6 +120,11 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
     return [
         str(t.get("name") or t.get("function", {}).get("name")) for t in body.get("tools") or []
     ]
+
+
+def _kind(body: object) -> str:
+    """`kind_of` a request the simulator kept (one it could not parse: the agent's)."""
+    return kind_of(body) if isinstance(body, dict) else "agent"
 
 
 def kind_of(body: dict[str, Any]) -> str:
@@ -171,24 +191,44 @@ def _task_numbers(text: str) -> list[str]:
 # -- the providers -------------------------------------------------------------------------
 
 
+class VirtualClock:
+    """A session's time in seconds: `SECONDS_PER_CALL` a request (`tick`, the simulator's
+    clock), and the user's pauses (`pause`); `read` tells the time without a tick (the
+    package's clock, `ContextPipeline.clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def tick(self) -> float:
+        now, self.now = self.now, self.now + SECONDS_PER_CALL
+        return now
+
+    def read(self) -> float:
+        return self.now
+
+    def pause(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @contextmanager
-def provider(name: str, responder: Callable[[dict[str, Any]], Any], window: int) -> Iterator[Any]:
+def provider(
+    name: str,
+    responder: Callable[[dict[str, Any]], Any],
+    window: int,
+    clock: VirtualClock | None = None,
+) -> Iterator[Any]:
     """(simulator, model factory) of provider `name`; the clock virtual (see the module)."""
-    ticks = itertools.count()
-
-    def clock() -> float:
-        return next(ticks) * SECONDS_PER_CALL
-
+    clock = clock or VirtualClock()
     if name == "anthropic":
         from tests.support import anthropic_sim
 
-        sim = anthropic_sim.AnthropicSim(responder, model_window=window, clock=clock)
+        sim = anthropic_sim.AnthropicSim(responder, model_window=window, clock=clock.tick)
         with anthropic_sim.serve(sim) as url:
             yield sim, lambda: _anthropic(url)
         return
     from tests.support import chat_sim
 
-    sim = chat_sim.ChatSim(responder, profile=name, model_window=window, clock=clock)
+    sim = chat_sim.ChatSim(responder, profile=name, model_window=window, clock=clock.tick)
     with chat_sim.serve(sim) as url:
         yield sim, lambda: _chat(name, url)
 
@@ -273,7 +313,8 @@ async def run_system(
 
     plan = write_files(scenario, work / "repo")
     script = Script(plan, _make_turn(name))
-    with provider(name, script, WINDOWS[name]) as (sim, make_model):
+    clock = VirtualClock()
+    with provider(name, script, WINDOWS[name], clock) as (sim, make_model):
         model = make_model()
         model.context_size = scenario.budget
         extra: dict[str, Any] = {}
@@ -301,8 +342,14 @@ async def run_system(
             injection_config=InjectionConfig(inject_runtime_state=False),
             **extra,
         )
-        failed = 0
+        if manager is not None:
+            manager._binding(agent).pipeline.clock = clock.read  # the session's time
+        failed, cold = 0, set[int]()
         for turn, steps in enumerate(plan):
+            if turn and scenario.pause:
+                clock.pause(scenario.pause)
+                if scenario.pause > TTL_SECONDS:  # the next agent call finds no cache
+                    cold.add(sum(_kind(b) == "agent" for b in sim.requests))
             try:
                 await agent.reply(UserMsg(name="user", content=user_task(turn, steps)))
             except Exception as exc:  # the provider's error ends the reply, not the session
@@ -312,7 +359,7 @@ async def run_system(
             await manager.close()
         if inspect is not None:
             inspect(sim)
-    return row(sim, failed)
+    return row(sim, failed, cold)
 
 
 async def run_thinking(work: Path) -> dict[str, Any]:
@@ -337,16 +384,17 @@ async def run_thinking(work: Path) -> dict[str, Any]:
     return row(sim, 0)
 
 
-def row(sim: Any, failed_turns: int) -> dict[str, Any]:
-    """The figures of one run from its simulator's calls (see the module docstring)."""
-    kinds = [kind_of(body) if isinstance(body, dict) else "agent" for body in sim.requests]
+def row(sim: Any, failed_turns: int, cold: Collection[int] = ()) -> dict[str, Any]:
+    """The figures of one run from its simulator's calls (see the module docstring); `cold`:
+    the agent calls (indexes) made after a pause past the cache's TTL (`bound.reads`)."""
+    kinds = [_kind(body) for body in sim.requests]
     calls = list(sim.calls)
     agent = [c for c, k in zip(calls, kinds, strict=True) if k == "agent"]
     bodies = [b if isinstance(b, dict) else None for b in sim.requests]
     prompts = [_prompt_tokens(c) for c in agent]
     read = sum(_read_tokens(c) for c in agent)
     agent_bodies = [b for b, k in zip(bodies, kinds, strict=True) if k == "agent"]
-    bound_reads = bound.reads(prompts, bound.added_tokens(agent_bodies, prompts))
+    bound_reads = bound.reads(prompts, bound.added_tokens(agent_bodies, prompts), cold)
     totals = sim.summary()
     bound_usd = append_only_bound(agent, sim, bound_reads)
     agent_cost = sum(c.cost_usd for c in agent)

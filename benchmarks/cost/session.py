@@ -66,6 +66,9 @@ class Scenario:
     seed: int = 0
     json: bool = False
     """Whether every fourth output (the second of four) is JSON records with Chinese fields."""
+    pause: float = 0.0
+    """Seconds the user takes before each task after the first (`cost.providers`' virtual
+    clock: past the providers' 5-minute cache TTL, each task starts on a cold cache)."""
 
 
 def stress(turns: int = 6, calls: int = 8, budget: int = 24_000, seed: int = 1) -> Scenario:

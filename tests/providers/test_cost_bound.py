@@ -65,6 +65,14 @@ def test_a_shrunken_call_writes_what_it_added() -> None:
     assert reads[2] == prompts[2] - added[2] < min(prompts[1], prompts[2]) - 1_000
 
 
+def test_a_call_after_the_cache_expired_reads_nothing_at_the_bound() -> None:
+    """`paced` (`benchmarks.cost.providers`): the first call after a pause past the cache's
+    TTL finds nothing to read, even append-only; the calls after it read as before."""
+    prompts, added = [1_000, 1_500, 2_000, 2_500], [1_000, 500, 500, 500]
+    assert bound.reads(prompts, added) == [0, 1_000, 1_500, 2_000]
+    assert bound.reads(prompts, added, cold={2}) == [0, 1_000, 0, 2_000]
+
+
 def test_the_meter_bound_leaves_out_the_new_pieces() -> None:
     from agentscope_ctx import TokenCounter
     from benchmarks.cost.meter import PromptMeter, encoding

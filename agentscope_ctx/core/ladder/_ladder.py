@@ -108,23 +108,21 @@ class Ladder:
                 break
         return changed
 
-    async def relieve(self, tokens: int, threshold: int) -> Relief:
+    async def relieve(self, tokens: int, threshold: int, *, cold: bool = False) -> Relief:
         """Rungs (a) and (b), from a prompt of `tokens` (calibrated).
 
-        Under the trigger, due cuts wait (`clear_at_least`). Over it, every due cut is
-        applied in one batch: the second truncation, then masking by age, going on down to
-        the low-water mark (`_mask_to`; a batch breaks the cached prefix once, whatever it
-        holds, and the more it frees the longer until the next); then, only if the prompt is
-        still over, masking of all but the newest."""
+        Under the trigger, due cuts wait (`clear_at_least`), unless the provider's cache is
+        `cold` (expired: the next call writes the whole prompt anyway, so rewriting older
+        messages now breaks nothing, and every call after it sends the smaller prompt).
+        Over it, every due cut is applied in one batch: the second truncation, then masking
+        by age, going on down to the low-water mark (`_mask_to`; a batch breaks the cached
+        prefix once, whatever it holds, and the more it frees the longer until the next);
+        then, only if the prompt is still over, masking of all but the newest."""
         relief = Relief(tokens)
         t = self.accountant.ledger
         if tokens <= threshold:
-            if (
-                self.clear_at_least is not None
-                and self.plan.due
-                and await self.plan.freed(t.msgs, t.counts, t.calls) >= self.clear_at_least
-            ):
-                await self._rung(relief, "batched cuts", 0)
+            if self.plan.due and (cold or await self._batch_worth_it()):
+                await self._rung(relief, "cuts due, cache cold" if cold else "batched cuts", 0)
             return relief
         await self._rung(relief, "second truncation", OLD)
         if self.config.mask_after is not None:
@@ -147,6 +145,13 @@ class Ladder:
                 "readable through their notices"
             )
         return relief
+
+    async def _batch_worth_it(self) -> bool:
+        """Whether the cuts due free at least `clear_at_least` tokens (never, without one)."""
+        if self.clear_at_least is None:
+            return False
+        t = self.accountant.ledger
+        return await self.plan.freed(t.msgs, t.counts, t.calls) >= self.clear_at_least
 
     async def fit(self, target: int) -> int:
         """Rung (d), the last resort when the prompt is still over `target`, each step only

@@ -1,0 +1,125 @@
+"""A task that opens on an expired prompt cache gets the cuts due applied at once (issue 45
+item 3, `ContextPipeline.cold`), through AgentScope 2.x's `Agent` and `DashScopeChatModel`
+against the Model Studio simulator, the package and the simulator on one manual clock.
+
+Within a task (a call every few seconds) the outputs that slid out of the newest one wait
+under the trigger, and every call reads the previous prompt from the cache. After six idle
+minutes (past the 5-minute TTL) the next call writes the whole prompt anyway: the waiting
+cuts go into that call, and the calls after it read again."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
+from tests.support import chat_sim
+
+pytestmark = pytest.mark.skipif(
+    IS_1X,
+    reason=f"AgentScope 2.x only: drives a 2.x Agent; AgentScope {AGENTSCOPE_VERSION} is installed",
+)
+
+LOG = "".join(f"line {i}: worker step {i} ok, queue depth {i % 7}\n" for i in range(300))
+STEPS = 4
+
+
+def _respond(body: dict[str, Any]) -> chat_sim.Turn:
+    """Per task: `STEPS` calls of `read_log`, then an answer."""
+    messages = body["messages"]
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    done = sum(1 for m in messages[last_user:] if m["role"] == "tool")
+    if done >= STEPS:
+        return chat_sim.Turn(text="The log is fine.")
+    return chat_sim.Turn(tool_calls=[("read_log", {"part": done})])
+
+
+async def _two_tasks(work: Path, idle: float) -> chat_sim.ChatSim:
+    """Two tasks, `idle` seconds between them; the simulator with its calls."""
+    from agentscope.agent import Agent, InjectionConfig
+    from agentscope.credential import DashScopeCredential
+    from agentscope.message import UserMsg
+    from agentscope.model import DashScopeChatModel
+    from agentscope.tool import FunctionTool, Toolkit
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from tests.support.fakes import ALLOW
+
+    def read_log(part: int) -> str:
+        """Read one part of the log.
+
+        Args:
+            part (int): the part.
+        """
+        return f"part {part}\n{LOG}"
+
+    clock = chat_sim.ManualClock()
+    sim = chat_sim.ChatSim(_respond, profile="dashscope", clock=clock)
+    with chat_sim.serve(sim) as url:
+        model = DashScopeChatModel(
+            credential=DashScopeCredential(api_key="sk-test", base_url=url),
+            model="qwen-plus",
+            stream=True,
+            max_retries=0,
+        )
+        manager = ContextManager(
+            ContextConfig(
+                working_dir=work,
+                max_input_tokens=60_000,
+                token_counter="cl100k_base",
+                tool_result={"recent_n": 1, "old_max_bytes": 2_048},
+            )
+        )
+        agent = Agent(
+            name="analyst",
+            system_prompt="You read logs and report what you find. " * 40,
+            model=model,
+            toolkit=Toolkit(tools=[FunctionTool(read_log, permission=ALLOW, is_read_only=True)]),
+            injection_config=InjectionConfig(inject_runtime_state=False),
+            middlewares=[manager.middleware()],
+        )
+        manager._binding(agent).pipeline.clock = clock  # the session's time
+        for task in range(2):
+            if task:
+                clock.advance(idle)
+            await agent.reply(UserMsg(name="user", content=f"Task {task}: read the log parts."))
+            clock.advance(5)
+        await manager.close()
+    return sim
+
+
+def _tool_sizes(body: dict[str, Any]) -> list[int]:
+    """The size of each tool output's text (a `cache_control` mark makes a content a list)."""
+    return [len(_text(m["content"])) for m in body["messages"] if m["role"] == "tool"]
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else "".join(p["text"] for p in content)
+
+
+async def test_the_cuts_due_go_into_the_call_after_the_cache_expired(tmp_path: Path) -> None:
+    sim = await _two_tasks(tmp_path / "cold", idle=360)
+    calls, bodies = sim.calls, sim.requests
+    assert [c.status for c in calls] == [200] * 2 * (STEPS + 1)
+    first = STEPS + 1  # the second task's first call
+    # task 1: no output rewritten, each call reading the one before it
+    for before, after in pairwise(bodies[:first]):
+        assert _tool_sizes(after)[: len(_tool_sizes(before))] == _tool_sizes(before)
+    assert all(c.cached_tokens > 0 for c in calls[2:first])
+    # task 2's first call: the cache expired (nothing read), and the outputs of task 1 out
+    # of the newest one are cut to the old limits in it, all at once
+    assert calls[first].cached_tokens == 0
+    whole, cut = _tool_sizes(bodies[first - 1]), _tool_sizes(bodies[first])
+    assert len(cut) == len(whole) == STEPS
+    assert all(c < w for c, w in zip(cut[:-1], whole[:-1], strict=True))
+    assert cut[-1] == whole[-1]
+    # then, warm again: read back, and the new outputs wait again
+    assert all(c.cached_tokens > 0 for c in calls[first + 1 :])
+    assert _tool_sizes(bodies[-1])[:STEPS] == cut
+
+    warm = await _two_tasks(tmp_path / "warm", idle=60)
+    assert warm.calls[first].cached_tokens > 0  # within the TTL: read, and nothing cut
+    assert _tool_sizes(warm.requests[first]) == _tool_sizes(warm.requests[first - 1])
