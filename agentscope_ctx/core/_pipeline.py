@@ -187,13 +187,9 @@ class ContextPipeline:
         """The stable call of the last model call's cache marks (`cache_marks`)."""
         """Raw estimate of the prompt at the end of the last run (what the model gets next)."""
         self._lock = asyncio.Lock()
-        self.clock: Callable[[], float] = time.monotonic
-        """The time in seconds, for the prompt cache's TTL (`cold`; a benchmark or a test
-        sets a virtual one)."""
-        self._last_call: float | None = None
-        """`clock` when the provider's usage of the last model call came (`observe_usage`);
-        `None` before the first in this process (a session resumed on another worker counts
-        as warm)."""
+        self.clock: Callable[[], float] = time.time
+        """The time in seconds, for the prompt cache's TTL (`cold`): the wall clock, which
+        the session's workers share; a benchmark or a test sets a virtual one."""
 
     async def run(
         self,
@@ -332,15 +328,19 @@ class ContextPipeline:
         longer than its TTL (`cache.ttl`, refreshed by each call). Then the next call writes
         the whole prompt anyway, and the cuts due are applied at once (`Ladder.relieve`).
         Measured from the usage's arrival, after the answer: the idle time is undercounted
-        by the answer's length, so a cache counted cold is cold."""
-        if self._last_call is None:
+        by the answer's length, so a cache counted cold is cold. The time of that arrival
+        is saved with the session (`Calibration.called`), so a turn on another worker
+        tells too; a session with no call noted (or a provider that reports no usage)
+        counts as warm."""
+        called = self.calibration.called
+        if called is None:
             return False
-        return self.clock() - self._last_call > _TTL_SECONDS[self.config.cache.ttl]
+        return self.clock() - called > _TTL_SECONDS[self.config.cache.ttl]
 
     def observe_usage(self, usage: PromptUsage) -> float | None:
         """Fold the provider's count of the last prompt into the calibration (and its cache
         reads and writes into `cache`, and into a span when tracing: `note_model_usage`)."""
-        self._last_call = self.clock()
+        self.calibration.note_call(self.clock())
         self.cache.observe(usage)
         with grouped(self.span_group):
             note_model_usage(self.calibration.key, usage.prompt, usage.cached, usage.created)

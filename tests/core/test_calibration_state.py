@@ -32,7 +32,7 @@ def _usable(checked: dict[str, float]) -> None:
         assert type(value) is float and math.isfinite(value), (key, value)
         if key.endswith("#window"):
             assert value >= MIN_WINDOW
-        elif key.endswith("#reports"):
+        elif key.endswith(("#reports", "#called")):
             assert value >= 0
         else:
             assert "#" not in key and BOUNDS[0] <= value <= BOUNDS[1]
@@ -55,9 +55,17 @@ def test_i29_04_a_checked_calibration_is_always_usable(raw: object) -> None:
     factor=st.floats(*BOUNDS),
     reports=st.integers(0, 10**6),
     window=st.integers(MIN_WINDOW, 10**7),
+    called=st.floats(0, 4e9),
 )
-def test_a_calibration_we_wrote_loads_as_it_was(factor: float, reports: int, window: int) -> None:
-    saved = {"m": factor, "m#reports": float(reports), "m#window": float(window)}
+def test_a_calibration_we_wrote_loads_as_it_was(
+    factor: float, reports: int, window: int, called: float
+) -> None:
+    saved = {
+        "m": factor,
+        "m#reports": float(reports),
+        "m#window": float(window),
+        "m#called": called,
+    }
     memory = ContextMemory()
     memory.load_state_dict({"content": [], "calibration": saved})
     assert memory.calibration == saved
@@ -72,6 +80,8 @@ def test_a_calibration_we_wrote_loads_as_it_was(factor: float, reports: int, win
         ({"m": 0.25}, "'m' is a factor of 0.25 (at least 0.5); dropped"),
         ({"m": "1e400"}, "'m' is not a number: '1e400'; dropped"),
         ({"m#bogus": 1.0}, "'m#bogus' is not a calibration key; dropped"),
+        ({"m#called": -5}, "'m#called' is a negative time: -5.0; dropped"),
+        ({"m#called": math.nan}, "'m#called' is not finite: nan; dropped"),
         ([1.0], "the saved calibration of a memory is not a mapping (list); not used"),
     ],
 )

@@ -109,10 +109,9 @@ async def test_cold_after_the_configured_ttl(
     assert _cut(memory)[0] is cold
 
 
-async def test_no_call_seen_counts_as_warm(tmp_path: Path) -> None:
-    """A pipeline that has seen no model call's usage (a session resumed on another worker,
-    a provider that reports none) cannot tell how old the cache is: it counts it warm, and
-    the due cuts wait as before."""
+async def test_no_call_noted_counts_as_warm(tmp_path: Path) -> None:
+    """A session with no model call's usage noted (a provider that reports none) cannot
+    tell how old the cache is: it counts it warm, and the due cuts wait as before."""
     pipe, memory, clock = _pipe(tmp_path)
     agent = Agent()
     for i in range(3):
@@ -122,3 +121,22 @@ async def test_no_call_seen_counts_as_warm(tmp_path: Path) -> None:
         assert COLD not in report.freed
     assert pipe.cold is False
     assert _cut(memory) == [False] * 3
+
+
+async def test_the_last_calls_time_travels_with_the_session(tmp_path: Path) -> None:
+    """The next turn runs on another worker (a new pipeline, the session's state loaded):
+    it knows from that state when the last call was, and so whether the cache is cold."""
+    pipe, memory, clock = _pipe(tmp_path / "one")
+    agent = Agent()
+    for i in range(3):
+        await _step(pipe, memory, agent, i, clock, 5)
+    state = memory.state_dict()
+    for idle, cold in ((60, False), (400, True)):
+        other, resumed, other_clock = _pipe(tmp_path / f"two-{idle}")
+        resumed.load_state_dict(state)
+        other_clock.now = clock.now + idle
+        assert other.cold is cold
+        await resumed.add(turn(3, size=200))
+        report = await run(other, agent)
+        assert (COLD in report.freed) is cold
+        assert _cut(resumed) == [cold, cold, cold, False]

@@ -8,8 +8,9 @@ import math
 
 from hypothesis import strategies as st
 
-KEYS = ("fake-model", "fake-model#window", "fake-model#reports")
-"""The fake model's factor, its learned window and its evidence count (`core/tokens/_calibration.py`)."""
+KEYS = ("fake-model", "fake-model#window", "fake-model#reports", "fake-model#called")
+"""The fake model's factor, its learned window, its evidence count and its last call's time
+(`core/tokens/_calibration.py`)."""
 
 CORRUPT = st.one_of(
     st.sampled_from([math.inf, -math.inf, math.nan, 0, 0.0, -50, -1e-9, 1e300, 10**400]),

@@ -91,7 +91,9 @@ class ContextConfig(_Section):
     due cuts together free at least this many tokens, all at once: each rewrite breaks a
     provider's cached prompt prefix from that message on. `None` (the default) rewrites
     nothing under the trigger; 0 applies each cut as soon as it is due (the behaviour
-    before the ladder). Over the trigger, every due cut is applied."""
+    before the ladder). Over the trigger, every due cut is applied, and so it is at the
+    first call after the provider's cache expired (no model call for longer than
+    `cache.ttl`): that call writes the whole prompt anyway."""
 
     mask_to_ratio: float | None = Field(default=0.3, gt=0, lt=1)
     """Over the trigger, masking goes on past the old outputs, oldest first (never the

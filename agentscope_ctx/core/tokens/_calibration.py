@@ -9,6 +9,10 @@ kept in the agent's memory state (`ContextMemory.calibration`, so they survive a
 - the provider's **window**, when a context-length error states it: the effective budget
   (`budget`) is then the smaller of `max_input_tokens` and that window minus a margin.
 
+Beside them, the time of the model's last call (`called`, seconds since the epoch): how old
+the provider's prompt cache is (`ContextPipeline.cold`), on whichever worker the session's
+next turn runs.
+
 The rules, safety first (overestimating costs an earlier compaction, underestimating an
 overflow):
 
@@ -70,6 +74,7 @@ OVERFLOW_RAISE = 1.2
 
 _REPORTS = "#reports"
 _WINDOW = "#window"
+_CALLED = "#called"
 
 
 @dataclass(frozen=True)
@@ -238,8 +243,9 @@ class Calibration:
     Args:
         holder: the object whose `calibration` dict is persisted (the `ContextMemory`); read
             at every use, since loading a state replaces the dict.
-        key: the model's name; the factor is stored under it, the evidence count and the
-            learned budget under `key#reports` and `key#window`.
+        key: the model's name; the factor is stored under it, the evidence count, the
+            learned budget and the last call's time under `key#reports`, `key#window` and
+            `key#called`.
         max_input_tokens: the configured budget.
     """
 
@@ -270,6 +276,16 @@ class Calibration:
         stated a smaller window."""
         window = self.holder.calibration.get(self.key + _WINDOW)
         return self.max_input_tokens if window is None else min(self.max_input_tokens, int(window))
+
+    @property
+    def called(self) -> float | None:
+        """When the model's usage of the last call came (`note_call`), in the clock's
+        seconds; `None`: no call noted in this session."""
+        return self.holder.calibration.get(self.key + _CALLED)
+
+    def note_call(self, now: float) -> None:
+        """The model answered a call at `now` (saved with the session, like the factor)."""
+        self.holder.calibration[self.key + _CALLED] = now
 
     def observe(self, reported: int, estimate: int, *, complete: bool = False) -> float | None:
         """Fold a provider's count of a prompt into the factor; returns the new factor.

@@ -16,6 +16,8 @@ when a state is loaded, and what is out of range is dropped or clamped, and logg
 - the **window** (``<model>#window``): a finite number of at least `MIN_WINDOW` tokens (no
   chat model accepts less); else dropped (the configured `max_input_tokens` applies, and a
   provider's next context-length error teaches the window again);
+- the **last call's time** (``<model>#called``): a finite number, 0 or more; else dropped
+  (the cache then counts as warm until the next call);
 - anything else (another ``#`` suffix, a value that is not a number: a string, a bool,
   ``None``, a list) is dropped; a calibration that is not a mapping is dropped whole.
 """
@@ -26,7 +28,7 @@ import logging
 import math
 from collections.abc import Mapping
 
-from ._calibration import _REPORTS, _WINDOW, BOUNDS
+from ._calibration import _CALLED, _REPORTS, _WINDOW, BOUNDS
 
 __all__ = ["MIN_WINDOW", "checked_calibration"]
 
@@ -59,6 +61,8 @@ def _checked(key: str, value: object) -> tuple[float | None, str]:
         return number, ""
     if key.endswith(_REPORTS):
         return (number, "") if number >= 0 else (None, f"a negative count: {number!r}")
+    if key.endswith(_CALLED):
+        return (number, "") if number >= 0 else (None, f"a negative time: {number!r}")
     if "#" in key:
         return None, "not a calibration key"
     if number <= 0:
