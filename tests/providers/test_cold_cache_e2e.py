@@ -5,7 +5,8 @@ against the Model Studio simulator, the package and the simulator on one manual 
 Within a task (a call every few seconds) the outputs that slid out of the newest one wait
 under the trigger, and every call reads the previous prompt from the cache. After six idle
 minutes (past the 5-minute TTL) the next call writes the whole prompt anyway: the waiting
-cuts go into that call, and the calls after it read again."""
+cuts go into that call, and the calls after it read again. The same when the second task
+runs on another worker, from the first's saved state."""
 
 from __future__ import annotations
 
@@ -37,24 +38,23 @@ def _respond(body: dict[str, Any]) -> chat_sim.Turn:
     return chat_sim.Turn(tool_calls=[("read_log", {"part": done})])
 
 
-async def _two_tasks(work: Path, idle: float) -> chat_sim.ChatSim:
-    """Two tasks, `idle` seconds between them; the simulator with its calls."""
-    from agentscope.agent import Agent, InjectionConfig
+def read_log(part: int) -> str:
+    """Read one part of the log.
+
+    Args:
+        part (int): the part.
+    """
+    return f"part {part}\n{LOG}"
+
+
+async def _two_tasks(work: Path, idle: float, *, workers: int = 1) -> chat_sim.ChatSim:
+    """Two tasks, `idle` seconds between them; the simulator with its calls. With two
+    `workers`, each task runs on its own manager and agent, the second made from the first's
+    state (as an app's storage hands it over: JSON)."""
     from agentscope.credential import DashScopeCredential
     from agentscope.message import UserMsg
     from agentscope.model import DashScopeChatModel
-    from agentscope.tool import FunctionTool, Toolkit
-
-    from agentscope_ctx import ContextConfig, ContextManager
-    from tests.support.fakes import ALLOW
-
-    def read_log(part: int) -> str:
-        """Read one part of the log.
-
-        Args:
-            part (int): the part.
-        """
-        return f"part {part}\n{LOG}"
+    from agentscope.state import AgentState
 
     clock = chat_sim.ManualClock()
     sim = chat_sim.ChatSim(_respond, profile="dashscope", clock=clock)
@@ -65,30 +65,50 @@ async def _two_tasks(work: Path, idle: float) -> chat_sim.ChatSim:
             stream=True,
             max_retries=0,
         )
-        manager = ContextManager(
-            ContextConfig(
-                working_dir=work,
-                max_input_tokens=60_000,
-                token_counter="cl100k_base",
-                tool_result={"recent_n": 1, "old_max_bytes": 2_048},
-            )
-        )
-        agent = Agent(
-            name="analyst",
-            system_prompt="You read logs and report what you find. " * 40,
-            model=model,
-            toolkit=Toolkit(tools=[FunctionTool(read_log, permission=ALLOW, is_read_only=True)]),
-            injection_config=InjectionConfig(inject_runtime_state=False),
-            middlewares=[manager.middleware()],
-        )
-        manager._binding(agent).pipeline.clock = clock  # the session's time
+        saved = None
         for task in range(2):
             if task:
                 clock.advance(idle)
+            if task == 0 or workers == 2:
+                state = None if saved is None else AgentState.model_validate_json(saved)
+                manager, agent = _worker(work, model, state, clock)
             await agent.reply(UserMsg(name="user", content=f"Task {task}: read the log parts."))
             clock.advance(5)
-        await manager.close()
+            if workers == 2:
+                saved = agent.state.model_dump_json()
+                await manager.close()
+        if workers == 1:
+            await manager.close()
     return sim
+
+
+def _worker(work: Path, model: Any, state: Any, clock: chat_sim.ManualClock) -> tuple[Any, Any]:
+    """A manager and its agent (from `state`, if given), the package on `clock`."""
+    from agentscope.agent import Agent, InjectionConfig
+    from agentscope.tool import FunctionTool, Toolkit
+
+    from agentscope_ctx import ContextConfig, ContextManager
+    from tests.support.fakes import ALLOW
+
+    manager = ContextManager(
+        ContextConfig(
+            working_dir=work,
+            max_input_tokens=60_000,
+            token_counter="cl100k_base",
+            tool_result={"recent_n": 1, "old_max_bytes": 2_048},
+        )
+    )
+    agent = Agent(
+        name="analyst",
+        system_prompt="You read logs and report what you find. " * 40,
+        model=model,
+        toolkit=Toolkit(tools=[FunctionTool(read_log, permission=ALLOW, is_read_only=True)]),
+        injection_config=InjectionConfig(inject_runtime_state=False),
+        middlewares=[manager.middleware()],
+        **({} if state is None else {"state": state}),
+    )
+    manager._binding(agent).pipeline.clock = clock  # the session's time
+    return manager, agent
 
 
 def _tool_sizes(body: dict[str, Any]) -> list[int]:
@@ -100,8 +120,12 @@ def _text(content: Any) -> str:
     return content if isinstance(content, str) else "".join(p["text"] for p in content)
 
 
-async def test_the_cuts_due_go_into_the_call_after_the_cache_expired(tmp_path: Path) -> None:
-    sim = await _two_tasks(tmp_path / "cold", idle=360)
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_the_cuts_due_go_into_the_call_after_the_cache_expired(
+    tmp_path: Path, workers: int
+) -> None:
+    """With two workers, the second knows from the state when the first's last call was."""
+    sim = await _two_tasks(tmp_path / "cold", idle=360, workers=workers)
     calls, bodies = sim.calls, sim.requests
     assert [c.status for c in calls] == [200] * 2 * (STEPS + 1)
     first = STEPS + 1  # the second task's first call
@@ -120,6 +144,6 @@ async def test_the_cuts_due_go_into_the_call_after_the_cache_expired(tmp_path: P
     assert all(c.cached_tokens > 0 for c in calls[first + 1 :])
     assert _tool_sizes(bodies[-1])[:STEPS] == cut
 
-    warm = await _two_tasks(tmp_path / "warm", idle=60)
+    warm = await _two_tasks(tmp_path / "warm", idle=60, workers=workers)
     assert warm.calls[first].cached_tokens > 0  # within the TTL: read, and nothing cut
     assert _tool_sizes(warm.requests[first]) == _tool_sizes(warm.requests[first - 1])
