@@ -444,3 +444,42 @@ async def test_i12_05_cache_reads_reach_context_usage_and_inspect(
     out = capsys.readouterr().out
     assert f"; last prompt sent {prompt:,} tokens by the provider's count; " in out
     assert f"count; {cached / prompt:.0%} of the provider's" in out
+
+
+async def test_a_task_after_the_cache_expired_gets_the_cuts_due(tmp_path: Path) -> None:
+    """Issue 45 item 3 on 1.x: a ReActAgent whose provider reports usage; the outputs of the
+    first task out of the newest one wait under the trigger while the cache is warm, and go
+    into the first call of a task begun after the cache's TTL (`ContextPipeline.cold`)."""
+    model = ReportingModel(1.0)
+    config = ContextConfig(
+        working_dir=tmp_path,
+        max_input_tokens=BUDGET * 10,
+        token_counter="cl100k_base",
+        tool_result={"recent_n": 1, "recent_max_bytes": 8_000, "old_max_bytes": 2_048},
+    )
+    agent = react(model, text_tools(dump), sys_prompt="You dump data.", max_iters=10)
+    manager = ContextManager(config, token_counter=COUNTER)
+    manager.attach(agent)
+    now = [1_000.0]
+    manager._bindings[agent.id].pipeline.clock = lambda: now[0]
+
+    def sizes() -> list[int]:
+        memory = manager.memory_of(agent)
+        return [
+            len(str(b["output"]))
+            for m in memory.messages()
+            for b in m.get_content_blocks("tool_result")
+        ]
+
+    for task, idle in enumerate((0, 60, 400)):
+        now[0] += idle
+        for i in range(3):
+            model.enqueue(tool_call("dump", call_id=f"t{task}-{i}", n=i))
+        model.enqueue(text("dumped"))
+        await agent(Msg("user", f"task {task}: dump three", "user"))
+        now[0] += 5
+        cut = [size < 3_000 for size in sizes()]
+        if task < 2:  # warm: the outputs out of the newest one wait, whole
+            assert cut == [False] * len(cut), task
+        else:  # cold at this task's first call: the 5 outputs then out of the newest one
+            assert cut == [True] * 5 + [False] * 4, cut  # were cut there; the rest waits
