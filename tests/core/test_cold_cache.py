@@ -15,7 +15,7 @@ from agentscope_ctx.core.context._memory import ContextMemory
 from agentscope_ctx.core.tokens._calibration import PromptUsage
 from tests.core.test_pipeline import Agent, pipeline, run, turn
 
-COLD = "cuts due, cache cold"
+COLD = "cold cache cuts"
 
 
 class Clock:

@@ -122,7 +122,7 @@ class Ladder:
         t = self.accountant.ledger
         if tokens <= threshold:
             if self.plan.due and (cold or await self._batch_worth_it()):
-                await self._rung(relief, "cuts due, cache cold" if cold else "batched cuts", 0)
+                await self._rung(relief, "cold cache cuts" if cold else "batched cuts", 0)
             return relief
         await self._rung(relief, "second truncation", OLD)
         if self.config.mask_after is not None:
