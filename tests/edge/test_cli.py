@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -12,15 +13,18 @@ import pytest
 import agentscope_ctx
 from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
+from tests.support.demo_rungs import DemoRun
 from tests.support.forked import Forker
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("demo")
-    assert main(["demo", "logs", "--working-dir", str(path)]) == 0
+def demo_dir(tmp_path_factory: pytest.TempPathFactory, logs_demo: DemoRun) -> Path:
+    """A copy of the process's run of the default demo (``logs_demo``: `demo logs` makes the
+    same), which the tests here change (gc, consolidate): one run less per test process."""
+    path = tmp_path_factory.mktemp("demo") / "logs"
+    shutil.copytree(logs_demo.path, path)
     return path
 
 

@@ -14,25 +14,22 @@ from agentscope_ctx import ContextConfig
 from agentscope_ctx.cli import main
 from agentscope_ctx.core._tenant import owner_tag
 from agentscope_ctx.core.truncation._truncation import excerpt_with_notice, notice_paths
-from agentscope_ctx.demo import run_demo
 from agentscope_ctx.stores._steps_file import StepFile
 from agentscope_ctx.viewer._dialog import Entry, Piece
 from agentscope_ctx.viewer._page import render_page, script_json
 from agentscope_ctx.viewer._session import Call, SessionView, fold
 from tests.support.agent_line import Line
 from tests.support.browser import open_page
+from tests.support.demo_rungs import DemoRun
 
 A_TAG = owner_tag("a")  # an agent's steps file is named by its key's tag
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
-    """The scripted logs demo's working dir and its number of model calls."""
-    import asyncio
-
-    path = tmp_path_factory.mktemp("viewer") / "run"
-    report = asyncio.run(run_demo("logs", path, out=lambda _: None))
-    return path, report.steps
+def demo_dir(logs_demo: DemoRun) -> tuple[Path, int]:
+    """The scripted logs demo's working dir and its number of model calls: the process's one
+    run (``logs_demo``), which the tests here only read (`view` writes its page elsewhere)."""
+    return logs_demo.path, logs_demo.report.steps
 
 
 def test_i32_2_steps_record_one_call_per_model_call(demo_dir: tuple[Path, int]) -> None:
