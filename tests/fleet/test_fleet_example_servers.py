@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,16 +17,15 @@ from tests.fleet.example_run import EXAMPLE, ROOT, skip_unless_servers
 from tests.support.procs import scratch
 
 if TYPE_CHECKING:
-    from tests.support.forked import Forker
+    from tests.support.forked import Done, Forker
 
 
-def servers(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python examples/fleet/servers.py ARGS`, from the root of the checkout."""
-    return subprocess.run(
-        [sys.executable, str(EXAMPLE / "servers.py"), *args],
-        capture_output=True, text=True, timeout=240, cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )  # fmt: skip
+def servers(forker: Forker, *args: str) -> Done:
+    """`python examples/fleet/servers.py ARGS`, from the root of the checkout: a child of the
+    forker (forked after ``import agentscope``, which a `start` loads with the package: a
+    fresh interpreter spent some 1.6 CPU-s on that on 1.x, at each of the three starts below)."""
+    argv = [str(EXAMPLE / "servers.py"), *args]
+    return forker.run(argv, cwd=ROOT, env=dict(os.environ), timeout=240)
 
 
 def env_of(folder: Path) -> dict[str, str]:
@@ -41,19 +38,19 @@ def env_of(folder: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("left", ["notes.txt", "pg"], ids=["a file", "a start that failed"])
 def test_a_folder_that_is_not_a_previous_start_is_refused_by_name(
-    tmp_path: Path, left: str
+    tmp_path: Path, left: str, forker: Forker
 ) -> None:
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("mine") if left == "notes.txt" else (folder / left).mkdir()
-    done = servers("start", str(folder))
+    done = servers(forker, "start", str(folder))
     assert done.returncode == 1, done
     assert f"{folder} is not the data folder of a previous `servers.py start`" in done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert [p.name for p in folder.iterdir()] == [left]
 
 
-def test_a_start_on_its_folder_runs_its_servers_again_on_their_data() -> None:
+def test_a_start_on_its_folder_runs_its_servers_again_on_their_data(forker: Forker) -> None:
     skip_unless_servers()
     import psycopg
     import redis
@@ -61,7 +58,7 @@ def test_a_start_on_its_folder_runs_its_servers_again_on_their_data() -> None:
     with scratch("actx-fleet-servers-") as folder:
         folder.chmod(0o755)  # as root: one the OS user postgres can reach
         try:
-            first = servers("start", str(folder))
+            first = servers(forker, "start", str(folder))
             assert first.returncode == 0, first
             env = env_of(folder)
             dsn = f"host={folder / 'pg'} port=5432 user=ctx_migrate dbname=ctx"
@@ -70,15 +67,15 @@ def test_a_start_on_its_folder_runs_its_servers_again_on_their_data() -> None:
                 conn.execute("INSERT INTO kept VALUES ('before the restart')")
             redis.Redis.from_url(env["REDIS_URL"]).set("kept", "before the restart")
 
-            running = servers("start", str(folder))  # while they run: left running
+            running = servers(forker, "start", str(folder))  # while they run: left running
             assert running.returncode == 0, running
             assert "PostgreSQL runs already" in running.stdout, running.stdout
             assert "Redis runs already" in running.stdout, running.stdout
             assert env_of(folder) == env
 
-            stopped = servers("stop", str(folder))
+            stopped = servers(forker, "stop", str(folder))
             assert stopped.returncode == 0, stopped
-            again = servers("start", str(folder))
+            again = servers(forker, "start", str(folder))
             assert again.returncode == 0, again
             assert "PostgreSQL started again" in again.stdout, again.stdout
             after = env_of(folder)  # the same passwords (Redis's port, if it is still free)
@@ -93,7 +90,7 @@ def test_a_start_on_its_folder_runs_its_servers_again_on_their_data() -> None:
             kept = redis.Redis.from_url(after["REDIS_URL"]).get("kept")
             assert kept == b"before the restart"
         finally:
-            servers("stop", str(folder))
+            servers(forker, "stop", str(folder))
 
 
 def test_the_model_server_on_a_port_in_use_says_so(forker: Forker) -> None:
