@@ -134,6 +134,7 @@ class ContextManager(Services):
             ),
             notify=lambda text: say(agent, text),
             on_compacted=lambda older: self._compacted(agent, older),
+            model=agent.model,
         )
         native = NativeHooks(self.config, agent.model, memory, pipeline)
         guard = GuardedModel(

@@ -79,6 +79,7 @@ class AgentRuns(Services):
             prompt_parts=lambda: binding.parts,
             notify=notify,
             on_compacted=compacted,
+            model=agent.model,
         )
         budget = binding.pipeline.calibration.budget
         if budget >= SMALL_WINDOW:

@@ -9,7 +9,7 @@ A pressure ladder of small stages, each a unit with one job, in order:
 2. the `Accountant` counts system prompt + tool schemas + summary + messages;
 3. `Ladder.relieve`, no model call: under `compact_trigger_ratio`, due cuts of older
    outputs wait for a batch worth `clear_at_least`, or for a cold cache (no model call for
-   longer than `cache.ttl`: the provider writes the whole prompt again anyway); over it,
+   longer than the provider's cache lives: it writes the whole prompt again anyway); over it,
    the second truncation, then masking (old outputs reduced to their notice, on down to
    `mask_to_ratio`), then masking of all but the newest;
 4. `Compaction`, only if the prompt is still over the trigger: a model summary of the older
@@ -61,9 +61,6 @@ if TYPE_CHECKING:  # annotations only: the caller passes the store in
 __all__ = ["CompactorLike", "ContextPipeline", "PipelineReport", "PromptParts", "split_point"]
 
 logger = logging.getLogger("agentscope_ctx")
-
-_TTL_SECONDS = {"5m": 300.0, "1h": 3_600.0}
-"""A prompt cache entry's life in seconds, by `CacheConfig.ttl`."""
 
 
 @dataclass
@@ -190,6 +187,10 @@ class ContextPipeline:
         self.clock: Callable[[], float] = time.time
         """The time in seconds, for the prompt cache's TTL (`cold`): the wall clock, which
         the session's workers share; a benchmark or a test sets a virtual one."""
+        self.cache_life: float | None = None
+        """Seconds after which the provider's idle prompt cache is gone (`cold`), set by the
+        adapter from the agent's model and `cache` (`models.cache_life`); `None`: not
+        known (a server without a documented cache), never counted gone."""
 
     async def run(
         self,
@@ -325,17 +326,17 @@ class ContextPipeline:
     @property
     def cold(self) -> bool:
         """Whether the provider's prompt cache has expired: no model call's usage came for
-        longer than its TTL (`cache.ttl`, refreshed by each call). Then the next call writes
+        longer than its life (`cache_life`, renewed by each call). Then the next call writes
         the whole prompt anyway, and the cuts due are applied at once (`Ladder.relieve`).
         Measured from the usage's arrival, after the answer: the idle time is undercounted
         by the answer's length, so a cache counted cold is cold. The time of that arrival
         is saved with the session (`Calibration.called`), so a turn on another worker
         tells too; a session with no call noted (or a provider that reports no usage)
         counts as warm."""
-        called = self.calibration.called
-        if called is None:
+        called, life = self.calibration.called, self.cache_life
+        if called is None or life is None:
             return False
-        return self.clock() - called > _TTL_SECONDS[self.config.cache.ttl]
+        return self.clock() - called > life
 
     def observe_usage(self, usage: PromptUsage) -> float | None:
         """Fold the provider's count of the last prompt into the calibration (and its cache

@@ -60,6 +60,7 @@ __all__ = [
     "KeyedModel",
     "Provider",
     "cache_key",
+    "cache_life",
     "call_cache",
     "mark",
     "marking_formatter",
@@ -173,6 +174,21 @@ def style_of(provider: Provider, mode: str) -> Style | None:
     if provider == "dashscope" or (mode == "explicit" and provider in ("openai", "compatible")):
         return "chat"
     return None
+
+
+def cache_life(provider: Provider, mode: str, ttl: Literal["5m", "1h"]) -> float | None:
+    """Seconds after which an idle prompt cache of `provider` is gone (`ContextPipeline.cold`;
+    `None`: not known, never counted gone). Anthropic's marked entries live `ttl` after their
+    last use, Model Studio's explicit ones 5 minutes, and a `cache.mode: explicit` gateway's
+    as Model Studio's; OpenAI's automatic cache "generally" 5 to 10 minutes of inactivity (up
+    to an hour off-peak; longer with ``prompt_cache_retention: 24h``, which the package does
+    not send): 10 minutes. Without marks, Anthropic caches nothing and Model Studio's implicit
+    cache states no lifetime: `None`."""
+    if provider == "openai":
+        return 600.0
+    if style_of(provider, mode) is None:
+        return None
+    return 3_600.0 if provider == "anthropic" and ttl == "1h" else 300.0
 
 
 def call_cache(

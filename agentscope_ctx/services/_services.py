@@ -33,6 +33,7 @@ from ..memory._long_term import LongTermMemory
 from ..memory._schedule import ConsolidationScheduler
 from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
+from ..models._cache import cache_life, provider_of
 from ..recall._read_file import FileReader
 from ..recall._recall import Recall, RecallConfig
 from ..stores._forget import ForgetReport, ForgetTarget, forget_store
@@ -182,10 +183,12 @@ class Services:
         notify: Callable[[str], Awaitable[None]],
         on_compacted: Callable[[list[Msg]], Awaitable[None]],
         config: ContextConfig | None = None,
+        model: Any = None,
     ) -> tuple[ContextPipeline, Recall | None, OutputSeam]:
         """An agent's pipeline over `memory`, its recall (None when disabled) and the store
         its tool outputs are saved to (which tells the recall's index). `config` replaces the
-        manager's for this agent (e.g. a smaller budget)."""
+        manager's for this agent (e.g. a smaller budget); `model` (the agent's) tells how
+        long its provider's idle prompt cache lives (`ContextPipeline.cache_life`)."""
         recall, store, dialog = self._recall_for(agent_name)
         memory.dialog_days = self.backend.dialog_days
         pipeline = ContextPipeline(
@@ -204,6 +207,9 @@ class Services:
             describe=None if recall is None else recall.describe_saved,
         )
         pipeline.span_group = self.span_group
+        if model is not None:
+            cache = pipeline.config.cache
+            pipeline.cache_life = cache_life(provider_of(model), cache.mode, cache.ttl)
         if self.backend.steps is not None:
             self._steps[pipeline] = StepRecorder(
                 self.backend.steps,

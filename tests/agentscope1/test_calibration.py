@@ -461,7 +461,9 @@ async def test_a_task_after_the_cache_expired_gets_the_cuts_due(tmp_path: Path) 
     manager = ContextManager(config, token_counter=COUNTER)
     manager.attach(agent)
     now = [1_000.0]
-    manager._bindings[agent.id].pipeline.clock = lambda: now[0]
+    pipeline = manager._bindings[agent.id].pipeline
+    assert pipeline.cache_life is None  # a scripted model: no provider, no known cache
+    pipeline.clock, pipeline.cache_life = (lambda: now[0]), 300.0  # as Anthropic's
 
     def sizes() -> list[int]:
         memory = manager.memory_of(agent)

@@ -40,7 +40,7 @@ def _pipe(tmp_path: Path, **overrides: Any) -> tuple[ContextPipeline, ContextMem
         **overrides,
     )
     clock = Clock()
-    pipe.clock = clock
+    pipe.clock, pipe.cache_life = clock, 300.0  # (the adapter sets it from the model)
     return pipe, memory, clock
 
 
@@ -84,20 +84,23 @@ async def test_due_cuts_wait_while_warm_and_go_at_once_when_cold(tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    ("ttl", "idle", "cold"),
+    ("life", "idle", "cold"),
     [
-        ("5m", 299, False),
-        ("5m", 301, True),
-        ("1h", 301, False),
-        ("1h", 3_599, False),
-        ("1h", 3_601, True),
+        (300, 299, False),
+        (300, 301, True),
+        (3_600, 301, False),
+        (3_600, 3_599, False),
+        (3_600, 3_601, True),
+        (None, 86_400, False),
     ],
 )
-async def test_cold_after_the_configured_ttl(
-    tmp_path: Path, ttl: str, idle: float, cold: bool
+async def test_cold_after_the_caches_life(
+    tmp_path: Path, life: float | None, idle: float, cold: bool
 ) -> None:
-    """The cache is cold once the idle time passes `cache.ttl` (5 minutes or an hour)."""
-    pipe, memory, clock = _pipe(tmp_path, cache={"ttl": ttl})
+    """The cache is cold once the idle time passes its life (`cache_life`: Anthropic's TTL
+    of 5 minutes or an hour, `models.cache_life`); never where its life is not known."""
+    pipe, memory, clock = _pipe(tmp_path)
+    pipe.cache_life = life
     agent = Agent()
     await _step(pipe, memory, agent, 0, clock, 5)
     await _step(pipe, memory, agent, 1, clock, 5)

@@ -15,6 +15,7 @@ from agentscope_ctx.core._tenant import Tenant
 from agentscope_ctx.models._cache import (
     CachePlan,
     cache_key,
+    cache_life,
     call_cache,
     mark,
     provider_of,
@@ -215,3 +216,18 @@ def test_provider_of_real_model_classes_and_what_each_mode_gives() -> None:
     assert call_cache(models["openai"], "off", "5m", marks, lambda: tenant) == (None, None)
     other = Tenant.of("assistant", "s2", user="alice")
     assert cache_key(other.agent, other.session) != key
+
+
+def test_how_long_each_providers_idle_cache_lives() -> None:
+    """`cache_life` (`ContextPipeline.cold`): a marked entry's TTL on Anthropic (5 minutes or
+    an hour), 5 minutes on Model Studio and behind an explicit gateway, 10 on OpenAI's
+    automatic cache (marks or not); not known where nothing is marked."""
+    assert cache_life("anthropic", "auto", "5m") == 300
+    assert cache_life("anthropic", "auto", "1h") == 3_600
+    assert cache_life("dashscope", "auto", "1h") == 300
+    assert cache_life("compatible", "explicit", "5m") == 300
+    assert cache_life("openai", "auto", "5m") == cache_life("openai", "off", "5m") == 600
+    assert cache_life("anthropic", "off", "5m") is None
+    assert cache_life("dashscope", "off", "5m") is None
+    assert cache_life("compatible", "auto", "5m") is None
+    assert cache_life("other", "auto", "5m") is None

@@ -92,8 +92,8 @@ class ContextConfig(_Section):
     provider's cached prompt prefix from that message on. `None` (the default) rewrites
     nothing under the trigger; 0 applies each cut as soon as it is due (the behaviour
     before the ladder). Over the trigger, every due cut is applied, and so it is at the
-    first call after the provider's cache expired (no model call for longer than
-    `cache.ttl`): that call writes the whole prompt anyway."""
+    first call after the provider's cache expired (see `cache.ttl`): that call writes the
+    whole prompt anyway."""
 
     mask_to_ratio: float | None = Field(default=0.3, gt=0, lt=1)
     """Over the trigger, masking goes on past the old outputs, oldest first (never the

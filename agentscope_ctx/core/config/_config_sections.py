@@ -108,9 +108,9 @@ class CacheConfig(_Section):
     ttl: Literal["5m", "1h"] = "5m"
     """How long a breakpoint's cache entry lives, refreshed by each hit (Anthropic: ``1h``
     costs 2x the input price to write instead of 1.25x; other providers: ``5m`` only). After
-    that long without a model call the cache counts as expired, and the cuts waiting under
-    the trigger (`clear_at_least`) go into the next call, which writes the whole prompt
-    anyway."""
+    that long without a model call, Anthropic's cache counts as expired (Model Studio's
+    after 5 minutes, OpenAI's after 10), and the cuts waiting under the trigger
+    (`clear_at_least`) go into the next call, which writes the whole prompt anyway."""
 
 
 class CompactorConfig(_Section):
