@@ -20,7 +20,7 @@ import asyncio
 import json
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +42,9 @@ def _marked(messages: list[Any]) -> list[int]:
     return [i for i, m in enumerate(messages) if "cache_control" in json.dumps(m)]
 
 
-def rows(sim: Any) -> list[dict[str, Any]]:
-    """One row per agent call of the simulator's session (see the module)."""
+def rows(sim: Any, cold: Collection[int] = ()) -> list[dict[str, Any]]:
+    """One row per agent call of the simulator's session (see the module); `cold`: the
+    calls after a pause past the cache's TTL (`bound.reads`)."""
     agent = [
         (body, call)
         for body, call in zip(sim.requests, sim.calls, strict=True)
@@ -51,7 +52,7 @@ def rows(sim: Any) -> list[dict[str, Any]]:
     ]
     prompts = [providers._prompt_tokens(call) for _, call in agent]
     added = cost_bound.added_tokens([body for body, _ in agent], prompts)
-    bounds = cost_bound.reads(prompts, added)
+    bounds = cost_bound.reads(prompts, added, cold)
     out: list[dict[str, Any]] = []
     before: list[Any] = []
     for (body, call), prompt, bound, new in zip(agent, prompts, bounds, added, strict=True):
@@ -97,7 +98,7 @@ def main(
                 "agentscope_ctx", provider, scenario, Path(tmp), kept.append, settings
             )
         )
-    table = rows(kept[0])
+    table = rows(kept[0], figures["cold_calls"])
     print(
         f"{'n':>3}{'msgs':>5}{'prompt':>8}{'read':>8}{'created':>8}{'bound':>8}{'lost':>7}"
         f"{'added':>8}{'ratio':>6}  differs  marks"

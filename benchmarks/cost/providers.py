@@ -409,6 +409,7 @@ def row(sim: Any, failed_turns: int, cold: Collection[int] = ()) -> dict[str, An
         "cost_usd": round(totals["cost_usd"], 4),
         "bound_usd": round(bound_usd, 4),
         "cost_over_bound": round(agent_cost / bound_usd, 2) if bound_usd else None,
+        "cold_calls": sorted(cold),
     }
 
 
