@@ -1,7 +1,7 @@
 """Cuts due under the trigger wait for a batch (`clear_at_least`) to spare the provider's
-cached prefix, unless that cache has expired: no model call for longer than `cache.ttl`
-(issue 45 item 3). Then the next call writes the whole prompt anyway, and the cuts due are
-applied at once (`ContextPipeline.cold`, `Ladder.relieve`)."""
+cached prefix, unless that cache has expired: no model call for longer than its life
+(`ContextPipeline.cache_life`, issue 45 item 3). Then the next call writes the whole prompt
+anyway, and the cuts due are applied at once (`ContextPipeline.cold`, `Ladder.relieve`)."""
 
 from __future__ import annotations
 
@@ -66,9 +66,9 @@ def _cut(memory: ContextMemory) -> list[bool]:
 
 
 async def test_due_cuts_wait_while_warm_and_go_at_once_when_cold(tmp_path: Path) -> None:
-    """Five outputs slide out of the newest one, a call every 5 s: nothing is rewritten
-    (the prompt before the newest messages keeps its bytes). After 6 minutes idle, the next
-    run cuts all four due at once; then, warm again, the next slide waits."""
+    """Outputs slide out of the newest one, a call every 5 s: nothing is rewritten (the
+    prompt before the newest messages keeps its bytes). After 6 minutes idle, the next run
+    cuts all five due at once; then, warm again, the next slide waits."""
     pipe, memory, clock = _pipe(tmp_path)
     agent = Agent()
     for i in range(5):
