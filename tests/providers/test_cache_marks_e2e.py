@@ -14,58 +14,27 @@ import pytest
 
 from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
 from tests.support import chat_sim
+from tests.support.log_agent import log_agent, log_text, responder
 
 pytestmark = pytest.mark.skipif(
     IS_1X,
     reason=f"AgentScope 2.x only: drives a 2.x Agent; AgentScope {AGENTSCOPE_VERSION} is installed",
 )
 
-LOG = "".join(f"line {i}: worker step {i} ok, queue depth {i % 7}\n" for i in range(400))
-
-
-def _responder(steps: int) -> Any:
-    """Per user turn: `steps` calls of `read_log`, then an answer."""
-
-    def respond(body: dict[str, Any]) -> chat_sim.Turn:
-        messages = body["messages"]
-        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-        done = sum(1 for m in messages[last_user:] if m["role"] == "tool")
-        if done >= steps:
-            return chat_sim.Turn(text="The log is fine.")
-        return chat_sim.Turn(tool_calls=[("read_log", {"part": done})])
-
-    return respond
+LOG = log_text(400)
 
 
 async def _session(model: Any, work: Path, turns: int = 2, **config: Any) -> Any:
-    from agentscope.agent import Agent, InjectionConfig
     from agentscope.message import UserMsg
-    from agentscope.tool import FunctionTool, Toolkit
 
     from agentscope_ctx import ContextConfig, ContextManager
-    from tests.support.fakes import ALLOW
-
-    def read_log(part: int) -> str:
-        """Read one part of the log.
-
-        Args:
-            part (int): the part.
-        """
-        return f"part {part}\n{LOG}"
 
     manager = ContextManager(
         ContextConfig(
             working_dir=work, max_input_tokens=60_000, token_counter="cl100k_base", **config
         )
     )
-    agent = Agent(
-        name="analyst",
-        system_prompt="You read logs and report what you find. " * 40,
-        model=model,
-        toolkit=Toolkit(tools=[FunctionTool(read_log, permission=ALLOW, is_read_only=True)]),
-        injection_config=InjectionConfig(inject_runtime_state=False),
-        middlewares=[manager.middleware()],
-    )
+    agent = log_agent(model, manager, LOG)
     for turn in range(turns):
         await agent.reply(UserMsg(name="user", content=f"Task {turn}: read the log parts."))
     await manager.close()
@@ -81,7 +50,7 @@ async def test_model_studio_reads_back_what_the_marks_wrote(tmp_path: Path) -> N
     from agentscope.model import DashScopeChatModel
 
     sim = chat_sim.ChatSim(
-        _responder(3), profile="dashscope", clock=chat_sim.ManualClock(), too_many_markers="reject"
+        responder(3), profile="dashscope", clock=chat_sim.ManualClock(), too_many_markers="reject"
     )
     with chat_sim.serve(sim) as url:
         model = DashScopeChatModel(
@@ -109,7 +78,7 @@ async def test_off_sends_no_marks_and_another_call_on_the_model_none(tmp_path: P
     from agentscope.message import SystemMsg, UserMsg
     from agentscope.model import DashScopeChatModel
 
-    sim = chat_sim.ChatSim(_responder(1), profile="dashscope", clock=chat_sim.ManualClock())
+    sim = chat_sim.ChatSim(responder(1), profile="dashscope", clock=chat_sim.ManualClock())
     with chat_sim.serve(sim) as url:
         model = DashScopeChatModel(
             credential=DashScopeCredential(api_key="sk-test", base_url=url),
@@ -141,7 +110,7 @@ async def test_a_keyed_call_puts_the_tenants_prompt_cache_key_on_the_wire() -> N
 
     tenant = Tenant.of("analyst", "s1", user="alice")
     key = cache_key(tenant.agent, tenant.session)
-    sim = chat_sim.ChatSim(_responder(0), profile="openai", clock=chat_sim.ManualClock())
+    sim = chat_sim.ChatSim(responder(0), profile="openai", clock=chat_sim.ManualClock())
     with chat_sim.serve(sim) as url:
         model = OpenAIChatModel(
             credential=OpenAICredential(api_key="sk-test", base_url=url),

@@ -18,33 +18,15 @@ import pytest
 
 from agentscope_ctx._line import AGENTSCOPE_VERSION, IS_1X
 from tests.support import chat_sim
+from tests.support.log_agent import log_agent, log_text, responder
 
 pytestmark = pytest.mark.skipif(
     IS_1X,
     reason=f"AgentScope 2.x only: drives a 2.x Agent; AgentScope {AGENTSCOPE_VERSION} is installed",
 )
 
-LOG = "".join(f"line {i}: worker step {i} ok, queue depth {i % 7}\n" for i in range(300))
+LOG = log_text(300)
 STEPS = 4
-
-
-def _respond(body: dict[str, Any]) -> chat_sim.Turn:
-    """Per task: `STEPS` calls of `read_log`, then an answer."""
-    messages = body["messages"]
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    done = sum(1 for m in messages[last_user:] if m["role"] == "tool")
-    if done >= STEPS:
-        return chat_sim.Turn(text="The log is fine.")
-    return chat_sim.Turn(tool_calls=[("read_log", {"part": done})])
-
-
-def read_log(part: int) -> str:
-    """Read one part of the log.
-
-    Args:
-        part (int): the part.
-    """
-    return f"part {part}\n{LOG}"
 
 
 async def _two_tasks(work: Path, idle: float, *, workers: int = 1) -> chat_sim.ChatSim:
@@ -57,7 +39,7 @@ async def _two_tasks(work: Path, idle: float, *, workers: int = 1) -> chat_sim.C
     from agentscope.state import AgentState
 
     clock = chat_sim.ManualClock()
-    sim = chat_sim.ChatSim(_respond, profile="dashscope", clock=clock)
+    sim = chat_sim.ChatSim(responder(STEPS), profile="dashscope", clock=clock)
     with chat_sim.serve(sim) as url:
         model = DashScopeChatModel(
             credential=DashScopeCredential(api_key="sk-test", base_url=url),
@@ -84,11 +66,7 @@ async def _two_tasks(work: Path, idle: float, *, workers: int = 1) -> chat_sim.C
 
 def _worker(work: Path, model: Any, state: Any, clock: chat_sim.ManualClock) -> tuple[Any, Any]:
     """A manager and its agent (from `state`, if given), the package on `clock`."""
-    from agentscope.agent import Agent, InjectionConfig
-    from agentscope.tool import FunctionTool, Toolkit
-
     from agentscope_ctx import ContextConfig, ContextManager
-    from tests.support.fakes import ALLOW
 
     manager = ContextManager(
         ContextConfig(
@@ -98,15 +76,7 @@ def _worker(work: Path, model: Any, state: Any, clock: chat_sim.ManualClock) -> 
             tool_result={"recent_n": 1, "old_max_bytes": 2_048},
         )
     )
-    agent = Agent(
-        name="analyst",
-        system_prompt="You read logs and report what you find. " * 40,
-        model=model,
-        toolkit=Toolkit(tools=[FunctionTool(read_log, permission=ALLOW, is_read_only=True)]),
-        injection_config=InjectionConfig(inject_runtime_state=False),
-        middlewares=[manager.middleware()],
-        **({} if state is None else {"state": state}),
-    )
+    agent = log_agent(model, manager, LOG, state)
     manager._binding(agent).pipeline.clock = clock  # the session's time
     return manager, agent
 
