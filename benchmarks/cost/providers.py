@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import logging
 import sys
@@ -367,11 +366,11 @@ async def run_thinking(work: Path) -> dict[str, Any]:
     from tests.support import anthropic_sim
     from tests.support.thinking_session import run_session
 
-    ticks = itertools.count()
+    clock = VirtualClock()
     original = anthropic_sim.AnthropicSim.__init__
 
     def init(self: anthropic_sim.AnthropicSim, *args: Any, **kwargs: Any) -> None:
-        kwargs["clock"] = lambda: next(ticks) * SECONDS_PER_CALL
+        kwargs["clock"] = clock.tick
         original(self, *args, **kwargs)
 
     anthropic_sim.AnthropicSim.__init__ = init  # type: ignore[method-assign]
