@@ -149,6 +149,7 @@ def test_a_schema_3_store_is_indexed_again_and_finds_every_fact(
             "DROP COLUMN byte_skip, DROP COLUMN chunk_count"
         )
         conn.execute(f"DELETE FROM {s}.schema_version WHERE version > 3")
+        conn.execute(f"INSERT INTO {s}.schema_version (version) VALUES (3) ON CONFLICT DO NOTHING")
         meta = ("a", "s", "tool", None, None, "2026-12-04 12:00:00")
         for ref, (_, _, text) in zip(refs, facts, strict=True):
             rows = [
@@ -220,6 +221,7 @@ def test_a_schema_4_store_gets_the_words_its_parser_split_whole(
             "WHERE byte_start IS NULL AND body !~ '[^\\x01-\\x7f]'"
         )
         conn.execute(f"DELETE FROM {s}.schema_version WHERE version > 4")
+        conn.execute(f"INSERT INTO {s}.schema_version (version) VALUES (4) ON CONFLICT DO NOTHING")
         before = dict(conn.execute(f"SELECT body, terms::text FROM {s}.chunks").fetchall())
         outputs = conn.execute(f"SELECT id, indexed, indexed_bytes FROM {s}.outputs").fetchall()
     assert "'0e0':2,10" in before[texts["split"]]  # (the split this version mends)

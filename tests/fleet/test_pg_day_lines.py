@@ -294,6 +294,9 @@ def test_a_schema_5_store_gets_its_lines_and_a_worker_of_5_still_appends(
             conn.execute(f"DROP TRIGGER dialog_days ON {s}.dialog")
             conn.execute(f"ALTER TABLE {s}.dialog DROP COLUMN line")
             conn.execute(f"DELETE FROM {s}.schema_version WHERE version > 5")
+            conn.execute(
+                f"INSERT INTO {s}.schema_version (version) VALUES (5) ON CONFLICT DO NOTHING"
+            )
         engine = PostgresEngine(
             pg_server.dsn, password_env="AGENTSCOPE_CTX_TEST_PGPASSWORD", schema=s
         )
