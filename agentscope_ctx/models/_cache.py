@@ -65,6 +65,7 @@ __all__ = [
     "mark",
     "marking_formatter",
     "provider_of",
+    "retention_of",
     "style_of",
 ]
 
@@ -176,19 +177,39 @@ def style_of(provider: Provider, mode: str) -> Style | None:
     return None
 
 
-def cache_life(provider: Provider, mode: str, ttl: Literal["5m", "1h"]) -> float | None:
+def cache_life(
+    provider: Provider, mode: str, ttl: Literal["5m", "1h"], retention: str | None = None
+) -> float | None:
     """Seconds after which an idle prompt cache of `provider` is gone (`ContextPipeline.cold`;
-    `None`: not known, never counted gone). Anthropic's marked entries live `ttl` after their
-    last use, Model Studio's explicit ones 5 minutes, and a `cache.mode: explicit` gateway's
-    as Model Studio's; OpenAI's automatic cache "generally" 5 to 10 minutes of inactivity (up
-    to an hour off-peak; longer with ``prompt_cache_retention: 24h``, which the package does
-    not send): 10 minutes. Without marks, Anthropic caches nothing and Model Studio's implicit
-    cache states no lifetime: `None`."""
+    `None`: not known, never counted gone). Anthropic's marked entries, and a `cache.mode:
+    explicit` gateway's, live `ttl` after their last use; Model Studio's explicit ones 5
+    minutes (its only life); OpenAI's automatic cache "generally" 5 to 10 minutes of
+    inactivity (up to an hour off-peak): 10 minutes, or 24 hours where the model's requests
+    ask for ``prompt_cache_retention: 24h`` (`retention`, `retention_of`). Without marks,
+    Anthropic caches nothing and Model Studio's implicit cache states no lifetime: `None`."""
     if provider == "openai":
-        return 600.0
+        return 86_400.0 if retention == "24h" else 600.0
     if style_of(provider, mode) is None:
         return None
-    return 3_600.0 if provider == "anthropic" and ttl == "1h" else 300.0
+    return 3_600.0 if ttl == "1h" and provider != "dashscope" else 300.0
+
+
+def retention_of(model: Any) -> str | None:
+    """The ``prompt_cache_retention`` an OpenAI model's requests carry (``"in_memory"``,
+    ``"24h"``; `None`: not set): the 1.x model's ``generate_kwargs`` (or the ``extra_body``
+    in them), the 2.x model's ``extra_body``; a wrapper's ``inner`` model's."""
+    inner = getattr(model, "__dict__", {}).get("inner")
+    if inner is not None:
+        model = inner
+    for holder in (getattr(model, "generate_kwargs", None), getattr(model, "extra_body", None)):
+        if not isinstance(holder, dict):
+            continue
+        body = holder.get("extra_body")
+        for source in (holder, body if isinstance(body, dict) else {}):
+            value = source.get("prompt_cache_retention")
+            if isinstance(value, str):
+                return value
+    return None
 
 
 def call_cache(

@@ -33,7 +33,7 @@ from ..memory._long_term import LongTermMemory
 from ..memory._schedule import ConsolidationScheduler
 from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
-from ..models._cache import cache_life, provider_of
+from ..models._cache import cache_life, provider_of, retention_of
 from ..recall._read_file import FileReader
 from ..recall._recall import Recall, RecallConfig
 from ..stores._forget import ForgetReport, ForgetTarget, forget_store
@@ -207,9 +207,10 @@ class Services:
             describe=None if recall is None else recall.describe_saved,
         )
         pipeline.span_group = self.span_group
-        if model is not None:
-            cache = pipeline.config.cache
-            pipeline.cache_life = cache_life(provider_of(model), cache.mode, cache.ttl)
+        cache = pipeline.config.cache
+        if model is not None and cache.cut_when_expired:
+            life = cache_life(provider_of(model), cache.mode, cache.ttl, retention_of(model))
+            pipeline.cache_life = life
         if self.backend.steps is not None:
             self._steps[pipeline] = StepRecorder(
                 self.backend.steps,

@@ -19,6 +19,7 @@ from agentscope_ctx.models._cache import (
     call_cache,
     mark,
     provider_of,
+    retention_of,
     style_of,
 )
 
@@ -221,13 +222,48 @@ def test_provider_of_real_model_classes_and_what_each_mode_gives() -> None:
 def test_how_long_each_providers_idle_cache_lives() -> None:
     """`cache_life` (`ContextPipeline.cold`): a marked entry's TTL on Anthropic (5 minutes or
     an hour), 5 minutes on Model Studio and behind an explicit gateway, 10 on OpenAI's
-    automatic cache (marks or not); not known where nothing is marked."""
+    automatic cache (marks or not), 24 hours with ``prompt_cache_retention: 24h``; not known
+    where nothing is marked."""
     assert cache_life("anthropic", "auto", "5m") == 300
     assert cache_life("anthropic", "auto", "1h") == 3_600
     assert cache_life("dashscope", "auto", "1h") == 300
     assert cache_life("compatible", "explicit", "5m") == 300
+    assert cache_life("compatible", "explicit", "1h") == 3_600  # the gateway was told 1h
     assert cache_life("openai", "auto", "5m") == cache_life("openai", "off", "5m") == 600
+    assert cache_life("openai", "auto", "5m", "in_memory") == 600
+    assert cache_life("openai", "auto", "5m", "24h") == 86_400
     assert cache_life("anthropic", "off", "5m") is None
     assert cache_life("dashscope", "off", "5m") is None
     assert cache_life("compatible", "auto", "5m") is None
     assert cache_life("other", "auto", "5m") is None
+
+
+def test_the_retention_an_openai_model_asks_for() -> None:
+    """`retention_of` reads ``prompt_cache_retention`` where each line's real
+    `OpenAIChatModel` sends it from: 1.x's ``generate_kwargs`` (or the ``extra_body`` in
+    them), 2.x's ``extra_body``; `None` where it is not set."""
+    from agentscope.model import OpenAIChatModel
+
+    if IS_1X:
+        plain = OpenAIChatModel("gpt-5", api_key="k")
+        direct = OpenAIChatModel(
+            "gpt-5", api_key="k", generate_kwargs={"prompt_cache_retention": "24h"}
+        )
+        body = OpenAIChatModel(
+            "gpt-5", api_key="k", generate_kwargs={"extra_body": {"prompt_cache_retention": "24h"}}
+        )
+        models = [direct, body]
+    else:
+        from agentscope.credential import OpenAICredential
+        from pydantic import SecretStr
+
+        credential = OpenAICredential(api_key=SecretStr("k"))
+        plain = OpenAIChatModel(credential=credential, model="gpt-5")
+        models = [
+            OpenAIChatModel(
+                credential=credential, model="gpt-5", extra_body={"prompt_cache_retention": "24h"}
+            )
+        ]
+    assert retention_of(plain) is None
+    assert [retention_of(m) for m in models] == ["24h"] * len(models)
+    assert cache_life(provider_of(models[0]), "auto", "5m", retention_of(models[0])) == 86_400

@@ -6,7 +6,12 @@ Within a task (a call every few seconds) the outputs that slid out of the newest
 under the trigger, and every call reads the previous prompt from the cache. After six idle
 minutes (past the 5-minute TTL) the next call writes the whole prompt anyway: the waiting
 cuts go into that call, and the calls after it read again. The same when the second task
-runs on another worker, from the first's saved state."""
+runs on another worker, from the first's saved state.
+
+On OpenAI's own API (`OpenAIChatModel`, its requests routed to the simulator's OpenAI
+profile) the cache lives 10 minutes, or 24 hours where the model asks for
+``prompt_cache_retention: 24h``: then nothing is cut after 11 idle minutes, and the call
+reads the whole previous prompt; `cache.cut_when_expired: false` keeps the cuts waiting."""
 
 from __future__ import annotations
 
@@ -29,23 +34,36 @@ LOG = log_text(300)
 STEPS = 4
 
 
-async def _two_tasks(work: Path, idle: float, *, workers: int = 1) -> chat_sim.ChatSim:
+async def _two_tasks(
+    work: Path,
+    idle: float,
+    *,
+    workers: int = 1,
+    openai: dict[str, Any] | None = None,
+    cache: dict[str, Any] | None = None,
+) -> chat_sim.ChatSim:
     """Two tasks, `idle` seconds between them; the simulator with its calls. With two
     `workers`, each task runs on its own manager and agent, the second made from the first's
-    state (as an app's storage hands it over: JSON)."""
+    state (as an app's storage hands it over: JSON). With `openai` (the model's `extra_body`)
+    the model is OpenAI's (`_openai_model`), else Model Studio's; `cache`: the config's."""
     from agentscope.credential import DashScopeCredential
     from agentscope.message import UserMsg
     from agentscope.model import DashScopeChatModel
     from agentscope.state import AgentState
 
     clock = chat_sim.ManualClock()
-    sim = chat_sim.ChatSim(responder(STEPS), profile="dashscope", clock=clock)
+    profile = "dashscope" if openai is None else "openai"
+    sim = chat_sim.ChatSim(responder(STEPS), profile=profile, clock=clock)
     with chat_sim.serve(sim) as url:
-        model = DashScopeChatModel(
-            credential=DashScopeCredential(api_key="sk-test", base_url=url),
-            model="qwen-plus",
-            stream=True,
-            max_retries=0,
+        model = (
+            DashScopeChatModel(
+                credential=DashScopeCredential(api_key="sk-test", base_url=url),
+                model="qwen-plus",
+                stream=True,
+                max_retries=0,
+            )
+            if openai is None
+            else _openai_model(url, openai)
         )
         saved = None
         for task in range(2):
@@ -53,7 +71,7 @@ async def _two_tasks(work: Path, idle: float, *, workers: int = 1) -> chat_sim.C
                 clock.advance(idle)
             if task == 0 or workers == 2:
                 state = None if saved is None else AgentState.model_validate_json(saved)
-                manager, agent = _worker(work, model, state, clock)
+                manager, agent = _worker(work, model, state, clock, cache)
             await agent.reply(UserMsg(name="user", content=f"Task {task}: read the log parts."))
             clock.advance(5)
             if workers == 2:
@@ -64,7 +82,37 @@ async def _two_tasks(work: Path, idle: float, *, workers: int = 1) -> chat_sim.C
     return sim
 
 
-def _worker(work: Path, model: Any, state: Any, clock: chat_sim.ManualClock) -> tuple[Any, Any]:
+def _openai_model(url: str, extra_body: dict[str, Any]) -> Any:
+    """AgentScope's `OpenAIChatModel` on OpenAI's own URL (so the package takes it for
+    OpenAI's API), its requests sent to the simulator at `url` instead."""
+    import httpx
+    from agentscope.credential import OpenAICredential
+    from agentscope.model import OpenAIChatModel
+
+    local = httpx.URL(url)
+
+    class ToSimulator(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            request.url = request.url.copy_with(scheme="http", host=local.host, port=local.port)
+            return await super().handle_async_request(request)
+
+    return OpenAIChatModel(
+        credential=OpenAICredential(api_key="sk-test", base_url="https://api.openai.com/v1"),
+        model="gpt-5",
+        stream=True,
+        max_retries=0,
+        client_kwargs={"http_client": httpx.AsyncClient(transport=ToSimulator())},
+        extra_body=extra_body or None,
+    )
+
+
+def _worker(
+    work: Path,
+    model: Any,
+    state: Any,
+    clock: chat_sim.ManualClock,
+    cache: dict[str, Any] | None = None,
+) -> tuple[Any, Any]:
     """A manager and its agent (from `state`, if given), the package on `clock`."""
     from agentscope_ctx import ContextConfig, ContextManager
 
@@ -74,6 +122,7 @@ def _worker(work: Path, model: Any, state: Any, clock: chat_sim.ManualClock) -> 
             max_input_tokens=60_000,
             token_counter="cl100k_base",
             tool_result={"recent_n": 1, "old_max_bytes": 2_048},
+            **({} if cache is None else {"cache": cache}),
         )
     )
     agent = log_agent(model, manager, LOG, state)
@@ -117,3 +166,29 @@ async def test_the_cuts_due_go_into_the_call_after_the_cache_expired(
     warm = await _two_tasks(tmp_path / "warm", idle=60, workers=workers)
     assert warm.calls[first].cached_tokens > 0  # within the TTL: read, and nothing cut
     assert _tool_sizes(warm.requests[first]) == _tool_sizes(warm.requests[first - 1])
+
+
+@pytest.mark.parametrize(
+    ("extra_body", "cache", "cut"),
+    [
+        ({}, None, True),  # OpenAI's 10 minutes: expired after 11
+        ({"prompt_cache_retention": "24h"}, None, False),
+        ({}, {"cut_when_expired": False}, False),
+    ],
+)
+async def test_openais_cache_expires_by_its_retention_and_the_cuts_can_be_switched_off(
+    tmp_path: Path, extra_body: dict[str, Any], cache: dict[str, Any] | None, cut: bool
+) -> None:
+    """After 11 idle minutes on OpenAI's API: the waiting cuts go into the next call where
+    the cache is gone (10 minutes), not where the model keeps it 24 hours (the call reads
+    the whole previous prompt: the simulator keeps a 24h entry that long), nor with
+    `cut_when_expired: false`."""
+    sim = await _two_tasks(tmp_path, idle=660, openai=extra_body, cache=cache)
+    calls, bodies = sim.calls, sim.requests
+    assert [c.status for c in calls] == [200] * 2 * (STEPS + 1)
+    first = STEPS + 1
+    whole, sent = _tool_sizes(bodies[first - 1]), _tool_sizes(bodies[first])
+    assert (sent != whole) is cut
+    if extra_body:
+        assert all(b.get("prompt_cache_retention") == "24h" for b in bodies)
+        assert calls[first].cached_tokens >= calls[first - 1].prompt_tokens - 128

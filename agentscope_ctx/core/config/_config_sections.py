@@ -107,10 +107,18 @@ class CacheConfig(_Section):
 
     ttl: Literal["5m", "1h"] = "5m"
     """How long a breakpoint's cache entry lives, refreshed by each hit (Anthropic: ``1h``
-    costs 2x the input price to write instead of 1.25x; other providers: ``5m`` only). After
-    that long without a model call, Anthropic's cache counts as expired (Model Studio's
-    after 5 minutes, OpenAI's after 10), and the cuts waiting under the trigger
-    (`clear_at_least`) go into the next call, which writes the whole prompt anyway."""
+    costs 2x the input price to write instead of 1.25x; Model Studio: ``5m`` only). After
+    that long without a model call, Anthropic's cache (and an ``explicit`` gateway's) counts
+    as expired: see `cut_when_expired`."""
+
+    cut_when_expired: bool = True
+    """At the first model call after the provider's prompt cache expired, apply the cuts
+    waiting under the trigger (`clear_at_least`): that call writes the whole prompt anyway,
+    and every call after it sends the smaller one. Expired: no call for longer than
+    ``ttl`` on Anthropic and behind an ``explicit`` gateway, 5 minutes on Model Studio, 10
+    on OpenAI (24 hours where the model asks for ``prompt_cache_retention: 24h``, in a 1.x
+    model's ``generate_kwargs`` or a 2.x model's ``extra_body``); never on other servers.
+    ``false``: the cuts wait for the trigger everywhere."""
 
 
 class CompactorConfig(_Section):
