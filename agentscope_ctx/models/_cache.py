@@ -221,13 +221,15 @@ def call_cache(
 ) -> tuple[CachePlan | None, str | None]:
     """What one model call of `model` gets under `cache.mode`: its marks (`None`: none;
     `marks` gives the pipeline's `cache_marks`) and its `prompt_cache_key` (`None`: none;
-    OpenAI's API only, from the `tenant`'s agent key and session)."""
+    OpenAI's API only, from the `tenant`'s agent key and session). Model Studio's explicit
+    cache has one life, 5 minutes: its marks never carry a ``ttl`` (a config shared with an
+    Anthropic agent may say ``1h``)."""
     provider = provider_of(model)
     style = style_of(provider, mode)
     plan = None
     if style is not None:
         summary, stable = marks()
-        plan = CachePlan(style, summary, stable, ttl)
+        plan = CachePlan(style, summary, stable, "5m" if provider == "dashscope" else ttl)
     owner = tenant() if provider == "openai" and mode != "off" else None
     key = None if owner is None else cache_key(owner.agent, owner.session)
     return plan, key

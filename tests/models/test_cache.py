@@ -215,6 +215,16 @@ def test_provider_of_real_model_classes_and_what_each_mode_gives() -> None:
     assert plan is None and key == cache_key(tenant.agent, tenant.session)
     assert key.startswith("actx-") and "alice" not in key  # names nobody
     assert call_cache(models["openai"], "off", "5m", marks, lambda: tenant) == (None, None)
+    plan, _ = call_cache(models["anthropic"], "auto", "1h", marks, lambda: tenant)
+    assert plan is not None and mark([{"role": "user", "content": "x"}], plan)[0]["content"][0][
+        "cache_control"
+    ] == {"type": "ephemeral", "ttl": "1h"}
+    # Model Studio's explicit cache lives 5 minutes only: no ttl on its marks
+    plan, _ = call_cache(models["studio"], "auto", "1h", marks, lambda: tenant)
+    assert plan is not None and plan.ttl == "5m"
+    assert mark([{"role": "user", "content": "x"}], plan)[0]["content"][0]["cache_control"] == (
+        EPHEMERAL
+    )
     other = Tenant.of("assistant", "s2", user="alice")
     assert cache_key(other.agent, other.session) != key
 
