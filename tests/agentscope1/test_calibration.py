@@ -485,3 +485,30 @@ async def test_a_task_after_the_cache_expired_gets_the_cuts_due(tmp_path: Path) 
             assert cut == [False] * len(cut), task
         else:  # cold at this task's first call: the 5 outputs then out of the newest one
             assert cut == [True] * 5 + [False] * 4, cut  # were cut there; the rest waits
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "cache", "life"),
+    [
+        ({}, {}, 600.0),  # OpenAI's automatic cache: 10 minutes
+        ({"prompt_cache_retention": "24h"}, {}, 86_400.0),
+        ({"extra_body": {"prompt_cache_retention": "24h"}}, {}, 86_400.0),
+        ({"prompt_cache_retention": "24h"}, {"cut_when_expired": False}, None),
+    ],
+)
+async def test_the_cache_life_follows_the_models_retention_and_the_switch(
+    tmp_path: Path, kwargs: dict[str, Any], cache: dict[str, Any], life: float | None
+) -> None:
+    """A 1.x `ReActAgent` on AgentScope's real `OpenAIChatModel` (no request made): its
+    cache counts as expired after 10 minutes, or after 24 hours where the model's
+    `generate_kwargs` ask for `prompt_cache_retention: 24h`; never with
+    `cache.cut_when_expired: false` (`ContextPipeline.cache_life`; the cuts it lets go are
+    `test_a_task_after_the_cache_expired_gets_the_cuts_due`'s)."""
+    from agentscope.model import OpenAIChatModel
+
+    model = OpenAIChatModel("gpt-5", api_key="k", generate_kwargs=kwargs)
+    agent = react(model)
+    manager = ContextManager(ContextConfig(working_dir=tmp_path, cache=cache))
+    manager.attach(agent)
+    assert manager._bindings[agent.id].pipeline.cache_life == life
+    await manager.close()
