@@ -142,7 +142,11 @@ class ContextManager(Services):
             on_usage=pipeline.observe_usage,
             recover=lambda error: self._emergency_compaction(agent, error),
             on_prompt=lambda messages, kwargs: pipeline.compaction.prompts.keep(
-                messages, kwargs.get("tools"), kwargs.get("tool_choice"), agent.model
+                messages,
+                kwargs.get("tools"),
+                kwargs.get("tool_choice"),
+                agent.model,
+                cache=guard.applied,
             ),
             cache=lambda: call_cache(
                 agent.model,

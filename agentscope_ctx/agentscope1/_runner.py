@@ -19,6 +19,7 @@ from agentscope.tool import Toolkit
 from agentscope.tool import ToolResponse as ToolText
 
 from ..core._host import AgentRun, PrefixedCall
+from ..models._cache import mark
 from ..telemetry import enabled, note_response, noted_stream
 
 __all__ = ["call_prefixed", "format_prefixed", "format_prompt", "run_agent", "tool_text"]
@@ -52,12 +53,18 @@ async def call_prefixed(
     model: ChatModelBase, formatter: FormatterBase | None, call: PrefixedCall
 ) -> str:
     """Call `model` on the formatted `call.messages` and the user message `call.instruction`,
-    with `call.tools` and `call.tool_choice` (sent only with tools); the answer's text
+    with `call.tools` and `call.tool_choice` (sent only with tools) and the agent's call's
+    cache marks and key (`call.cache`; the newest mark on the instruction); the answer's text
     (`agentscope_ctx.core._runner.call_prefixed`)."""
     prompt = await format_prefixed(model, formatter, call.messages, call.instruction)
     kwargs: dict[str, Any] = {"tools": call.tools} if call.tools else {}
     if call.tools and call.tool_choice is not None:
         kwargs["tool_choice"] = call.tool_choice
+    plan, key = call.cache if call.cache is not None else (None, None)
+    if plan is not None:
+        prompt = mark(prompt, plan)
+    if key is not None:
+        kwargs["prompt_cache_key"] = key
     result = await model(prompt, **kwargs)
     if not isinstance(result, ChatResponse):  # a 1.x stream: each chunk holds all so far
         last = None

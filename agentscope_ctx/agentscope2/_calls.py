@@ -81,7 +81,8 @@ async def guarded_call(
             PLAN.set(_cache_call(manager, agent, binding, model)[0])  # the ladder moved
             result = await _started(await next_handler(messages=retry, **keyed))
         else:
-            _keep(compaction, messages, kwargs, model)
+            key = keyed["current_model"].key if keyed else None
+            _keep(compaction, messages, kwargs, model, (plan, key))
     finally:
         PLAN.reset(token)
         NATIVE.reset(native_token)
@@ -114,10 +115,16 @@ def _cache_call(
         return None, {}
 
 
-def _keep(compaction: Compaction, messages: list[Msg], kwargs: dict[str, Any], model: Any) -> None:
+def _keep(
+    compaction: Compaction,
+    messages: list[Msg],
+    kwargs: dict[str, Any],
+    model: Any,
+    cache: tuple[CachePlan | None, str | None],
+) -> None:
     """Keep the prompt for the compactor's prefix request (`PromptKeeper.keep`): each
     message with its list of blocks as sent (the agent may add blocks to a message later;
-    a shallow copy of the list, not of the blocks)."""
+    a shallow copy of the list, not of the blocks), and the call's marks and key."""
     try:
         sent = [
             msg.model_copy(update={"content": list(msg.content)})
@@ -125,7 +132,9 @@ def _keep(compaction: Compaction, messages: list[Msg], kwargs: dict[str, Any], m
             else msg
             for msg in messages
         ]
-        compaction.prompts.keep(sent, kwargs.get("tools"), kwargs.get("tool_choice"), model)
+        compaction.prompts.keep(
+            sent, kwargs.get("tools"), kwargs.get("tool_choice"), model, cache=cache
+        )
     except Exception:  # keeping the prompt is a nicety: never fail the call
         logger.exception("agentscope_ctx: could not keep the prompt")
 

@@ -35,6 +35,7 @@ from agentscope.model import ChatModelBase, ChatResponse, FinishedReason
 from agentscope.tool import ToolChoice, Toolkit
 
 from ..core._host import AgentRun, PrefixedCall
+from ..models._cache import PLAN, KeyedModel, marking_formatter
 from ..telemetry import note_response, noted_stream
 from ._tools import function_tool
 
@@ -161,24 +162,33 @@ async def call_prefixed(
     model: ChatModelBase, formatter: FormatterBase | None, call: PrefixedCall
 ) -> str:
     """Call `model` on `call.messages` (2.x messages) and the user message `call.instruction`
-    (see `agentscope_ctx.core._runner.call_prefixed`; `formatter` is not used); the answer's
+    (see `agentscope_ctx.core._runner.call_prefixed`; `formatter` is not used), with the
+    agent's call's cache marks and key (`call.cache`: the formatter marks the request while
+    `PLAN` is set, as at the agent's call, the newest mark on the instruction); the answer's
     text."""
     tool_choice: ToolChoice | None = call.tool_choice
-    result = await model(
-        messages=[*call.messages, UserMsg(name="user", content=call.instruction)],
-        tools=call.tools or None,
-        tool_choice=tool_choice if call.tools else None,
-    )
-    if not isinstance(result, ChatResponse):  # the base class ends a stream with the whole
-        last = None
-        try:
-            async for chunk in result:
-                last = chunk
-        finally:
-            await result.aclose()
-        if last is None:
-            return ""
-        result = last
+    plan, key = call.cache if call.cache is not None else (None, None)
+    if plan is not None:
+        marking_formatter(model)
+    token = PLAN.set(plan)
+    try:
+        result = await (model if key is None else KeyedModel(model, key))(
+            messages=[*call.messages, UserMsg(name="user", content=call.instruction)],
+            tools=call.tools or None,
+            tool_choice=tool_choice if call.tools else None,
+        )
+        if not isinstance(result, ChatResponse):  # the base class ends a stream with the whole
+            last = None
+            try:
+                async for chunk in result:
+                    last = chunk
+            finally:
+                await result.aclose()
+            if last is None:
+                return ""
+            result = last
+    finally:
+        PLAN.reset(token)
     note_response(result)
     if result.finished_reason == FinishedReason.INTERRUPTED:  # cancelled (our time limit)
         raise TimeoutError("the model call was interrupted")

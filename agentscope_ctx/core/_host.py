@@ -72,12 +72,16 @@ class PrefixedCall:
         tools: Its tools' schemas (`None`: none).
         tool_choice: A choice that does not force a call (`_runner.free_choice`).
         instruction: The user message after the prompt.
+        cache: What the agent's call applied for the provider's prompt cache (the adapter's:
+            the marks' plan and the ``prompt_cache_key``, `LastPrompt.cache`), applied to
+            this request too, so that it reads what that call cached; `None`: nothing.
     """
 
     messages: Sequence[Any]
     tools: list[dict[str, Any]] | None
     tool_choice: Any
     instruction: str
+    cache: Any = None
 
 
 class Runner(Protocol):

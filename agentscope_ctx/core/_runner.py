@@ -144,11 +144,13 @@ async def call_prefixed(
     tools: list[dict[str, Any]] | None,
     tool_choice: Any,
     instruction: str,
+    cache: Any = None,
 ) -> str:
     """Call `model` on `messages` (the agent's last prompt, as it was sent) with the user
     message `instruction` after them, the same `tools`, and `tool_choice` unless it forces a
-    call (`free_choice`); return the answer's text (empty when it holds none, e.g. only a tool
-    call).
+    call (`free_choice`), under the prompt cache's treatment of the agent's call (`cache`,
+    `PrefixedCall.cache`); return the answer's text (empty when it holds none, e.g. only a
+    tool call).
 
     Raises:
         TimeoutError: the call was interrupted (2.x answers a cancelled call so).
@@ -161,7 +163,7 @@ async def call_prefixed(
             .call_prefixed(
                 model,
                 formatter,
-                PrefixedCall(messages, tools, free_choice(tool_choice), instruction),
+                PrefixedCall(messages, tools, free_choice(tool_choice), instruction, cache),
             )
         )
 

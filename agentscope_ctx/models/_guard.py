@@ -61,6 +61,9 @@ class GuardedModel(ChatModelBase):
         self.cache = cache
         """The prompt-cache marks and key of the next call (`models._cache.call_cache`),
         applied to the request as formatted; `on_prompt` is told the request unmarked."""
+        self.applied: tuple[CachePlan | None, str | None] = (None, None)
+        """The marks' plan and the key the last call was given (`on_prompt` reads them: the
+        compactor's prefix request applies them too)."""
         self.native = native
         """The native-mode part of the next call (`compactor.mode: native`), set for the
         model's client while the call is made (`models._native_client`)."""
@@ -168,6 +171,7 @@ class GuardedModel(ChatModelBase):
             return messages
         try:
             plan, key = self.cache()
+            self.applied = (plan, key)
             if key is not None:
                 kwargs.setdefault("prompt_cache_key", key)
             return messages if plan is None else mark(messages, plan)

