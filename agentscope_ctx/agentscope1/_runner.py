@@ -95,11 +95,11 @@ async def run_agent(model: ChatModelBase, formatter: FormatterBase | None, run: 
     toolkit = Toolkit()
     for tool in run.tools:
         toolkit.register_tool_function(tool.func)
-    timed = run.call_timeout is not None or enabled()
+    timed = run.call_timeout is not None or enabled() or run.cache is not None
     agent = ReActAgent(
         name=run.name,
         sys_prompt=run.sys_prompt,
-        model=_TimedModel(model, run.call_timeout) if timed else model,
+        model=_TimedModel(model, run.call_timeout, run.cache) if timed else model,
         formatter=formatter,
         toolkit=toolkit,
         memory=InMemoryMemory(),
@@ -114,16 +114,20 @@ async def run_agent(model: ChatModelBase, formatter: FormatterBase | None, run: 
 class _TimedModel(ChatModel1):
     """`inner`, each answer's usage noted for the helper call's span, and every call
     abandoned (`TimeoutError`) after `timeout` seconds (`None`: no limit); for a streamed
-    answer, the whole stream counts."""
+    answer, the whole stream counts. With `plan`, each formatted request gets its
+    prompt-cache marks (`models._cache.mark`)."""
 
-    def __init__(self, inner: ChatModel1, timeout: float | None) -> None:
+    def __init__(self, inner: ChatModel1, timeout: float | None, plan: Any = None) -> None:
         super().__init__(model_name=inner.model_name, stream=inner.stream)
         self.inner = inner
         self.timeout = timeout
+        self.plan = plan
 
     async def __call__(
         self, *args: Any, **kwargs: Any
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        if self.plan is not None and args and isinstance(args[0], list):
+            args = (mark(args[0], self.plan), *args[1:])
         if self.timeout is None:
             result = await self.inner(*args, **kwargs)
         else:

@@ -127,7 +127,13 @@ async def run_agent(model: ChatModelBase, formatter: FormatterBase | None, run: 
         react_config=ReActConfig(max_iters=run.max_iters, interruption_raise_cancelled_error=True),
         injection_config=InjectionConfig(inject_runtime_state=False),
     )
-    reply = await agent.reply(UserMsg(name="user", content=run.prompt))
+    if run.cache is not None:
+        marking_formatter(model)
+    token = PLAN.set(run.cache)  # (its calls, formatted by the model, marked so)
+    try:
+        reply = await agent.reply(UserMsg(name="user", content=run.prompt))
+    finally:
+        PLAN.reset(token)
     return reply.get_text_content() or ""
 
 

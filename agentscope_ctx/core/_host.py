@@ -52,6 +52,9 @@ class AgentRun:
         tools: Its tools.
         max_iters: Reasoning-acting iterations before a final text answer is asked for.
         call_timeout: Longest wait, in seconds, for one model call; `None`: no limit.
+        cache: The prompt-cache marks' plan for each of its model calls (the adapters':
+            a `models._cache.CachePlan`, the newest mark moving on with each call, so that
+            each call of a run reads the one before it); `None`: none.
     """
 
     name: str
@@ -60,6 +63,7 @@ class AgentRun:
     tools: Sequence[AgentTool] = ()
     max_iters: int = 1
     call_timeout: float | None = None
+    cache: Any = None
 
 
 @dataclass(frozen=True)

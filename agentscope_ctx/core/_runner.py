@@ -72,6 +72,7 @@ async def run_agent(
     tools: Sequence[AgentTool] = (),
     max_iters: int = 1,
     call_timeout: float | None = None,
+    cache: Any = None,
 ) -> str:
     """Run a fresh agent on `prompt` until its final text answer; return that text.
 
@@ -86,6 +87,7 @@ async def run_agent(
             text answer (both lines do this).
         call_timeout: Longest wait, in seconds, for one model call (a streamed answer: for
             all of it); `None` for no limit.
+        cache: The prompt-cache marks of its calls (`AgentRun.cache`); `None`: none.
 
     Raises:
         TimeoutError: a model call took longer than `call_timeout`.
@@ -98,7 +100,7 @@ async def run_agent(
             .run_agent(
                 model,
                 formatter,
-                AgentRun(name, sys_prompt, prompt, tuple(tools), max_iters, call_timeout),
+                AgentRun(name, sys_prompt, prompt, tuple(tools), max_iters, call_timeout, cache),
             )
         )
 

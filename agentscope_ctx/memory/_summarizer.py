@@ -26,7 +26,7 @@ import logging
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core._entry import Msg
 from ..core._errors import PersistenceError
@@ -159,6 +159,7 @@ class Summarizer:
         max_iters: int = 8,
         max_input_tokens: int = 8_000,
         timeout_seconds: float = 120.0,
+        cache: Any = None,
     ) -> None:
         """Initialize the summarizer.
 
@@ -174,6 +175,9 @@ class Summarizer:
                 (see `bounded_transcript`); its instructions and tools come on top.
             timeout_seconds: Longest wait for one model call (a streamed answer: for all of
                 it); a call that takes longer ends the run, its notes written so far kept.
+            cache: The prompt-cache marks of its calls (`run_agent`'s; the service gives
+                them where the provider caches only to a mark: each call of a run reads
+                the one before it).
 
         Raises:
             ValueError: `formatter` is `None` on AgentScope 1.x.
@@ -187,6 +191,7 @@ class Summarizer:
         self.max_iters = max_iters
         self.max_input_tokens = max_input_tokens
         self.timeout_seconds = timeout_seconds
+        self.cache = cache
 
     async def run(self, messages: Sequence[Msg], *, today: date | None = None) -> str:
         """Record what is worth keeping from `messages`. Never raises, except on cancellation.
@@ -210,6 +215,7 @@ class Summarizer:
                 tools=files.agent_tools(),
                 max_iters=self.max_iters,
                 call_timeout=self.timeout_seconds,
+                cache=self.cache,
             )
             answer = answer.strip()
             logger.info("Summarizer: %s", answer[:200])

@@ -62,6 +62,7 @@ __all__ = [
     "cache_key",
     "cache_life",
     "call_cache",
+    "helper_cache",
     "mark",
     "marking_formatter",
     "provider_of",
@@ -233,6 +234,17 @@ def call_cache(
     owner = tenant() if provider == "openai" and mode != "off" else None
     key = None if owner is None else cache_key(owner.agent, owner.session)
     return plan, key
+
+
+def helper_cache(model: Any, mode: str, ttl: Literal["5m", "1h"]) -> CachePlan | None:
+    """The marks of a helper agent's calls on `model` (the Summarizer's: a run of several
+    calls on one growing prompt): the system prompt and the newest message, so that each
+    call reads the one before it; `None` where the provider takes no marks (`style_of`)."""
+    provider = provider_of(model)
+    style = style_of(provider, mode)
+    if style is None:
+        return None
+    return CachePlan(style, False, (), "5m" if provider == "dashscope" else ttl)
 
 
 def cache_key(*parts: str) -> str:

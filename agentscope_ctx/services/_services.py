@@ -33,7 +33,7 @@ from ..memory._long_term import LongTermMemory
 from ..memory._schedule import ConsolidationScheduler
 from ..memory._summarizer import Summarizer
 from ..memory._summarizer_queue import SummarizerQueue
-from ..models._cache import cache_life, provider_of, retention_of
+from ..models._cache import cache_life, helper_cache, provider_of, retention_of
 from ..recall._read_file import FileReader
 from ..recall._recall import Recall, RecallConfig
 from ..stores._forget import ForgetReport, ForgetTarget, forget_store
@@ -545,6 +545,7 @@ class Services:
                 counter=self.counter,
                 max_input_tokens=settings.max_input_tokens,
                 timeout_seconds=self.config.compactor.timeout_seconds,
+                cache=helper_cache(self.model, self.config.cache.mode, self.config.cache.ttl),
             )
 
             def track(task: asyncio.Task[None]) -> None:

@@ -17,6 +17,7 @@ from agentscope_ctx.models._cache import (
     cache_key,
     cache_life,
     call_cache,
+    helper_cache,
     mark,
     provider_of,
     retention_of,
@@ -277,3 +278,31 @@ def test_the_retention_an_openai_model_asks_for() -> None:
     assert retention_of(plain) is None
     assert [retention_of(m) for m in models] == ["24h"] * len(models)
     assert cache_life(provider_of(models[0]), "auto", "5m", retention_of(models[0])) == 86_400
+
+
+def test_a_helper_agents_calls_are_marked_where_the_provider_takes_marks() -> None:
+    """`helper_cache` (the Summarizer's run): the system prompt and the newest message on
+    Anthropic and Model Studio (never a ``1h`` there), nothing on OpenAI (it caches by
+    itself) nor on other servers unless ``explicit``."""
+    models = _models()
+    assert helper_cache(models["anthropic"], "auto", "1h") == CachePlan(
+        "anthropic", False, (), "1h"
+    )
+    assert helper_cache(models["studio"], "auto", "1h") == CachePlan("chat", False, (), "5m")
+    assert helper_cache(models["openai"], "auto", "5m") is None
+    assert helper_cache(models["compatible"], "auto", "5m") is None
+    assert helper_cache(models["compatible"], "explicit", "5m") == CachePlan("chat", False, ())
+    assert helper_cache(models["anthropic"], "off", "5m") is None
+    plan = helper_cache(models["anthropic"], "auto", "5m")
+    assert plan is not None
+    prompt = [
+        {"role": "system", "content": "You keep notes."},
+        {"role": "user", "content": "the transcript"},
+        {"role": "assistant", "content": [{"type": "text", "text": "reading"}]},
+    ]
+    marked = mark(prompt, plan)
+    controls = [
+        m["content"][-1].get("cache_control") if isinstance(m["content"], list) else None
+        for m in marked
+    ]
+    assert controls == [EPHEMERAL, None, EPHEMERAL]

@@ -1,18 +1,22 @@
-"""The compactor's prefix request reads what the agent's calls cached (issue 22 item 5,
-issue 45), on the installed AgentScope line: a session through AgentScope's real model classes
-against the providers' simulators, compacting inside its tool loops, the compactor on the same
-provider (``compactor.request: prefix``).
+"""The helpers' requests read what was cached before them (issue 22 item 5, issue 45), on the
+installed AgentScope line: a session through AgentScope's real model classes against the
+providers' simulators, compacting inside its tool loops, the compactor and the Summarizer on
+the same provider (``compactor.request: prefix``).
 
 The request starts with the agent's last prompt as it was sent, so that the provider serves
 it from the cache; that needs what the agent's call carried for the cache: on Anthropic a
 `cache_control` mark (a request without one reads nothing), on OpenAI the session's
 `prompt_cache_key` (without it the request goes to another machine's cache). Before stop 57
 the request carried neither: the simulators read 0 tokens of every compaction request on
-Anthropic, and on OpenAI each missed what the agent's keyed requests had cached."""
+Anthropic, and on OpenAI each missed what the agent's keyed requests had cached. The
+Summarizer, a run of several calls on one growing prompt, had no marks either: on Anthropic
+none of its calls read the one before it."""
 
 from __future__ import annotations
 
 import json
+import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +43,37 @@ def _next_step(messages: list[dict[str, Any]], issued: dict[int, int]) -> tuple[
     return turn, issued.get(turn, 0)
 
 
+def _summarizing(body: dict[str, Any]) -> bool:
+    return any(str(t.get("name", "")).endswith("memory_file") for t in body.get("tools") or [])
+
+
+def _opening(body: dict[str, Any]) -> str:
+    """The text of a request's first message (its marks aside)."""
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def _summarizer_step(body: dict[str, Any]) -> anthropic_sim.Turn:
+    """The Summarizer's run: read today's notes, append one lesson, answer."""
+    text = json.dumps(body, ensure_ascii=False)
+    day = re.findall(r"(\d{4}-\d{2}-\d{2})\.md", text)[0]
+    done = text.count('"tool_result"')
+    if done == 0:
+        return anthropic_sim.Turn(tool_calls=[("read_memory_file", {"file_path": f"{day}.md"})])
+    if done == 1:
+        lesson = {"file_path": f"{day}.md", "content": "- Lesson: timeouts come in bursts."}
+        return anthropic_sim.Turn(tool_calls=[("write_memory_file", lesson)])
+    return anthropic_sim.Turn(text="Recorded one lesson.")
+
+
 def _anthropic_responder() -> Any:
     issued: dict[int, int] = {}
 
     def answer(body: dict[str, Any]) -> anthropic_sim.Turn:
         if _compacting(body["messages"]):
             return anthropic_sim.Turn(text=SUMMARY)
+        if _summarizing(body):
+            return _summarizer_step(body)
         turn, done = _next_step(body["messages"], issued)
         if done >= STEPS:
             return anthropic_sim.Turn(text=f"Task {turn}: timeouts in the queue.")
@@ -118,13 +147,15 @@ def _openai_model(url: str) -> Any:
     )
 
 
-async def _session(work: Path, model: Any, compactor_model: Any, formatter: Any = None) -> None:
+async def _session(
+    work: Path, model: Any, compactor_model: Any, formatter: Any = None, summarizer: bool = False
+) -> None:
     config = ContextConfig(
         working_dir=work,
         max_input_tokens=BUDGET,
         token_counter="cl100k_base",
         compactor={"request": "prefix"},
-        summarizer={"enabled": False},
+        summarizer={"enabled": summarizer},
     )
     manager = ContextManager(config, model=compactor_model, formatter=formatter)
     try:
@@ -179,3 +210,30 @@ async def test_on_openai_the_compaction_request_goes_with_the_sessions_key(
     for i in asked:
         call = sim.calls[i]
         assert call.cached_tokens >= 0.8 * call.prompt_tokens, (i, call)
+
+
+async def test_on_anthropic_each_summarizer_call_reads_the_one_before_it(tmp_path: Path) -> None:
+    """The Summarizer's run after a compaction (read the notes, write one, answer): its
+    calls carry marks (the system prompt, the newest message), and each call after the
+    first reads all of the one before it from the cache."""
+    sim = anthropic_sim.AnthropicSim(_anthropic_responder(), model_window=BUDGET * 4)
+    with anthropic_sim.serve(sim) as url:
+        formatter = None
+        if IS_1X:
+            from agentscope.formatter import AnthropicChatFormatter
+
+            formatter = AnthropicChatFormatter()
+        await _session(
+            tmp_path, _anthropic_model(url), _anthropic_model(url), formatter, summarizer=True
+        )
+    assert all(c.status == 200 for c in sim.calls), [c.error for c in sim.calls]
+    runs = [i for i, body in enumerate(sim.requests) if _summarizing(body)]
+    assert len(runs) >= 3, "no Summarizer run of three calls"
+    followed = 0
+    for before, after in pairwise(runs):
+        if _opening(sim.requests[after]) != _opening(sim.requests[before]):
+            continue  # another run
+        followed += 1
+        assert 1 <= sim.calls[after].breakpoints <= 4
+        assert sim.calls[after].cache_read_input_tokens >= sim.calls[before].prompt_tokens
+    assert followed >= 2
