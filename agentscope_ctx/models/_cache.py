@@ -157,6 +157,9 @@ def provider_of(model: Any) -> Provider:
         # 2.x speaks Model Studio's OpenAI-compatible API (an OpenAI client); 1.x its native
         # API through the dashscope SDK, whose content format the marks are not made for
         return "dashscope" if hasattr(model, "client") else "other"
+    if "OpenAIResponseModel" in names:  # 2.x, the Responses API: OpenAI's own, or no marks
+        url = _base_url(model)
+        return "openai" if not url or "api.openai.com" in url else "other"
     if "OpenAIChatModel" not in names:
         return "other"
     url = _base_url(model)

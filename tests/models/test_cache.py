@@ -187,6 +187,27 @@ def _models() -> dict[str, Any]:
     }
 
 
+def test_the_responses_api_on_openais_url_is_openai() -> None:
+    """2.x `OpenAIResponseModel`: OpenAI's own API (a `prompt_cache_key`, OpenAI's cache
+    life) on OpenAI's URL; elsewhere nothing (its requests take no `cache_control`)."""
+    if IS_1X:
+        return  # (no Responses model on 1.x)
+    from agentscope.credential import OpenAICredential
+    from agentscope.model import OpenAIResponseModel
+    from pydantic import SecretStr
+
+    def responses(url: str | None) -> Any:
+        credential = OpenAICredential(api_key=SecretStr("k"), base_url=url)
+        return OpenAIResponseModel(credential=credential, model="gpt-5")
+
+    assert provider_of(responses(None)) == provider_of(responses("https://api.openai.com/v1"))
+    assert provider_of(responses(None)) == "openai"
+    assert provider_of(responses("https://dashscope.aliyuncs.com/api/v2/apps")) == "other"
+    tenant = Tenant.of("assistant", "s1")
+    plan, key = call_cache(responses(None), "auto", "5m", lambda: (True, ()), lambda: tenant)
+    assert plan is None and key == cache_key(tenant.agent, tenant.session)
+
+
 def test_provider_of_real_model_classes_and_what_each_mode_gives() -> None:
     models = _models()
     assert {name: provider_of(m) for name, m in models.items()} == {

@@ -89,6 +89,9 @@ async def test_a_native_session_on_openai_responses_holds_the_budget(
         assert item is not None and item["encrypted_content"].startswith("sim1.")
         assert sim.calls[i + 1].dropped_items == 0  # nothing before it: nothing to ignore
         assert "You read logs" in sim.requests[i + 1]["instructions"]  # the system prompt
+    # the Responses API on OpenAI's URL gets the session's prompt_cache_key, every call
+    keys = {body.get("prompt_cache_key") for body in sim.requests}
+    assert len(keys) == 1 and None not in keys
     _check_dialog(tmp_path, 3)
 
 

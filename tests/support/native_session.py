@@ -18,6 +18,7 @@ from agentscope_ctx._line import IS_1X
 from tests.support.anthropic_sim import AnthropicSim
 from tests.support.anthropic_sim import Turn as AnthropicTurn
 from tests.support.anthropic_sim import serve as serve_anthropic
+from tests.support.chat_sim import OPENAI_URL, openai_routed
 from tests.support.chat_sim import Turn as ChatTurn
 from tests.support.responses_sim import ResponsesSim, serve
 from tests.support.thinking_session import anthropic_model, log_part
@@ -81,11 +82,14 @@ def _model(provider: Provider, url: str, name: str, stream: bool) -> Any:
         from agentscope.credential import OpenAICredential
         from agentscope.model import OpenAIResponseModel
 
+        # on OpenAI's URL, as a user's model is (a prompt_cache_key goes with each call),
+        # the requests routed to the simulator
         return OpenAIResponseModel(
-            credential=OpenAICredential(api_key="sk-test", base_url=url),
+            credential=OpenAICredential(api_key="sk-test", base_url=OPENAI_URL),
             model=name,
             stream=stream,
             max_retries=0,
+            client_kwargs=openai_routed(url),
         )
     return anthropic_model(url, stream, name)
 
