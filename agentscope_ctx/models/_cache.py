@@ -37,9 +37,14 @@ that one session's requests reach the same cache (`cache_key`).
 imports no AgentScope: the adapters pass the model in and call it at the model call. On 1.x
 the model is given the formatted request (`GuardedModel` marks it); a 2.x model formats the
 messages itself, so its formatter is wrapped once (`marking_formatter`) and marks what it
-formats while the 2.x adapter's model call has set `PLAN`; a call made without it (the
-compactor's, another agent's on the same model) goes out as AgentScope made it. A
+formats while the 2.x adapter's model call has set `PLAN`; a call made without it (another
+agent's on the same model, the compactor's plain request) goes out as AgentScope made it. A
 `prompt_cache_key` rides on the call through `KeyedModel`.
+
+The helpers' calls get marks too: the compactor's prefix request those of the agent's call
+it starts with (`LastPrompt.cache`, applied by each line's `call_prefixed`), so that it reads
+that call's cache; the Summarizer's runs `helper_cache` (the system prompt and the newest
+message), so that each call of a run reads the one before it.
 """
 
 from __future__ import annotations

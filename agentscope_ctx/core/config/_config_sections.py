@@ -108,9 +108,8 @@ class CacheConfig(_Section):
     ttl: Literal["5m", "1h"] = "5m"
     """How long a breakpoint's cache entry lives, refreshed by each hit (Anthropic: ``1h``
     costs 2x the input price to write instead of 1.25x; Model Studio: ``5m`` only, its marks
-    never carry ``1h``). After
-    that long without a model call, Anthropic's cache (and an ``explicit`` gateway's) counts
-    as expired: see `cut_when_expired`."""
+    never carry ``1h``). After that long without a model call, Anthropic's cache (and an
+    ``explicit`` gateway's) counts as expired: see `cut_when_expired`."""
 
     cut_when_expired: bool = True
     """At the first model call after the provider's prompt cache expired, apply the cuts
