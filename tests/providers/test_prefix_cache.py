@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -53,47 +54,36 @@ def _opening(body: dict[str, Any]) -> str:
     return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
 
 
-def _summarizer_step(body: dict[str, Any]) -> anthropic_sim.Turn:
-    """The Summarizer's run: read today's notes, append one lesson, answer."""
+def _summarizer_step(body: dict[str, Any], turn: Callable[..., Any]) -> Any:
+    """The Summarizer's run: read today's notes, append one lesson, answer (`turn` makes the
+    simulator's `Turn`)."""
     text = json.dumps(body, ensure_ascii=False)
     day = re.findall(r"(\d{4}-\d{2}-\d{2})\.md", text)[0]
-    done = text.count('"tool_result"')
+    done = text.count('"tool_result"') + text.count('"role": "tool"')
     if done == 0:
-        return anthropic_sim.Turn(tool_calls=[("read_memory_file", {"file_path": f"{day}.md"})])
+        return turn(tool_calls=[("read_memory_file", {"file_path": f"{day}.md"})])
     if done == 1:
         lesson = {"file_path": f"{day}.md", "content": "- Lesson: timeouts come in bursts."}
-        return anthropic_sim.Turn(tool_calls=[("write_memory_file", lesson)])
-    return anthropic_sim.Turn(text="Recorded one lesson.")
+        return turn(tool_calls=[("write_memory_file", lesson)])
+    return turn(text="Recorded one lesson.")
 
 
-def _anthropic_responder() -> Any:
+def _responder(turn: Callable[..., Any]) -> Any:
+    """The model of every request (`turn`: `anthropic_sim.Turn` or `chat_sim.Turn`): the
+    compactor's gets `SUMMARY`, the Summarizer's its run, the agent's `STEPS` calls of
+    `read_log` per task, then the answer."""
     issued: dict[int, int] = {}
 
-    def answer(body: dict[str, Any]) -> anthropic_sim.Turn:
+    def answer(body: dict[str, Any]) -> Any:
         if _compacting(body["messages"]):
-            return anthropic_sim.Turn(text=SUMMARY)
+            return turn(text=SUMMARY)
         if _summarizing(body):
-            return _summarizer_step(body)
-        turn, done = _next_step(body["messages"], issued)
+            return _summarizer_step(body, turn)
+        task, done = _next_step(body["messages"], issued)
         if done >= STEPS:
-            return anthropic_sim.Turn(text=f"Task {turn}: timeouts in the queue.")
-        issued[turn] = done + 1
-        return anthropic_sim.Turn(tool_calls=[("read_log", {"part": turn * 100 + done})])
-
-    return answer
-
-
-def _chat_responder() -> Any:
-    issued: dict[int, int] = {}
-
-    def answer(body: dict[str, Any]) -> chat_sim.Turn:
-        if _compacting(body["messages"]):
-            return chat_sim.Turn(text=SUMMARY)
-        turn, done = _next_step(body["messages"], issued)
-        if done >= STEPS:
-            return chat_sim.Turn(text=f"Task {turn}: timeouts in the queue.")
-        issued[turn] = done + 1
-        return chat_sim.Turn(tool_calls=[("read_log", {"part": turn * 100 + done})])
+            return turn(text=f"Task {task}: timeouts in the queue.")
+        issued[task] = done + 1
+        return turn(tool_calls=[("read_log", {"part": task * 100 + done})])
 
     return answer
 
@@ -167,20 +157,42 @@ async def _session(
         await manager.close()
 
 
-async def test_on_anthropic_the_compaction_request_reads_the_agents_cached_prompt(
-    tmp_path: Path,
-) -> None:
-    """Each compaction request carries the agent's marks (at most 4, the newest on the
-    request's last message) and reads most of its prompt from the cache."""
-    sim = anthropic_sim.AnthropicSim(_anthropic_responder(), model_window=BUDGET * 4)
+async def _on_anthropic(work: Path, *, summarizer: bool = False) -> anthropic_sim.AnthropicSim:
+    """The session on the Anthropic simulator (agent and helpers on `AnthropicChatModel`)."""
+    sim = anthropic_sim.AnthropicSim(_responder(anthropic_sim.Turn), model_window=BUDGET * 4)
     with anthropic_sim.serve(sim) as url:
         formatter = None
         if IS_1X:
             from agentscope.formatter import AnthropicChatFormatter
 
             formatter = AnthropicChatFormatter()
-        await _session(tmp_path, _anthropic_model(url), _anthropic_model(url), formatter)
+        await _session(
+            work, _anthropic_model(url), _anthropic_model(url), formatter, summarizer=summarizer
+        )
     assert all(c.status == 200 for c in sim.calls), [c.error for c in sim.calls]
+    return sim
+
+
+async def _on_openai(work: Path) -> chat_sim.ChatSim:
+    """The session on the simulator's OpenAI profile (`OpenAIChatModel` on OpenAI's URL)."""
+    sim = chat_sim.ChatSim(_responder(chat_sim.Turn), profile="openai")
+    with chat_sim.serve(sim) as url:
+        formatter = None
+        if IS_1X:
+            from agentscope.formatter import OpenAIChatFormatter
+
+            formatter = OpenAIChatFormatter()
+        await _session(work, _openai_model(url), _openai_model(url), formatter)
+    assert all(c.status == 200 for c in sim.calls), [c.error for c in sim.calls]
+    return sim
+
+
+async def test_on_anthropic_the_compaction_request_reads_the_agents_cached_prompt(
+    tmp_path: Path,
+) -> None:
+    """Each compaction request carries the agent's marks (at most 4, the newest on the
+    request's last message) and reads most of its prompt from the cache."""
+    sim = await _on_anthropic(tmp_path)
     asked = [i for i, body in enumerate(sim.requests) if _compacting(body["messages"])]
     assert asked, "the session never compacted"
     for i in asked:
@@ -194,15 +206,7 @@ async def test_on_openai_the_compaction_request_goes_with_the_sessions_key(
 ) -> None:
     """Each compaction request carries the agent's `prompt_cache_key`, reaches the machine
     that cached the agent's prompt, and reads most of it."""
-    sim = chat_sim.ChatSim(_chat_responder(), profile="openai")
-    with chat_sim.serve(sim) as url:
-        formatter = None
-        if IS_1X:
-            from agentscope.formatter import OpenAIChatFormatter
-
-            formatter = OpenAIChatFormatter()
-        await _session(tmp_path, _openai_model(url), _openai_model(url), formatter)
-    assert all(c.status == 200 for c in sim.calls), [c.error for c in sim.calls]
+    sim = await _on_openai(tmp_path)
     asked = [i for i, body in enumerate(sim.requests) if _compacting(body["messages"])]
     assert asked, "the session never compacted"
     keys = {body.get("prompt_cache_key") for body in sim.requests}
@@ -216,17 +220,7 @@ async def test_on_anthropic_each_summarizer_call_reads_the_one_before_it(tmp_pat
     """The Summarizer's run after a compaction (read the notes, write one, answer): its
     calls carry marks (the system prompt, the newest message), and each call after the
     first reads all of the one before it from the cache."""
-    sim = anthropic_sim.AnthropicSim(_anthropic_responder(), model_window=BUDGET * 4)
-    with anthropic_sim.serve(sim) as url:
-        formatter = None
-        if IS_1X:
-            from agentscope.formatter import AnthropicChatFormatter
-
-            formatter = AnthropicChatFormatter()
-        await _session(
-            tmp_path, _anthropic_model(url), _anthropic_model(url), formatter, summarizer=True
-        )
-    assert all(c.status == 200 for c in sim.calls), [c.error for c in sim.calls]
+    sim = await _on_anthropic(tmp_path, summarizer=True)
     runs = [i for i, body in enumerate(sim.requests) if _summarizing(body)]
     assert len(runs) >= 3, "no Summarizer run of three calls"
     followed = 0
