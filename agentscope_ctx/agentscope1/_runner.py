@@ -60,7 +60,7 @@ async def call_prefixed(
     kwargs: dict[str, Any] = {"tools": call.tools} if call.tools else {}
     if call.tools and call.tool_choice is not None:
         kwargs["tool_choice"] = call.tool_choice
-    plan, key = call.cache if call.cache is not None else (None, None)
+    plan, key = call.cache
     if plan is not None:
         prompt = mark(prompt, plan)
     if key is not None:

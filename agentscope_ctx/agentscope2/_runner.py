@@ -173,7 +173,7 @@ async def call_prefixed(
     `PLAN` is set, as at the agent's call, the newest mark on the instruction); the answer's
     text."""
     tool_choice: ToolChoice | None = call.tool_choice
-    plan, key = call.cache if call.cache is not None else (None, None)
+    plan, key = call.cache
     if plan is not None:
         marking_formatter(model)
     token = PLAN.set(plan)

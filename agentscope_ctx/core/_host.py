@@ -78,14 +78,15 @@ class PrefixedCall:
         instruction: The user message after the prompt.
         cache: What the agent's call applied for the provider's prompt cache (the adapter's:
             the marks' plan and the ``prompt_cache_key``, `LastPrompt.cache`), applied to
-            this request too, so that it reads what that call cached; `None`: nothing.
+            this request too, so that it reads what that call cached; `None` in either
+            place: nothing.
     """
 
     messages: Sequence[Any]
     tools: list[dict[str, Any]] | None
     tool_choice: Any
     instruction: str
-    cache: Any = None
+    cache: tuple[Any, str | None] = (None, None)
 
 
 class Runner(Protocol):

@@ -146,7 +146,7 @@ async def call_prefixed(
     tools: list[dict[str, Any]] | None,
     tool_choice: Any,
     instruction: str,
-    cache: Any = None,
+    cache: tuple[Any, str | None] = (None, None),
 ) -> str:
     """Call `model` on `messages` (the agent's last prompt, as it was sent) with the user
     message `instruction` after them, the same `tools`, and `tool_choice` unless it forces a

@@ -200,7 +200,28 @@ def cache_life(
         return 86_400.0 if retention == "24h" else 600.0
     if style_of(provider, mode) is None:
         return None
-    return 3_600.0 if ttl == "1h" and provider != "dashscope" else 300.0
+    return 3_600.0 if _ttl(provider, ttl) == "1h" else 300.0
+
+
+def _ttl(provider: Provider, ttl: Literal["5m", "1h"]) -> Literal["5m", "1h"]:
+    """The life `provider`'s marked entries get from `cache.ttl`: Model Studio's explicit
+    cache has one, 5 minutes (a config shared with an Anthropic agent may say ``1h``)."""
+    return "5m" if provider == "dashscope" else ttl
+
+
+def _plan(
+    provider: Provider,
+    mode: str,
+    ttl: Literal["5m", "1h"],
+    marks: Callable[[], tuple[bool, tuple[str, ...]]],
+) -> CachePlan | None:
+    """The marks of a call to `provider` under `cache.mode` (`marks` gives the summary flag
+    and the stable calls); `None` where the provider takes none (`style_of`)."""
+    style = style_of(provider, mode)
+    if style is None:
+        return None
+    summary, stable = marks()
+    return CachePlan(style, summary, stable, _ttl(provider, ttl))
 
 
 def retention_of(model: Any) -> str | None:
@@ -230,15 +251,10 @@ def call_cache(
 ) -> tuple[CachePlan | None, str | None]:
     """What one model call of `model` gets under `cache.mode`: its marks (`None`: none;
     `marks` gives the pipeline's `cache_marks`) and its `prompt_cache_key` (`None`: none;
-    OpenAI's API only, from the `tenant`'s agent key and session). Model Studio's explicit
-    cache has one life, 5 minutes: its marks never carry a ``ttl`` (a config shared with an
-    Anthropic agent may say ``1h``)."""
+    OpenAI's API only, from the `tenant`'s agent key and session). Model Studio's marks
+    never carry ``1h`` (`_ttl`)."""
     provider = provider_of(model)
-    style = style_of(provider, mode)
-    plan = None
-    if style is not None:
-        summary, stable = marks()
-        plan = CachePlan(style, summary, stable, "5m" if provider == "dashscope" else ttl)
+    plan = _plan(provider, mode, ttl, marks)
     owner = tenant() if provider == "openai" and mode != "off" else None
     key = None if owner is None else cache_key(owner.agent, owner.session)
     return plan, key
@@ -248,11 +264,7 @@ def helper_cache(model: Any, mode: str, ttl: Literal["5m", "1h"]) -> CachePlan |
     """The marks of a helper agent's calls on `model` (the Summarizer's: a run of several
     calls on one growing prompt): the system prompt and the newest message, so that each
     call reads the one before it; `None` where the provider takes no marks (`style_of`)."""
-    provider = provider_of(model)
-    style = style_of(provider, mode)
-    if style is None:
-        return None
-    return CachePlan(style, False, (), "5m" if provider == "dashscope" else ttl)
+    return _plan(provider_of(model), mode, ttl, lambda: (False, ()))
 
 
 def cache_key(*parts: str) -> str:

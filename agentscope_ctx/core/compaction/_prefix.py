@@ -55,7 +55,7 @@ class LastPrompt:
             marks' plan and the ``prompt_cache_key``), which the prefix request applies too
             (`PrefixedCall.cache`): without it, Anthropic and Model Studio read nothing of
             the cached prompt (no mark) and OpenAI routes the request to another cache (no
-            key). `None`: nothing applied.
+            key). `None` in either place: nothing applied.
     """
 
     messages: Sequence[Any]
@@ -64,7 +64,7 @@ class LastPrompt:
     model: str
     shown: frozenset[str]
     summary: str
-    cache: Any = None
+    cache: tuple[Any, str | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class PromptKeeper:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: Any = None,
         model: object = None,
-        cache: Any = None,
+        cache: tuple[Any, str | None] = (None, None),
     ) -> None:
         """The agent's model was called with `messages` (as sent), `tools` and `tool_choice`,
         under `cache` (`LastPrompt.cache`; `messages=None`: the call failed). Kept as `last`
