@@ -321,7 +321,8 @@ class ContextPipeline:
 
     @property
     def threshold(self) -> int:
-        return int(self.config.compact_trigger_ratio * self.calibration.budget)
+        budget = self.calibration.budget
+        return int(self.config.trigger_ratio(budget) * budget)
 
     @property
     def cold(self) -> bool:

@@ -245,7 +245,7 @@ def _report(
         name=name,
         working_dir=working_dir,
         budget=cfg.max_input_tokens,
-        threshold=int(cfg.compact_trigger_ratio * cfg.max_input_tokens),
+        threshold=int(cfg.trigger_ratio(cfg.max_input_tokens) * cfg.max_input_tokens),
         prompt_tokens=list(stats.prompt_tokens),
         provider_tokens=list(stats.provider_tokens),
         provider_cached=list(stats.provider_cached),

@@ -67,7 +67,8 @@ async def test_one_pipeline_span_per_model_call_in_agentscope_reply_span(
         working_dir=tmp_path / "ctx",
         max_input_tokens=6_000,
         tool_result={"recent_max_bytes": 6_000, "old_max_bytes": 1_500}
-        | ({"mask_after": None} if relief == "compaction" else {}),
+        # (masking on: below 8,000 tokens the default is not to mask)
+        | {"mask_after": None if relief == "compaction" else 10},
         summarizer={"enabled": False},
     )
     manager = ContextManager(config, model=helper, formatter=OpenAIChatFormatter())

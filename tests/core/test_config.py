@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_defaults_are_valid_and_expand_home() -> None:
     config = ContextConfig()
     assert "~" not in str(config.working_dir)
-    assert config.keep_recent_ratio < config.compact_trigger_ratio <= 1
+    assert config.keep_recent_ratio < config.trigger_ratio(config.max_input_tokens) <= 1
     assert config.tool_result.old_max_bytes <= config.tool_result.recent_max_bytes
 
 
@@ -52,18 +52,39 @@ def test_every_field_is_documented_in_default_yaml() -> None:
 
 
 def test_the_small_window_room_follows_the_fresh_outputs_share() -> None:
-    """`compact_headroom: null` leaves 0.3 of a small budget free after a compaction,
-    counted in fresh outputs at `tool_result.recent_max_share` (issue 45): 4 at the default
-    0.08 (it was 2 whatever the share, which at 0.08 kept twice as much and compacted every
-    third call of the cost benchmark's small session), 2 at 0.15 or with no share; never
-    at or above `SMALL_WINDOW`, and an explicit value is kept."""
-    assert ContextConfig().headroom(4_000) == 4
-    assert ContextConfig(tool_result={"recent_max_share": 0.15}).headroom(4_000) == 2
+    """`compact_headroom: null` leaves 0.5 of a small budget free after a compaction,
+    counted in fresh outputs at `tool_result.recent_max_share` (issue 45): 6 at the default
+    0.08 (4 until the trigger went to the budget there, which compacted again after three
+    calls), 3 at 0.15, 2 with no share or a larger one; never at or above `SMALL_WINDOW`,
+    and an explicit value is kept."""
+    assert ContextConfig().headroom(4_000) == 6
+    assert ContextConfig(tool_result={"recent_max_share": 0.15}).headroom(4_000) == 3
     assert ContextConfig(tool_result={"recent_max_share": None}).headroom(4_000) == 2
     assert ContextConfig(tool_result={"recent_max_share": 0.5}).headroom(4_000) == 2
     assert ContextConfig().headroom(8_000) is None
     assert ContextConfig(compact_headroom=3).headroom(4_000) == 3
     assert ContextConfig(compact_headroom=0).headroom(4_000) is None
+
+
+def test_a_small_window_compacts_at_the_budget_and_masks_nothing() -> None:
+    """Left to the budget (issue 45), the trigger is 0.75 from `SMALL_WINDOW` up and the
+    budget itself below it, and masking starts after 10 outputs from `SMALL_WINDOW` up and
+    not at all below it; a value given is kept at any budget, and a bad one is refused
+    naming the field."""
+    config = ContextConfig()
+    assert config.compact_trigger_ratio is None and config.tool_result.mask_after == "auto"
+    assert (config.trigger_ratio(7_999), config.trigger_ratio(8_000)) == (1.0, 0.75)
+    assert ContextConfig(compact_trigger_ratio=0.75).trigger_ratio(4_000) == 0.75
+    assert ContextConfig(compact_trigger_ratio=0.9).trigger_ratio(128_000) == 0.9
+    results = config.tool_result
+    assert (results.masks_after(7_999), results.masks_after(8_000)) == (None, 10)
+    assert ContextConfig(tool_result={"mask_after": 10}).tool_result.masks_after(4_000) == 10
+    assert ContextConfig(tool_result={"mask_after": None}).tool_result.masks_after(8_000) is None
+    for bad in ("always", -1):
+        with pytest.raises(ConfigError, match=r"tool_result\.mask_after"):
+            ContextConfig(tool_result={"mask_after": bad})
+    with pytest.raises(ConfigError, match=r"keep_recent_ratio.*0\.75"):
+        ContextConfig(keep_recent_ratio=0.8)
 
 
 def test_yaml_working_dir_expands_user(tmp_path: Path) -> None:

@@ -41,8 +41,13 @@ async def test_a_resumed_session_shows_the_summary_cut_as_the_compacting_one(
     tmp_path: Path, line: Line
 ) -> None:
     # the output enters at 600 tokens (0.15), so that a compaction has an older part to take
+    # (with the trigger under the budget: at the budget, the default below 8,000 tokens, the
+    # compaction's room for fresh outputs would keep all of this short session)
     config = ContextConfig(
-        working_dir=tmp_path, max_input_tokens=4_000, tool_result={"recent_max_share": 0.15}
+        working_dir=tmp_path,
+        max_input_tokens=4_000,
+        compact_trigger_ratio=0.75,
+        tool_result={"recent_max_share": 0.15},
     )
     tools = {"read": lambda arg: f"{arg}: " + "a line of the file\n" * 200}
     first = line.session(config, line.fake_model(default=LONG), tools)

@@ -201,8 +201,11 @@ async def test_i48_an_output_saved_when_masked_is_in_the_steps_record(
         summarizer={"enabled": False},
         compactor={"enabled": False},
         recall={"session": "s1"},
-        # (0.15: the reads enter large enough to pass the trigger, and masking cuts them)
+        # (0.15: the reads enter large enough to pass the trigger, and masking cuts them;
+        # masking and a trigger under the budget, not the defaults below 8,000 tokens)
+        compact_trigger_ratio=0.75,
         tool_result={
+            "mask_after": 10,
             "recent_n": 1,
             "recent_max_bytes": 8_000,
             "old_max_bytes": 1_024,

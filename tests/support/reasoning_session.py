@@ -20,7 +20,7 @@ from typing import Any, Literal
 from agentscope_ctx import ContextConfig, ContextManager
 from agentscope_ctx._line import IS_1X
 from tests.support.chat_sim import ChatSim, ManualClock, Turn, serve
-from tests.support.thinking_session import run_1x, run_2x
+from tests.support.thinking_session import MASKING, run_1x, run_2x
 
 _TASK = re.compile(r"Task (\d+): read log parts")
 
@@ -70,7 +70,12 @@ async def run_session(
         clock=ManualClock(),
         reasoning_rule=rule,
     )
-    cfg = ContextConfig(working_dir=work, max_input_tokens=budget, token_counter="cl100k_base")
+    cfg = ContextConfig(
+        working_dir=work,
+        max_input_tokens=budget,
+        token_counter="cl100k_base",
+        tool_result=MASKING,
+    )
     manager = ContextManager(cfg)  # extractive summaries
     with serve(sim) as url:
         try:

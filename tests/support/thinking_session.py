@@ -20,6 +20,8 @@ from tests.support.anthropic_sim import AnthropicSim, Turn, serve
 
 MODEL = "claude-sonnet-4-5"
 TASK = "Task {turn}: read log parts {first} to {last} and report the failures."
+MASKING = {"mask_after": 10}
+"""The sessions mask (below 8,000 tokens the default is not to, `ToolResultConfig.mask_after`)."""
 
 
 def log_part(part: int, lines: int) -> str:
@@ -120,6 +122,7 @@ async def run_session(
     `after`: given the manager and the agent at the end, before the manager closes."""
     seen = Seen()
     sim = AnthropicSim(responder(steps, seen), model_window=window or budget * 2)
+    config.setdefault("tool_result", MASKING)
     cfg = ContextConfig(
         working_dir=work, max_input_tokens=budget, token_counter="cl100k_base", **config
     )

@@ -18,6 +18,7 @@ from ._config_base import _config_error as _config_error  # used by _providers, 
 from ._config_file import read_config_mapping
 from ._config_retention import RetentionConfig
 from ._config_sections import (
+    SMALL_WINDOW,
     CacheConfig,
     CompactorConfig,
     ConsolidationConfig,
@@ -42,19 +43,19 @@ __all__ = [
 AGENT_SECTIONS = ("agent", "model", "compactor_model", "context")
 """The sections of a full agent config file (see `agentscope_ctx._agent_config`)."""
 
-SMALL_WINDOW = 8_000
-"""Below this prompt budget (tokens) `summary_max_share` and `compact_headroom` apply by
-default (0.15, and room for `SMALL_WINDOW_ROOM`): the cost benchmark's small session costs
-30-47% less with them at 4,000 to 6,000 tokens, 10% at 7,000, the same at 8,000 and above
-(issue 45)."""
-
-SMALL_WINDOW_ROOM = 0.3
+SMALL_WINDOW_ROOM = 0.5
 """The share of the budget a compaction leaves free under the trigger below `SMALL_WINDOW`
-by default, counted in fresh outputs (`compact_headroom`): two at the 0.15 share this was
-measured with, four at 0.08 (at 4,000 tokens, two at 0.08 kept twice as much and compacted
-every third call: the small session read 0.635 of its prompt tokens from the cache against
-0.686 with four, on the Anthropic simulator before 43487a3, which read a few hundred tokens
-too many at each compaction; docs/contributors/providers.md)."""
+by default, counted in fresh outputs (`compact_headroom`): 6 at the default 0.08, so that
+the compaction keeps little more than the newest tool call and its result. Each compaction
+rewrites the prompt from the summary on, and below `SMALL_WINDOW` the tool schemas and the
+system prompt are often under the 1,024 tokens a provider caches from, so all it keeps is
+written to the cache again: the less it keeps, the longer until the next. At 4,000 tokens,
+with the trigger at the budget and no masking, the small session read 0.718 of its prompt
+tokens on the Anthropic simulator with 4 (0.3, the room until 2026-12-07), 0.745-0.753 with
+6 (docs/contributors/providers.md)."""
+
+TRIGGER_RATIO = 0.75
+"""`ContextConfig.compact_trigger_ratio` at a budget of `SMALL_WINDOW` or more, by default."""
 
 
 class ContextConfig(_Section):
@@ -79,8 +80,15 @@ class ContextConfig(_Section):
     recall) and the current user turn; then `PromptTooLargeError` is raised before the
     model call, and nothing is sent. Below about 2,000, turn recall off."""
 
-    compact_trigger_ratio: float = Field(default=0.75, gt=0, le=1)
-    """Compaction starts when the prompt reaches this share of `max_input_tokens`."""
+    compact_trigger_ratio: float | None = Field(default=None, gt=0, le=1)
+    """Compaction starts when the prompt reaches this share of `max_input_tokens`. `None`
+    (the default): 0.75, and 1 where the prompt budget is under `SMALL_WINDOW` (8,000
+    tokens). There a compaction leaves the prompt some 40% full (the tool schemas, the
+    system prompt, the summary, the user's turn and the newest output), so that at 0.75 the
+    next rewrite came a few calls later, each writing the whole prompt to the provider's
+    cache again; at 1 the compaction waits until the prompt would not fit (the budget is the
+    prompt's, the answer's room is outside it) and the calls between only append (issue
+    45)."""
 
     keep_recent_ratio: float = Field(default=0.25, gt=0, lt=1)
     """After compaction the newest messages worth this share of `max_input_tokens` stay
@@ -125,8 +133,8 @@ class ContextConfig(_Section):
     `keep_recent_ratio` of the budget kept verbatim would leave less, fewer are kept (never
     less than the newest tool call with its result; the current user turn stays, and is
     written to `dialog/` with the older part). `None` (the default): where the budget is
-    under `SMALL_WINDOW` (as `summary_max_share`), as many as fill `SMALL_WINDOW_ROOM` (0.3)
-    of it, 4 at the default share; none above. 0: `keep_recent_ratio` alone."""
+    under `SMALL_WINDOW` (as `summary_max_share`), as many as fill `SMALL_WINDOW_ROOM` (0.5)
+    of it, 6 at the default share; none above. 0: `keep_recent_ratio` alone."""
 
     pin_max_share: float = Field(default=0.25, gt=0, le=0.5)
     """Pinned messages (metadata ``agentscope_ctx.pinned``, or `ContextManager.pin`) are never
@@ -174,6 +182,13 @@ class ContextConfig(_Section):
     the last resort (a prompt still over the budget) the note is left out, a line saying
     where MEMORY.md is."""
 
+    def trigger_ratio(self, budget: int) -> float:
+        """`compact_trigger_ratio` at the prompt budget in force, `budget` (`None` resolved)."""
+        ratio = self.compact_trigger_ratio
+        if ratio is None:
+            return TRIGGER_RATIO if budget >= SMALL_WINDOW else 1.0
+        return ratio
+
     def summary_share(self, budget: int) -> float | None:
         """The share of `budget` (the prompt budget in force) the summary message is held
         to after a compaction; `None`: not held (see `summary_max_share`)."""
@@ -185,7 +200,7 @@ class ContextConfig(_Section):
     def headroom(self, budget: int) -> int | None:
         """The fresh outputs a compaction leaves room for under the trigger at `budget`;
         `None`: no such rule (see `compact_headroom`). Auto: as many as fill
-        `SMALL_WINDOW_ROOM` of the budget at `tool_result.recent_max_share` (4 at 0.08; 2,
+        `SMALL_WINDOW_ROOM` of the budget at `tool_result.recent_max_share` (6 at 0.08; 2,
         at least)."""
         room = self.compact_headroom
         if room is None:
@@ -224,16 +239,18 @@ class ContextConfig(_Section):
 
     @model_validator(mode="after")
     def _check_ratios(self) -> ContextConfig:
-        if self.keep_recent_ratio >= self.compact_trigger_ratio:
+        # (a trigger left to the budget is at least TRIGGER_RATIO: checked against that)
+        trigger = self.compact_trigger_ratio or TRIGGER_RATIO
+        if self.keep_recent_ratio >= trigger:
             raise ValueError(
                 f"[keep_recent_ratio] got {self.keep_recent_ratio!r}; expected below "
-                f"compact_trigger_ratio ({self.compact_trigger_ratio!r})"
+                f"compact_trigger_ratio ({trigger!r})"
             )
         native = self.compactor.native_trigger_ratio
-        if self.compactor.mode == "native" and native >= self.compact_trigger_ratio:
+        if self.compactor.mode == "native" and native >= trigger:
             raise ValueError(
                 f"[compactor.native_trigger_ratio] got {native!r}; expected below "
-                f"compact_trigger_ratio ({self.compact_trigger_ratio!r}) in native mode"
+                f"compact_trigger_ratio ({trigger!r}) in native mode"
             )
         return self
 

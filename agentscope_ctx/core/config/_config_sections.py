@@ -5,7 +5,7 @@ value raises `ConfigError` naming the field)."""
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
@@ -24,6 +24,16 @@ __all__ = [
     "ToolResultConfig",
 ]
 
+SMALL_WINDOW = 8_000
+"""Below this prompt budget (tokens) the settings left to it (`None`, or ``"auto"`` for
+`ToolResultConfig.mask_after`) take their small-window values (`ContextConfig`): the cost
+benchmark's small session, at 4,000 tokens, reads 0.73-0.79 of its prompt tokens from the
+providers' caches with them against 0.64-0.67 without (issue 45)."""
+
+MASK_AFTER = 10
+"""`ToolResultConfig.mask_after` where it is ``"auto"`` and the budget is `SMALL_WINDOW` or
+more."""
+
 
 class ToolResultConfig(_Section):
     """Two-stage truncation of tool output."""
@@ -40,11 +50,18 @@ class ToolResultConfig(_Section):
     """UTF-8 size limit of a tool result once it has slid out of the newest `recent_n`. Not a
     floor under the budget: when the prompt is still over it, outputs are masked."""
 
-    mask_after: int | None = Field(default=10, ge=0)
+    mask_after: Annotated[int, Field(ge=0)] | Literal["auto"] | None = "auto"
     """Tool results older than the newest `mask_after` tool-result messages are reduced to
     their notice alone (masking; the notice still points at the full output) when the prompt
     passes the trigger, and under pressure all but the newest are, before any model
-    compaction. `None` masks nothing. A value below `recent_n` counts as `recent_n`."""
+    compaction. `None` masks nothing. A value below `recent_n` counts as `recent_n`.
+    ``"auto"`` (the default): 10 where the prompt budget is `SMALL_WINDOW` (8,000 tokens) or
+    more; below it, nothing, and the ladder goes from the second truncation straight to
+    compaction. There a fresh output may hold 320 tokens (at 4,000, `recent_max_share`
+    0.08) and its notice holds 100-170 of them, so masking one frees little, while it breaks
+    the provider's cached prompt from that output on, a few hundred tokens after the summary:
+    at 4,000 tokens the small session lost more cache to its masking than to its compactions
+    (issue 45, docs/contributors/providers.md)."""
 
     recent_max_share: float | None = Field(default=0.08, gt=0, le=1)
     """A fresh output's excerpt is also bounded by this share of `max_input_tokens` (tokens
@@ -92,6 +109,12 @@ class ToolResultConfig(_Section):
             if (op == "<=" and a > b) or (op == ">=" and a < b):
                 raise ValueError(f"[{left}] got {a!r}; expected {op} {right} ({b!r})")
         return self
+
+    def masks_after(self, budget: int) -> int | None:
+        """`mask_after` at the prompt budget `budget` (``"auto"`` resolved)."""
+        if self.mask_after == "auto":
+            return MASK_AFTER if budget >= SMALL_WINDOW else None
+        return self.mask_after
 
 
 class CacheConfig(_Section):

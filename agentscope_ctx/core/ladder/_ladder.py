@@ -125,7 +125,7 @@ class Ladder:
                 await self._rung(relief, "cold cache cuts" if cold else "batched cuts", 0)
             return relief
         await self._rung(relief, "second truncation", OLD)
-        if self.config.mask_after is not None:
+        if self._mask_after() is not None:
             await self._rung(relief, "masking", MASKED)
             if self.mask_to_ratio is not None:
                 await self._mask_to(
@@ -256,14 +256,19 @@ class Ladder:
             if t.tool_msgs[k] not in pinned:
                 self.plan.mark(t.tool_msgs[k], OLD)
         t.old_upto = upto
-        if self.config.mask_after is None:
+        mask_after = self._mask_after()
+        if mask_after is None:
             return
-        upto = self._boundary(max(self.config.mask_after, self.config.recent_n), t.mask_upto)
+        upto = self._boundary(max(mask_after, self.config.recent_n), t.mask_upto)
         pinned = self.pinned() if upto > t.mask_upto else set()
         for k in range(t.mask_upto, upto):
             if t.tool_msgs[k] not in pinned:
                 self.plan.mark(t.tool_msgs[k], MASKED)
         t.mask_upto = upto
+
+    def _mask_after(self) -> int | None:
+        """`tool_result.mask_after` at the budget in force (`None`: no masking)."""
+        return self.config.masks_after(self.accountant.calibration.budget)
 
     def stable_call(self) -> str | None:
         """Id of the newest tool call whose result stands before every tool message the
@@ -272,7 +277,7 @@ class Ladder:
         is until a compaction, so a provider's cache breakpoint there keeps being read
         (`models._cache`), whatever batch of cuts comes next. `None`: no such result."""
         t = self.accountant.ledger
-        last = OLD if self.config.mask_after is None else MASKED
+        last = OLD if self._mask_after() is None else MASKED
         plan = self.plan
         before = next(
             (
