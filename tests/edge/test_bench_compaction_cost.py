@@ -20,7 +20,9 @@ def test_pricing_reads_writes_and_the_shortest_cached_prefix() -> None:
 
 
 def test_both_forms_on_a_tiny_session(capsys: pytest.CaptureFixture[str]) -> None:
-    tiny = Scenario("tiny, no masking", 4_000, 3, 3, tuple([9_000, 2_000, 4_000] * 3))
+    # (8,000 tokens: below it the trigger is the budget by default, and the agent's last
+    # prompt with the compactor's request would not fit it)
+    tiny = Scenario("tiny, no masking", 8_000, 3, 4, tuple([18_000, 4_000, 8_000, 12_000] * 3))
     result: dict[str, Any] = bench.main([tiny], bench.PRICES)
     table = {row["form"]: row for row in result["scenarios"][tiny.name]["table"]}
     plain, prefix, bare = table["plain"], table["prefix"], table["prefix, no tools"]
