@@ -35,7 +35,7 @@ from agentscope.model import ChatModelBase, ChatResponse, FinishedReason
 from agentscope.tool import ToolChoice, Toolkit
 
 from ..core._host import AgentRun, PrefixedCall
-from ..models._cache import PLAN, KeyedModel, marking_formatter
+from ..models._cache import KeyedModel, planned
 from ..telemetry import note_response, noted_stream
 from ._tools import function_tool
 
@@ -127,13 +127,8 @@ async def run_agent(model: ChatModelBase, formatter: FormatterBase | None, run: 
         react_config=ReActConfig(max_iters=run.max_iters, interruption_raise_cancelled_error=True),
         injection_config=InjectionConfig(inject_runtime_state=False),
     )
-    if run.cache is not None:
-        marking_formatter(model)
-    token = PLAN.set(run.cache)  # (its calls, formatted by the model, marked so)
-    try:
+    with planned(model, run.cache):  # (its calls, formatted by the model, marked so)
         reply = await agent.reply(UserMsg(name="user", content=run.prompt))
-    finally:
-        PLAN.reset(token)
     return reply.get_text_content() or ""
 
 
@@ -174,10 +169,7 @@ async def call_prefixed(
     text."""
     tool_choice: ToolChoice | None = call.tool_choice
     plan, key = call.cache
-    if plan is not None:
-        marking_formatter(model)
-    token = PLAN.set(plan)
-    try:
+    with planned(model, plan):
         result = await (model if key is None else KeyedModel(model, key))(
             messages=[*call.messages, UserMsg(name="user", content=call.instruction)],
             tools=call.tools or None,
@@ -193,8 +185,6 @@ async def call_prefixed(
             if last is None:
                 return ""
             result = last
-    finally:
-        PLAN.reset(token)
     note_response(result)
     if result.finished_reason == FinishedReason.INTERRUPTED:  # cancelled (our time limit)
         raise TimeoutError("the model call was interrupted")

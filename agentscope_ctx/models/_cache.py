@@ -51,7 +51,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -70,9 +71,11 @@ __all__ = [
     "helper_cache",
     "mark",
     "marking_formatter",
+    "planned",
     "provider_of",
     "retention_of",
     "style_of",
+    "unwrapped",
 ]
 
 Provider = Literal["anthropic", "dashscope", "openai", "compatible", "other"]
@@ -126,6 +129,19 @@ class _MarkingFormatter:
         setattr(self._inner, name, value)
 
 
+@contextmanager
+def planned(model: Any, plan: CachePlan | None) -> Iterator[None]:
+    """Inside, the requests a 2.x `model` formats are marked with `plan` (`PLAN`; its
+    formatter wrapped once by `marking_formatter`); `None`: not marked."""
+    if plan is not None:
+        marking_formatter(model)
+    token = PLAN.set(plan)
+    try:
+        yield
+    finally:
+        PLAN.reset(token)
+
+
 def marking_formatter(model: Any) -> None:
     """Wrap `model.formatter` (once) so that it marks its requests while `PLAN` is set."""
     formatter = getattr(model, "formatter", None)
@@ -149,12 +165,17 @@ class KeyedModel:
         return getattr(self.__dict__["inner"], name)
 
 
+def unwrapped(model: Any) -> Any:
+    """The model a wrapper of the package's holds as its ``inner`` (`KeyedModel`,
+    `GuardedModel`, the 1.x runner's `_TimedModel`), else `model` itself."""
+    inner = getattr(model, "__dict__", {}).get("inner")
+    return model if inner is None else inner
+
+
 def provider_of(model: Any) -> Provider:
     """The provider of an AgentScope chat model (1.x or 2.x; a wrapper's ``inner`` model),
     from its class names and the URL of its client."""
-    inner = getattr(model, "__dict__", {}).get("inner")
-    if inner is not None:
-        model = inner
+    model = unwrapped(model)
     names = {cls.__name__ for cls in type(model).__mro__}
     if "AnthropicChatModel" in names:
         return "anthropic"
@@ -228,9 +249,7 @@ def retention_of(model: Any) -> str | None:
     """The ``prompt_cache_retention`` an OpenAI model's requests carry (``"in_memory"``,
     ``"24h"``; `None`: not set): the 1.x model's ``generate_kwargs`` (or the ``extra_body``
     in them), the 2.x model's ``extra_body``; a wrapper's ``inner`` model's."""
-    inner = getattr(model, "__dict__", {}).get("inner")
-    if inner is not None:
-        model = inner
+    model = unwrapped(model)
     for holder in (getattr(model, "generate_kwargs", None), getattr(model, "extra_body", None)):
         if not isinstance(holder, dict):
             continue

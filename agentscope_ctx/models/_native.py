@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._cache import unwrapped
+
 __all__ = [
     "ANTHROPIC_MIN_TRIGGER",
     "COMPACT_BETA",
@@ -94,8 +96,7 @@ class NativeCall:
 
 def native_kind(model: Any) -> NativeKind | None:
     """Which native compaction `model` (1.x or 2.x; a wrapper's ``inner``) speaks, if any."""
-    inner = getattr(model, "__dict__", {}).get("inner")
-    names = {cls.__name__ for cls in type(inner if inner is not None else model).__mro__}
+    names = {cls.__name__ for cls in type(unwrapped(model)).__mro__}
     if "AnthropicChatModel" in names:
         return "anthropic"
     if "OpenAIResponseModel" in names:

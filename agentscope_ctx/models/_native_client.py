@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from typing import Any
 
+from ._cache import unwrapped
 from ._native import (
     NativeCall,
     anthropic_request,
@@ -143,8 +144,7 @@ class _Tapped:
 def native_client(model: Any) -> bool:
     """Wrap `model.client` (once; a wrapper's ``inner`` model's) so that native-mode calls
     are shaped; whether the client asks for native context management (not refused)."""
-    inner = getattr(model, "__dict__", {}).get("inner")
-    target = inner if inner is not None else model
+    target = unwrapped(model)
     client = getattr(target, "client", None)
     if client is None:
         return False
